@@ -1,0 +1,46 @@
+# cycleio: I/O studies of cycled weather-forecast systems.
+# Setup only; rules live in rules/*.smk and logic in scripts/cycleio.
+import os
+import sys
+
+from snakemake.utils import min_version
+
+min_version("9.0")
+# A long chain of cycles recurses deeply when Snakemake builds the DAG.
+sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
+sys.path.insert(0, os.path.join(workflow.basedir, "scripts"))
+
+from cycleio.config import ConfigError, load_study
+
+
+configfile: os.path.join(workflow.basedir, "config", "config.yaml")
+
+
+try:
+    config, STUDY = load_study(
+        config, os.path.join(workflow.basedir, "config", "schemas", "config.schema.yaml")
+    )
+except ConfigError as err:
+    sys.exit(f"cycleio: invalid configuration: {err}")
+
+
+report: "report/workflow.rst"
+
+
+wildcard_constraints:
+    arm=r"[A-Za-z][A-Za-z0-9_]*",
+    cycle=r"\d{10}",
+    step="prep|anal|fcst|post",
+
+
+include: "rules/common.smk"
+include: "rules/cycle.smk"
+include: "rules/report.smk"
+
+
+rule all:
+    input:
+        all_step_manifests(),
+        study_tables(),
+        study_figures(),
+    default_target: True

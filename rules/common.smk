@@ -1,0 +1,69 @@
+# Helpers shared by the rules: the one place that builds output paths.
+from cycleio.calendar import previous_cycle, steps_of_cycle
+
+
+def out(*parts):
+    """Every output of the study lives under results/<study>/."""
+    return os.path.join("results", STUDY.name, *parts)
+
+
+def step_file(arm, cycle, step, suffix):
+    return out("arms", arm, cycle, f"{step}.{suffix}")
+
+
+def coldstart_file(arm, suffix):
+    return out("arms", arm, f"coldstart.{suffix}")
+
+
+def arm_settings(wildcards):
+    return STUDY.arms[wildcards.arm].to_json()
+
+
+def step_dependencies(wildcards):
+    """Manifests of the steps a step waits on (GDAS order, previous cycle's forecast included)."""
+    arm, cycle, step = wildcards.arm, wildcards.cycle, wildcards.step
+    if cycle not in STUDY.cycles:
+        raise ValueError(f"cycle {cycle} is not a cycle of study {STUDY.name}")
+    if step not in steps_of_cycle(cycle, STUDY.cycles[0]):
+        raise ValueError(f"the half cycle {cycle} has no {step} step")
+    prev = previous_cycle(cycle, config["cycles"]["interval_hours"])
+    needs = {
+        "prep": [(prev, "post")],
+        "anal": [(cycle, "prep"), (prev, "fcst")],
+        "fcst": [(cycle, "anal"), (prev, "fcst")],
+        "post": [(cycle, "fcst")],
+    }[step]
+    if step == "fcst" and cycle == STUDY.cycles[0]:
+        return [coldstart_file(arm, "manifest.json")]
+    return [step_file(arm, c, s, "manifest.json") for c, s in needs]
+
+
+def all_steps():
+    """(arm, cycle, step) in chronological order, so the DAG is built from the first cycle on."""
+    return [
+        (arm, cycle, step)
+        for cycle in STUDY.cycles
+        for arm in STUDY.arms
+        for step in steps_of_cycle(cycle, STUDY.cycles[0])
+    ]
+
+
+def all_step_manifests():
+    return [step_file(arm, cycle, step, "manifest.json") for arm, cycle, step in all_steps()]
+
+
+def all_record_files():
+    return [coldstart_file(arm, "records.jsonl") for arm in STUDY.arms] + [
+        step_file(arm, cycle, step, "records.jsonl") for arm, cycle, step in all_steps()
+    ]
+
+
+TABLES = ["io_events.parquet", "io_events.csv", "step_summary.csv", "phase_throughput.csv"]
+
+
+def study_tables():
+    return [out("tables", name) for name in TABLES]
+
+
+def study_figures():
+    return [out("figures", "throughput_by_arm_and_phase.png")]

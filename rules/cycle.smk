@@ -1,0 +1,43 @@
+# The cycled steps of every arm: cold start once, then prep -> anal -> fcst -> post per cycle.
+
+
+rule coldstart:
+    output:
+        manifest=coldstart_file("{arm}", "manifest.json"),
+        records=coldstart_file("{arm}", "records.jsonl"),
+    log:
+        out("logs", "{arm}", "coldstart.log"),
+    benchmark:
+        out("benchmarks", "{arm}", "coldstart.tsv")
+    resources:
+        io_lock=1,
+    params:
+        settings=arm_settings,
+    message:
+        "cold start of arm {wildcards.arm}"
+    shell:
+        "cycleio --log {log:q} coldstart --arm-settings {params.settings:q}"
+        " --records {output.records:q} --manifest {output.manifest:q}"
+
+
+rule cycle_step:
+    input:
+        step_dependencies,
+    output:
+        manifest=step_file("{arm}", "{cycle}", "{step}", "manifest.json"),
+        records=step_file("{arm}", "{cycle}", "{step}", "records.jsonl"),
+    log:
+        out("logs", "{arm}", "{cycle}", "{step}.log"),
+    benchmark:
+        out("benchmarks", "{arm}", "{cycle}", "{step}.tsv")
+    resources:
+        io_lock=1,
+        attempt=lambda wildcards, attempt: attempt,
+    params:
+        settings=arm_settings,
+    message:
+        "{wildcards.step} of cycle {wildcards.cycle}, arm {wildcards.arm}"
+    shell:
+        "cycleio --log {log:q} step --arm-settings {params.settings:q}"
+        " --cycle {wildcards.cycle} --step {wildcards.step} --attempt {resources.attempt}"
+        " --records {output.records:q} --manifest {output.manifest:q}"

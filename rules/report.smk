@@ -1,0 +1,48 @@
+# Aggregation: all records into tidy tables, figures from the tables.
+
+
+rule aggregate:
+    input:
+        all_record_files(),
+    output:
+        events=report(
+            out("tables", "io_events.parquet"), category="Tables", caption="../report/io_events.rst"
+        ),
+        events_csv=out("tables", "io_events.csv"),
+        summary=report(
+            out("tables", "step_summary.csv"), category="Tables", caption="../report/step_summary.rst"
+        ),
+        throughput=report(
+            out("tables", "phase_throughput.csv"),
+            category="Tables",
+            caption="../report/phase_throughput.rst",
+        ),
+    log:
+        out("logs", "aggregate.log"),
+    message:
+        "aggregating {params.n_files} record files into tables"
+    params:
+        n_files=lambda wildcards, input: len(input),
+        out_dir=out("tables"),
+    shell:
+        "cycleio --log {log:q} aggregate --out-dir {params.out_dir:q} {input:q}"
+
+
+rule figures:
+    input:
+        summary=out("tables", "step_summary.csv"),
+        throughput=out("tables", "phase_throughput.csv"),
+    output:
+        report(
+            out("figures", "throughput_by_arm_and_phase.png"),
+            category="Figures",
+            caption="../report/throughput_figure.rst",
+        ),
+    log:
+        out("logs", "figures.log"),
+    params:
+        tables=out("tables"),
+        title=f"cycleio study '{STUDY.name}': {config['resolution']} L{config['levels']}, {len(STUDY.cycles)} cycles",
+    shell:
+        "cycleio --log {log:q} figures --tables {params.tables:q} --out {output:q}"
+        " --title {params.title:q}"

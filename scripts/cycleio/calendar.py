@@ -1,0 +1,65 @@
+"""Cycle calendar: cycle names are ``YYYYMMDDHH`` strings, every ``interval_hours`` from start to end.
+
+The first cycle of a study is a half cycle (cold start: fcst and post only); every later cycle runs
+prep, anal, fcst and post, and its analysis reads the previous cycle's forecast.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+CYCLE_FORMAT = "%Y%m%d%H"
+FULL_CYCLE_STEPS = ("prep", "anal", "fcst", "post")
+HALF_CYCLE_STEPS = ("fcst", "post")
+
+
+def parse_cycle(value: str | int) -> datetime:
+    """Parse ``YYYYMMDDHH`` (a string, or an integer as ``--config`` delivers it)."""
+    text = str(value)
+    if len(text) != 10 or not text.isdigit():
+        raise ValueError(f"cycle {text!r} is not of the form YYYYMMDDHH")
+    try:
+        return datetime.strptime(text, CYCLE_FORMAT)
+    except ValueError as err:
+        raise ValueError(f"cycle {text!r} is not a valid date and hour ({err})") from None
+
+
+def format_cycle(when: datetime) -> str:
+    return when.strftime(CYCLE_FORMAT)
+
+
+def shift_cycle(cycle: str, hours: int) -> str:
+    return format_cycle(parse_cycle(cycle) + timedelta(hours=hours))
+
+
+def cycles(start: str | int, end: str | int, interval_hours: int = 6) -> list[str]:
+    """All cycles from start to end inclusive, in chronological order."""
+    first, last = parse_cycle(start), parse_cycle(end)
+    if last < first:
+        raise ValueError(f"end {format_cycle(last)} is before start {format_cycle(first)}")
+    if interval_hours <= 0:
+        raise ValueError(f"interval_hours must be positive, got {interval_hours}")
+    step = timedelta(hours=interval_hours)
+    out, when = [], first
+    while when <= last:
+        out.append(format_cycle(when))
+        when += step
+    return out
+
+
+def previous_cycle(cycle: str, interval_hours: int = 6) -> str:
+    return shift_cycle(cycle, -interval_hours)
+
+
+def is_half_cycle(cycle: str, start: str | int) -> bool:
+    """The study's first cycle is the cold-start half cycle."""
+    return parse_cycle(cycle) == parse_cycle(start)
+
+
+def steps_of_cycle(cycle: str, start: str | int) -> tuple[str, ...]:
+    return HALF_CYCLE_STEPS if is_half_cycle(cycle, start) else FULL_CYCLE_STEPS
+
+
+def com_dir(cycle: str, run: str = "gdas") -> str:
+    """The COM folder of a cycle relative to ROTDIR: ``gdas.YYYYMMDD/HH``."""
+    return f"{run}.{cycle[:8]}/{cycle[8:]}"

@@ -1,0 +1,141 @@
+"""The ``cycleio`` command: the subcommands the workflow's rules call, usable by hand too."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import traceback
+from pathlib import Path
+
+log = logging.getLogger("cycleio")
+
+
+def _setup_logging(log_file: str | None) -> None:
+    """Progress goes to the log file when one is given (the rule's log), else to stderr."""
+    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    if log_file:
+        Path(log_file).parent.mkdir(parents=True, exist_ok=True)
+        handlers = [logging.FileHandler(log_file, mode="w")]
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", handlers=handlers, force=True)
+
+    def excepthook(kind, value, tb):
+        log.error("".join(traceback.format_exception(kind, value, tb)))
+
+    sys.excepthook = excepthook
+
+
+def cmd_step(args) -> None:
+    from .config import ArmSettings
+    from .jobs import run_step
+
+    run_step(ArmSettings.from_json(args.arm_settings), args.cycle, args.step, Path(args.records),
+             Path(args.manifest), attempt=args.attempt)
+
+
+def cmd_coldstart(args) -> None:
+    from .config import ArmSettings
+    from .jobs import run_coldstart
+
+    run_coldstart(ArmSettings.from_json(args.arm_settings), Path(args.records), Path(args.manifest))
+
+
+def cmd_aggregate(args) -> None:
+    from .aggregate import aggregate
+
+    for name, path in aggregate(args.records, Path(args.out_dir)).items():
+        log.info("wrote %s", path)
+
+
+def cmd_figures(args) -> None:
+    import pandas as pd
+
+    from .figures import throughput_figure
+
+    tables = Path(args.tables)
+    throughput_figure(pd.read_csv(tables / "phase_throughput.csv"), pd.read_csv(tables / "step_summary.csv"),
+                      Path(args.out), args.title)
+
+
+def cmd_check_config(args) -> None:
+    import yaml
+
+    from .config import load_study
+
+    config: dict = {}
+    for path in args.configfile:
+        with open(path) as handle:
+            _merge(config, yaml.safe_load(handle) or {})
+    _, study = load_study(config)
+    print(f"study {study.name}: {len(study.cycles)} cycles ({study.cycles[0]} to {study.cycles[-1]}), "
+          f"arms: {', '.join(study.arms)}")
+
+
+def _merge(base: dict, update: dict) -> None:
+    for key, value in update.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            _merge(base[key], value)
+        else:
+            base[key] = value
+
+
+def cmd_config_docs(args) -> None:
+    from .config import load_schema
+    from .docs import schema_markdown
+
+    print(schema_markdown(load_schema()), end="")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="cycleio", description=__doc__)
+    parser.add_argument("--log", help="also write the log to this file")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    step = sub.add_parser("step", help="run one step's job (stage_in, run, stage_out, verify, cleanup)")
+    step.add_argument("--arm-settings", required=True, help="the arm's settings as JSON (the rules pass them)")
+    step.add_argument("--cycle", required=True, help="YYYYMMDDHH")
+    step.add_argument("--step", required=True, choices=["prep", "anal", "fcst", "post"])
+    step.add_argument("--attempt", type=int, default=1)
+    step.add_argument("--records", required=True, help="JSON-lines records to write")
+    step.add_argument("--manifest", required=True, help="manifest to write last")
+    step.set_defaults(func=cmd_step)
+
+    cold = sub.add_parser("coldstart", help="write an arm's cold-start initial conditions")
+    cold.add_argument("--arm-settings", required=True)
+    cold.add_argument("--records", required=True)
+    cold.add_argument("--manifest", required=True)
+    cold.set_defaults(func=cmd_coldstart)
+
+    agg = sub.add_parser("aggregate", help="records to tidy tables")
+    agg.add_argument("--out-dir", required=True)
+    agg.add_argument("records", nargs="+")
+    agg.set_defaults(func=cmd_aggregate)
+
+    fig = sub.add_parser("figures", help="figures from the tables")
+    fig.add_argument("--tables", required=True)
+    fig.add_argument("--out", required=True)
+    fig.add_argument("--title", default="cycleio study")
+    fig.set_defaults(func=cmd_figures)
+
+    check = sub.add_parser("check-config", help="validate study config files (later files override)")
+    check.add_argument("configfile", nargs="+")
+    check.set_defaults(func=cmd_check_config)
+
+    docs = sub.add_parser("config-docs", help="print the configuration reference (markdown) from the schema")
+    docs.set_defaults(func=cmd_config_docs)
+
+    args = parser.parse_args(argv)
+    _setup_logging(args.log)
+    try:
+        args.func(args)
+    except (ValueError, RuntimeError, OSError) as err:
+        message = f"cycleio {args.command}: error: {err}"
+        log.error(message, exc_info=not isinstance(err, ValueError))
+        if args.log:
+            print(message, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,230 @@
+"""Study configuration: validation with messages that name the key, and the arms of a study.
+
+The JSON Schema (config/schemas/config.schema.yaml) gives every key its type, description and
+default; this module adds the checks that span keys (end after start, tier names that exist).
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+from .calendar import cycles as calendar_cycles
+from .calendar import parse_cycle
+from .inventory import ForecastSettings
+from .ncfiles import Compression
+from .tiers import JOB_TIME_VARIABLES, Tier, TierError, expand_tier_path
+
+SCHEMA_PATH = Path(__file__).resolve().parents[2] / "config" / "schemas" / "config.schema.yaml"
+
+
+class ConfigError(ValueError):
+    """A study configuration that cannot run; the message names the key and what is expected."""
+
+
+def load_schema(path: str | Path = SCHEMA_PATH) -> dict:
+    with open(path) as handle:
+        return yaml.safe_load(handle)
+
+
+def _key(path) -> str:
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "(top level)"
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    key = _key(error.absolute_path)
+    schema = error.schema
+    if error.validator == "additionalProperties":
+        allowed = sorted(schema.get("properties", {}))
+        extra = sorted(set(error.instance) - set(allowed))
+        hints = []
+        for name in extra:
+            close = difflib.get_close_matches(name, allowed, n=1)
+            hints.append(f"'{name}'" + (f" (did you mean '{close[0]}'?)" if close else ""))
+        where = "at the top level" if key == "(top level)" else f"in '{key}'"
+        return f"unknown key {', '.join(hints)} {where}; expected keys: {', '.join(allowed)}"
+    if error.validator == "type":
+        expected = schema["type"] if isinstance(schema["type"], str) else " or ".join(schema["type"])
+        return f"config key '{key}': expected {expected}, got {error.instance!r}"
+    if error.validator == "enum":
+        return f"config key '{key}': {error.instance!r} is not allowed; expected one of: {', '.join(map(str, schema['enum']))}"
+    if error.validator == "required":
+        return f"config key '{key}': {error.message}"
+    if error.validator == "pattern":
+        return f"config key '{key}': {error.instance!r} does not match the expected form {schema['pattern']!r}"
+    description = schema.get("description", "").strip()
+    return f"config key '{key}': {error.message}" + (f" ({description})" if description else "")
+
+
+def fill_defaults(config: dict, schema: dict) -> dict:
+    """Copy of config with schema defaults filled in, recursively through objects."""
+    out = copy.deepcopy(config)
+    for name, sub in schema.get("properties", {}).items():
+        if name not in out and "default" in sub:
+            out[name] = copy.deepcopy(sub["default"])
+        if isinstance(out.get(name), dict) and sub.get("type") == "object":
+            out[name] = fill_defaults(out[name], sub)
+    extra = schema.get("additionalProperties")
+    if isinstance(extra, dict) and extra.get("type") == "object":
+        for name, value in out.items():
+            if name not in schema.get("properties", {}) and isinstance(value, dict):
+                out[name] = fill_defaults(value, extra)
+    return out
+
+
+def validate_config(config: dict, schema: dict | None = None) -> dict:
+    """Validate and fill defaults; raise ConfigError naming the first problem (by key path)."""
+    schema = load_schema() if schema is None else schema
+    filled = fill_defaults(config, schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(filled), key=lambda e: (len(e.absolute_path), _key(e.absolute_path)))
+    if errors:
+        raise ConfigError(_describe(errors[0]))
+    _check_across_keys(filled)
+    return filled
+
+
+def _check_across_keys(config: dict) -> None:
+    cyc = config["cycles"]
+    for key in ("start", "end"):
+        try:
+            parse_cycle(cyc[key])
+        except ValueError as err:
+            raise ConfigError(f"config key 'cycles.{key}': {err}") from None
+    if parse_cycle(cyc["end"]) < parse_cycle(cyc["start"]):
+        raise ConfigError(f"config key 'cycles.end': {cyc['end']} is before cycles.start {cyc['start']}")
+    tiers = config["tiers"]
+    names = ", ".join(sorted(tiers))
+    persistent = config["persistent_tier"]
+    if persistent not in tiers:
+        raise ConfigError(f"config key 'persistent_tier': {persistent!r} is not a tier; expected one of: {names}")
+    if not tiers[persistent]["persistent"]:
+        raise ConfigError(
+            f"config key 'persistent_tier': tier {persistent!r} has persistent: false; "
+            "the persistent role needs a tier whose data outlive the job"
+        )
+    for index, name in enumerate(config["scratch_tiers"]):
+        if name not in tiers:
+            raise ConfigError(f"config key 'scratch_tiers[{index}]': {name!r} is not a tier; expected one of: {names}")
+    for name, tier in tiers.items():
+        try:
+            expand_tier_path(name, tier["path"], config["study"], tolerate=JOB_TIME_VARIABLES)
+        except TierError as err:
+            raise ConfigError(f"config key 'tiers.{name}.path': {err}") from None
+    fc = config["forecast"]
+    if cyc["interval_hours"] not in fc["restart_hours"]:
+        raise ConfigError(
+            f"config key 'forecast.restart_hours': {fc['restart_hours']} must include cycles.interval_hours "
+            f"({cyc['interval_hours']}), the restart the next cycle's forecast starts from"
+        )
+    if max(fc["restart_hours"]) > fc["forecast_hours"]:
+        raise ConfigError(
+            f"config key 'forecast.restart_hours': {max(fc['restart_hours'])} is beyond forecast.forecast_hours ({fc['forecast_hours']})"
+        )
+    if fc["forecast_hours"] % fc["history_interval_hours"]:
+        raise ConfigError(
+            f"config key 'forecast.history_interval_hours': {fc['history_interval_hours']} does not divide "
+            f"forecast.forecast_hours ({fc['forecast_hours']})"
+        )
+
+
+def default_compression(resolution: str, zlib_level: int | None, quantize_nsd: int | None) -> Compression:
+    """The global workflow's choice: uncompressed below C384; zlib 1 and 5 kept bits from C384."""
+    large = int(resolution[1:]) >= 384
+    return Compression(
+        zlib_level=(1 if large else 0) if zlib_level is None else zlib_level,
+        quantize_nsd=(5 if large else 0) if quantize_nsd is None else quantize_nsd,
+    )
+
+
+@dataclass
+class ArmSettings:
+    """Everything one arm's jobs need; rules pass it to ``cycleio`` as JSON."""
+
+    study: str
+    arm: str
+    start: str
+    seed: int
+    resolution: str
+    levels: int
+    persistent: Tier
+    scratch: Tier
+    strategy: str = "serial"
+    forecast: ForecastSettings = field(default_factory=ForecastSettings)
+    compression: Compression = field(default_factory=Compression)
+    compute_seconds_per_hour: float = 0.0
+    step_compute_seconds: dict = field(default_factory=dict)
+
+    @property
+    def staged(self) -> bool:
+        return self.scratch.name != self.persistent.name
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> "ArmSettings":
+        raw = json.loads(text)
+        raw["persistent"] = Tier(**raw["persistent"])
+        raw["scratch"] = Tier(**raw["scratch"])
+        forecast = raw["forecast"]
+        forecast["restart_hours"] = tuple(forecast["restart_hours"])
+        raw["forecast"] = ForecastSettings(**forecast)
+        raw["compression"] = Compression(**raw["compression"])
+        return cls(**raw)
+
+
+@dataclass
+class Study:
+    name: str
+    cycles: list[str]
+    arms: dict[str, ArmSettings]
+
+
+def _tier(name: str, spec: dict) -> Tier:
+    return Tier(name=name, kind=spec["kind"], path=spec["path"], persistent=spec["persistent"], shared=spec["shared"])
+
+
+def build_study(config: dict) -> Study:
+    """The study's cycles and arms from a validated config."""
+    cyc, fc = config["cycles"], config["forecast"]
+    start = str(cyc["start"])
+    forecast = ForecastSettings(
+        forecast_hours=fc["forecast_hours"],
+        history_interval_hours=fc["history_interval_hours"],
+        restart_hours=tuple(sorted(fc["restart_hours"])),
+        interval_hours=cyc["interval_hours"],
+        obs_scale=config["obs_scale"],
+    )
+    persistent = _tier(config["persistent_tier"], config["tiers"][config["persistent_tier"]])
+    arms = {}
+    for scratch_name in config["scratch_tiers"]:
+        arms[scratch_name] = ArmSettings(
+            study=config["study"],
+            arm=scratch_name,
+            start=start,
+            seed=config["seed"],
+            resolution=config["resolution"],
+            levels=config["levels"],
+            persistent=persistent,
+            scratch=_tier(scratch_name, config["tiers"][scratch_name]),
+            forecast=forecast,
+            compression=default_compression(config["resolution"], fc["zlib_level"], fc["quantize_nsd"]),
+            compute_seconds_per_hour=fc["compute_seconds_per_hour"],
+            step_compute_seconds=dict(config["step_compute_seconds"]),
+        )
+    return Study(config["study"], calendar_cycles(start, cyc["end"], cyc["interval_hours"]), arms)
+
+
+def load_study(config: dict, schema_path: str | Path = SCHEMA_PATH) -> tuple[dict, Study]:
+    filled = validate_config(config, load_schema(schema_path))
+    return filled, build_study(filled)

@@ -1,0 +1,30 @@
+"""The README's configuration reference, generated from the schema so the two never drift."""
+
+from __future__ import annotations
+
+import json
+
+
+def _rows(schema: dict, prefix: str = ""):
+    for name, sub in schema.get("properties", {}).items():
+        key = f"{prefix}{name}"
+        if sub.get("type") == "object" and "properties" in sub:
+            yield from _rows(sub, key + ".")
+            continue
+        kind = sub.get("type") or ("one of " + ", ".join(map(str, sub["enum"])) if "enum" in sub else "")
+        if isinstance(kind, list):
+            kind = " or ".join(kind)
+        default = json.dumps(sub.get("default")) if "default" in sub else "(required)"
+        if len(default) > 60:
+            default = "see config/config.yaml"
+        yield key, kind, default, " ".join(sub.get("description", "").split())
+        extra = sub.get("additionalProperties")
+        if isinstance(extra, dict) and "properties" in extra:
+            yield from _rows(extra, key + ".<name>.")
+
+
+def schema_markdown(schema: dict) -> str:
+    lines = ["| key | type | default | meaning |", "|---|---|---|---|"]
+    for key, kind, default, description in _rows(schema):
+        lines.append(f"| `{key}` | {kind} | `{default}` | {description.replace('|', '/')} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,48 @@
+"""Figures read only the tidy tables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+import seaborn as sns  # noqa: E402
+
+from .fsutil import landing  # noqa: E402
+
+ACTIVITY_ORDER = [
+    "stage_in:copy", "run:read", "run:write", "stage_out:copy", "verify:checksum",
+]
+STEP_ORDER = ["prep", "anal", "fcst", "post"]
+
+
+def throughput_figure(throughput: pd.DataFrame, summary: pd.DataFrame, path: Path, title: str) -> None:
+    """Left: MiB/s of each I/O activity by arm. Right: seconds per cycle spent in each step, by arm."""
+    sns.set_theme(style="whitegrid", context="notebook")
+    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 5), gridspec_kw={"width_ratios": [3, 2]})
+    activities = [a for a in ACTIVITY_ORDER if a in set(throughput["activity"])]
+    arms = list(dict.fromkeys(summary["arm"])) if not summary.empty else None
+    sns.barplot(data=throughput, x="arm", y="MiB_per_s", hue="activity", hue_order=activities, order=arms,
+                ax=left, palette="colorblind")
+    left.set(xlabel="arm (scratch tier)", ylabel="throughput [MiB/s]", title="I/O throughput by phase")
+    left.legend(title="phase:op", fontsize="small", title_fontsize="small")
+    for container in left.containers:
+        left.bar_label(container, fmt="%.0f", fontsize=7, padding=1)
+
+    per_cycle = summary.melt(id_vars=["arm", "step"], value_vars=["stage_in_s", "run_s", "stage_out_s", "verify_s", "cleanup_s"],
+                             var_name="phase", value_name="seconds")
+    per_cycle["phase"] = per_cycle["phase"].str.removesuffix("_s")
+    totals = per_cycle.groupby(["arm", "phase"], sort=False)["seconds"].sum().unstack("phase").reindex(arms)
+    ncycles = max(summary["cycle"].nunique(), 1)
+    (totals / ncycles).plot(kind="barh", stacked=True, ax=right, colormap="viridis", width=0.7)
+    right.set(xlabel="seconds per cycle (all steps)", ylabel="", title="Where a cycle's time goes")
+    right.invert_yaxis()
+    right.legend(title="phase", fontsize="small", title_fontsize="small")
+    fig.suptitle(title)
+    fig.tight_layout()
+    with landing(path) as tmp:
+        fig.savefig(tmp, dpi=120, format=path.suffix.lstrip("."))
+    plt.close(fig)

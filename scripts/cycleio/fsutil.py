@@ -1,0 +1,80 @@
+"""File-system primitives that lose nothing: write to a temporary name, fsync, rename."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Iterator
+
+import xxhash
+
+CHUNK_BYTES = 8 * 2**20
+
+
+def fsync_dir(path: str | os.PathLike) -> None:
+    """Make a rename durable by syncing its directory (not every filesystem allows it)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def temp_name(final: Path) -> Path:
+    """A hidden sibling name that never matches the final name, unique per process."""
+    return final.with_name(f".{final.name}.tmp.{os.getpid()}")
+
+
+@contextlib.contextmanager
+def landing(final: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary path beside ``final``; on success fsync it and rename it into place.
+
+    On any error the temporary file is removed, so no partial file ever has the final name.
+    """
+    final = Path(final)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temp_name(final)
+    try:
+        yield tmp
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, final)
+        fsync_dir(final.parent)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        raise
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> None:
+    with landing(path) as tmp:
+        tmp.write_text(text)
+
+
+def write_json_atomic(path: str | os.PathLike, obj) -> None:
+    write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=True) + "\n")
+
+
+def file_checksum(path: str | os.PathLike, chunk_bytes: int = CHUNK_BYTES) -> str:
+    """xxh3-64 of a file's bytes, read in chunks (memory stays bounded)."""
+    digest = xxhash.xxh3_64()
+    with open(path, "rb", buffering=0) as handle:
+        while chunk := handle.read(chunk_bytes):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def make_private_tempdir(parent: str | os.PathLike, prefix: str) -> Path:
+    Path(parent).mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=parent))

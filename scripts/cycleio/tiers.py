@@ -1,0 +1,113 @@
+"""Storage tiers: named locations with a kind, a path template and a few properties.
+
+A tier path may hold environment variables (``$TMPDIR``, ``${SLURM_JOB_ID}``,
+``${TMPDIR:-/tmp}`` with a default) and the placeholders ``{user}`` and ``{study}``, so node-local
+and memory tiers get a per-user, per-study subfolder. Paths are expanded where the job runs, since
+variables such as ``$TMPDIR`` or ``$SLURM_JOB_ID`` differ per job.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+TIER_KINDS = ("lustre", "burst_buffer", "node_local", "memory", "posix")
+
+# Variables that exist only inside a batch job: a study may name them although the submitting
+# shell lacks them, so validation before the run tolerates them.
+JOB_TIME_VARIABLES = re.compile(r"^(SLURM_\w+|DW_\w+|BB_\w+|PBS_\w+|LSB_\w+)$")
+
+_VARIABLE = re.compile(r"\$(?:\{(?P<braced>\w+)(?::-(?P<default>[^}]*))?\}|(?P<bare>\w+))")
+
+
+class TierError(ValueError):
+    """A tier that cannot be used, with the tier's name and what is wrong."""
+
+
+@dataclass(frozen=True)
+class Tier:
+    name: str
+    kind: str
+    path: str  # template, unexpanded
+    persistent: bool = True
+    shared: bool = True
+
+    def resolve(self, study: str, env: dict[str, str] | None = None) -> Path:
+        return expand_tier_path(self.name, self.path, study, env)
+
+
+def current_user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return str(os.getuid())
+
+
+def expand_variables(tier_name: str, template: str, env: dict[str, str], tolerate=None) -> str:
+    def replace(match: re.Match) -> str:
+        name = match.group("braced") or match.group("bare")
+        if name in env and env[name] != "":
+            return env[name]
+        if match.group("default") is not None:
+            return match.group("default")
+        if tolerate is not None and tolerate.match(name):
+            return match.group(0)
+        raise TierError(
+            f"tier '{tier_name}': path {template!r} uses ${name}, which is not set; "
+            f"set it, or give a default as ${{{name}:-/some/path}}"
+        )
+
+    return _VARIABLE.sub(replace, template)
+
+
+def expand_tier_path(
+    tier_name: str, template: str, study: str, env: dict[str, str] | None = None, tolerate=None
+) -> Path:
+    """Expand variables and placeholders; relative paths stay relative to the working directory."""
+    env = dict(os.environ if env is None else env)
+    text = expand_variables(tier_name, template, env, tolerate)
+    text = text.replace("{user}", current_user()).replace("{study}", study)
+    return Path(os.path.expanduser(text))
+
+
+def check_writable(tier_name: str, path: Path) -> None:
+    """Create the tier folder if needed and prove a file can be written there."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / f".cycleio-probe.{os.getpid()}"
+        probe.write_bytes(b"ok")
+        probe.unlink()
+    except OSError as err:
+        raise TierError(f"tier '{tier_name}': path {str(path)!r} is not writable ({err.strerror})") from None
+
+
+def filesystem_type(path: str | os.PathLike) -> str:
+    """The type of the filesystem holding ``path``, from the longest matching mount point."""
+    target = os.path.realpath(path)
+    while not os.path.exists(target):
+        target = os.path.dirname(target)
+    best, fs_type = "", "unknown"
+    try:
+        with open("/proc/self/mounts") as mounts:
+            for line in mounts:
+                fields = line.split()
+                if len(fields) < 3:
+                    continue
+                mount = fields[1].replace("\\040", " ")
+                inside = target == mount or target.startswith(mount.rstrip("/") + "/")
+                if inside and len(mount) >= len(best):
+                    best, fs_type = mount, fields[2]
+    except OSError:
+        pass
+    return fs_type
+
+
+def free_bytes(path: str | os.PathLike) -> int:
+    target = Path(path)
+    while not target.exists():
+        target = target.parent
+    return shutil.disk_usage(target).free
