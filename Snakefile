@@ -8,7 +8,12 @@ from snakemake.utils import min_version
 min_version("9.0")
 # A long chain of cycles recurses deeply when Snakemake builds the DAG.
 sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
+# The cycleio package is imported here and by every job's `python -m cycleio`.
 sys.path.insert(0, os.path.join(workflow.basedir, "scripts"))
+shell.prefix(
+    f"set -euo pipefail; export PYTHONPATH={os.path.join(workflow.basedir, 'scripts')!r}"
+    "${{PYTHONPATH:+:$PYTHONPATH}}; "
+)
 
 from cycleio.config import ConfigError, load_study
 
@@ -18,7 +23,8 @@ configfile: os.path.join(workflow.basedir, "config", "config.yaml")
 
 try:
     config, STUDY = load_study(
-        config, os.path.join(workflow.basedir, "config", "schemas", "config.schema.yaml")
+        config,
+        os.path.join(workflow.basedir, "config", "schemas", "config.schema.yaml"),
     )
 except ConfigError as err:
     sys.exit(f"cycleio: invalid configuration: {err}")
@@ -39,8 +45,8 @@ include: "rules/report.smk"
 
 
 rule all:
+    default_target: True
     input:
         all_step_manifests(),
         study_tables(),
         study_figures(),
-    default_target: True

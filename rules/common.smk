@@ -49,7 +49,9 @@ def all_steps():
 
 
 def all_step_manifests():
-    return [step_file(arm, cycle, step, "manifest.json") for arm, cycle, step in all_steps()]
+    return [
+        step_file(arm, cycle, step, "manifest.json") for arm, cycle, step in all_steps()
+    ]
 
 
 def all_record_files():
@@ -58,7 +60,12 @@ def all_record_files():
     ]
 
 
-TABLES = ["io_events.parquet", "io_events.csv", "step_summary.csv", "phase_throughput.csv"]
+TABLES = [
+    "io_events.parquet",
+    "io_events.csv",
+    "step_summary.csv",
+    "phase_throughput.csv",
+]
 
 
 def study_tables():

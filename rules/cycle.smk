@@ -9,6 +9,8 @@ rule coldstart:
         out("logs", "{arm}", "coldstart.log"),
     benchmark:
         out("benchmarks", "{arm}", "coldstart.tsv")
+    conda:
+        "../envs/cycleio.yaml"
     resources:
         io_lock=1,
     params:
@@ -16,7 +18,7 @@ rule coldstart:
     message:
         "cold start of arm {wildcards.arm}"
     shell:
-        "cycleio --log {log:q} coldstart --arm-settings {params.settings:q}"
+        "python -m cycleio --log {log:q} coldstart --arm-settings {params.settings:q}"
         " --records {output.records:q} --manifest {output.manifest:q}"
 
 
@@ -30,6 +32,8 @@ rule cycle_step:
         out("logs", "{arm}", "{cycle}", "{step}.log"),
     benchmark:
         out("benchmarks", "{arm}", "{cycle}", "{step}.tsv")
+    conda:
+        "../envs/cycleio.yaml"
     resources:
         io_lock=1,
         attempt=lambda wildcards, attempt: attempt,
@@ -38,6 +42,6 @@ rule cycle_step:
     message:
         "{wildcards.step} of cycle {wildcards.cycle}, arm {wildcards.arm}"
     shell:
-        "cycleio --log {log:q} step --arm-settings {params.settings:q}"
+        "python -m cycleio --log {log:q} step --arm-settings {params.settings:q}"
         " --cycle {wildcards.cycle} --step {wildcards.step} --attempt {resources.attempt}"
         " --records {output.records:q} --manifest {output.manifest:q}"

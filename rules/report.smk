@@ -6,11 +6,15 @@ rule aggregate:
         all_record_files(),
     output:
         events=report(
-            out("tables", "io_events.parquet"), category="Tables", caption="../report/io_events.rst"
+            out("tables", "io_events.parquet"),
+            category="Tables",
+            caption="../report/io_events.rst",
         ),
         events_csv=out("tables", "io_events.csv"),
         summary=report(
-            out("tables", "step_summary.csv"), category="Tables", caption="../report/step_summary.rst"
+            out("tables", "step_summary.csv"),
+            category="Tables",
+            caption="../report/step_summary.rst",
         ),
         throughput=report(
             out("tables", "phase_throughput.csv"),
@@ -19,13 +23,15 @@ rule aggregate:
         ),
     log:
         out("logs", "aggregate.log"),
-    message:
-        "aggregating {params.n_files} record files into tables"
+    conda:
+        "../envs/cycleio.yaml"
     params:
         n_files=lambda wildcards, input: len(input),
-        out_dir=out("tables"),
+        out_dir=lambda wildcards, output: os.path.dirname(output.summary),
+    message:
+        "aggregating {params.n_files} record files into tables"
     shell:
-        "cycleio --log {log:q} aggregate --out-dir {params.out_dir:q} {input:q}"
+        "python -m cycleio --log {log:q} aggregate --out-dir {params.out_dir:q} {input:q}"
 
 
 rule figures:
@@ -40,9 +46,11 @@ rule figures:
         ),
     log:
         out("logs", "figures.log"),
+    conda:
+        "../envs/cycleio.yaml"
     params:
-        tables=out("tables"),
+        tables=lambda wildcards, input: os.path.dirname(input.summary),
         title=f"cycleio study '{STUDY.name}': {config['resolution']} L{config['levels']}, {len(STUDY.cycles)} cycles",
     shell:
-        "cycleio --log {log:q} figures --tables {params.tables:q} --out {output:q}"
+        "python -m cycleio --log {log:q} figures --tables {params.tables:q} --out {output:q}"
         " --title {params.title:q}"

@@ -11,6 +11,7 @@ from .records import RECORD_FIELDS, read_records
 
 MiB = 2**20
 IO_OPS = ("read", "write", "copy", "checksum")
+COMPUTE_OPS = ("compute", "generate")  # generate: making the synthetic data, not I/O
 PHASE_COLUMNS = ("stage_in", "run", "stage_out", "verify", "cleanup")
 
 
@@ -37,7 +38,7 @@ def step_summary(events: pd.DataFrame) -> pd.DataFrame:
         out[f"{phase}_s"] = by_phase[phase] if phase in by_phase else 0.0
     io = events[events["op"].isin(IO_OPS)]
     out["io_s"] = io.groupby(keys)["seconds"].sum()
-    out["compute_s"] = events[events["op"] == "compute"].groupby(keys)["seconds"].sum()
+    out["compute_s"] = events[events["op"].isin(COMPUTE_OPS)].groupby(keys)["seconds"].sum()
     out = out.fillna({"io_s": 0.0, "compute_s": 0.0})
     out["staging_s"] = out["stage_in_s"] + out["stage_out_s"]
     out["io_fraction"] = (out["io_s"] / out["wall_s"]).where(out["wall_s"] > 0)
@@ -59,8 +60,8 @@ def step_summary(events: pd.DataFrame) -> pd.DataFrame:
 
 
 def phase_throughput(events: pd.DataFrame) -> pd.DataFrame:
-    """MiB/s per arm and phase/op: total bytes over total seconds of the I/O events."""
-    io = events[events["op"].isin(IO_OPS)].copy()
+    """MiB/s per arm, tier and phase:op: total bytes over total seconds of the cycles' I/O events."""
+    io = events[events["op"].isin(IO_OPS) & (events["step"] != "coldstart")].copy()
     io["activity"] = io["phase"] + ":" + io["op"]
     table = io.groupby(["study", "arm", "tier", "activity"], sort=True).agg(
         bytes=("bytes", "sum"), seconds=("seconds", "sum"), n_events=("bytes", "size")

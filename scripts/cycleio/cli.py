@@ -57,16 +57,24 @@ def cmd_figures(args) -> None:
                       Path(args.out), args.title)
 
 
-def cmd_check_config(args) -> None:
+def _read_configs(paths: list[str]) -> dict:
     import yaml
 
-    from .config import load_study
-
     config: dict = {}
-    for path in args.configfile:
+    for path in paths:
         with open(path) as handle:
             _merge(config, yaml.safe_load(handle) or {})
-    _, study = load_study(config)
+    return config
+
+
+def cmd_study_name(args) -> None:
+    print(_read_configs(args.configfile).get("study", "default"))
+
+
+def cmd_check_config(args) -> None:
+    from .config import load_study
+
+    _, study = load_study(_read_configs(args.configfile))
     print(f"study {study.name}: {len(study.cycles)} cycles ({study.cycles[0]} to {study.cycles[-1]}), "
           f"arms: {', '.join(study.arms)}")
 
@@ -120,6 +128,10 @@ def main(argv: list[str] | None = None) -> int:
     check = sub.add_parser("check-config", help="validate study config files (later files override)")
     check.add_argument("configfile", nargs="+")
     check.set_defaults(func=cmd_check_config)
+
+    name = sub.add_parser("study-name", help="print the study name of config files (later files override)")
+    name.add_argument("configfile", nargs="+")
+    name.set_defaults(func=cmd_study_name)
 
     docs = sub.add_parser("config-docs", help="print the configuration reference (markdown) from the schema")
     docs.set_defaults(func=cmd_config_docs)

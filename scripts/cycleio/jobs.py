@@ -91,6 +91,18 @@ def _stage(files: list[FileSpec], src_root: Path, dst_root: Path, phase: str, sr
     return landed
 
 
+def _timed_write(path: Path, spec: FileSpec, ctx: WriteContext, records: RecordLog, tier: TierContext) -> int:
+    """Write one file; the write record times only I/O, data generation gets its own record."""
+    t_start, t0 = time.time(), time.perf_counter()
+    size, generate_s = write_file(path, spec, ctx)
+    elapsed = time.perf_counter() - t0
+    records.add(phase="run", op="write", file=spec.path, bytes=size, t_start=t_start,
+                seconds=elapsed - generate_s, **tier.fields())
+    records.add(phase="run", op="generate", file=spec.path, n_files=0, t_start=t_start, seconds=generate_s,
+                **tier.fields())
+    return size
+
+
 def _compute(seconds: float, records: RecordLog, scratch: TierContext, label: str) -> None:
     if seconds <= 0:
         return
@@ -165,8 +177,7 @@ def _write_outputs(settings: ArmSettings, step: str, writes: list[FileSpec], wor
         if step == "fcst" and hour is not None and hour > previous_hour:
             _compute(settings.compute_seconds_per_hour * (hour - previous_hour), records, scratch, label)
             previous_hour = hour
-        with records.timed(phase="run", op="write", file=spec.path, **scratch.fields()) as event:
-            event["bytes"] = write_file(workdir / spec.path, spec, ctx)
+        _timed_write(workdir / spec.path, spec, ctx, records, scratch)
     total = sum(r.bytes for r in records.records if r.phase == "run" and r.op == "write")
     log.info("%s run: wrote %.1f MiB", label, total / MiB)
 
@@ -180,9 +191,8 @@ def run_coldstart(settings: ArmSettings, records_path: Path, manifest_path: Path
     outputs = []
     for spec in coldstart_files(settings.start):
         path = persistent.root / spec.path
-        with records.timed(phase="run", op="write", file=spec.path, **persistent.fields()) as event:
-            event["bytes"] = write_file(path, spec, ctx)
-        outputs.append({"path": spec.path, "bytes": event["bytes"], "xxh3_64": file_checksum(path)})
+        size = _timed_write(path, spec, ctx, records, persistent)
+        outputs.append({"path": spec.path, "bytes": size, "xxh3_64": file_checksum(path)})
     log.info("[%s coldstart] wrote %d files", settings.arm, len(outputs))
     records.write(records_path)
     manifest = {"study": settings.study, "arm": settings.arm, "cycle": settings.start, "step": "coldstart",

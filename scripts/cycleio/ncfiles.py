@@ -6,7 +6,8 @@ the resolution, and lands its file through a temporary name (write, fsync, renam
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import netCDF4
@@ -77,12 +78,30 @@ class Compression:
         return kwargs
 
 
+class Stopwatch:
+    """Accumulates the seconds spent making synthetic data, so write records time only I/O."""
+
+    def __init__(self):
+        self.seconds = 0.0
+
+    def take(self) -> float:
+        seconds, self.seconds = self.seconds, 0.0
+        return seconds
+
+
 @dataclass(frozen=True)
 class WriteContext:
     grid: Grid
     seed: int
     cycle: str
     compression: Compression = Compression()
+    generation: Stopwatch = field(default_factory=Stopwatch, compare=False)
+
+    def plane(self, key: int, ny: int, nx: int, mean: float, spread: float, dtype, noise: float = 0.01):
+        t0 = time.perf_counter()
+        plane = smooth_plane(key, ny, nx, mean, spread, noise, dtype)
+        self.generation.seconds += time.perf_counter() - t0
+        return plane
 
 
 def _global_attributes(ds: netCDF4.Dataset, title: str, ctx: WriteContext) -> None:
@@ -131,11 +150,10 @@ def _gaussian_axes(ds: netCDF4.Dataset, ny: int, nx: int, levels: int | None) ->
         pfull[:] = np.linspace(0.2, 1000.0, levels, dtype=np.float32)
 
 
-def _fill_levels(var, key_parts, ny, nx, levels, mean, spread, dtype, leading=1) -> None:
+def _fill_levels(var, ctx: WriteContext, key_parts, ny, nx, levels, mean, spread, dtype, leading=1) -> None:
     """Write a (time?, level, y, x) variable one plane at a time."""
     for level in range(levels):
-        key = seed_for(*key_parts, level)
-        plane = smooth_plane(key, ny, nx, mean * level_profile(level, levels), spread, 0.01, dtype)
+        plane = ctx.plane(seed_for(*key_parts, level), ny, nx, mean * level_profile(level, levels), spread, dtype)
         if leading:
             var[0, level, :, :] = plane
         else:
@@ -155,7 +173,7 @@ def write_atm_history(path: Path, spec: FileSpec, ctx: WriteContext) -> None:
                 **ctx.compression.variable_kwargs(),
             )
             var.setncatts({"units": units, "long_name": name, **({"standard_name": standard_name} if standard_name else {})})
-            _fill_levels(var, (ctx.seed, ctx.cycle, fhour, name), grid.ny, grid.nx, grid.levels, mean, spread, np.float32)
+            _fill_levels(var, ctx, (ctx.seed, ctx.cycle, fhour, name), grid.ny, grid.nx, grid.levels, mean, spread, np.float32)
         _write_planes(ds, ATM_2D, ctx, fhour, grid.ny, grid.nx)
 
 
@@ -165,7 +183,7 @@ def _write_planes(ds, variables, ctx: WriteContext, fhour: int, ny: int, nx: int
             name, "f4", ("time", "grid_yt", "grid_xt"), chunksizes=(1, ny, nx), **ctx.compression.variable_kwargs()
         )
         var.setncatts({"units": units, "long_name": name, **({"standard_name": standard_name} if standard_name else {})})
-        var[0, :, :] = smooth_plane(seed_for(ctx.seed, ctx.cycle, fhour, name), ny, nx, mean, spread, 0.01, np.float32)
+        var[0, :, :] = ctx.plane(seed_for(ctx.seed, ctx.cycle, fhour, name), ny, nx, mean, spread, np.float32)
 
 
 def write_sfc_history(path: Path, spec: FileSpec, ctx: WriteContext) -> None:
@@ -205,10 +223,10 @@ def write_fv_core(path: Path, spec: FileSpec, ctx: WriteContext) -> None:
             ny, nx = len(ds.dimensions[ydim]), len(ds.dimensions[xdim])
             var = ds.createVariable(name, "f8", ("Time", "zaxis_1", ydim, xdim), chunksizes=(1, 1, ny, nx))
             var.setncatts({"long_name": name, "units": "none"})
-            _fill_levels(var, (ctx.seed, ctx.cycle, spec.path, name), ny, nx, levels, 1.0, 10.0, np.float64)
+            _fill_levels(var, ctx, (ctx.seed, ctx.cycle, spec.path, name), ny, nx, levels, 1.0, 10.0, np.float64)
         phis = ds.createVariable("phis", "f8", ("Time", "yaxis_2", "xaxis_1"))
         phis.setncatts({"long_name": "phis", "units": "none"})
-        phis[0] = smooth_plane(seed_for(ctx.seed, spec.path, "phis"), n, n, 5000.0, 20000.0, 0.01, np.float64)
+        phis[0] = ctx.plane(seed_for(ctx.seed, spec.path, "phis"), n, n, 5000.0, 20000.0, np.float64)
 
 
 def write_sfc_data(path: Path, spec: FileSpec, ctx: WriteContext) -> None:
@@ -219,7 +237,7 @@ def write_sfc_data(path: Path, spec: FileSpec, ctx: WriteContext) -> None:
         for name in SFC_DATA_2D:
             var = ds.createVariable(name, "f8", ("Time", "yaxis_2", "xaxis_1"))
             var.setncatts({"long_name": name, "units": "none"})
-            var[0] = smooth_plane(seed_for(ctx.seed, ctx.cycle, spec.path, name), n, n, 1.0, 2.0, 0.01, np.float64)
+            var[0] = ctx.plane(seed_for(ctx.seed, ctx.cycle, spec.path, name), n, n, 1.0, 2.0, np.float64)
 
 
 def write_increment(path: Path, spec: FileSpec, ctx: WriteContext) -> None:
@@ -238,7 +256,7 @@ def write_increment(path: Path, spec: FileSpec, ctx: WriteContext) -> None:
         for name in INCREMENT_3D:
             var = ds.createVariable(name, "f4", ("lev", "lat", "lon"), chunksizes=(1, grid.ny, grid.nx))
             var.setncatts({"long_name": f"{name} increment", "units": "none"})
-            _fill_levels(var, (ctx.seed, ctx.cycle, name), grid.ny, grid.nx, grid.levels, 0.0, 1.0, np.float32, leading=0)
+            _fill_levels(var, ctx, (ctx.seed, ctx.cycle, name), grid.ny, grid.nx, grid.levels, 0.0, 1.0, np.float32, leading=0)
 
 
 def write_product(path: Path, spec: FileSpec, ctx: WriteContext) -> None:
@@ -254,7 +272,7 @@ def write_product(path: Path, spec: FileSpec, ctx: WriteContext) -> None:
                 compression="zlib", complevel=1,
             )
             var.setncatts({"units": units, "long_name": name, **({"standard_name": standard_name} if standard_name else {})})
-            _fill_levels(var, (ctx.seed, ctx.cycle, fhour, "product", name), PRODUCT_NY, PRODUCT_NX, levels, mean, spread, np.float32)
+            _fill_levels(var, ctx, (ctx.seed, ctx.cycle, fhour, "product", name), PRODUCT_NY, PRODUCT_NX, levels, mean, spread, np.float32)
 
 
 def write_bytes(path: Path, spec: FileSpec, ctx: WriteContext) -> None:
@@ -264,7 +282,10 @@ def write_bytes(path: Path, spec: FileSpec, ctx: WriteContext) -> None:
     with open(path, "wb") as handle:
         while remaining > 0:
             size = min(remaining, CHUNK_BYTES)
-            handle.write(rng.bytes(size))
+            t0 = time.perf_counter()
+            chunk = rng.bytes(size)
+            ctx.generation.seconds += time.perf_counter() - t0
+            handle.write(chunk)
             remaining -= size
 
 
@@ -302,11 +323,15 @@ WRITERS = {
 NETCDF_KINDS = {"atm_history", "sfc_history", "fv_core.res", "sfc_data", "increment", "product"}
 
 
-def write_file(dest: Path, spec: FileSpec, ctx: WriteContext) -> int:
-    """Write one file of the inventory under ``dest``, landing it atomically; return its size."""
+def write_file(dest: Path, spec: FileSpec, ctx: WriteContext) -> tuple[int, float]:
+    """Write one file of the inventory under ``dest``, landing it atomically.
+
+    Returns its size and the seconds spent generating its synthetic data (not I/O).
+    """
+    ctx.generation.take()
     with landing(dest) as tmp:
         WRITERS[spec.kind](tmp, spec, ctx)
-    return dest.stat().st_size
+    return dest.stat().st_size, ctx.generation.take()
 
 
 def read_file(path: Path, kind: str) -> int:

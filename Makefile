@@ -1,0 +1,37 @@
+# The two commands: `make study` runs the default study, `make test` sets up and passes the tests.
+SHELL := /bin/bash
+VENV ?= .venv
+BIN := $(abspath $(VENV))/bin
+# A study file to lay over config/config.yaml, e.g. make study STUDY=config/studies/smoke.yaml
+STUDY ?=
+# More Snakemake arguments, e.g. ARGS="--cores 4 --config resolution=C96"
+ARGS ?=
+CONFIG_ARGS := $(if $(STUDY),--configfile $(STUDY))
+RUN := PATH="$(BIN):$$PATH"
+STUDY_NAME = $(shell $(RUN) python -m cycleio study-name config/config.yaml $(STUDY) 2>/dev/null || echo default)
+
+.PHONY: setup study report test lint format clean-study
+setup:
+	@bash scripts/bootstrap.sh
+
+study: setup
+	$(RUN) snakemake $(CONFIG_ARGS) $(ARGS)
+	@$(MAKE) --no-print-directory report STUDY=$(STUDY) ARGS='$(ARGS)'
+	@echo
+	@echo "Study '$(STUDY_NAME)' is done:"
+	@echo "  tables:  results/$(STUDY_NAME)/tables/ (io_events.parquet/.csv, step_summary.csv, phase_throughput.csv)"
+	@echo "  figures: results/$(STUDY_NAME)/figures/"
+	@echo "  report:  results/$(STUDY_NAME)/report.html"
+
+report: setup
+	@$(RUN) snakemake $(CONFIG_ARGS) $(ARGS) --report results/$(STUDY_NAME)/report.html
+
+test: setup
+	$(RUN) python -m pytest $(PYTEST_ARGS)
+
+lint: setup
+	$(RUN) snakemake --lint
+	$(RUN) snakefmt --check Snakefile rules/
+
+format: setup
+	$(RUN) snakefmt Snakefile rules/

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Set up what cycleio needs on a fresh Debian machine: system packages (with apt, when root) and a
+# Python venv with the pinned packages. Safe to run again: it only redoes what changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+VENV=${VENV:-.venv}
+PYTHON=${PYTHON:-python3}
+SYSTEM_PACKAGES=(fio netcdf-bin)   # fio: benchmarks where IOR is absent; netcdf-bin: ncdump
+python_ok() { "$PYTHON" -c 'import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; }
+
+missing=()
+for pkg in "${SYSTEM_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+python_ok || missing+=(python3 python3-venv)
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "bootstrap: installing system packages: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq || echo "bootstrap: apt-get update failed; trying with the cached package lists" >&2
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    echo "bootstrap: not root (or no apt-get): please install ${missing[*]} yourself;" \
+         "tests that need them skip outside CI" >&2
+  fi
+fi
+python_ok || { echo "bootstrap: $PYTHON is not Python >= 3.11 with venv; set PYTHON=/path/to/python3.11" >&2; exit 1; }
+
+stamp="$VENV/.cycleio-installed"
+want=$(cat requirements.lock pyproject.toml | sha256sum | cut -d' ' -f1)
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+  exit 0
+fi
+[ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
+echo "bootstrap: installing pinned Python packages into $VENV (first time: a few minutes)"
+"$VENV/bin/python" -m pip install -q --upgrade pip
+"$VENV/bin/python" -m pip install -q -r requirements.lock
+"$VENV/bin/python" -m pip install -q --no-deps -e .
+echo "$want" > "$stamp"

@@ -1,0 +1,88 @@
+"""The surrogates write real CF netCDF4 files with the GDAS names; same seed, same data."""
+
+import json
+import subprocess
+
+import numpy as np
+import pytest
+import xarray as xr
+from conftest import require_tool
+
+from cycleio.config import ArmSettings
+from cycleio.grid import Grid
+from cycleio.inventory import ForecastSettings, FileSpec, step_io
+from cycleio.jobs import StepError, run_coldstart, run_step
+from cycleio.ncfiles import WriteContext, write_file
+from cycleio.tiers import Tier
+
+
+def arm(tmp_path, scratch="lustre", study="t") -> ArmSettings:
+    lustre = Tier("lustre", "lustre", str(tmp_path / "lustre"))
+    tiers = {"lustre": lustre, "shm": Tier("shm", "memory", str(tmp_path / "shm"), persistent=False, shared=False)}
+    return ArmSettings(study=study, arm=scratch, start="2026010100", seed=7, resolution="C12", levels=4,
+                       persistent=lustre, scratch=tiers[scratch])
+
+
+def test_history_file_is_cf_netcdf4_on_the_gaussian_grid(tmp_path):
+    spec = FileSpec("gdas.t00z.atmf003.nc", "atm_history", (("fhour", 3),))
+    size, generate_s = write_file(tmp_path / spec.path, spec, WriteContext(Grid("C12", 4), 1, "2026010100"))
+    assert size > 48 * 24 * 4 * 4 * 14 and generate_s > 0
+    with xr.open_dataset(tmp_path / spec.path) as ds:
+        assert ds.attrs["Conventions"] == "CF-1.8"
+        assert dict(ds["tmp"].sizes) == {"time": 1, "pfull": 4, "grid_yt": 24, "grid_xt": 48}
+        assert ds["tmp"].attrs["units"] == "K" and ds["ugrd"].attrs["standard_name"] == "eastward_wind"
+        assert str(ds["time"].values[0]).startswith("2026-01-01T03")  # decoded from CF time units
+        assert 150 < float(ds["tmp"].mean()) < 300
+
+
+def test_ncdump_prints_the_header(tmp_path):
+    ncdump = require_tool("ncdump", "install Debian's netcdf-bin")
+    spec = FileSpec("gdas.t00z.sfcf000.nc", "sfc_history", (("fhour", 0),))
+    write_file(tmp_path / spec.path, spec, WriteContext(Grid("C12", 4), 1, "2026010100"))
+    header = subprocess.run([ncdump, "-h", str(tmp_path / spec.path)], capture_output=True, text=True, check=True).stdout
+    assert "float tmp2m(time, grid_yt, grid_xt)" in header and ':Conventions = "CF-1.8"' in header
+
+
+def test_same_seed_gives_same_data_other_seed_differs(tmp_path):
+    spec = FileSpec("gdas.t00z.atmf000.nc", "atm_history", (("fhour", 0),))
+    paths = []
+    for name, seed in (("a", 1), ("b", 1), ("c", 2)):
+        path = tmp_path / name / spec.path
+        write_file(path, spec, WriteContext(Grid("C12", 3), seed, "2026010100"))
+        paths.append(path)
+    a, b, c = (xr.open_dataset(p) for p in paths)
+    with a, b, c:
+        xr.testing.assert_equal(a, b)
+        assert not np.array_equal(a["tmp"].values, c["tmp"].values)
+
+
+def test_step_inventories_use_gdas_names():
+    settings = ForecastSettings()
+    fcst = step_io("fcst", "2026010106", "2026010100", settings)
+    names = [spec.path.rsplit("/", 1)[-1] for spec in fcst.writes]
+    assert "gdas.t06z.atmf009.nc" in names and "gdas.t06z.sfcf000.nc" in names
+    assert "20260101.120000.fv_core.res.tile6.nc" in names  # restart valid at +6 h
+    anal = step_io("anal", "2026010106", "2026010100", settings)
+    assert "gdas.20260101/00/model/atmos/history/gdas.t00z.atmf003.nc" in [s.path for s in anal.reads]
+
+
+def test_anal_without_previous_forecast_names_the_missing_file(tmp_path):
+    settings = arm(tmp_path)
+    with pytest.raises(StepError, match=r"missing input on the persistent tier: .*gdas\.t06z\.prepbufr \(and 6 more\)"):
+        run_step(settings, "2026010106", "anal", tmp_path / "r.jsonl", tmp_path / "m.json")
+    assert not (tmp_path / "m.json").exists()
+
+
+def test_staged_half_cycle_lands_verified_outputs_and_cleans_scratch(tmp_path):
+    settings = arm(tmp_path, scratch="shm")
+    run_coldstart(settings, tmp_path / "c.jsonl", tmp_path / "c.json")
+    manifest = run_step(settings, "2026010100", "fcst", tmp_path / "r.jsonl", tmp_path / "m.json")
+    root = tmp_path / "lustre" / "t" / "shm"
+    assert manifest == json.loads((tmp_path / "m.json").read_text())
+    for entry in manifest["outputs"]:
+        assert (root / entry["path"]).stat().st_size == entry["bytes"]
+    scratch_root = tmp_path / "shm" / "t" / "shm"
+    assert list(scratch_root.iterdir()) == []  # the job folder was removed
+    phases = {json.loads(line)["phase"] for line in (tmp_path / "r.jsonl").read_text().splitlines()}
+    assert phases == {"stage_in", "run", "stage_out", "verify", "cleanup"}
+    assert manifest["provenance"]["tiers"]["scratch"]["tier_kind"] == "memory"

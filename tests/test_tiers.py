@@ -1,0 +1,49 @@
+from pathlib import Path
+
+import pytest
+
+from cycleio.tiers import (
+    JOB_TIME_VARIABLES,
+    TierError,
+    check_writable,
+    current_user,
+    expand_tier_path,
+    filesystem_type,
+)
+
+
+def test_expands_variables_defaults_and_placeholders():
+    env = {"TMPDIR": "/scratch/job1", "SLURM_JOB_ID": "42"}
+    assert expand_tier_path("t", "$TMPDIR/x", "s", env) == Path("/scratch/job1/x")
+    assert expand_tier_path("t", "${TMPDIR}/j${SLURM_JOB_ID}", "s", env) == Path("/scratch/job1/j42")
+    assert expand_tier_path("t", "${NOPE:-/tmp}/cycleio-{user}/{study}", "smoke", env) == Path(
+        f"/tmp/cycleio-{current_user()}/smoke"
+    )
+    # an empty variable counts as unset, so the default applies
+    assert expand_tier_path("t", "${TMPDIR:-/tmp}", "s", {"TMPDIR": ""}) == Path("/tmp")
+
+
+def test_relative_paths_stay_relative():
+    assert expand_tier_path("lustre", "results/tiers/lustre", "s", {}) == Path("results/tiers/lustre")
+
+
+def test_missing_variable_names_tier_and_variable():
+    with pytest.raises(TierError, match=r"tier 'bb': path .*\$DATAWARP_X.* not set"):
+        expand_tier_path("bb", "$DATAWARP_X/stripe", "s", {})
+
+
+def test_job_time_variables_are_tolerated_before_the_job():
+    path = expand_tier_path("bb", "$DW_JOB_STRIPED/{study}", "s", {}, tolerate=JOB_TIME_VARIABLES)
+    assert str(path) == "$DW_JOB_STRIPED/s"
+
+
+def test_unwritable_tier_is_a_clear_error(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    with pytest.raises(TierError, match=r"tier 'node_local': path .*a-file/sub.* is not writable"):
+        check_writable("node_local", blocker / "sub")
+
+
+def test_filesystem_type_of_known_mounts(tmp_path):
+    assert filesystem_type("/dev/shm") == "tmpfs"
+    assert filesystem_type(tmp_path / "does" / "not" / "exist") != "unknown"

@@ -1,0 +1,135 @@
+"""The smoke study end to end through Snakemake: tables, resume, lint and format."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+pytestmark = pytest.mark.e2e
+BIN = Path(sys.executable).parent
+
+
+def snakemake(repo: Path, workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    cmd = [str(BIN / "snakemake"), "-s", str(repo / "Snakefile"), "--cores", "2",
+           "--configfile", str(repo / "config" / "studies" / "smoke.yaml"), str(workdir / "tiers.yaml"), *args]
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    result = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, env=env, timeout=600)
+    if check and result.returncode != 0:
+        raise AssertionError(f"snakemake failed ({result.returncode}):\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}")
+    return result
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory, request):
+    """Run the smoke study once for this module, on tiers private to the test."""
+    repo = Path(__file__).resolve().parents[1]
+    workdir = tmp_path_factory.mktemp("smoke")
+    shm = Path("/dev/shm") / f"cycleio-test-{os.getpid()}"
+    tiers = {
+        "tiers": {
+            "node_local": {"kind": "node_local", "path": str(workdir / "node_local")},
+            "shm": {"kind": "memory", "path": str(shm)},
+        }
+    }
+    (workdir / "tiers.yaml").write_text(yaml.safe_dump(tiers))
+    request.addfinalizer(lambda: shutil.rmtree(shm, ignore_errors=True))
+    snakemake(repo, workdir)
+    return repo, workdir
+
+
+def manifests(workdir: Path) -> dict[Path, int]:
+    return {p: p.stat().st_mtime_ns for p in (workdir / "results" / "smoke" / "arms").rglob("*.manifest.json")}
+
+
+def test_tables_have_rows_per_step_and_phase(smoke):
+    _, workdir = smoke
+    tables = workdir / "results" / "smoke" / "tables"
+    events = pd.read_parquet(tables / "io_events.parquet")
+    assert len(events) == len(pd.read_csv(tables / "io_events.csv"))
+    summary = pd.read_csv(tables / "step_summary.csv", dtype={"cycle": str})
+    # 3 arms x (half cycle: fcst, post + 2 full cycles x 4 steps)
+    assert len(summary) == 3 * (2 + 2 * 4)
+    assert set(summary["arm"]) == {"lustre", "node_local", "shm"}
+    phases = events[events["step"] != "coldstart"].groupby("arm")["phase"].unique().map(set)
+    assert phases["lustre"] == {"run", "verify"}  # the baseline does not stage
+    assert phases["shm"] == phases["node_local"] == {"stage_in", "run", "stage_out", "verify", "cleanup"}
+    io = events[events["op"].isin(["read", "write", "copy"])]
+    assert (io["MiB_per_s"] > 0).all() and (summary["wall_s"] > 0).all()
+    assert summary["io_fraction"].between(0, 1).all()
+
+
+def test_bytes_equal_file_sizes_on_the_persistent_tier(smoke):
+    _, workdir = smoke
+    events = pd.read_parquet(workdir / "results" / "smoke" / "tables" / "io_events.parquet")
+    for arm in ("lustre", "shm"):
+        root = workdir / "results" / "tiers" / "lustre" / "smoke" / arm
+        landed = events[(events["arm"] == arm) & (events["tier"] == "lustre") & (events["op"].isin(["write", "copy"]))]
+        assert len(landed) > 0
+        for row in landed.itertuples():
+            assert (root / row.file).stat().st_size == row.bytes, row.file
+        on_disk = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+        assert on_disk == landed["bytes"].sum()
+
+
+def test_manifests_list_verified_outputs(smoke):
+    _, workdir = smoke
+    manifest = json.loads((workdir / "results/smoke/arms/node_local/2027010100/fcst.manifest.json").read_text())
+    root = Path(manifest["root"])
+    assert manifest["outputs"] and all((root / o["path"]).stat().st_size == o["bytes"] for o in manifest["outputs"])
+    assert manifest["provenance"]["tiers"]["scratch"]["tier"] == "node_local"
+
+
+def test_figure_is_a_png(smoke):
+    _, workdir = smoke
+    figure = workdir / "results/smoke/figures/throughput_by_arm_and_phase.png"
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_rerun_does_nothing_and_a_deleted_manifest_reruns_only_it_and_dependants(smoke):
+    repo, workdir = smoke
+    assert "Nothing to be done" in snakemake(repo, workdir, "-n").stdout
+    before = manifests(workdir)
+    deleted = workdir / "results/smoke/arms/shm/2026123118/anal.manifest.json"
+    deleted.unlink()
+    snakemake(repo, workdir)
+    after = manifests(workdir)
+    rerun = {p.relative_to(workdir / "results/smoke/arms").as_posix() for p in after if after[p] != before.get(p)}
+    assert rerun == {
+        "shm/2026123118/anal.manifest.json",
+        "shm/2026123118/fcst.manifest.json",
+        "shm/2026123118/post.manifest.json",
+        "shm/2027010100/prep.manifest.json",
+        "shm/2027010100/anal.manifest.json",
+        "shm/2027010100/fcst.manifest.json",
+        "shm/2027010100/post.manifest.json",
+    }
+
+
+def test_bad_config_is_refused_before_any_job_runs(smoke, tmp_path):
+    repo, _ = smoke
+    (tmp_path / "tiers.yaml").write_text("scratch_tiers: [lustre, nvme]\n")
+    result = snakemake(repo, tmp_path, check=False)
+    assert result.returncode != 0
+    message = result.stdout + result.stderr
+    assert "config key 'scratch_tiers[1]': 'nvme' is not a tier; expected one of: lustre, node_local, shm" in message
+    assert not (tmp_path / "results").exists()
+
+
+def test_lint_is_clean(repo):
+    result = subprocess.run([str(BIN / "snakemake"), "--lint", "-s", str(repo / "Snakefile")], cwd=repo,
+                            capture_output=True, text=True, env={**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"})
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_snakefmt_check_is_clean(repo):
+    files = [repo / "Snakefile", *sorted((repo / "rules").glob("*.smk"))]
+    result = subprocess.run([str(BIN / "snakefmt"), "--check", *map(str, files)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
