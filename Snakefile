@@ -41,6 +41,7 @@ wildcard_constraints:
 
 include: "rules/common.smk"
 include: "rules/cycle.smk"
+include: "rules/bench.smk"
 include: "rules/report.smk"
 
 
@@ -50,3 +51,4 @@ rule all:
         all_step_manifests(),
         study_tables(),
         study_figures(),
+        benchmark_outputs(),

@@ -136,6 +136,10 @@ def main(argv: list[str] | None = None) -> int:
     docs = sub.add_parser("config-docs", help="print the configuration reference (markdown) from the schema")
     docs.set_defaults(func=cmd_config_docs)
 
+    from .cli_bench import register as register_bench
+
+    register_bench(sub)
+
     args = parser.parse_args(argv)
     _setup_logging(args.log)
     try:

@@ -191,7 +191,7 @@ class Study:
 
 
 def _tier(name: str, spec: dict) -> Tier:
-    return Tier(name=name, kind=spec["kind"], path=spec["path"], persistent=spec["persistent"], shared=spec["shared"])
+    return Tier(name=name, **spec)
 
 
 def build_study(config: dict) -> Study:

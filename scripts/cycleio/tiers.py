@@ -35,6 +35,9 @@ class Tier:
     path: str  # template, unexpanded
     persistent: bool = True
     shared: bool = True
+    burst_buffer: str = ""  # the batch directive that requests it, e.g. "#DW jobdw ..." or "#BB_LUA ..."
+    stripe_count: int = 0  # Lustre striping set with lfs setstripe before writing (0 = leave as is)
+    stripe_size: str = ""
 
     def resolve(self, study: str, env: dict[str, str] | None = None) -> Path:
         return expand_tier_path(self.name, self.path, study, env)
