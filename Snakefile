@@ -16,6 +16,7 @@ shell.prefix(
 )
 
 from cycleio.config import ConfigError, load_study
+from cycleio.preflight import check_study
 
 
 configfile: os.path.join(workflow.basedir, "config", "config.yaml")
@@ -26,8 +27,11 @@ try:
         config,
         os.path.join(workflow.basedir, "config", "schemas", "config.schema.yaml"),
     )
+    # Jobs parse this file again (on cluster nodes too): check the tiers once, up front.
+    if workflow.is_main_process:
+        check_study(STUDY, local_exec=workflow.local_exec)
 except ConfigError as err:
-    sys.exit(f"cycleio: invalid configuration: {err}")
+    sys.exit(f"cycleio: cannot start the study: {err}")
 
 
 report: "report/workflow.rst"
@@ -36,7 +40,7 @@ report: "report/workflow.rst"
 wildcard_constraints:
     arm=r"[A-Za-z][A-Za-z0-9_]*",
     cycle=r"\d{10}",
-    step="prep|anal|fcst|post",
+    step="prep|anal|fcst|post|cycle",
 
 
 include: "rules/common.smk"

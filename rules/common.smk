@@ -24,9 +24,16 @@ def step_dependencies(wildcards):
     arm, cycle, step = wildcards.arm, wildcards.cycle, wildcards.step
     if cycle not in STUDY.cycles:
         raise ValueError(f"cycle {cycle} is not a cycle of study {STUDY.name}")
-    if step not in steps_of_cycle(cycle, STUDY.cycles[0]):
-        raise ValueError(f"the half cycle {cycle} has no {step} step")
+    if step not in jobs_of_cycle(arm, cycle):
+        raise ValueError(f"arm {arm} has no job {step} in cycle {cycle}")
     prev = previous_cycle(cycle, config["cycles"]["interval_hours"])
+    if step == "cycle":
+        first = cycle == STUDY.cycles[0]
+        return (
+            [coldstart_file(arm, "manifest.json")]
+            if first
+            else [step_file(arm, prev, "cycle", "manifest.json")]
+        )
     needs = {
         "prep": [(prev, "post")],
         "anal": [(cycle, "prep"), (prev, "fcst")],
@@ -38,13 +45,20 @@ def step_dependencies(wildcards):
     return [step_file(arm, c, s, "manifest.json") for c, s in needs]
 
 
+def jobs_of_cycle(arm, cycle):
+    """The jobs of one cycle of an arm: its steps, or one job for the whole cycle."""
+    if STUDY.arms[arm].granularity == "cycle":
+        return ["cycle"]
+    return list(steps_of_cycle(cycle, STUDY.cycles[0]))
+
+
 def all_steps():
-    """(arm, cycle, step) in chronological order, so the DAG is built from the first cycle on."""
+    """(arm, cycle, job) in chronological order, so the DAG is built from the first cycle on."""
     return [
         (arm, cycle, step)
         for cycle in STUDY.cycles
         for arm in STUDY.arms
-        for step in steps_of_cycle(cycle, STUDY.cycles[0])
+        for step in jobs_of_cycle(arm, cycle)
     ]
 
 
@@ -54,9 +68,10 @@ def all_step_manifests():
     ]
 
 
-def all_record_files():
-    return [coldstart_file(arm, "records.jsonl") for arm in STUDY.arms] + [
-        step_file(arm, cycle, step, "records.jsonl") for arm, cycle, step in all_steps()
+def all_job_files(suffix):
+    """The records or manifests of every job of the study."""
+    return [coldstart_file(arm, suffix) for arm in STUDY.arms] + [
+        step_file(arm, cycle, step, suffix) for arm, cycle, step in all_steps()
     ]
 
 

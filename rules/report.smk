@@ -3,7 +3,8 @@
 
 rule aggregate:
     input:
-        all_record_files(),
+        records=all_job_files("records.jsonl"),
+        manifests=all_job_files("manifest.json"),
     output:
         events=report(
             out("tables", "io_events.parquet"),
@@ -21,17 +22,27 @@ rule aggregate:
             category="Tables",
             caption="../report/phase_throughput.rst",
         ),
+        staging=report(
+            out("tables", "staging.csv"),
+            category="Tables",
+            caption="../report/staging.rst",
+        ),
+        tiers=report(
+            out("tables", "tiers.csv"),
+            category="Tables",
+            caption="../report/tiers.rst",
+        ),
     log:
         out("logs", "aggregate.log"),
     conda:
         "../envs/cycleio.yaml"
     params:
-        n_files=lambda wildcards, input: len(input),
+        n_files=lambda wildcards, input: len(input.records),
         out_dir=lambda wildcards, output: os.path.dirname(output.summary),
     message:
         "aggregating {params.n_files} record files into tables"
     shell:
-        "python -m cycleio --log {log:q} aggregate --out-dir {params.out_dir:q} {input:q}"
+        "python -m cycleio --log {log:q} aggregate --out-dir {params.out_dir:q} {input.records:q}"
 
 
 rule figures:

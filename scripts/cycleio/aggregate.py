@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -24,6 +25,25 @@ def load_events(record_files: list[str | Path]) -> pd.DataFrame:
     return events.sort_values(["arm", "cycle", "step", "t_start"], kind="stable").reset_index(drop=True)
 
 
+def covered_seconds(frame: pd.DataFrame) -> float:
+    """Length of the union of the events' time intervals: overlapping (parallel) copies count once."""
+    total, end = 0.0, float("-inf")
+    for start, stop in sorted(zip(frame["t_start"], frame["t_end"])):
+        if start > end:
+            total += stop - start
+            end = stop
+        elif stop > end:
+            total += stop - end
+            end = stop
+    return total
+
+
+def _covered_by(events: pd.DataFrame, keys: list[str]) -> pd.Series:
+    if events.empty:
+        return pd.Series(dtype=float)
+    return events.groupby(keys)[["t_start", "t_end"]].apply(covered_seconds)
+
+
 def step_summary(events: pd.DataFrame) -> pd.DataFrame:
     """Per study x arm x cycle x step: wall, phase and I/O seconds, bytes, I/O share and MiB/s."""
     keys = ["study", "arm", "cycle", "step"]
@@ -33,13 +53,13 @@ def step_summary(events: pd.DataFrame) -> pd.DataFrame:
         t_end=("t_end", "max"),
     )
     out["wall_s"] = out["t_end"] - out["t_start"]
-    by_phase = events.pivot_table(index=keys, columns="phase", values="seconds", aggfunc="sum", fill_value=0.0)
     for phase in PHASE_COLUMNS:
-        out[f"{phase}_s"] = by_phase[phase] if phase in by_phase else 0.0
-    io = events[events["op"].isin(IO_OPS)]
-    out["io_s"] = io.groupby(keys)["seconds"].sum()
-    out["compute_s"] = events[events["op"].isin(COMPUTE_OPS)].groupby(keys)["seconds"].sum()
-    out = out.fillna({"io_s": 0.0, "compute_s": 0.0})
+        out[f"{phase}_s"] = _covered_by(events[events["phase"] == phase], keys)
+    out["io_s"] = _covered_by(events[events["op"].isin(IO_OPS)], keys)
+    out["run_io_s"] = _covered_by(events[(events["phase"] == "run") & events["op"].isin(IO_OPS)], keys)
+    out["compute_s"] = _covered_by(events[events["op"].isin(COMPUTE_OPS)], keys)
+    seconds = [f"{phase}_s" for phase in PHASE_COLUMNS] + ["io_s", "run_io_s", "compute_s"]
+    out[seconds] = out[seconds].fillna(0.0)
     out["staging_s"] = out["stage_in_s"] + out["stage_out_s"]
     out["io_fraction"] = (out["io_s"] / out["wall_s"]).where(out["wall_s"] > 0)
 
@@ -60,14 +80,47 @@ def step_summary(events: pd.DataFrame) -> pd.DataFrame:
 
 
 def phase_throughput(events: pd.DataFrame) -> pd.DataFrame:
-    """MiB/s per arm, tier and phase:op: total bytes over total seconds of the cycles' I/O events."""
+    """MiB/s per arm, tier and phase:op: total bytes over the time the cycles' I/O events cover.
+
+    Parallel copies overlap, so the covered time, not the sum of the events' seconds, divides the bytes.
+    """
     io = events[events["op"].isin(IO_OPS) & (events["step"] != "coldstart")].copy()
     io["activity"] = io["phase"] + ":" + io["op"]
-    table = io.groupby(["study", "arm", "tier", "activity"], sort=True).agg(
-        bytes=("bytes", "sum"), seconds=("seconds", "sum"), n_events=("bytes", "size")
-    )
+    keys = ["study", "arm", "tier", "activity"]
+    table = io.groupby(keys, sort=True).agg(bytes=("bytes", "sum"), summed_s=("seconds", "sum"),
+                                           n_events=("bytes", "size"))
+    table["seconds"] = _covered_by(io, keys)
     table["MiB_per_s"] = (table["bytes"] / MiB / table["seconds"]).where(table["seconds"] > 0)
     return table.reset_index()
+
+
+def staging_table(events: pd.DataFrame) -> pd.DataFrame:
+    """Per arm, cycle, job and direction: files, bytes, seconds and MiB/s of the copies, by method."""
+    copies = events[events["phase"].isin(["stage_in", "stage_out"]) & (events["op"] == "copy")]
+    keys = ["study", "arm", "cycle", "step", "phase", "tool", "tier", "fs_type"]
+    table = copies.groupby(keys, sort=True).agg(
+        n_files=("file", "size"), bytes=("bytes", "sum"), copy_s=("seconds", "sum"),
+        t_start=("t_start", "min"), t_end=("t_end", "max"),
+    )
+    table["wall_s"] = table["t_end"] - table["t_start"]
+    # Parallel streams overlap copies: wall time, not the sum, gives the achieved rate.
+    table["MiB_per_s"] = (table["bytes"] / MiB / table["wall_s"]).where(table["wall_s"] > 0)
+    return table.drop(columns=["t_end"]).rename(columns={"tool": "method", "tier": "dest_tier"}).reset_index()
+
+
+def tiers_table(manifest_files: list[Path]) -> pd.DataFrame:
+    """What each arm's jobs found on their tiers (first job per arm and role): provenance of the study."""
+    rows, seen = [], set()
+    for path in manifest_files:
+        manifest = json.loads(Path(path).read_text())
+        for role, tier in manifest.get("provenance", {}).get("tiers", {}).items():
+            key = (manifest["arm"], role)
+            if key in seen:
+                continue
+            seen.add(key)
+            rows.append({"study": manifest["study"], "arm": manifest["arm"], "role": role,
+                         "host": manifest["provenance"].get("host"), **tier})
+    return pd.DataFrame(rows)
 
 
 def write_table(frame: pd.DataFrame, path: Path) -> None:
@@ -83,11 +136,14 @@ def aggregate(record_files: list[str | Path], out_dir: Path) -> dict[str, Path]:
     if events.empty:
         raise ValueError("no records to aggregate: the study has produced no record files yet")
     cycle_events = events[events["step"] != "coldstart"]
+    manifests = [Path(str(p).replace(".records.jsonl", ".manifest.json")) for p in record_files]
     tables = {
         "io_events.parquet": events,
         "io_events.csv": events,
         "step_summary.csv": step_summary(cycle_events),
         "phase_throughput.csv": phase_throughput(events),
+        "staging.csv": staging_table(cycle_events),
+        "tiers.csv": tiers_table([p for p in manifests if p.exists()]),
     }
     written = {}
     for name, frame in tables.items():

@@ -89,9 +89,14 @@ def _merge(base: dict, update: dict) -> None:
 
 def cmd_config_docs(args) -> None:
     from .config import load_schema
-    from .docs import schema_markdown
+    from .docs import schema_markdown, update_readme
 
-    print(schema_markdown(load_schema()), end="")
+    table = schema_markdown(load_schema())
+    if args.update:
+        update_readme(Path(args.update), table)
+        log.info("updated the configuration table in %s", args.update)
+    else:
+        print(table, end="")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -102,7 +107,8 @@ def main(argv: list[str] | None = None) -> int:
     step = sub.add_parser("step", help="run one step's job (stage_in, run, stage_out, verify, cleanup)")
     step.add_argument("--arm-settings", required=True, help="the arm's settings as JSON (the rules pass them)")
     step.add_argument("--cycle", required=True, help="YYYYMMDDHH")
-    step.add_argument("--step", required=True, choices=["prep", "anal", "fcst", "post"])
+    step.add_argument("--step", required=True, choices=["prep", "anal", "fcst", "post", "cycle"],
+                      help="a step, or `cycle` for all the cycle's steps in one job")
     step.add_argument("--attempt", type=int, default=1)
     step.add_argument("--records", required=True, help="JSON-lines records to write")
     step.add_argument("--manifest", required=True, help="manifest to write last")
@@ -134,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     name.set_defaults(func=cmd_study_name)
 
     docs = sub.add_parser("config-docs", help="print the configuration reference (markdown) from the schema")
+    docs.add_argument("--update", metavar="README", help="replace the table between the config-table markers of this file")
     docs.set_defaults(func=cmd_config_docs)
 
     from .cli_bench import register as register_bench

@@ -146,6 +146,14 @@ def default_compression(resolution: str, zlib_level: int | None, quantize_nsd: i
     )
 
 
+@dataclass(frozen=True)
+class StagingSettings:
+    method: str = "cycleio"
+    streams: int = 4
+    direct_io_verify: bool = False
+    drop_caches: bool = False
+
+
 @dataclass
 class ArmSettings:
     """Everything one arm's jobs need; rules pass it to ``cycleio`` as JSON."""
@@ -163,6 +171,8 @@ class ArmSettings:
     compression: Compression = field(default_factory=Compression)
     compute_seconds_per_hour: float = 0.0
     step_compute_seconds: dict = field(default_factory=dict)
+    staging: StagingSettings = field(default_factory=StagingSettings)
+    granularity: str = "step"  # stage per step, or per cycle (one job runs the whole cycle on scratch)
 
     @property
     def staged(self) -> bool:
@@ -180,6 +190,7 @@ class ArmSettings:
         forecast["restart_hours"] = tuple(forecast["restart_hours"])
         raw["forecast"] = ForecastSettings(**forecast)
         raw["compression"] = Compression(**raw["compression"])
+        raw["staging"] = StagingSettings(**raw["staging"])
         return cls(**raw)
 
 
@@ -194,6 +205,15 @@ def _tier(name: str, spec: dict) -> Tier:
     return Tier(name=name, **spec)
 
 
+def arm_axes(scratch_tiers: list[str], persistent: str, granularities: list[str]) -> list[tuple[str, str]]:
+    """(scratch tier, granularity) of every arm; the no-staging baseline has no granularity to sweep."""
+    axes = []
+    for scratch in scratch_tiers:
+        for granularity in ([granularities[0]] if scratch == persistent else granularities):
+            axes.append((scratch, "step" if scratch == persistent else granularity))
+    return axes
+
+
 def build_study(config: dict) -> Study:
     """The study's cycles and arms from a validated config."""
     cyc, fc = config["cycles"], config["forecast"]
@@ -206,11 +226,14 @@ def build_study(config: dict) -> Study:
         obs_scale=config["obs_scale"],
     )
     persistent = _tier(config["persistent_tier"], config["tiers"][config["persistent_tier"]])
+    staging = {key: value for key, value in config["staging"].items() if key != "granularity"}
+    granularities = config["staging"]["granularity"]
     arms = {}
-    for scratch_name in config["scratch_tiers"]:
-        arms[scratch_name] = ArmSettings(
+    for scratch_name, granularity in arm_axes(config["scratch_tiers"], config["persistent_tier"], granularities):
+        name = scratch_name if len(granularities) == 1 or scratch_name == persistent.name else f"{scratch_name}_per_{granularity}"
+        arms[name] = ArmSettings(
             study=config["study"],
-            arm=scratch_name,
+            arm=name,
             start=start,
             seed=config["seed"],
             resolution=config["resolution"],
@@ -221,6 +244,8 @@ def build_study(config: dict) -> Study:
             compression=default_compression(config["resolution"], fc["zlib_level"], fc["quantize_nsd"]),
             compute_seconds_per_hour=fc["compute_seconds_per_hour"],
             step_compute_seconds=dict(config["step_compute_seconds"]),
+            staging=StagingSettings(**staging),
+            granularity=granularity,
         )
     return Study(config["study"], calendar_cycles(start, cyc["end"], cyc["interval_hours"]), arms)
 

@@ -28,3 +28,17 @@ def schema_markdown(schema: dict) -> str:
     for key, kind, default, description in _rows(schema):
         lines.append(f"| `{key}` | {kind} | `{default}` | {description.replace('|', '/')} |")
     return "\n".join(lines) + "\n"
+
+
+START, END = "<!-- config-table:start -->", "<!-- config-table:end -->"
+
+
+def update_readme(path, table: str) -> None:
+    from .fsutil import write_text_atomic
+
+    text = path.read_text()
+    if START not in text or END not in text:
+        raise ValueError(f"{path} has no {START} ... {END} markers for the configuration table")
+    head, rest = text.split(START, 1)
+    _, tail = rest.split(END, 1)
+    write_text_atomic(path, f"{head}{START}\n{table}{END}{tail}")

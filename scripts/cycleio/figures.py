@@ -33,16 +33,20 @@ def throughput_figure(throughput: pd.DataFrame, summary: pd.DataFrame, path: Pat
     for container in left.containers:
         left.bar_label(container, fmt="%.0f", fontsize=7, padding=1)
 
-    per_cycle = summary.melt(id_vars=["arm", "step"], value_vars=["stage_in_s", "run_s", "stage_out_s", "verify_s", "cleanup_s"],
-                             var_name="phase", value_name="seconds")
-    per_cycle["phase"] = per_cycle["phase"].str.removesuffix("_s")
+    summary = summary.assign(run_other_s=(summary["run_s"] - summary["run_io_s"]).clip(lower=0))
+    parts = {"stage_in_s": "stage in", "run_io_s": "run: I/O", "run_other_s": "run: compute and data generation",
+             "stage_out_s": "stage out", "verify_s": "verify", "cleanup_s": "cleanup"}
+    per_cycle = summary.melt(id_vars=["arm", "step"], value_vars=list(parts), var_name="phase", value_name="seconds")
+    per_cycle["phase"] = per_cycle["phase"].map(parts)
     totals = per_cycle.groupby(["arm", "phase"], sort=False)["seconds"].sum().unstack("phase").reindex(arms)
     ncycles = max(summary["cycle"].nunique(), 1)
-    (totals / ncycles).plot(kind="barh", stacked=True, ax=right, colormap="viridis", width=0.7)
+    colors = dict(zip(parts.values(), ["#4C72B0", "#DD8452", "#BBBBBB", "#55A868", "#8172B3", "#937860"]))
+    totals = totals[[p for p in parts.values() if p in totals.columns]]
+    (totals / ncycles).plot(kind="barh", stacked=True, ax=right, color=[colors[c] for c in totals.columns], width=0.7)
     right.set(xlabel="seconds per cycle (all steps)", ylabel="", title="Where a cycle's time goes")
     right.invert_yaxis()
     right.legend(title="phase", fontsize="small", title_fontsize="small", loc="upper center",
-                 bbox_to_anchor=(0.5, -0.15), ncol=5, frameon=False)
+                 bbox_to_anchor=(0.5, -0.15), ncol=3, frameon=False)
     fig.suptitle(title)
     fig.tight_layout()
     with landing(path) as tmp:

@@ -1,7 +1,9 @@
-"""One step's job: stage_in, run, stage_out, verify, cleanup, then the manifest, last.
+"""One job: stage_in, run, stage_out, verify, cleanup, then the manifest, last.
 
-Staging happens inside the job because node-local disk is seen only by the job's node and a
-burst-buffer allocation lives only as long as the job. Every phase is timed into records.
+A job runs one step (the default granularity) or a whole cycle (granularity ``cycle``: inputs
+staged once, all four steps on scratch, outputs staged once). Staging happens inside the job
+because node-local disk is seen only by the job's node and a burst-buffer allocation lives only as
+long as the job. Every phase is timed into records.
 """
 
 from __future__ import annotations
@@ -11,17 +13,18 @@ import os
 import platform
 import socket
 import time
+from dataclasses import asdict
 from pathlib import Path
 
-from .calendar import is_half_cycle
+from .calendar import is_half_cycle, steps_of_cycle
 from .config import ArmSettings
 from .fsutil import file_checksum, write_json_atomic
 from .grid import Grid
 from .inventory import FileSpec, coldstart_files, step_io
 from .ncfiles import WriteContext, read_file, write_file
 from .records import RecordLog
-from .staging import copy_file, remove_tree, verify_file
-from .tiers import check_writable, filesystem_type
+from .staging import StagingOptions, checksum_file, copy_and_verify, drop_page_cache, remove_tree
+from .tiers import apply_striping, check_writable, probe_tier
 
 log = logging.getLogger("cycleio")
 MiB = 2**20
@@ -36,20 +39,30 @@ def _mib_per_s(nbytes: int, seconds: float) -> str:
 
 
 class TierContext:
-    """A tier resolved where the job runs: its root for this arm and its probed filesystem type."""
+    """A tier resolved where the job runs: this arm's root on it, and what the probe found."""
 
     def __init__(self, tier, settings: ArmSettings):
         self.tier = tier
         self.base = tier.resolve(settings.study)
         check_writable(tier.name, self.base)
         self.root = self.base / settings.study / settings.arm
-        self.fs_type = filesystem_type(self.base)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.striping = apply_striping(tier, self.root)
+        if self.striping:
+            log.info("tier %s: %s", tier.name, self.striping)
+        self.probe = probe_tier(self.root)
+        self.fs_type = self.probe["fs_type"]
 
     def fields(self) -> dict:
         return {"tier": self.tier.name, "tier_kind": self.tier.kind, "fs_type": self.fs_type}
 
     def describe(self) -> dict:
-        return {**self.fields(), "path": str(self.base.resolve()), "template": self.tier.path}
+        return {**self.fields(), **self.probe, "path": str(self.base.resolve()), "template": self.tier.path,
+                "striping": self.striping}
+
+    @property
+    def is_memory(self) -> bool:
+        return self.tier.kind == "memory" or self.fs_type in ("tmpfs", "ramfs")
 
 
 def provenance(settings: ArmSettings, tiers: dict[str, TierContext]) -> dict:
@@ -68,56 +81,113 @@ def provenance(settings: ArmSettings, tiers: dict[str, TierContext]) -> dict:
         "tiers": {role: ctx.describe() for role, ctx in tiers.items()},
         "resolution": settings.resolution,
         "levels": settings.levels,
+        "staging": asdict(settings.staging),
+        "granularity": settings.granularity,
     }
 
 
-def _stage(files: list[FileSpec], src_root: Path, dst_root: Path, phase: str, src: TierContext,
-           dst: TierContext, records: RecordLog, label: str) -> dict[str, tuple[int, str]]:
+def _options(settings: ArmSettings) -> StagingOptions:
+    staging = settings.staging
+    return StagingOptions(method=staging.method, streams=staging.streams, direct_io_verify=staging.direct_io_verify)
+
+
+def _stage(files: list[FileSpec], src_root: Path, dst_root: Path, phase: str, step: str, src: TierContext,
+           dst: TierContext, records: RecordLog, options: StagingOptions, label: str) -> dict[str, tuple[int, str]]:
     """Copy files between tiers and verify each landed copy; return path -> (bytes, checksum)."""
     landed: dict[str, tuple[int, str]] = {}
-    total_bytes, t0 = 0, time.perf_counter()
-    for spec in files:
-        result = copy_file(src_root / spec.path, dst_root / spec.path)
-        records.add(phase=phase, op="copy", file=spec.path, bytes=result.bytes, t_start=result.t_start,
-                    seconds=result.seconds, **dst.fields())
-        with records.timed(phase="verify", op="checksum", file=spec.path, bytes=result.bytes,
-                           cache_risk=True, **dst.fields()):
-            verify_file(result.dest, result.bytes, result.checksum)
-        landed[spec.path] = (result.bytes, result.checksum)
-        total_bytes += result.bytes
+    t0 = time.perf_counter()
+    last_report = [t0]
+
+    def progress(done: int, total: int, nbytes: int) -> None:
+        if time.perf_counter() - last_report[0] > 10:
+            last_report[0] = time.perf_counter()
+            log.info("%s %s: %d of %d files, %.1f MiB so far", label, phase, done, total, nbytes / MiB)
+
+    pairs = [(src_root / spec.path, dst_root / spec.path) for spec in files]
+    results = copy_and_verify(pairs, options, progress)
+    for spec, (copied, verified) in zip(files, results):
+        records.add(step=step, phase=phase, op="copy", file=spec.path, bytes=copied.bytes, t_start=copied.t_start,
+                    seconds=copied.seconds, tool=options.method, **dst.fields())
+        if copied.source_checksum_seconds:
+            records.add(step=step, phase=phase, op="checksum", file=spec.path, bytes=copied.bytes,
+                        t_start=copied.t_start, seconds=copied.source_checksum_seconds, **src.fields())
+        records.add(step=step, phase="verify", op="checksum", file=spec.path, bytes=verified.bytes,
+                    t_start=verified.t_start, seconds=verified.seconds,
+                    cache_risk=not (verified.direct_io or dst.is_memory), **dst.fields())
+        landed[spec.path] = (copied.bytes, copied.checksum)
     seconds = time.perf_counter() - t0
-    log.info("%s %s: %d files, %.1f MiB in %.2f s (%s, verified)", label, phase, len(files),
-             total_bytes / MiB, seconds, _mib_per_s(total_bytes, seconds))
+    total = sum(size for size, _ in landed.values())
+    log.info("%s %s: %d files, %.1f MiB in %.2f s (%s, %s, %d streams, verified)", label, phase, len(files),
+             total / MiB, seconds, _mib_per_s(total, seconds), options.method, options.streams)
     return landed
 
 
-def _timed_write(path: Path, spec: FileSpec, ctx: WriteContext, records: RecordLog, tier: TierContext) -> int:
+def _timed_write(path: Path, spec: FileSpec, ctx: WriteContext, records: RecordLog, tier: TierContext,
+                 step: str) -> int:
     """Write one file; the write record times only I/O, data generation gets its own record."""
     t_start, t0 = time.time(), time.perf_counter()
     size, generate_s = write_file(path, spec, ctx)
     elapsed = time.perf_counter() - t0
-    records.add(phase="run", op="write", file=spec.path, bytes=size, t_start=t_start,
+    records.add(step=step, phase="run", op="write", file=spec.path, bytes=size, t_start=t_start,
                 seconds=elapsed - generate_s, **tier.fields())
-    records.add(phase="run", op="generate", file=spec.path, n_files=0, t_start=t_start, seconds=generate_s,
-                **tier.fields())
+    records.add(step=step, phase="run", op="generate", file=spec.path, n_files=0, t_start=t_start,
+                seconds=generate_s, **tier.fields())
     return size
 
 
-def _compute(seconds: float, records: RecordLog, scratch: TierContext, label: str) -> None:
+def _compute(seconds: float, records: RecordLog, scratch: TierContext, step: str) -> None:
     if seconds <= 0:
         return
-    with records.timed(phase="run", op="compute", n_files=0, **scratch.fields()):
+    with records.timed(step=step, phase="run", op="compute", n_files=0, **scratch.fields()):
         time.sleep(seconds)
+
+
+def _run_step(settings: ArmSettings, step: str, io, workdir: Path, ctx: WriteContext, records: RecordLog,
+              scratch: TierContext, cache_cold: bool, label: str) -> None:
+    """A step's own work on scratch: read its inputs, compute, write its outputs at its cadence."""
+    for spec in io.reads:
+        with records.timed(step=step, phase="run", op="read", file=spec.path,
+                           cache_risk=not (cache_cold or scratch.is_memory), **scratch.fields()) as event:
+            event["bytes"] = read_file(workdir / spec.path, spec.kind)
+    if step != "fcst":
+        _compute(settings.step_compute_seconds.get(step, 0.0), records, scratch, step)
+    previous_hour = 0
+    for spec in io.writes:
+        hour = spec.param("fhour")
+        if step == "fcst" and hour is not None and hour > previous_hour:
+            _compute(settings.compute_seconds_per_hour * (hour - previous_hour), records, scratch, step)
+            previous_hour = hour
+        _timed_write(workdir / spec.path, spec, ctx, records, scratch, step)
+    written = sum(r.bytes for r in records.records if r.step == step and r.op == "write")
+    log.info("%s run %s: read %d files, wrote %d files, %.1f MiB", label, step, len(io.reads), len(io.writes),
+             written / MiB)
+
+
+def job_files(settings: ArmSettings, cycle: str, steps: list[str]) -> tuple[list[FileSpec], list[FileSpec], dict]:
+    """The job's external inputs (not made by an earlier step of the same job), its outputs, and per-step I/O."""
+    per_step = {step: step_io(step, cycle, settings.start, settings.forecast) for step in steps}
+    produced: set[str] = set()
+    inputs: dict[str, FileSpec] = {}
+    outputs: dict[str, FileSpec] = {}
+    for io in per_step.values():
+        for spec in io.reads:
+            if spec.path not in produced:
+                inputs.setdefault(spec.path, spec)
+        for spec in io.writes:
+            produced.add(spec.path)
+            outputs[spec.path] = spec
+    return list(inputs.values()), list(outputs.values()), per_step
 
 
 def run_step(settings: ArmSettings, cycle: str, step: str, records_path: Path, manifest_path: Path,
              attempt: int = 1) -> dict:
-    """Run one step of one cycle of one arm; return the manifest it wrote."""
+    """Run one step of one cycle (``step`` = ``cycle`` runs all the cycle's steps in one job)."""
+    steps = list(steps_of_cycle(cycle, settings.start)) if step == "cycle" else [step]
     label = f"[{settings.arm} {cycle} {step}]"
     persistent = TierContext(settings.persistent, settings)
     scratch = TierContext(settings.scratch, settings) if settings.staged else persistent
-    io = step_io(step, cycle, settings.start, settings.forecast)
-    missing = [spec.path for spec in io.reads if not (persistent.root / spec.path).is_file()]
+    inputs, outputs, per_step = job_files(settings, cycle, steps)
+    missing = [spec.path for spec in inputs if not (persistent.root / spec.path).is_file()]
     if missing:
         raise StepError(
             f"{label} missing input on the persistent tier: {persistent.root / missing[0]}"
@@ -127,59 +197,46 @@ def run_step(settings: ArmSettings, cycle: str, step: str, records_path: Path, m
     records = RecordLog(study=settings.study, arm=settings.arm, cycle=cycle, step=step,
                         strategy=settings.strategy, attempt=attempt)
     ctx = WriteContext(Grid(settings.resolution, settings.levels), settings.seed, cycle, settings.compression)
+    options = _options(settings)
     workdir = scratch.root / f".job.{cycle}.{step}" if settings.staged else persistent.root
     if settings.staged:
         remove_tree(workdir)  # leftovers of a killed attempt
         workdir.mkdir(parents=True)
-        _stage(io.reads, persistent.root, workdir, "stage_in", persistent, scratch, records, label)
+        _stage(inputs, persistent.root, workdir, "stage_in", step, persistent, scratch, records, options, label)
 
-    log.info("%s run: reading %d files, writing %d files on %s", label, len(io.reads), len(io.writes), scratch.tier.name)
-    for spec in io.reads:
-        with records.timed(phase="run", op="read", file=spec.path, cache_risk=settings.staged,
-                           **scratch.fields()) as event:
-            event["bytes"] = read_file(workdir / spec.path, spec.kind)
-    _write_outputs(settings, step, io.writes, workdir, ctx, records, scratch, label)
+    cache_cold = False
+    if settings.staging.drop_caches:
+        cache_cold = drop_page_cache()
+        if not cache_cold:
+            log.warning("%s drop_caches is set but needs root: reads may come from the page cache", label)
+    for name in steps:
+        _run_step(settings, name, per_step[name], workdir, ctx, records, scratch, cache_cold, label)
 
     if settings.staged:
-        landed = _stage(io.writes, workdir, persistent.root, "stage_out", scratch, persistent, records, label)
+        landed = _stage(outputs, workdir, persistent.root, "stage_out", step, scratch, persistent, records, options,
+                        label)
         with records.timed(phase="cleanup", op="remove", **scratch.fields()) as event:
             event["n_files"] = remove_tree(workdir)
     else:
         landed = {}
-        for spec in io.writes:
+        for spec in outputs:
             path = persistent.root / spec.path
             with records.timed(phase="verify", op="checksum", file=spec.path, cache_risk=True,
                                **persistent.fields()) as event:
                 event["bytes"] = path.stat().st_size
-                landed[spec.path] = (event["bytes"], file_checksum(path))
+                landed[spec.path] = (event["bytes"], checksum_file(path, options))
 
     manifest = {
-        "study": settings.study, "arm": settings.arm, "cycle": cycle, "step": step,
+        "study": settings.study, "arm": settings.arm, "cycle": cycle, "step": step, "steps": steps,
         "half_cycle": is_half_cycle(cycle, settings.start),
         "root": str(persistent.root.resolve()),
-        "inputs": [spec.path for spec in io.reads],
+        "inputs": [spec.path for spec in inputs],
         "outputs": [{"path": path, "bytes": size, "xxh3_64": checksum} for path, (size, checksum) in landed.items()],
         "provenance": provenance(settings, {"persistent": persistent, "scratch": scratch}),
     }
     records.write(records_path)
     write_json_atomic(manifest_path, manifest)  # last: its presence means the step is complete
     return manifest
-
-
-def _write_outputs(settings: ArmSettings, step: str, writes: list[FileSpec], workdir: Path, ctx: WriteContext,
-                   records: RecordLog, scratch: TierContext, label: str) -> None:
-    """Write the step's files; the forecast computes between output hours, as the model does."""
-    if step != "fcst":
-        _compute(settings.step_compute_seconds.get(step, 0.0), records, scratch, label)
-    previous_hour = 0
-    for spec in writes:
-        hour = spec.param("fhour")
-        if step == "fcst" and hour is not None and hour > previous_hour:
-            _compute(settings.compute_seconds_per_hour * (hour - previous_hour), records, scratch, label)
-            previous_hour = hour
-        _timed_write(workdir / spec.path, spec, ctx, records, scratch)
-    total = sum(r.bytes for r in records.records if r.phase == "run" and r.op == "write")
-    log.info("%s run: wrote %.1f MiB", label, total / MiB)
 
 
 def run_coldstart(settings: ArmSettings, records_path: Path, manifest_path: Path) -> dict:
@@ -191,7 +248,7 @@ def run_coldstart(settings: ArmSettings, records_path: Path, manifest_path: Path
     outputs = []
     for spec in coldstart_files(settings.start):
         path = persistent.root / spec.path
-        size = _timed_write(path, spec, ctx, records, persistent)
+        size = _timed_write(path, spec, ctx, records, persistent, "coldstart")
         outputs.append({"path": spec.path, "bytes": size, "xxh3_64": file_checksum(path)})
     log.info("[%s coldstart] wrote %d files", settings.arm, len(outputs))
     records.write(records_path)

@@ -1,26 +1,44 @@
-"""Verified copies between tiers.
+"""Verified copies between tiers: the staging engine.
 
-A copy streams the source in chunks into a temporary name beside the destination while hashing
-the bytes it read, fsyncs, and renames into place. Verification re-reads the landed copy and
-compares its checksum with the one computed while reading the source, so a file corrupted on the
-way (or on the destination) is caught before the step's manifest is written.
+A copy streams the source into a temporary name beside the destination while hashing what it
+read, fsyncs, and renames into place, so a partial file never carries a final name. Verification
+re-reads the landed copy and compares its checksum with the one taken while reading the source.
+Parallel streams (threads) copy many files at once, and the blocks of a large file at once.
+
+Methods: ``cycleio`` (this engine), ``cp`` and ``rsync`` (the tools copy into the temporary name;
+the source checksum is then a separate read), so a study can compare them.
 """
 
 from __future__ import annotations
 
+import contextlib
+import mmap
 import os
+import shutil
+import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 import xxhash
 
-from .fsutil import CHUNK_BYTES, file_checksum, landing
+from .fsutil import BLOCK_BYTES, CHUNK_BYTES, BlockHasher, combine_block_digests, fsync_dir, temp_name
+
+METHODS = ("cycleio", "cp", "rsync")
 
 
 class StagingError(RuntimeError):
-    """A copy or a verification that failed; the message names the file."""
+    """A copy or a verification that failed; the message names the file and the OS error."""
+
+
+@dataclass(frozen=True)
+class StagingOptions:
+    method: str = "cycleio"
+    streams: int = 4
+    direct_io_verify: bool = False  # verify with O_DIRECT reads where the filesystem allows them
+    chunk_bytes: int = CHUNK_BYTES
 
 
 @dataclass
@@ -31,40 +49,225 @@ class CopyResult:
     checksum: str
     t_start: float
     seconds: float
+    source_checksum_seconds: float = 0.0  # cp/rsync: the separate read of the source
+
+
+@dataclass
+class VerifyResult:
+    path: Path
+    bytes: int
+    t_start: float
+    seconds: float
+    direct_io: bool
 
 
 # Test hook: called with the landed temporary file before it is renamed (to corrupt it on purpose).
 BEFORE_RENAME_HOOK: Callable[[Path], None] | None = None
 
 
-def copy_file(source: Path, dest: Path, chunk_bytes: int = CHUNK_BYTES) -> CopyResult:
-    """Copy with checksum-on-read into a temporary name, fsync, rename."""
-    t_start, t0 = time.time(), time.perf_counter()
+def _os_error(action: str, source: Path, dest: Path, err: OSError) -> StagingError:
+    return StagingError(f"{action} {source} -> {dest} failed: [Errno {err.errno}] {err.strerror or err}")
+
+
+def _copy_range(src_fd: int, dst_fd: int, start: int, length: int, chunk_bytes: int) -> bytes:
+    """Copy [start, start+length) with pread/pwrite; return the xxh3-64 digest of those bytes."""
     digest = xxhash.xxh3_64()
-    copied = 0
+    offset, end = start, start + length
+    while offset < end:
+        data = os.pread(src_fd, min(chunk_bytes, end - offset), offset)
+        if not data:
+            raise OSError(5, f"source shrank while copying (short read at offset {offset})")
+        digest.update(data)
+        view = memoryview(data)
+        while view:
+            written = os.pwrite(dst_fd, view, offset)
+            view, offset = view[written:], offset + written
+    return digest.digest()
+
+
+def _land(tmp: Path, dest: Path) -> None:
+    fd = os.open(tmp, os.O_RDONLY)
     try:
-        with landing(dest) as tmp:
-            with open(source, "rb", buffering=0) as src, open(tmp, "wb", buffering=0) as dst:
-                while chunk := src.read(chunk_bytes):
-                    digest.update(chunk)
-                    view = memoryview(chunk)
-                    while view:
-                        view = view[dst.write(view) :]
-                    copied += len(chunk)
-            if BEFORE_RENAME_HOOK is not None:
-                BEFORE_RENAME_HOOK(tmp)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    if BEFORE_RENAME_HOOK is not None:
+        BEFORE_RENAME_HOOK(tmp)
+    os.replace(tmp, dest)
+
+
+def _copy_with_engine(source: Path, tmp: Path, options: StagingOptions, pool: ThreadPoolExecutor | None) -> str:
+    size = source.stat().st_size
+    src_fd = os.open(source, os.O_RDONLY)
+    try:
+        dst_fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            blocks = [(start, min(BLOCK_BYTES, size - start)) for start in range(0, size, BLOCK_BYTES)] or [(0, 0)]
+            if pool is not None and len(blocks) > 1:
+                os.ftruncate(dst_fd, size)
+                digests = list(pool.map(lambda b: _copy_range(src_fd, dst_fd, *b, options.chunk_bytes), blocks))
+            else:
+                digests = [_copy_range(src_fd, dst_fd, *b, options.chunk_bytes) for b in blocks]
+        finally:
+            os.close(dst_fd)
+    finally:
+        os.close(src_fd)
+    return combine_block_digests(digests)
+
+
+def _copy_with_tool(source: Path, tmp: Path, method: str) -> None:
+    tool = shutil.which(method)
+    if tool is None:
+        raise StagingError(f"staging method {method!r}: the {method} command is not installed")
+    command = [tool, "--", str(source), str(tmp)] if method == "cp" else [tool, "--whole-file", str(source), str(tmp)]
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise StagingError(f"{method} {source} -> {tmp} failed: {result.stderr.strip()}")
+
+
+def copy_file(source: Path, dest: Path, options: StagingOptions = StagingOptions(),
+              pool: ThreadPoolExecutor | None = None) -> CopyResult:
+    """Copy one file into a temporary name, fsync, rename; return its size and source checksum."""
+    source, dest = Path(source), Path(dest)
+    t_start, t0 = time.time(), time.perf_counter()
+    tmp = temp_name(dest)
+    checksum_seconds = 0.0
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if options.method == "cycleio":
+            checksum = _copy_with_engine(source, tmp, options, pool)
+        else:
+            _copy_with_tool(source, tmp, options.method)
+            c0 = time.perf_counter()
+            checksum = checksum_file(source, options, pool)
+            checksum_seconds = time.perf_counter() - c0
+        _land(tmp, dest)
     except OSError as err:
-        raise StagingError(f"copy {source} -> {dest} failed: {err.strerror or err}") from err
-    return CopyResult(source, dest, copied, digest.hexdigest(), t_start, time.perf_counter() - t0)
+        raise _os_error("copy", source, dest, err) from err
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+    fsync_dir(dest.parent)
+    elapsed = time.perf_counter() - t0
+    return CopyResult(source, dest, dest.stat().st_size, checksum, t_start, elapsed - checksum_seconds,
+                      checksum_seconds)
 
 
-def verify_file(path: Path, expected_bytes: int, expected_checksum: str) -> None:
+class _DirectReader:
+    """O_DIRECT reads into a page-aligned buffer; raises OSError where the filesystem refuses."""
+
+    def __init__(self, path: Path, chunk_bytes: int):
+        self.fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECT", 0))
+        self.buffer = mmap.mmap(-1, chunk_bytes)
+
+    def pread(self, length: int, offset: int) -> bytes:
+        got = os.preadv(self.fd, [self.buffer], offset)
+        return self.buffer[: min(got, length)]
+
+    def close(self) -> None:
+        os.close(self.fd)
+        self.buffer.close()
+
+
+def _hash_range(path: Path, start: int, length: int, chunk_bytes: int, direct: bool) -> bytes:
+    digest = xxhash.xxh3_64()
+    offset, end = start, start + length
+    if direct:
+        reader = _DirectReader(path, chunk_bytes)
+        read, close = reader.pread, reader.close
+    else:
+        fd = os.open(path, os.O_RDONLY)
+        read, close = (lambda n, o: os.pread(fd, n, o)), (lambda: os.close(fd))
+    try:
+        while offset < end:
+            data = read(min(chunk_bytes, end - offset), offset)
+            if not data:
+                break
+            digest.update(data)
+            offset += len(data)
+    finally:
+        close()
+    return digest.digest()
+
+
+def checksum_file(path: Path, options: StagingOptions = StagingOptions(), pool: ThreadPoolExecutor | None = None,
+                  direct: bool = False) -> str:
+    """Block-tree checksum (the same as fsutil.file_checksum), blocks read in parallel when a pool is given."""
+    size = path.stat().st_size
+    if size == 0:
+        return BlockHasher().hexdigest()
+    blocks = [(start, min(BLOCK_BYTES, size - start)) for start in range(0, size, BLOCK_BYTES)]
+    chunk = options.chunk_bytes
+    if pool is not None and len(blocks) > 1:
+        digests = list(pool.map(lambda b: _hash_range(path, *b, chunk, direct), blocks))
+    else:
+        digests = [_hash_range(path, *b, chunk, direct) for b in blocks]
+    return combine_block_digests(digests)
+
+
+def verify_file(path: Path, expected_bytes: int, expected_checksum: str, options: StagingOptions = StagingOptions(),
+                pool: ThreadPoolExecutor | None = None) -> VerifyResult:
+    """Re-read a landed copy; raise StagingError naming the file when size or checksum differ."""
+    t_start, t0 = time.time(), time.perf_counter()
     size = path.stat().st_size
     if size != expected_bytes:
         raise StagingError(f"{path}: size {size} bytes, expected {expected_bytes}")
-    actual = file_checksum(path)
+    direct = options.direct_io_verify
+    try:
+        actual = checksum_file(path, options, pool, direct=direct)
+    except OSError:
+        if not direct:
+            raise
+        direct = False  # the filesystem refuses O_DIRECT (tmpfs): read through the page cache
+        actual = checksum_file(path, options, pool)
     if actual != expected_checksum:
-        raise StagingError(f"{path}: checksum {actual} does not match source checksum {expected_checksum}")
+        raise StagingError(f"{path}: checksum {actual} does not match the source's {expected_checksum} (corrupt copy)")
+    return VerifyResult(path, size, t_start, time.perf_counter() - t0, direct)
+
+
+def copy_and_verify(pairs: list[tuple[Path, Path]], options: StagingOptions = StagingOptions(),
+                    progress: Callable[[int, int, int], None] | None = None) -> list[tuple[CopyResult, VerifyResult]]:
+    """Copy many files with parallel streams and verify each landed copy; results in input order.
+
+    Files larger than one checksum block are copied one at a time with their blocks in parallel;
+    smaller files are copied several at a time.
+    """
+    streams = max(1, options.streams)
+    results: list = [None] * len(pairs)
+    done_bytes = 0
+    with ThreadPoolExecutor(streams) as pool:
+        def one(index: int, block_pool) -> None:
+            source, dest = pairs[index]
+            copied = copy_file(source, dest, options, block_pool)
+            try:
+                verified = verify_file(dest, copied.bytes, copied.checksum, options, block_pool)
+            except StagingError:
+                dest.unlink(missing_ok=True)  # a corrupt copy must not stay under the final name
+                raise
+            results[index] = (copied, verified)
+
+        sizes = [Path(source).stat().st_size for source, _ in pairs]
+        small = [i for i, size in enumerate(sizes) if size <= BLOCK_BYTES]
+        large = [i for i, size in enumerate(sizes) if size > BLOCK_BYTES]
+        for index in large:
+            one(index, pool if streams > 1 else None)
+            done_bytes += sizes[index]
+            if progress:
+                progress(sum(r is not None for r in results), len(pairs), done_bytes)
+        for future in [pool.submit(one, i, None) for i in small]:
+            future.result()
+    return results
+
+
+def drop_page_cache() -> bool:
+    """Write back and drop the page cache so the next reads come from storage (root only)."""
+    os.sync()
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as handle:
+            handle.write("3\n")
+        return True
+    except OSError:
+        return False
 
 
 def remove_tree(path: Path) -> int:

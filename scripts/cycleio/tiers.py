@@ -12,6 +12,7 @@ import getpass
 import os
 import re
 import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -88,29 +89,89 @@ def check_writable(tier_name: str, path: Path) -> None:
         raise TierError(f"tier '{tier_name}': path {str(path)!r} is not writable ({err.strerror})") from None
 
 
-def filesystem_type(path: str | os.PathLike) -> str:
-    """The type of the filesystem holding ``path``, from the longest matching mount point."""
-    target = os.path.realpath(path)
-    while not os.path.exists(target):
-        target = os.path.dirname(target)
-    best, fs_type = "", "unknown"
-    try:
-        with open("/proc/self/mounts") as mounts:
-            for line in mounts:
-                fields = line.split()
-                if len(fields) < 3:
-                    continue
-                mount = fields[1].replace("\\040", " ")
-                inside = target == mount or target.startswith(mount.rstrip("/") + "/")
-                if inside and len(mount) >= len(best):
-                    best, fs_type = mount, fields[2]
-    except OSError:
-        pass
-    return fs_type
-
-
 def free_bytes(path: str | os.PathLike) -> int:
     target = Path(path)
     while not target.exists():
         target = target.parent
     return shutil.disk_usage(target).free
+
+
+def _mount_of(path: str | os.PathLike) -> tuple[str, str, str]:
+    """(mount point, filesystem type, mount options) of the mount holding ``path``."""
+    target = os.path.realpath(path)
+    while not os.path.exists(target):
+        target = os.path.dirname(target)
+    best = ("", "unknown", "")
+    try:
+        with open("/proc/self/mounts") as mounts:
+            for line in mounts:
+                fields = line.split()
+                if len(fields) < 4:
+                    continue
+                mount = fields[1].replace("\\040", " ")
+                inside = target == mount or target.startswith(mount.rstrip("/") + "/")
+                if inside and len(mount) >= len(best[0]):
+                    best = (mount, fields[2], fields[3])
+    except OSError:
+        pass
+    return best
+
+
+def filesystem_type(path: str | os.PathLike) -> str:
+    """The type of the filesystem holding ``path``, from the longest matching mount point."""
+    return _mount_of(path)[1]
+
+
+def probe_tier(path: str | os.PathLike) -> dict:
+    """What a study records about a tier where the job runs: filesystem, mount options, space, striping."""
+    mount, fs_type, options = _mount_of(path)
+    target = Path(path)
+    while not target.exists():
+        target = target.parent
+    usage = shutil.disk_usage(target)
+    probe = {
+        "fs_type": fs_type,
+        "mount_point": mount,
+        "mount_options": options,
+        "free_bytes": usage.free,
+        "total_bytes": usage.total,
+    }
+    lfs = shutil.which("lfs")
+    if lfs and fs_type == "lustre":
+        result = subprocess.run([lfs, "getstripe", "-d", str(target)], capture_output=True, text=True)
+        probe["lfs_getstripe"] = (result.stdout or result.stderr).strip()
+    return probe
+
+
+def apply_striping(tier: Tier, folder: Path) -> str:
+    """Set the tier's Lustre striping on a folder (new files inherit it); say what was done."""
+    if not tier.stripe_count and not tier.stripe_size:
+        return ""
+    lfs = shutil.which("lfs")
+    if lfs is None:
+        return f"striping not applied: lfs not found (tier '{tier.name}' asks stripe_count={tier.stripe_count} stripe_size={tier.stripe_size!r})"
+    command = [lfs, "setstripe"]
+    if tier.stripe_count:
+        command += ["-c", str(tier.stripe_count)]
+    if tier.stripe_size:
+        command += ["-S", tier.stripe_size]
+    result = subprocess.run([*command, str(folder)], capture_output=True, text=True)
+    if result.returncode != 0:
+        raise TierError(f"tier '{tier.name}': {' '.join(command)} {folder} failed: {result.stderr.strip()}")
+    return " ".join(command)
+
+
+def writable_without_writing(path: Path) -> str | None:
+    """Why ``path`` could not be created or written, judged without writing (for dry runs); None if fine."""
+    target = path
+    while not target.exists():
+        if target.parent == target:
+            return "no existing parent folder"
+        target = target.parent
+    if not target.is_dir():
+        return f"{target} is not a folder"
+    if os.statvfs(target).f_flag & os.ST_RDONLY:
+        return f"{target} is on a read-only filesystem"
+    if not os.access(target, os.W_OK | os.X_OK):
+        return f"{target} is not writable by user {current_user()}"
+    return None

@@ -1,0 +1,91 @@
+"""Checks before any job runs: every tier can be written, and the study fits on it."""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from pathlib import Path
+
+from .calendar import steps_of_cycle
+from .config import ArmSettings, ConfigError, Study
+from .grid import Grid
+from .inventory import coldstart_files
+from .jobs import job_files
+from .ncfiles import expected_bytes
+from .tiers import JOB_TIME_VARIABLES, TierError, expand_tier_path, filesystem_type, free_bytes, writable_without_writing
+
+def human_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
+        n /= 1024
+    return f"{n:.1f} TiB"
+
+
+def _jobs(arm: ArmSettings, cycles: list[str]) -> list[tuple[str, list[str]]]:
+    out = []
+    for cycle in cycles:
+        steps = list(steps_of_cycle(cycle, arm.start))
+        out += [(cycle, steps)] if arm.granularity == "cycle" and arm.staged else [(cycle, [s]) for s in steps]
+    return out
+
+
+def study_needs(study: Study) -> dict[str, dict]:
+    """Estimated bytes per tier: all outputs on the persistent tier, the largest job on scratch."""
+    persistent: dict[str, int] = defaultdict(int)
+    scratch: dict[str, int] = defaultdict(int)
+    for arm in study.arms.values():
+        grid = Grid(arm.resolution, arm.levels)
+        size = lambda spec: expected_bytes(spec, grid, arm.compression)  # noqa: E731
+        persistent[arm.persistent.name] += sum(size(spec) for spec in coldstart_files(arm.start))
+        for cycle, steps in _jobs(arm, study.cycles):
+            inputs, outputs, _ = job_files(arm, cycle, steps)
+            persistent[arm.persistent.name] += sum(size(spec) for spec in outputs)
+            if arm.staged:
+                job = sum(size(spec) for spec in inputs) + sum(size(spec) for spec in outputs)
+                scratch[arm.scratch.name] = max(scratch[arm.scratch.name], job)
+    return {name: {"persistent_bytes": persistent.get(name, 0), "scratch_bytes": scratch.get(name, 0)}
+            for name in set(persistent) | set(scratch)}
+
+
+def _existing_bytes(root: Path) -> int:
+    total = 0
+    for folder, _, files in os.walk(root):
+        for name in files:
+            try:
+                total += os.stat(os.path.join(folder, name)).st_size
+            except OSError:
+                pass
+    return total
+
+
+def check_study(study: Study, local_exec: bool = True) -> list[str]:
+    """Raise ConfigError on a tier that cannot be written or cannot hold the study; return notes."""
+    tiers = {arm.persistent.name: arm.persistent for arm in study.arms.values()}
+    tiers.update({arm.scratch.name: arm.scratch for arm in study.arms.values()})
+    needs = study_needs(study)
+    notes = []
+    for name, tier in tiers.items():
+        try:
+            path = expand_tier_path(name, tier.path, study.name, tolerate=JOB_TIME_VARIABLES)
+        except TierError as err:
+            raise ConfigError(str(err)) from None
+        if "$" in str(path) or not (local_exec or tier.shared):
+            notes.append(f"tier '{name}' is checked inside each job (its path or node is known only there)")
+            continue
+        reason = writable_without_writing(path)
+        if reason:
+            raise ConfigError(f"tier '{name}': path {str(path)!r} cannot be written: {reason}")
+        need = needs.get(name, {})
+        existing = _existing_bytes(path / study.name) if need.get("persistent_bytes") else 0
+        wanted = max(0, need.get("persistent_bytes", 0) - existing) + need.get("scratch_bytes", 0)
+        free = free_bytes(path)
+        if wanted > free:
+            raise ConfigError(
+                f"tier '{name}' ({path}, {filesystem_type(path)}) has {human_bytes(free)} free, but the study needs "
+                f"about {human_bytes(wanted)} more (estimated from the file inventory: "
+                f"{human_bytes(need.get('persistent_bytes', 0))} of outputs, {human_bytes(existing)} already there, "
+                f"{human_bytes(need.get('scratch_bytes', 0))} for the largest job on scratch); free space, "
+                "shorten the study (cycles.end) or point the tier elsewhere"
+            )
+    return notes

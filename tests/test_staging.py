@@ -1,0 +1,235 @@
+"""The staging engine on real directories and real filesystems (tmpfs mounts, file-size limits)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import resource
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import IN_CI, require_tool
+
+from cycleio import fsutil, staging
+from cycleio.config import ArmSettings, ConfigError, StagingSettings, build_study, validate_config
+from cycleio.fsutil import file_checksum
+from cycleio.jobs import run_coldstart, run_step
+from cycleio.preflight import check_study
+from cycleio.records import read_records
+from cycleio.staging import StagingError, StagingOptions, copy_and_verify, copy_file
+from cycleio.tiers import Tier, TierError
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """1 MiB checksum blocks, so multi-block (parallel) copies happen with small files."""
+    monkeypatch.setattr(fsutil, "BLOCK_BYTES", 2**20)
+    monkeypatch.setattr(staging, "BLOCK_BYTES", 2**20)
+
+
+def make_files(folder: Path) -> dict[str, bytes]:
+    folder.mkdir(parents=True, exist_ok=True)
+    contents = {"big.nc": os.urandom(5 * 2**20 + 123), "empty": b"", **{f"obs{i}.bufr": os.urandom(1000 + i) for i in range(20)}}
+    for name, data in contents.items():
+        (folder / name).write_bytes(data)
+    return contents
+
+
+def no_temporaries(folder: Path) -> bool:
+    return not [p for p in folder.rglob("*") if ".tmp." in p.name]
+
+
+@contextlib.contextmanager
+def tmpfs(path: Path, size: str, readonly: bool = False):
+    """A real tmpfs of a given size (needs root and mount); skips outside CI when it cannot mount."""
+    path.mkdir(parents=True, exist_ok=True)
+    options = f"size={size}" + (",ro" if readonly else "")
+    result = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)], capture_output=True, text=True)
+    if result.returncode != 0:
+        message = f"cannot mount a tmpfs here ({result.stderr.strip()}); needs root"
+        if IN_CI:
+            pytest.fail(f"CI=true and {message}")
+        pytest.skip(message)
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+@pytest.mark.parametrize("method, streams", [("cycleio", 1), ("cycleio", 4), ("cp", 2)])
+def test_copies_are_verified_and_checksums_do_not_depend_on_streams(tmp_path, small_blocks, method, streams):
+    contents = make_files(tmp_path / "src")
+    pairs = [(tmp_path / "src" / n, tmp_path / "dst" / "sub" / n) for n in contents]
+    results = copy_and_verify(pairs, StagingOptions(method=method, streams=streams))
+    for (source, dest), (copied, verified) in zip(pairs, results):
+        assert dest.read_bytes() == contents[source.name]
+        assert copied.bytes == verified.bytes == len(contents[source.name])
+        assert copied.checksum == file_checksum(source)  # the block tree, however it was copied
+    assert no_temporaries(tmp_path / "dst")
+
+
+def test_rsync_method_copies_and_verifies(tmp_path):
+    require_tool("rsync", "install Debian's rsync (make test does, as root)")
+    contents = make_files(tmp_path / "src")
+    pairs = [(tmp_path / "src" / n, tmp_path / "dst" / n) for n in contents]
+    copy_and_verify(pairs, StagingOptions(method="rsync"))
+    assert all((tmp_path / "dst" / n).read_bytes() == data for n, data in contents.items())
+
+
+def test_a_corrupted_copy_is_caught_and_removed(tmp_path, monkeypatch, small_blocks):
+    contents = make_files(tmp_path / "src")
+
+    def flip_a_byte(tmp: Path) -> None:
+        if tmp.name.startswith(".big.nc"):
+            with open(tmp, "r+b") as handle:
+                handle.seek(3 * 2**20 + 7)
+                byte = handle.read(1)
+                handle.seek(-1, os.SEEK_CUR)
+                handle.write(bytes([byte[0] ^ 0xFF]))
+
+    monkeypatch.setattr(staging, "BEFORE_RENAME_HOOK", flip_a_byte)
+    pairs = [(tmp_path / "src" / n, tmp_path / "dst" / n) for n in contents]
+    with pytest.raises(StagingError, match=r"dst/big\.nc: checksum .* does not match the source's .* \(corrupt copy\)"):
+        copy_and_verify(pairs, StagingOptions(streams=4))
+    assert not (tmp_path / "dst" / "big.nc").exists()
+
+
+def test_direct_io_verification_reads_storage_on_disk_and_still_verifies_on_tmpfs(tmp_path):
+    make_files(tmp_path / "src")
+    options = StagingOptions(direct_io_verify=True)
+    (_, on_disk), = copy_and_verify([(tmp_path / "src" / "big.nc", tmp_path / "disk" / "big.nc")], options)
+    assert on_disk.direct_io  # ext4 (and most disk filesystems) allow O_DIRECT
+    shm = Path("/dev/shm") / f"cycleio-test-direct-{os.getpid()}"
+    try:  # tmpfs allows O_DIRECT only on recent kernels; either way the copy is verified
+        (copied, verified), = copy_and_verify([(tmp_path / "src" / "big.nc", shm / "big.nc")], options)
+        assert verified.bytes == copied.bytes
+    finally:
+        staging.remove_tree(shm)
+
+
+def _copy_under_file_size_limit(source: str, dest: str, limit: int) -> None:
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # get EFBIG instead of being killed
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    try:
+        copy_file(Path(source), Path(dest))
+    except StagingError as err:
+        print(err)
+        sys.exit(3)
+
+
+def test_file_size_limit_fails_cleanly_without_a_partial_final_file(tmp_path):
+    make_files(tmp_path / "src")
+    code = (
+        "import sys; sys.path[:0] = sys.argv[4:];"
+        "from test_staging import _copy_under_file_size_limit as f; f(sys.argv[1], sys.argv[2], int(sys.argv[3]))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "src" / "big.nc"), str(tmp_path / "dst" / "big.nc"), str(2**20),
+         str(Path(__file__).parent), *sys.path],
+        capture_output=True, text=True,
+    )
+    assert result.returncode == 3, result.stderr
+    assert "File too large" in result.stdout and "big.nc" in result.stdout
+    assert not (tmp_path / "dst" / "big.nc").exists() and no_temporaries(tmp_path / "dst")
+
+
+def arm_on(persistent: Path, scratch: Path | None, study="t", **staging_options) -> ArmSettings:
+    lustre = Tier("lustre", "lustre", str(persistent))
+    scratch_tier = Tier("shm", "memory", str(scratch), persistent=False, shared=False) if scratch else lustre
+    return ArmSettings(study=study, arm=scratch_tier.name, start="2026010100", seed=3, resolution="C12", levels=4,
+                       persistent=lustre, scratch=scratch_tier, staging=StagingSettings(**staging_options))
+
+
+def test_full_persistent_tier_fails_stage_out_with_the_os_error_then_rerun_succeeds(tmp_path):
+    with tmpfs(tmp_path / "lustre", "24m") as lustre:
+        settings = arm_on(lustre, tmp_path / "scratch")
+        run_coldstart(settings, tmp_path / "c.jsonl", tmp_path / "c.json")
+        filler = lustre / "filler"
+        free = os.statvfs(lustre).f_bavail * os.statvfs(lustre).f_frsize
+        filler.write_bytes(b"\0" * (free - 2 * 2**20))  # leave 2 MiB: less than the forecast writes
+        with pytest.raises(StagingError, match=r"copy .* failed: \[Errno 28\] No space left on device"):
+            run_step(settings, "2026010100", "fcst", tmp_path / "r.jsonl", tmp_path / "m.json")
+        assert not (tmp_path / "m.json").exists() and not (tmp_path / "r.jsonl").exists()
+        assert no_temporaries(lustre)
+        filler.unlink()
+        manifest = run_step(settings, "2026010100", "fcst", tmp_path / "r.jsonl", tmp_path / "m.json")
+        root = Path(manifest["root"])
+        assert all((root / o["path"]).stat().st_size == o["bytes"] for o in manifest["outputs"])
+        assert all(file_checksum(root / o["path"]) == o["xxh3_64"] for o in manifest["outputs"])
+
+
+def test_preflight_refuses_a_tier_without_room_with_the_numbers(tmp_path, repo):
+    import yaml
+
+    config = yaml.safe_load((repo / "config" / "config.yaml").read_text())
+    config.update(yaml.safe_load((repo / "config" / "studies" / "smoke.yaml").read_text()))
+    with tmpfs(tmp_path / "tiny", "1m") as tiny:
+        config["tiers"]["shm"]["path"] = str(tiny)
+        config["tiers"]["lustre"]["path"] = str(tmp_path / "lustre")
+        study = build_study(validate_config(config))
+        with pytest.raises(ConfigError, match=r"tier 'shm' \(.*tiny, tmpfs\) has 1\.0 MiB free, but the study needs about [0-9.]+ MiB more"):
+            check_study(study)
+
+
+def test_unwritable_tiers_are_refused_before_and_inside_jobs(tmp_path, repo):
+    import yaml
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    config = yaml.safe_load((repo / "config" / "config.yaml").read_text())
+    config["tiers"]["node_local"]["path"] = str(blocker / "scratch")
+    study = build_study(validate_config(config))
+    with pytest.raises(ConfigError, match=r"tier 'node_local': path .*a-file/scratch.* cannot be written: .*a-file is not a folder"):
+        check_study(study)
+    with tmpfs(tmp_path / "ro", "1m", readonly=True) as readonly:
+        settings = arm_on(tmp_path / "lustre", readonly / "scratch")
+        with pytest.raises(TierError, match=r"tier 'shm': path .*ro/scratch.* is not writable \(Read-only file system\)"):
+            run_step(settings, "2026010100", "fcst", tmp_path / "r.jsonl", tmp_path / "m.json")
+
+
+def test_missing_variable_is_a_clear_error_before_the_study(repo, monkeypatch):
+    import yaml
+
+    monkeypatch.delenv("CYCLEIO_TEST_UNSET", raising=False)
+    config = yaml.safe_load((repo / "config" / "config.yaml").read_text())
+    config["tiers"]["node_local"]["path"] = "$CYCLEIO_TEST_UNSET/scratch"
+    with pytest.raises(ConfigError, match=r"tiers.node_local.path.*uses \$CYCLEIO_TEST_UNSET, which is not set"):
+        validate_config(config)
+
+
+def test_granularity_sweep_makes_one_arm_per_tier_and_granularity(repo):
+    import yaml
+
+    config = yaml.safe_load((repo / "config" / "config.yaml").read_text())
+    config["staging"]["granularity"] = ["step", "cycle"]
+    study = build_study(validate_config(config))
+    assert list(study.arms) == ["lustre", "node_local_per_step", "node_local_per_cycle", "shm_per_step", "shm_per_cycle"]
+    assert study.arms["shm_per_cycle"].granularity == "cycle" and study.arms["lustre"].granularity == "step"
+
+
+def test_per_cycle_job_stages_only_external_inputs_and_all_outputs(tmp_path):
+    settings = arm_on(tmp_path / "lustre", tmp_path / "scratch")
+    run_coldstart(settings, tmp_path / "c.jsonl", tmp_path / "c.json")
+    run_step(settings, "2026010100", "cycle", tmp_path / "r0.jsonl", tmp_path / "m0.json")
+    manifest = run_step(settings, "2026010106", "cycle", tmp_path / "r.jsonl", tmp_path / "m.json")
+    records = read_records(tmp_path / "r.jsonl")
+    staged_in = {r["file"] for r in records if r["phase"] == "stage_in" and r["op"] == "copy"}
+    assert staged_in == set(manifest["inputs"])
+    assert not any("prepbufr" in f or "atminc" in f for f in staged_in)  # made inside the job
+    assert {r["step"] for r in records if r["phase"] == "run"} == {"prep", "anal", "fcst", "post"}
+    assert len([r for r in records if r["phase"] == "stage_out"]) == len(manifest["outputs"])
+
+
+def test_dropping_caches_marks_reads_as_from_storage(tmp_path):
+    if os.geteuid() != 0:
+        if IN_CI:
+            pytest.fail("CI=true and not root: cannot drop the page cache")
+        pytest.skip("dropping the page cache needs root")
+    settings = arm_on(tmp_path / "lustre", None, drop_caches=True)
+    run_coldstart(settings, tmp_path / "c.jsonl", tmp_path / "c.json")
+    run_step(settings, "2026010100", "fcst", tmp_path / "r.jsonl", tmp_path / "m.json")
+    reads = [r for r in read_records(tmp_path / "r.jsonl") if r["op"] == "read"]
+    assert reads and not any(r["cache_risk"] for r in reads)
