@@ -63,7 +63,8 @@ def tmpfs(path: Path, size: str, readonly: bool = False):
 def test_copies_are_verified_and_checksums_do_not_depend_on_streams(tmp_path, small_blocks, method, streams):
     contents = make_files(tmp_path / "src")
     pairs = [(tmp_path / "src" / n, tmp_path / "dst" / "sub" / n) for n in contents]
-    results = copy_and_verify(pairs, StagingOptions(method=method, streams=streams))
+    results, land = copy_and_verify(pairs, StagingOptions(method=method, streams=streams))
+    assert land.files == len(pairs) and land.bytes == sum(len(data) for data in contents.values())
     for (source, dest), (copied, verified) in zip(pairs, results):
         assert dest.read_bytes() == contents[source.name]
         assert copied.bytes == verified.bytes == len(contents[source.name])
@@ -95,16 +96,17 @@ def test_a_corrupted_copy_is_caught_and_removed(tmp_path, monkeypatch, small_blo
     with pytest.raises(StagingError, match=r"dst/big\.nc: checksum .* does not match the source's .* \(corrupt copy\)"):
         copy_and_verify(pairs, StagingOptions(streams=4))
     assert not (tmp_path / "dst" / "big.nc").exists()
+    assert not list((tmp_path / "dst").iterdir())  # nothing of the failed batch has a final name
 
 
 def test_direct_io_verification_reads_storage_on_disk_and_still_verifies_on_tmpfs(tmp_path):
     make_files(tmp_path / "src")
     options = StagingOptions(direct_io_verify=True)
-    (_, on_disk), = copy_and_verify([(tmp_path / "src" / "big.nc", tmp_path / "disk" / "big.nc")], options)
+    ((_, on_disk),), _ = copy_and_verify([(tmp_path / "src" / "big.nc", tmp_path / "disk" / "big.nc")], options)
     assert on_disk.direct_io  # ext4 (and most disk filesystems) allow O_DIRECT
     shm = Path("/dev/shm") / f"cycleio-test-direct-{os.getpid()}"
     try:  # tmpfs allows O_DIRECT only on recent kernels; either way the copy is verified
-        (copied, verified), = copy_and_verify([(tmp_path / "src" / "big.nc", shm / "big.nc")], options)
+        ((copied, verified),), _ = copy_and_verify([(tmp_path / "src" / "big.nc", shm / "big.nc")], options)
         assert verified.bytes == copied.bytes
     finally:
         staging.remove_tree(shm)
@@ -220,7 +222,7 @@ def test_per_cycle_job_stages_only_external_inputs_and_all_outputs(tmp_path):
     assert staged_in == set(manifest["inputs"])
     assert not any("prepbufr" in f or "atminc" in f for f in staged_in)  # made inside the job
     assert {r["step"] for r in records if r["phase"] == "run"} == {"prep", "anal", "fcst", "post"}
-    assert len([r for r in records if r["phase"] == "stage_out"]) == len(manifest["outputs"])
+    assert len([r for r in records if r["phase"] == "stage_out" and r["op"] == "copy"]) == len(manifest["outputs"])
 
 
 def test_dropping_caches_marks_reads_as_from_storage(tmp_path):

@@ -11,7 +11,7 @@ from .fsutil import landing
 from .records import RECORD_FIELDS, read_records
 
 MiB = 2**20
-IO_OPS = ("read", "write", "copy", "checksum")
+IO_OPS = ("read", "write", "copy", "sync", "checksum")  # sync: making a batch of copies durable, then renaming
 COMPUTE_OPS = ("compute", "generate")  # generate: making the synthetic data, not I/O
 PHASE_COLUMNS = ("stage_in", "run", "stage_out", "verify", "cleanup")
 
@@ -85,7 +85,8 @@ def phase_throughput(events: pd.DataFrame) -> pd.DataFrame:
     Parallel copies overlap, so the covered time, not the sum of the events' seconds, divides the bytes.
     """
     io = events[events["op"].isin(IO_OPS) & (events["step"] != "coldstart")].copy()
-    io["activity"] = io["phase"] + ":" + io["op"]
+    # A batch's sync belongs to copying: a copy is done when it is durable under its final name.
+    io["activity"] = io["phase"] + ":" + io["op"].replace({"sync": "copy"})
     keys = ["study", "arm", "tier", "activity"]
     table = io.groupby(keys, sort=True).agg(bytes=("bytes", "sum"), summed_s=("seconds", "sum"),
                                            n_events=("bytes", "size"))
@@ -96,10 +97,10 @@ def phase_throughput(events: pd.DataFrame) -> pd.DataFrame:
 
 def staging_table(events: pd.DataFrame) -> pd.DataFrame:
     """Per arm, cycle, job and direction: files, bytes, seconds and MiB/s of the copies, by method."""
-    copies = events[events["phase"].isin(["stage_in", "stage_out"]) & (events["op"] == "copy")]
+    copies = events[events["phase"].isin(["stage_in", "stage_out"]) & events["op"].isin(["copy", "sync"])]
     keys = ["study", "arm", "cycle", "step", "phase", "tool", "tier", "fs_type"]
     table = copies.groupby(keys, sort=True).agg(
-        n_files=("file", "size"), bytes=("bytes", "sum"), copy_s=("seconds", "sum"),
+        n_files=("op", lambda ops: int((ops == "copy").sum())), bytes=("bytes", "sum"), copy_s=("seconds", "sum"),
         t_start=("t_start", "min"), t_end=("t_end", "max"),
     )
     table["wall_s"] = table["t_end"] - table["t_start"]

@@ -104,7 +104,9 @@ def _stage(files: list[FileSpec], src_root: Path, dst_root: Path, phase: str, st
             log.info("%s %s: %d of %d files, %.1f MiB so far", label, phase, done, total, nbytes / MiB)
 
     pairs = [(src_root / spec.path, dst_root / spec.path) for spec in files]
-    results = copy_and_verify(pairs, options, progress)
+    results, land = copy_and_verify(pairs, options, progress)
+    records.add(step=step, phase=phase, op="sync", n_files=land.files, t_start=land.t_start, seconds=land.seconds,
+                tool=options.method, **dst.fields())
     for spec, (copied, verified) in zip(files, results):
         records.add(step=step, phase=phase, op="copy", file=spec.path, bytes=copied.bytes, t_start=copied.t_start,
                     seconds=copied.seconds, tool=options.method, **dst.fields())

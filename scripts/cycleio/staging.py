@@ -12,6 +12,7 @@ the source checksum is then a separate read), so a study can compare them.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import mmap
 import os
 import shutil
@@ -50,6 +51,7 @@ class CopyResult:
     t_start: float
     seconds: float
     source_checksum_seconds: float = 0.0  # cp/rsync: the separate read of the source
+    temporary: Path | None = None
 
 
 @dataclass
@@ -72,28 +74,19 @@ def _os_error(action: str, source: Path, dest: Path, err: OSError) -> StagingErr
 def _copy_range(src_fd: int, dst_fd: int, start: int, length: int, chunk_bytes: int) -> bytes:
     """Copy [start, start+length) with pread/pwrite; return the xxh3-64 digest of those bytes."""
     digest = xxhash.xxh3_64()
+    buffer = bytearray(min(chunk_bytes, max(length, 1)))
     offset, end = start, start + length
     while offset < end:
-        data = os.pread(src_fd, min(chunk_bytes, end - offset), offset)
-        if not data:
+        view = memoryview(buffer)[: min(len(buffer), end - offset)]
+        got = os.preadv(src_fd, [view], offset)
+        if not got:
             raise OSError(5, f"source shrank while copying (short read at offset {offset})")
+        data = view[:got]
         digest.update(data)
-        view = memoryview(data)
-        while view:
-            written = os.pwrite(dst_fd, view, offset)
-            view, offset = view[written:], offset + written
+        while data:
+            written = os.pwrite(dst_fd, data, offset)
+            data, offset = data[written:], offset + written
     return digest.digest()
-
-
-def _land(tmp: Path, dest: Path) -> None:
-    fd = os.open(tmp, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    if BEFORE_RENAME_HOOK is not None:
-        BEFORE_RENAME_HOOK(tmp)
-    os.replace(tmp, dest)
 
 
 def _copy_with_engine(source: Path, tmp: Path, options: StagingOptions, pool: ThreadPoolExecutor | None) -> str:
@@ -125,9 +118,9 @@ def _copy_with_tool(source: Path, tmp: Path, method: str) -> None:
         raise StagingError(f"{method} {source} -> {tmp} failed: {result.stderr.strip()}")
 
 
-def copy_file(source: Path, dest: Path, options: StagingOptions = StagingOptions(),
-              pool: ThreadPoolExecutor | None = None) -> CopyResult:
-    """Copy one file into a temporary name, fsync, rename; return its size and source checksum."""
+def copy_to_temporary(source: Path, dest: Path, options: StagingOptions = StagingOptions(),
+                      pool: ThreadPoolExecutor | None = None) -> CopyResult:
+    """Copy one file into a temporary name beside ``dest`` (not yet durable, not yet renamed)."""
     source, dest = Path(source), Path(dest)
     t_start, t0 = time.time(), time.perf_counter()
     tmp = temp_name(dest)
@@ -141,16 +134,53 @@ def copy_file(source: Path, dest: Path, options: StagingOptions = StagingOptions
             c0 = time.perf_counter()
             checksum = checksum_file(source, options, pool)
             checksum_seconds = time.perf_counter() - c0
-        _land(tmp, dest)
-    except OSError as err:
-        raise _os_error("copy", source, dest, err) from err
-    finally:
+    except BaseException as err:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
-    fsync_dir(dest.parent)
+        if isinstance(err, OSError):
+            raise _os_error("copy", source, dest, err) from err
+        raise
     elapsed = time.perf_counter() - t0
-    return CopyResult(source, dest, dest.stat().st_size, checksum, t_start, elapsed - checksum_seconds,
-                      checksum_seconds)
+    return CopyResult(source, dest, tmp.stat().st_size, checksum, t_start, elapsed - checksum_seconds,
+                      checksum_seconds, tmp)
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def make_durable(paths: list[Path]) -> None:
+    """Flush files to storage: one syncfs per filesystem (one journal commit for many files)."""
+    folders: dict[int, Path] = {}
+    for path in paths:
+        folders.setdefault(os.stat(path).st_dev, path.parent)
+    for folder in folders.values():
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            if getattr(_libc, "syncfs", None) is None or _libc.syncfs(fd) != 0:
+                for path in paths:  # no syncfs: fsync file by file
+                    file_fd = os.open(path, os.O_RDONLY)
+                    try:
+                        os.fsync(file_fd)
+                    finally:
+                        os.close(file_fd)
+                return
+        finally:
+            os.close(fd)
+
+
+def copy_file(source: Path, dest: Path, options: StagingOptions = StagingOptions(),
+              pool: ThreadPoolExecutor | None = None) -> CopyResult:
+    """Copy one file into a temporary name, fsync, rename; return its size and source checksum."""
+    result = copy_to_temporary(source, dest, options, pool)
+    try:
+        _land(result.temporary, result.dest)
+    except OSError as err:
+        raise _os_error("copy", result.source, result.dest, err) from err
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            result.temporary.unlink()
+    fsync_dir(result.dest.parent)
+    return result
 
 
 class _DirectReader:
@@ -206,12 +236,13 @@ def checksum_file(path: Path, options: StagingOptions = StagingOptions(), pool: 
 
 
 def verify_file(path: Path, expected_bytes: int, expected_checksum: str, options: StagingOptions = StagingOptions(),
-                pool: ThreadPoolExecutor | None = None) -> VerifyResult:
-    """Re-read a landed copy; raise StagingError naming the file when size or checksum differ."""
+                pool: ThreadPoolExecutor | None = None, name: Path | None = None) -> VerifyResult:
+    """Re-read a copy; raise StagingError naming the file (``name``, else ``path``) when size or checksum differ."""
     t_start, t0 = time.time(), time.perf_counter()
+    name = name or path
     size = path.stat().st_size
     if size != expected_bytes:
-        raise StagingError(f"{path}: size {size} bytes, expected {expected_bytes}")
+        raise StagingError(f"{name}: size {size} bytes, expected {expected_bytes}")
     direct = options.direct_io_verify
     try:
         actual = checksum_file(path, options, pool, direct=direct)
@@ -221,42 +252,77 @@ def verify_file(path: Path, expected_bytes: int, expected_checksum: str, options
         direct = False  # the filesystem refuses O_DIRECT (tmpfs): read through the page cache
         actual = checksum_file(path, options, pool)
     if actual != expected_checksum:
-        raise StagingError(f"{path}: checksum {actual} does not match the source's {expected_checksum} (corrupt copy)")
-    return VerifyResult(path, size, t_start, time.perf_counter() - t0, direct)
+        raise StagingError(f"{name}: checksum {actual} does not match the source's {expected_checksum} (corrupt copy)")
+    return VerifyResult(name, size, t_start, time.perf_counter() - t0, direct)
+
+
+@dataclass
+class LandResult:
+    """The batch step that makes copies durable and gives them their final names."""
+
+    files: int
+    bytes: int
+    t_start: float
+    seconds: float
 
 
 def copy_and_verify(pairs: list[tuple[Path, Path]], options: StagingOptions = StagingOptions(),
-                    progress: Callable[[int, int, int], None] | None = None) -> list[tuple[CopyResult, VerifyResult]]:
-    """Copy many files with parallel streams and verify each landed copy; results in input order.
+                    progress: Callable[[int, int, int], None] | None = None,
+                    ) -> tuple[list[tuple[CopyResult, VerifyResult]], LandResult]:
+    """Copy many files with parallel streams, make them durable, verify them, then rename them.
 
     Files larger than one checksum block are copied one at a time with their blocks in parallel;
-    smaller files are copied several at a time.
+    smaller files several at a time. All copies go to temporary names; one syncfs per destination
+    filesystem makes them durable (instead of a journal commit per file); each is verified against
+    its source checksum; only then do they get their final names. On any error every temporary is
+    removed and no file of the batch that failed verification carries a final name.
     """
     streams = max(1, options.streams)
-    results: list = [None] * len(pairs)
+    copies: list[CopyResult | None] = [None] * len(pairs)
+    verified: list[VerifyResult | None] = [None] * len(pairs)
     done_bytes = 0
-    with ThreadPoolExecutor(streams) as pool:
-        def one(index: int, block_pool) -> None:
-            source, dest = pairs[index]
-            copied = copy_file(source, dest, options, block_pool)
-            try:
-                verified = verify_file(dest, copied.bytes, copied.checksum, options, block_pool)
-            except StagingError:
-                dest.unlink(missing_ok=True)  # a corrupt copy must not stay under the final name
-                raise
-            results[index] = (copied, verified)
+    try:
+        with ThreadPoolExecutor(streams) as pool:
+            def copy_one(index: int, block_pool) -> None:
+                copies[index] = copy_to_temporary(*pairs[index], options, block_pool)
 
-        sizes = [Path(source).stat().st_size for source, _ in pairs]
-        small = [i for i, size in enumerate(sizes) if size <= BLOCK_BYTES]
-        large = [i for i, size in enumerate(sizes) if size > BLOCK_BYTES]
-        for index in large:
-            one(index, pool if streams > 1 else None)
-            done_bytes += sizes[index]
-            if progress:
-                progress(sum(r is not None for r in results), len(pairs), done_bytes)
-        for future in [pool.submit(one, i, None) for i in small]:
-            future.result()
-    return results
+            sizes = [Path(source).stat().st_size for source, _ in pairs]
+            for index in [i for i, size in enumerate(sizes) if size > BLOCK_BYTES]:
+                copy_one(index, pool if streams > 1 else None)
+                done_bytes += sizes[index]
+                if progress:
+                    progress(sum(c is not None for c in copies), len(pairs), done_bytes)
+            for future in [pool.submit(copy_one, i, None) for i, size in enumerate(sizes) if size <= BLOCK_BYTES]:
+                future.result()
+
+            t_land, t0 = time.time(), time.perf_counter()
+            make_durable([c.temporary for c in copies])
+            land_seconds = time.perf_counter() - t0
+
+            def verify_one(index: int, block_pool) -> None:
+                copy = copies[index]
+                if BEFORE_RENAME_HOOK is not None:
+                    BEFORE_RENAME_HOOK(copy.temporary)
+                verified[index] = verify_file(copy.temporary, copy.bytes, copy.checksum, options, block_pool,
+                                              name=copy.dest)
+
+            for future in [pool.submit(verify_one, i, None) for i, size in enumerate(sizes) if size <= BLOCK_BYTES]:
+                future.result()
+            for index in [i for i, size in enumerate(sizes) if size > BLOCK_BYTES]:
+                verify_one(index, pool if streams > 1 else None)
+    except BaseException:
+        for copy in copies:
+            if copy is not None:
+                copy.temporary.unlink(missing_ok=True)
+        raise
+    t0 = time.perf_counter()
+    for copy in copies:
+        os.replace(copy.temporary, copy.dest)
+    for folder in {copy.dest.parent for copy in copies}:
+        fsync_dir(folder)
+    land = LandResult(len(copies), sum(c.bytes for c in copies), t_land,
+                      land_seconds + time.perf_counter() - t0)
+    return list(zip(copies, verified)), land
 
 
 def drop_page_cache() -> bool:
