@@ -133,3 +133,44 @@ def test_snakefmt_check_is_clean(repo):
     files = [repo / "Snakefile", *sorted((repo / "rules").glob("*.smk"))]
     result = subprocess.run([str(BIN / "snakefmt"), "--check", *map(str, files)], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_killed_run_resumes_and_redoes_only_what_was_unfinished(repo, tmp_path):
+    """kill -9 the whole run in the middle of a job; the next run redoes only unfinished jobs."""
+    import signal
+    import time
+
+    shm = Path("/dev/shm") / f"cycleio-test-kill-{os.getpid()}"
+    (tmp_path / "tiers.yaml").write_text(yaml.safe_dump({
+        "scratch_tiers": ["shm"],
+        "tiers": {"shm": {"kind": "memory", "path": str(shm)}},
+        "forecast": {"compute_seconds_per_hour": 0.4},  # a forecast job takes about 4 s: time to kill it
+    }))
+    cmd = [str(BIN / "snakemake"), "-s", str(repo / "Snakefile"), "--cores", "1",
+           "--configfile", str(repo / "config" / "studies" / "smoke.yaml"), str(tmp_path / "tiers.yaml")]
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    try:
+        run = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True)
+        second_fcst_log = tmp_path / "results/smoke/logs/shm/2026123118/fcst.log"
+        deadline = time.time() + 300
+        while not second_fcst_log.exists() and time.time() < deadline and run.poll() is None:
+            time.sleep(0.2)
+        time.sleep(1.0)  # inside the forecast's compute/write loop
+        os.killpg(run.pid, signal.SIGKILL)
+        run.wait()
+        finished = manifests(tmp_path)
+        assert finished and not (tmp_path / "results/smoke/arms/shm/2026123118/fcst.manifest.json").exists()
+        assert (shm / "smoke" / "shm" / ".job.2026123118.fcst").exists()  # the killed job's scratch folder
+
+        subprocess.run([*cmd, "--unlock"], cwd=tmp_path, env=env, check=True, capture_output=True)
+        result = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr[-3000:]
+        after = manifests(tmp_path)
+        assert all(after[p] == mtime for p, mtime in finished.items()), "a finished job was redone"
+        assert len(after) == len(finished) + 6  # fcst, post of 2026123118, then the four jobs of 2027010100
+        assert not list((shm / "smoke" / "shm").glob(".job.*"))
+        persistent = tmp_path / "results/tiers/lustre/smoke/shm"
+        assert not [p for p in persistent.rglob("*") if ".tmp." in p.name]
+    finally:
+        shutil.rmtree(shm, ignore_errors=True)
