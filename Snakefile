@@ -55,4 +55,5 @@ rule all:
         all_step_manifests(),
         study_tables(),
         study_figures(),
+        out("figures", "write_strategies.png"),
         benchmark_outputs(),

@@ -1,5 +1,151 @@
-# Benchmarks on every tier (IOR, mdtest, fio, field I/O): filled in by the benchmarks capability.
+# Benchmarks on every tier: IOR/mdtest (or fio's equivalents), field I/O, and replays of the
+# steps' I/O, one job per tier x pattern x tasks; then the benchmarks and efficiency tables and
+# figures. The plan (points, settings, paths) lives in cycleio.tierbench; its errors name the key.
+from functools import partial
+
+from cycleio.config import ConfigError
+from cycleio.tierbench import BenchmarkPlan
+
+try:
+    BENCH = BenchmarkPlan.from_config(config)
+except ConfigError as err:
+    sys.exit(f"cycleio: invalid configuration: {err}")
+
+benchmark_outputs = partial(BENCH.outputs, out)
 
 
-def benchmark_outputs():
-    return []
+rule bench_point:
+    output:
+        rows=out("bench", "{tier}", "{kind}", "{pattern}.n{ntasks}.csv"),
+        raw=directory(out("bench", "{tier}", "{kind}", "{pattern}.n{ntasks}.raw")),
+    log:
+        out("logs", "bench", "{tier}", "{kind}", "{pattern}.n{ntasks}.log"),
+    benchmark:
+        out("benchmarks", "bench", "{tier}", "{kind}", "{pattern}.n{ntasks}.tsv")
+    wildcard_constraints:
+        tier=r"[A-Za-z][A-Za-z0-9_]*",
+        kind="io|metadata",
+        pattern=r"[A-Za-z0-9][A-Za-z0-9_]*",
+        ntasks=r"\d+",
+    conda:
+        "../envs/cycleio.yaml"
+    resources:
+        **BENCH.rule_resources(),
+        io_lock=1,
+    params:
+        settings=lambda wildcards: BENCH.point_json(
+            wildcards.kind, wildcards.tier, wildcards.pattern, wildcards.ntasks
+        ),
+    message:
+        "{wildcards.kind} benchmark {wildcards.pattern} on tier {wildcards.tier}, {wildcards.ntasks} tasks"
+    shell:
+        "python -m cycleio --log {log:q} bench --settings {params.settings:q}"
+        " --out {output.rows:q} --raw {output.raw:q}"
+
+
+rule bench_fieldio:
+    output:
+        rows=out("bench", "{tier}", "fieldio", "n{ntasks}.csv"),
+        raw=directory(out("bench", "{tier}", "fieldio", "n{ntasks}.raw")),
+    log:
+        out("logs", "bench", "{tier}", "fieldio", "n{ntasks}.log"),
+    benchmark:
+        out("benchmarks", "bench", "{tier}", "fieldio", "n{ntasks}.tsv")
+    wildcard_constraints:
+        tier=r"[A-Za-z][A-Za-z0-9_]*",
+        ntasks=r"\d+",
+    conda:
+        "../envs/cycleio.yaml"
+    resources:
+        **BENCH.rule_resources(),
+        io_lock=1,
+    params:
+        settings=lambda wildcards: BENCH.point_json(
+            "fieldio", wildcards.tier, "fields", wildcards.ntasks
+        ),
+    message:
+        "field I/O on tier {wildcards.tier}, {wildcards.ntasks} tasks"
+    shell:
+        "python -m cycleio --log {log:q} bench --settings {params.settings:q}"
+        " --out {output.rows:q} --raw {output.raw:q}"
+
+
+rule bench_replay:
+    input:
+        events=out("tables", "io_events.parquet"),
+    output:
+        rows=out("bench", "{tier}", "replay.csv"),
+        raw=directory(out("bench", "{tier}", "replay.raw")),
+    log:
+        out("logs", "bench", "{tier}", "replay.log"),
+    benchmark:
+        out("benchmarks", "bench", "{tier}", "replay.tsv")
+    wildcard_constraints:
+        tier=r"[A-Za-z][A-Za-z0-9_]*",
+    conda:
+        "../envs/cycleio.yaml"
+    resources:
+        **BENCH.rule_resources(),
+        io_lock=1,
+    params:
+        settings=lambda wildcards: BENCH.replay_json(wildcards.tier),
+    message:
+        "replay of the steps' I/O on tier {wildcards.tier}"
+    shell:
+        "python -m cycleio --log {log:q} bench --settings {params.settings:q}"
+        " --events {input.events:q} --out {output.rows:q} --raw {output.raw:q}"
+
+
+rule benchmark_tables:
+    input:
+        points=BENCH.point_files(out),
+        events=out("tables", "io_events.parquet"),
+    output:
+        table=report(
+            out("tables", "benchmarks.csv"),
+            category="Tables",
+            caption="../report/bench_table.rst",
+        ),
+        parquet=out("tables", "benchmarks.parquet"),
+        efficiency=report(
+            out("tables", "efficiency.csv"),
+            category="Tables",
+            caption="../report/bench_efficiency.rst",
+        ),
+    log:
+        out("logs", "benchmark_tables.log"),
+    conda:
+        "../envs/cycleio.yaml"
+    params:
+        n_points=lambda wildcards, input: len(input.points),
+        out_dir=lambda wildcards, output: os.path.dirname(output.table),
+    message:
+        "benchmark tables from {params.n_points} benchmark points"
+    shell:
+        "python -m cycleio --log {log:q} bench-tables --events {input.events:q}"
+        " --out-dir {params.out_dir:q} {input.points:q}"
+
+
+rule benchmark_figures:
+    input:
+        table=out("tables", "benchmarks.csv"),
+    output:
+        scaling=report(
+            out("figures", "benchmark_scaling.png"),
+            category="Figures",
+            caption="../report/bench_scaling.rst",
+        ),
+        fieldio=report(
+            out("figures", "fieldio_vs_ior.png"),
+            category="Figures",
+            caption="../report/bench_fieldio.rst",
+        ),
+    log:
+        out("logs", "benchmark_figures.log"),
+    conda:
+        "../envs/cycleio.yaml"
+    params:
+        title=f"cycleio study '{STUDY.name}': benchmarks on the tiers",
+    shell:
+        "python -m cycleio --log {log:q} bench-figures --table {input.table:q}"
+        " --scaling {output.scaling:q} --fieldio {output.fieldio:q} --title {params.title:q}"

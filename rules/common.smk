@@ -1,4 +1,6 @@
 # Helpers shared by the rules: the one place that builds output paths.
+import json
+
 from cycleio.calendar import previous_cycle, steps_of_cycle
 
 
@@ -28,14 +30,14 @@ def step_dependencies(wildcards):
         raise ValueError(f"arm {arm} has no job {step} in cycle {cycle}")
     prev = previous_cycle(cycle, config["cycles"]["interval_hours"])
     if step == "cycle":
-        first = cycle == STUDY.cycles[0]
-        return (
-            [coldstart_file(arm, "manifest.json")]
-            if first
-            else [step_file(arm, prev, "cycle", "manifest.json")]
-        )
+        if cycle == STUDY.cycles[0]:
+            return [coldstart_file(arm, "manifest.json")]
+        return [
+            step_file(arm, prev, "cycle", "manifest.json"),
+            step_file(arm, cycle, "dump", "manifest.json"),
+        ]
     needs = {
-        "prep": [(prev, "post")],
+        "prep": [(prev, "post"), (cycle, "dump")],
         "anal": [(cycle, "prep"), (prev, "fcst")],
         "fcst": [(cycle, "anal"), (prev, "fcst")],
         "post": [(cycle, "fcst")],
@@ -69,13 +71,28 @@ def all_step_manifests():
 
 
 def all_job_files(suffix):
-    """The records or manifests of every job of the study."""
-    return [coldstart_file(arm, suffix) for arm in STUDY.arms] + [
-        step_file(arm, cycle, step, suffix) for arm, cycle, step in all_steps()
+    """The records or manifests of every job of the study, observation dumps included."""
+    dumps = [
+        step_file(arm, cycle, "dump", suffix)
+        for cycle in STUDY.cycles[1:]
+        for arm in STUDY.arms
     ]
+    return (
+        [coldstart_file(arm, suffix) for arm in STUDY.arms]
+        + dumps
+        + [step_file(arm, cycle, step, suffix) for arm, cycle, step in all_steps()]
+    )
+
+
+def study_json(wildcards):
+    """The study's cycles and every arm's settings, for the inventory table."""
+    return json.dumps(
+        {"cycles": STUDY.cycles, "arms": [arm.to_json() for arm in STUDY.arms.values()]}
+    )
 
 
 TABLES = [
+    "inventory.csv",
     "io_events.parquet",
     "io_events.csv",
     "step_summary.csv",

@@ -1,4 +1,6 @@
 # The cycled steps of every arm: cold start once, then prep -> anal -> fcst -> post per cycle.
+# Slurm resources (nodes, tasks, memory, runtime, burst buffer) come from each arm's settings.
+from cycleio.slurm import rule_resources
 
 
 rule coldstart:
@@ -12,6 +14,7 @@ rule coldstart:
     conda:
         "../envs/cycleio.yaml"
     resources:
+        **rule_resources(STUDY.arms, step="coldstart"),
         io_lock=1,
     params:
         settings=arm_settings,
@@ -19,6 +22,27 @@ rule coldstart:
         "cold start of arm {wildcards.arm}"
     shell:
         "python -m cycleio --log {log:q} coldstart --arm-settings {params.settings:q}"
+        " --records {output.records:q} --manifest {output.manifest:q}"
+
+
+rule obs_dump:
+    output:
+        manifest=step_file("{arm}", "{cycle}", "dump", "manifest.json"),
+        records=step_file("{arm}", "{cycle}", "dump", "records.jsonl"),
+    log:
+        out("logs", "{arm}", "{cycle}", "dump.log"),
+    benchmark:
+        out("benchmarks", "{arm}", "{cycle}", "dump.tsv")
+    conda:
+        "../envs/cycleio.yaml"
+    resources:
+        io_lock=1,
+    params:
+        settings=arm_settings,
+    message:
+        "observation dumps of cycle {wildcards.cycle} arrive for arm {wildcards.arm}"
+    shell:
+        "python -m cycleio --log {log:q} dump --arm-settings {params.settings:q} --cycle {wildcards.cycle}"
         " --records {output.records:q} --manifest {output.manifest:q}"
 
 
@@ -35,6 +59,7 @@ rule cycle_step:
     conda:
         "../envs/cycleio.yaml"
     resources:
+        **rule_resources(STUDY.arms),
         io_lock=1,
         attempt=lambda wildcards, attempt: attempt,
     params:

@@ -45,6 +45,23 @@ rule aggregate:
         "python -m cycleio --log {log:q} aggregate --out-dir {params.out_dir:q} {input.records:q}"
 
 
+rule inventory:
+    output:
+        report(
+            out("tables", "inventory.csv"),
+            category="Tables",
+            caption="../report/inventory.rst",
+        ),
+    log:
+        out("logs", "inventory.log"),
+    conda:
+        "../envs/cycleio.yaml"
+    params:
+        study=study_json,
+    shell:
+        "python -m cycleio --log {log:q} inventory-table --study-json {params.study:q} --out {output:q}"
+
+
 rule figures:
     input:
         summary=out("tables", "step_summary.csv"),
@@ -65,3 +82,24 @@ rule figures:
     shell:
         "python -m cycleio --log {log:q} figures --tables {params.tables:q} --out {output:q}"
         " --title {params.title:q}"
+
+
+rule write_strategy_figure:
+    input:
+        events=out("tables", "io_events.parquet"),
+        summary=out("tables", "step_summary.csv"),
+    output:
+        report(
+            out("figures", "write_strategies.png"),
+            category="Figures",
+            caption="../report/write_strategies.rst",
+        ),
+    log:
+        out("logs", "write_strategy_figure.log"),
+    conda:
+        "../envs/cycleio.yaml"
+    params:
+        title=f"cycleio study '{STUDY.name}': forecast write strategies, {config['resolution']} L{config['levels']}",
+    shell:
+        "python -m cycleio.mpifcst --log {log:q} write-figure --events {input.events:q}"
+        " --summary {input.summary:q} --out {output:q} --title {params.title:q}"

@@ -14,13 +14,18 @@ import pytest
 from conftest import IN_CI, require_tool
 
 from cycleio import fsutil, staging
+from cycleio.inventory import ForecastSettings
 from cycleio.config import ArmSettings, ConfigError, StagingSettings, build_study, validate_config
 from cycleio.fsutil import file_checksum
-from cycleio.jobs import run_coldstart, run_step
+from cycleio.jobs import run_arrival, run_coldstart, run_step
 from cycleio.preflight import check_study
 from cycleio.records import read_records
 from cycleio.staging import StagingError, StagingOptions, copy_and_verify, copy_file
 from cycleio.tiers import Tier, TierError
+
+
+# Observations and products scaled down to the C12 grid, as the smoke study does.
+TINY = ForecastSettings(obs_scale=(12 / 768) ** 2, pgrb2_fields=6, sflux_fields=3, product_grids=("1p00",))
 
 
 @pytest.fixture
@@ -142,11 +147,12 @@ def arm_on(persistent: Path, scratch: Path | None, study="t", **staging_options)
     lustre = Tier("lustre", "lustre", str(persistent))
     scratch_tier = Tier("shm", "memory", str(scratch), persistent=False, shared=False) if scratch else lustre
     return ArmSettings(study=study, arm=scratch_tier.name, start="2026010100", seed=3, resolution="C12", levels=4,
-                       persistent=lustre, scratch=scratch_tier, staging=StagingSettings(**staging_options))
+                       persistent=lustre, scratch=scratch_tier, staging=StagingSettings(**staging_options),
+                       forecast=TINY)
 
 
 def test_full_persistent_tier_fails_stage_out_with_the_os_error_then_rerun_succeeds(tmp_path):
-    with tmpfs(tmp_path / "lustre", "24m") as lustre:
+    with tmpfs(tmp_path / "lustre", "96m") as lustre:
         settings = arm_on(lustre, tmp_path / "scratch")
         run_coldstart(settings, tmp_path / "c.jsonl", tmp_path / "c.json")
         filler = lustre / "filler"
@@ -216,11 +222,13 @@ def test_per_cycle_job_stages_only_external_inputs_and_all_outputs(tmp_path):
     settings = arm_on(tmp_path / "lustre", tmp_path / "scratch")
     run_coldstart(settings, tmp_path / "c.jsonl", tmp_path / "c.json")
     run_step(settings, "2026010100", "cycle", tmp_path / "r0.jsonl", tmp_path / "m0.json")
+    run_arrival(settings, "2026010106", "dump", tmp_path / "d.jsonl", tmp_path / "d.json")
     manifest = run_step(settings, "2026010106", "cycle", tmp_path / "r.jsonl", tmp_path / "m.json")
     records = read_records(tmp_path / "r.jsonl")
     staged_in = {r["file"] for r in records if r["phase"] == "stage_in" and r["op"] == "copy"}
     assert staged_in == set(manifest["inputs"])
     assert not any("prepbufr" in f or "atminc" in f for f in staged_in)  # made inside the job
+    assert any("crisf4.tm00.bufr_d" in f for f in staged_in)  # satellite dumps, read by the analysis
     assert {r["step"] for r in records if r["phase"] == "run"} == {"prep", "anal", "fcst", "post"}
     assert len([r for r in records if r["phase"] == "stage_out" and r["op"] == "copy"]) == len(manifest["outputs"])
 

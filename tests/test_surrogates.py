@@ -11,7 +11,7 @@ from conftest import require_tool
 from cycleio.config import ArmSettings
 from cycleio.grid import Grid
 from cycleio.inventory import ForecastSettings, FileSpec, step_io
-from cycleio.jobs import StepError, run_coldstart, run_step
+from cycleio.jobs import StepError, run_arrival, run_coldstart, run_step
 from cycleio.ncfiles import WriteContext, write_file
 from cycleio.tiers import Tier
 
@@ -19,8 +19,9 @@ from cycleio.tiers import Tier
 def arm(tmp_path, scratch="lustre", study="t") -> ArmSettings:
     lustre = Tier("lustre", "lustre", str(tmp_path / "lustre"))
     tiers = {"lustre": lustre, "shm": Tier("shm", "memory", str(tmp_path / "shm"), persistent=False, shared=False)}
+    tiny = ForecastSettings(obs_scale=(12 / 768) ** 2, pgrb2_fields=6, sflux_fields=3, product_grids=("1p00",))
     return ArmSettings(study=study, arm=scratch, start="2026010100", seed=7, resolution="C12", levels=4,
-                       persistent=lustre, scratch=tiers[scratch])
+                       persistent=lustre, scratch=tiers[scratch], forecast=tiny)
 
 
 def test_history_file_is_cf_netcdf4_on_the_gaussian_grid(tmp_path):
@@ -66,9 +67,13 @@ def test_step_inventories_use_gdas_names():
     assert "gdas.20260101/00/model/atmos/history/gdas.t00z.atmf003.nc" in [s.path for s in anal.reads]
 
 
-def test_anal_without_previous_forecast_names_the_missing_file(tmp_path):
+def test_anal_without_previous_forecast_names_the_missing_background_file(tmp_path):
     settings = arm(tmp_path)
-    with pytest.raises(StepError, match=r"missing input on the persistent tier: .*gdas\.t06z\.prepbufr \(and 6 more\)"):
+    run_coldstart(settings, tmp_path / "c.jsonl", tmp_path / "c.json")
+    run_arrival(settings, "2026010106", "dump", tmp_path / "d.jsonl", tmp_path / "d.json")
+    run_step(settings, "2026010106", "prep", tmp_path / "p.jsonl", tmp_path / "p.json")
+    with pytest.raises(StepError, match=r"anal\] missing input on the persistent tier: "
+                       r".*/gdas\.20260101/00/model/atmos/history/gdas\.t00z\.atmf003\.nc \(and \d+ more\)"):
         run_step(settings, "2026010106", "anal", tmp_path / "r.jsonl", tmp_path / "m.json")
     assert not (tmp_path / "m.json").exists()
 

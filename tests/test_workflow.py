@@ -87,6 +87,22 @@ def test_manifests_list_verified_outputs(smoke):
     assert manifest["provenance"]["tiers"]["scratch"]["tier"] == "node_local"
 
 
+def test_real_outputs_match_the_study_inventory(smoke):
+    _, workdir = smoke
+    inventory = pd.read_csv(workdir / "results/smoke/tables/inventory.csv", dtype={"cycle": str})
+    checked = 0
+    for path in (workdir / "results/smoke/arms").rglob("*.manifest.json"):
+        manifest = json.loads(path.read_text())
+        expected = inventory[(inventory["arm"] == manifest["arm"]) & (inventory["cycle"] == manifest["cycle"])
+                             & (inventory["job"] == manifest["step"])].set_index("file")["expected_bytes"]
+        written = {o["path"]: o["bytes"] for o in manifest["outputs"]}
+        assert set(written) == set(expected.index), path
+        for name, size in written.items():  # tiny C12 files: netCDF headers weigh more than at C48
+            assert abs(size - expected[name]) <= max(0.15 * expected[name], 64 * 1024), (name, size, expected[name])
+        checked += len(written)
+    assert checked == len(inventory)
+
+
 def test_figure_is_a_png(smoke):
     _, workdir = smoke
     figure = workdir / "results/smoke/figures/throughput_by_arm_and_phase.png"

@@ -11,8 +11,10 @@ from .fsutil import landing
 from .records import RECORD_FIELDS, read_records
 
 MiB = 2**20
-IO_OPS = ("read", "write", "copy", "sync", "checksum")  # sync: making a batch of copies durable, then renaming
+# sync: making a batch of copies durable, then renaming; combine: per_rank pieces into one file
+IO_OPS = ("read", "write", "copy", "sync", "checksum", "combine")
 COMPUTE_OPS = ("compute", "generate")  # generate: making the synthetic data, not I/O
+ARRIVALS = ("coldstart", "dump")  # data that arrive from outside the cycle: not part of its I/O
 PHASE_COLUMNS = ("stage_in", "run", "stage_out", "verify", "cleanup")
 
 
@@ -84,7 +86,7 @@ def phase_throughput(events: pd.DataFrame) -> pd.DataFrame:
 
     Parallel copies overlap, so the covered time, not the sum of the events' seconds, divides the bytes.
     """
-    io = events[events["op"].isin(IO_OPS) & (events["step"] != "coldstart")].copy()
+    io = events[events["op"].isin(IO_OPS) & ~events["step"].isin(ARRIVALS)].copy()
     # A batch's sync belongs to copying: a copy is done when it is durable under its final name.
     io["activity"] = io["phase"] + ":" + io["op"].replace({"sync": "copy"})
     keys = ["study", "arm", "tier", "activity"]
@@ -136,7 +138,7 @@ def aggregate(record_files: list[str | Path], out_dir: Path) -> dict[str, Path]:
     events = load_events(record_files)
     if events.empty:
         raise ValueError("no records to aggregate: the study has produced no record files yet")
-    cycle_events = events[events["step"] != "coldstart"]
+    cycle_events = events[~events["step"].isin(ARRIVALS)]
     manifests = [Path(str(p).replace(".records.jsonl", ".manifest.json")) for p in record_files]
     tables = {
         "io_events.parquet": events,

@@ -1,4 +1,4 @@
-"""Parse real benchmark outputs (IOR, mdtest, fio) into tidy rows.
+"""Parse real benchmark outputs (IOR, mdtest, fio, cycleio field I/O) into tidy rows.
 
 Every public parser returns ``list[dict]``: one flat dict of scalars per
 observation, so ``pandas.DataFrame(rows)`` is tidy.  Rows hold only what the
@@ -9,7 +9,7 @@ adds tier, study, ... columns).  Every row has exactly the keys of
 Row schema (units are part of the key names)
 --------------------------------------------
 source               str   file name (no directory) the row was parsed from
-tool                 str   "ior", "mdtest" or "fio"
+tool                 str   "ior", "mdtest", "fio" or "cycleio-fieldio"
 tool_version         str   e.g. "4.0.0", "3.33"
 api                  str   IOR/mdtest backend ("POSIX", "MPIIO", ...); fio ioengine
 job                  str   IOR "test<TestID>"; fio job name; mdtest None
@@ -79,6 +79,7 @@ __all__ = [
     "parse_ior_text",
     "parse_mdtest_text",
     "parse_fio_json",
+    "parse_fieldio_json",
     "parse_any",
 ]
 
@@ -839,6 +840,63 @@ def parse_fio_json(path: str | Path) -> list[dict[str, Any]]:
 
 
 # --------------------------------------------------------------------------
+# cycleio field I/O
+# --------------------------------------------------------------------------
+
+
+def parse_fieldio_json(path: str | Path) -> list[dict[str, Any]]:
+    """Parse the JSON output of ``cycleio fieldio`` (:mod:`cycleio.fieldio`) into rows.
+
+    One ``aggregate="rep"`` row per run (access pattern x layout x repetition) and operation:
+    ``job`` is the access pattern ("0A", "0B", "1", "2B"), ``api`` the layout
+    ("file_per_field", "appended"), ``bw_MiB_per_s`` the global bandwidth (all tasks' bytes over
+    the first call's start to the last call's end), ``ops_per_s`` calls per second over the same
+    time, ``latency_s`` the mean time of one call, ``seconds`` that global time, ``bytes`` all
+    tasks' bytes.  Each call's own latency stays in the file.
+    """
+    path = Path(path)
+    text = _read_text(path)
+    if not text.strip():
+        raise BenchmarkOutputError(f"{path}: field I/O output is empty (the run failed before writing results)")
+    data, reason = _decode_json_object(text)
+    if data is None:
+        raise BenchmarkOutputError(f"{path}: field I/O JSON output is unusable: {reason}")
+    if data.get("tool") != "cycleio-fieldio" or not isinstance(data.get("runs"), list):
+        raise BenchmarkOutputError(f"{path}: not cycleio field I/O output (no 'tool': 'cycleio-fieldio' with 'runs')")
+    rows: list[dict[str, Any]] = []
+    for run in data["runs"]:
+        ops = run.get("ops") or {}
+        columns = ("op", "bytes", "start_s", "seconds")
+        if not all(isinstance(ops.get(c), list) for c in columns):
+            raise BenchmarkOutputError(f"{path}: run {run.get('pattern')}/{run.get('layout')} has no operations")
+        for operation in ("write", "read"):
+            picked = [i for i, op in enumerate(ops["op"]) if op == operation]
+            if not picked:
+                continue
+            start = min(ops["start_s"][i] for i in picked)
+            end = max(ops["start_s"][i] + ops["seconds"][i] for i in picked)
+            wall = end - start
+            nbytes = sum(int(ops["bytes"][i]) for i in picked)
+            rows.append(_row(
+                source=path.name, tool="cycleio-fieldio", tool_version=data.get("version"),
+                api=run.get("layout"), job=str(run.get("pattern")), operation=operation, aggregate="rep",
+                repetition=_int(run.get("repetition")), repetitions=_int(data.get("repetitions")),
+                tasks=_int(data.get("tasks")), nodes=_int(data.get("nodes")), file_per_proc=None, random=False,
+                transfer_size_bytes=_int(data.get("field_size_bytes")),
+                block_size_bytes=_int(data.get("field_size_bytes")),
+                segments=_int(data.get("fields_per_task")), direct_io=False, fsync=bool(data.get("fsync")),
+                reorder=None, stonewall_s=None,
+                bw_MiB_per_s=nbytes / MiB / wall if wall > 0 else None,
+                ops_per_s=len(picked) / wall if wall > 0 else None,
+                latency_s=sum(ops["seconds"][i] for i in picked) / len(picked),
+                seconds=wall, bytes=nbytes,
+            ))
+    if not rows:
+        raise BenchmarkOutputError(f"{path}: field I/O output has no operations")
+    return rows
+
+
+# --------------------------------------------------------------------------
 # dispatch
 # --------------------------------------------------------------------------
 
@@ -847,7 +905,7 @@ def parse_any(path: str | Path) -> list[dict[str, Any]]:
     """Detect the output format from the file's content and parse it.
 
     Recognised: IOR JSON summary, IOR text output, mdtest text output, fio
-    JSON.  An empty or truncated IOR JSON summary is recognised by its content
+    JSON, cycleio field-I/O JSON.  An empty or truncated IOR JSON summary is recognised by its content
     or by the IOR stdout beside it, so IOR's error is reported.  Anything else
     (mdtest CSV, dd output, run metadata, IOR stdout that only points to its
     JSON file, ...) raises BenchmarkOutputError saying what the file is.
@@ -859,6 +917,8 @@ def parse_any(path: str | Path) -> list[dict[str, Any]]:
         if path.name.endswith(".json") and _ior_failure_detail(path, None).startswith("IOR reported"):
             return parse_ior_json(path)
         raise BenchmarkOutputError(f"{path}: empty file, cannot tell which benchmark wrote it")
+    if re.search(r'"tool"\s*:\s*"cycleio-fieldio"', head):
+        return parse_fieldio_json(path)
     if '"fio version"' in head or (re.search(r'"jobs"\s*:\s*\[', head) and '"job options"' in text):
         return parse_fio_json(path)
     if ('"tests"' in head and ('"Version"' in head or '"Command line"' in head)) or (

@@ -40,6 +40,13 @@ def cmd_coldstart(args) -> None:
     run_coldstart(ArmSettings.from_json(args.arm_settings), Path(args.records), Path(args.manifest))
 
 
+def cmd_dump(args) -> None:
+    from .config import ArmSettings
+    from .jobs import run_arrival
+
+    run_arrival(ArmSettings.from_json(args.arm_settings), args.cycle, "dump", Path(args.records), Path(args.manifest))
+
+
 def cmd_aggregate(args) -> None:
     from .aggregate import aggregate
 
@@ -65,6 +72,50 @@ def _read_configs(paths: list[str]) -> dict:
         with open(path) as handle:
             _merge(config, yaml.safe_load(handle) or {})
     return config
+
+
+def cmd_inventory(args) -> None:
+    import pandas as pd
+
+    from .catalog import study_inventory
+    from .config import load_study
+
+    config = _read_configs(args.configfile) if args.configfile else {}
+    config = {**config, "resolution": args.resolution or config.get("resolution", "C48")}
+    if args.levels:
+        config["levels"] = args.levels
+    config.setdefault("scratch_tiers", ["lustre"])
+    config.setdefault("cycles", {"start": "2026010100", "end": "2026010106"})
+    _, study = load_study(config)
+    rows = pd.DataFrame(study_inventory(study))
+    rows = rows[rows["arm"] == next(iter(study.arms))]
+    if args.out:
+        rows.to_csv(args.out, index=False)
+    full = rows[rows["cycle"] == rows["cycle"].max()]  # a full cycle
+    full = full.assign(name=full["file"].str.rsplit("/", n=1).str[-1])
+    print(f"# {study.name}: {config['resolution']} L{study.arms[next(iter(study.arms))].levels}, one full cycle "
+          f"({full['cycle'].iloc[0]}); expected sizes (compressed history estimated)")
+    for step, group in full.groupby("step", sort=False):
+        print(f"\n{step}: {len(group)} files, {group['expected_bytes'].sum() / 2**30:.2f} GiB")
+        for kind, files in group.groupby("kind", sort=False):
+            example = files["name"].iloc[0]
+            each = files["expected_bytes"]
+            size = f"{each.iloc[0] / 2**20:10.1f} MiB" if each.nunique() == 1 else f"{each.sum() / 2**20:10.1f} MiB total"
+            print(f"  {len(files):4d} x {kind:<15} {size}   e.g. {example}")
+
+
+def cmd_inventory_table(args) -> None:
+    import json
+
+    import pandas as pd
+
+    from .aggregate import write_table
+    from .catalog import inventory_rows
+    from .config import ArmSettings
+
+    study = json.loads(args.study_json)
+    rows = [row for text in study["arms"] for row in inventory_rows(ArmSettings.from_json(text), study["cycles"])]
+    write_table(pd.DataFrame(rows), Path(args.out))
 
 
 def cmd_study_name(args) -> None:
@@ -120,6 +171,13 @@ def main(argv: list[str] | None = None) -> int:
     cold.add_argument("--manifest", required=True)
     cold.set_defaults(func=cmd_coldstart)
 
+    dump = sub.add_parser("dump", help="write a cycle's observation dumps on the persistent tier")
+    dump.add_argument("--arm-settings", required=True)
+    dump.add_argument("--cycle", required=True)
+    dump.add_argument("--records", required=True)
+    dump.add_argument("--manifest", required=True)
+    dump.set_defaults(func=cmd_dump)
+
     agg = sub.add_parser("aggregate", help="records to tidy tables")
     agg.add_argument("--out-dir", required=True)
     agg.add_argument("records", nargs="+")
@@ -134,6 +192,18 @@ def main(argv: list[str] | None = None) -> int:
     check = sub.add_parser("check-config", help="validate study config files (later files override)")
     check.add_argument("configfile", nargs="+")
     check.set_defaults(func=cmd_check_config)
+
+    inv = sub.add_parser("inventory", help="print the files each step writes, with expected sizes")
+    inv.add_argument("--resolution", choices=["C12", "C48", "C96", "C192", "C384", "C768", "C1152"])
+    inv.add_argument("--levels", type=int)
+    inv.add_argument("--out", help="also write every file of the study (arms x cycles) as CSV")
+    inv.add_argument("configfile", nargs="*", help="study config files (default: config/config.yaml's defaults)")
+    inv.set_defaults(func=cmd_inventory)
+
+    table = sub.add_parser("inventory-table", help="write the study's expected files as a table (the rules call it)")
+    table.add_argument("--study-json", required=True, help='{"cycles": [...], "arms": [arm settings JSON, ...]}')
+    table.add_argument("--out", required=True)
+    table.set_defaults(func=cmd_inventory_table)
 
     name = sub.add_parser("study-name", help="print the study name of config files (later files override)")
     name.add_argument("configfile", nargs="+")

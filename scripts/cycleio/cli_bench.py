@@ -2,6 +2,181 @@
 
 from __future__ import annotations
 
+import argparse
+import csv
+import logging
+import shutil
+import sys
+from pathlib import Path
+
+log = logging.getLogger("cycleio")
+
+# Files beside benchmark outputs that are not outputs themselves (a folder given to `parse`).
+_NOT_OUTPUTS = (".meta.json", ".stderr.txt", ".mdtest.csv", ".ops.csv")
+
+
+def cmd_bench(args) -> None:
+    from .tierbench import PointSettings, run_point, write_rows
+
+    settings = PointSettings.from_json(_settings_text(args.settings))
+    rows = run_point(settings, Path(args.raw), Path(args.events) if args.events else None)
+    write_rows(rows, Path(args.out))
+    log.info("wrote %d rows to %s (raw outputs in %s)", len(rows), args.out, args.raw)
+
+
+def _settings_text(value: str) -> str:
+    """JSON given inline, or @FILE."""
+    return Path(value[1:]).read_text() if value.startswith("@") else value
+
+
+def cmd_fieldio(args) -> None:
+    """Field I/O by hand, on any folder: the same program and rows as the workflow's benchmark."""
+    import socket
+    import time
+
+    from .fieldio import run_fieldio
+    from .tierbench import COLUMNS, FieldIOSpec, parse_size, summarize, write_rows
+    from .tiers import filesystem_type
+
+    spec = FieldIOSpec(patterns=tuple(args.patterns), layouts=tuple(args.layouts), fields_per_task=args.fields,
+                       field_size_bytes=parse_size(args.field_size, "--field-size"), fsync=args.fsync)
+    directory = Path(args.dir)
+    raw = Path(args.raw) if args.raw else Path(args.out).with_suffix(".raw")
+    raw.mkdir(parents=True, exist_ok=True)
+    t_start = time.time()
+    work = directory / f".cycleio-fieldio-n{args.tasks}"
+    try:
+        rows = run_fieldio(work, spec, args.tasks, args.repetitions, args.launcher, raw, f"fieldio.n{args.tasks}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    context = {"study": "", "benchmark": "fieldio", "tier": args.tier or directory.name, "tier_kind": "",
+               "fs_type": filesystem_type(directory), "host": socket.gethostname()}
+    rows = [{key: {**row, **context, "pattern": row["job"], "cache_risk": row["operation"] == "read",
+                   "t_start": round(t_start, 3)}.get(key) for key in COLUMNS} for row in rows]
+    write_rows(rows + summarize(rows), Path(args.out))
+    log.info("wrote %d rows to %s (raw output in %s)", len(rows), args.out, raw)
+
+
+def cmd_fieldio_rank(args) -> None:
+    from .fieldio import rank_main
+
+    code = rank_main(args)
+    if code:
+        raise SystemExit(code)
+
+
+def expand_paths(paths: list[str]) -> list[Path]:
+    """Files as given; a folder gives its benchmark outputs (not .meta.json, stderr, CSV, nor an
+    IOR/fio stdout whose JSON lies beside it)."""
+    out: list[Path] = []
+    for name in paths:
+        path = Path(name)
+        if not path.is_dir():
+            out.append(path)
+            continue
+        for child in sorted(p for p in path.iterdir() if p.is_file()):
+            if child.name.endswith(_NOT_OUTPUTS) or child.name == "settings.json":
+                continue
+            if child.name.endswith(".stdout.txt") and child.with_name(child.name[: -len(".stdout.txt")] + ".json").exists():
+                continue
+            out.append(child)
+    return out
+
+
+def cmd_parse(args) -> None:
+    from .benchparse import ROW_KEYS, BenchmarkOutputError, parse_any
+
+    rows, failed = [], []
+    files = expand_paths(args.paths)
+    for path in files:
+        try:
+            rows += parse_any(path)
+        except BenchmarkOutputError as err:
+            failed.append(path)
+            print(f"cycleio parse: cannot read {path}: {err}", file=sys.stderr)
+    if args.out:
+        from .tierbench import write_rows
+
+        write_rows(rows, Path(args.out), columns=ROW_KEYS)
+    else:
+        writer = csv.DictWriter(sys.stdout, fieldnames=list(ROW_KEYS), lineterminator="\n")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
+        sys.stdout.flush()
+    if failed:
+        raise ValueError(f"{len(failed)} of {len(files)} outputs could not be read: "
+                         + ", ".join(str(p) for p in failed))
+
+
+def cmd_bench_tables(args) -> None:
+    from .benchtables import write_benchmark_tables
+
+    for path in write_benchmark_tables(args.points, Path(args.events), Path(args.out_dir)).values():
+        log.info("wrote %s", path)
+
+
+def cmd_bench_figures(args) -> None:
+    import pandas as pd
+
+    from .benchfigures import fieldio_figure, scaling_figure
+
+    table = pd.read_csv(args.table)
+    scaling_figure(table, Path(args.scaling), args.title)
+    fieldio_figure(table, Path(args.fieldio), args.title)
+
 
 def register(sub) -> None:
     """Add the benchmark subcommands to the ``cycleio`` parser's subparsers."""
+    bench = sub.add_parser("bench", help="run one benchmark point (tier x pattern x tasks): IOR/mdtest or fio, "
+                                         "field I/O, or the replay of the steps")
+    bench.add_argument("--settings", required=True, help="the point's settings as JSON, or @FILE (the rules pass them)")
+    bench.add_argument("--out", required=True, help="CSV of the point's tidy rows")
+    bench.add_argument("--raw", required=True, help="folder for the raw outputs (JSON, stdout, stderr, command lines)")
+    bench.add_argument("--events", help="the study's io_events.parquet (replay only)")
+    bench.set_defaults(func=cmd_bench)
+
+    fio = sub.add_parser("fieldio", help="field I/O (FDB-like objects) on a folder, through the MPI launcher")
+    fio.add_argument("--dir", required=True, help="folder on the storage to measure")
+    fio.add_argument("--tier", default="", help="tier name for the rows (default: the folder's name)")
+    fio.add_argument("--tasks", type=int, default=2, help="MPI ranks (default 2)")
+    fio.add_argument("--patterns", nargs="+", default=["0A", "0B", "1", "2B"], choices=["0A", "0B", "1", "2B"])
+    fio.add_argument("--layouts", nargs="+", default=["file_per_field", "appended"],
+                     choices=["file_per_field", "appended"])
+    fio.add_argument("--fields", type=int, default=100, help="fields per task (default 100)")
+    fio.add_argument("--field-size", default="1m", help="bytes per field, e.g. 1m, 64k (default 1m)")
+    fio.add_argument("--fsync", action=argparse.BooleanOptionalAction, default=True, help="fsync every field")
+    fio.add_argument("--repetitions", type=int, default=3)
+    fio.add_argument("--launcher", default="mpiexec -n {ntasks}", help="MPI launcher template")
+    fio.add_argument("--out", required=True, help="CSV of tidy rows")
+    fio.add_argument("--raw", help="folder for the raw output (default: OUT without .csv, plus .raw)")
+    fio.set_defaults(func=cmd_fieldio)
+
+    rank = sub.add_parser("fieldio-rank", help="the field-I/O MPI program (started by `fieldio` and `bench`)")
+    rank.add_argument("--dir", required=True)
+    rank.add_argument("--patterns", nargs="+", required=True)
+    rank.add_argument("--layouts", nargs="+", required=True)
+    rank.add_argument("--fields", type=int, required=True)
+    rank.add_argument("--field-size", type=int, required=True)
+    rank.add_argument("--fsync", action=argparse.BooleanOptionalAction, default=True)
+    rank.add_argument("--repetitions", type=int, default=1)
+    rank.add_argument("--out", required=True, help="JSON written by rank 0")
+    rank.set_defaults(func=cmd_fieldio_rank)
+
+    parse = sub.add_parser("parse", help="IOR, mdtest, fio (and field-I/O) outputs to tidy CSV rows")
+    parse.add_argument("paths", nargs="+", metavar="PATH", help="output files, or folders of them")
+    parse.add_argument("--out", help="CSV file to write (default: stdout)")
+    parse.set_defaults(func=cmd_parse)
+
+    tables = sub.add_parser("bench-tables", help="benchmark points to the benchmarks and efficiency tables")
+    tables.add_argument("--events", required=True, help="the study's io_events.parquet")
+    tables.add_argument("--out-dir", required=True)
+    tables.add_argument("points", nargs="*", help="CSV files of benchmark points")
+    tables.set_defaults(func=cmd_bench_tables)
+
+    figures = sub.add_parser("bench-figures", help="scaling and field-I/O figures from the benchmarks table")
+    figures.add_argument("--table", required=True, help="benchmarks.csv")
+    figures.add_argument("--scaling", required=True, help="PNG: MiB/s against tasks per tier; metadata rates")
+    figures.add_argument("--fieldio", required=True, help="PNG: field I/O against IOR-like patterns per tier")
+    figures.add_argument("--title", default="cycleio benchmarks")
+    figures.set_defaults(func=cmd_bench_figures)

@@ -170,8 +170,11 @@ class ArmSettings:
     forecast: ForecastSettings = field(default_factory=ForecastSettings)
     compression: Compression = field(default_factory=Compression)
     compute_seconds_per_hour: float = 0.0
+    compute_kind: str = "sleep"
     step_compute_seconds: dict = field(default_factory=dict)
     staging: StagingSettings = field(default_factory=StagingSettings)
+    launcher: str = "mpiexec -n {ntasks}"
+    write_component: dict = field(default_factory=dict)
     granularity: str = "step"  # stage per step, or per cycle (one job runs the whole cycle on scratch)
 
     @property
@@ -188,6 +191,7 @@ class ArmSettings:
         raw["scratch"] = Tier(**raw["scratch"])
         forecast = raw["forecast"]
         forecast["restart_hours"] = tuple(forecast["restart_hours"])
+        forecast["product_grids"] = tuple(forecast["product_grids"])
         raw["forecast"] = ForecastSettings(**forecast)
         raw["compression"] = Compression(**raw["compression"])
         raw["staging"] = StagingSettings(**raw["staging"])
@@ -205,12 +209,22 @@ def _tier(name: str, spec: dict) -> Tier:
     return Tier(name=name, **spec)
 
 
-def arm_axes(scratch_tiers: list[str], persistent: str, granularities: list[str]) -> list[tuple[str, str]]:
-    """(scratch tier, granularity) of every arm; the no-staging baseline has no granularity to sweep."""
+def arm_axes(scratch_tiers: list[str], persistent: str, granularities: list[str],
+             strategies: list[str]) -> list[tuple[str, str, str, str]]:
+    """(name, scratch tier, granularity, write strategy) of every arm.
+
+    The no-staging baseline has no granularity to sweep. A name carries only the axes that vary.
+    """
     axes = []
     for scratch in scratch_tiers:
         for granularity in ([granularities[0]] if scratch == persistent else granularities):
-            axes.append((scratch, "step" if scratch == persistent else granularity))
+            for strategy in strategies:
+                parts = [scratch]
+                if len(granularities) > 1 and scratch != persistent:
+                    parts.append(f"per_{granularity}")
+                if len(strategies) > 1:
+                    parts.append(strategy)
+                axes.append(("_".join(parts), scratch, "step" if scratch == persistent else granularity, strategy))
     return axes
 
 
@@ -223,14 +237,18 @@ def build_study(config: dict) -> Study:
         history_interval_hours=fc["history_interval_hours"],
         restart_hours=tuple(sorted(fc["restart_hours"])),
         interval_hours=cyc["interval_hours"],
-        obs_scale=config["obs_scale"],
+        obs_scale=config["obs_scale"] or (int(config["resolution"][1:]) / 768) ** 2,
+        iau=fc["iau"],
+        pgrb2_fields=config["post"]["pgrb2_fields"],
+        sflux_fields=config["post"]["sflux_fields"],
+        product_grids=tuple(config["post"]["grids"] or (("0p25", "1p00") if int(config["resolution"][1:]) >= 384 else ("1p00",))),
     )
     persistent = _tier(config["persistent_tier"], config["tiers"][config["persistent_tier"]])
     staging = {key: value for key, value in config["staging"].items() if key != "granularity"}
     granularities = config["staging"]["granularity"]
     arms = {}
-    for scratch_name, granularity in arm_axes(config["scratch_tiers"], config["persistent_tier"], granularities):
-        name = scratch_name if len(granularities) == 1 or scratch_name == persistent.name else f"{scratch_name}_per_{granularity}"
+    axes = arm_axes(config["scratch_tiers"], config["persistent_tier"], granularities, config["write_strategies"])
+    for name, scratch_name, granularity, strategy in axes:
         arms[name] = ArmSettings(
             study=config["study"],
             arm=name,
@@ -243,9 +261,13 @@ def build_study(config: dict) -> Study:
             forecast=forecast,
             compression=default_compression(config["resolution"], fc["zlib_level"], fc["quantize_nsd"]),
             compute_seconds_per_hour=fc["compute_seconds_per_hour"],
+            compute_kind=fc["compute_kind"],
             step_compute_seconds=dict(config["step_compute_seconds"]),
             staging=StagingSettings(**staging),
             granularity=granularity,
+            strategy=strategy,
+            launcher=config["launcher"],
+            write_component=dict(config["write_component"]),
         )
     return Study(config["study"], calendar_cycles(start, cyc["end"], cyc["interval_hours"]), arms)
 

@@ -1,8 +1,13 @@
 """What each GDAS-like step reads and writes, as paths relative to the arm's ROTDIR.
 
-Names follow the operational GDAS (../reference/gdas-io-profile.md): COM folders
-``gdas.YYYYMMDD/HH/...`` and file names ``gdas.tHHz.<name>``. The inventory is reduced to the files
-that carry most of the bytes; each file has a ``kind`` that selects its writer.
+Names, counts and folders follow the operational GDAS of GFS v16 (the reference profile in the
+project's design notes): COM folders ``gdas.YYYYMMDD/HH/...``, file names ``gdas.tHHz.<name>``,
+restart sets of 38 files, history every 1 or 3 hours, four GRIB2 products and two index files per
+output hour. Each file has a ``kind`` that selects its writer and its expected size.
+
+Simplifications, on purpose: the surface analysis (gdassfcanl) runs inside the anal job; observation
+dumps "arrive" through their own job before prep (data, not a step of the cycle); BUFR, radstat and
+the other binary diagnostics are seeded random bytes of the operational sizes.
 """
 
 from __future__ import annotations
@@ -11,9 +16,24 @@ from dataclasses import dataclass, field
 
 from .calendar import com_dir, is_half_cycle, previous_cycle, shift_cycle
 
-RESTART_KINDS = ("fv_core.res", "sfc_data")
 TILES = range(1, 7)
-OBS_FILES = {"prepbufr": 66_000_000, "prepbufr.acft_profiles": 10_000_000, "nsstbufr": 7_000_000}
+RESTART_TILE_KINDS = ("ca_data", "fv_core.res", "fv_srf_wnd.res", "fv_tracer.res", "phy_data", "sfc_data")
+
+# Observation dumps of one cycle: (dump type, operational size in bytes, read by prep).
+# Conventional data go through prep into prepbufr; the analysis reads satellite dumps directly.
+OBS_DUMPS = (
+    ("adpupa", 12_000_000, True), ("aircar", 25_000_000, True), ("aircft", 60_000_000, True),
+    ("adpsfc", 35_000_000, True), ("sfcshp", 15_000_000, True), ("proflr", 2_000_000, True),
+    ("vadwnd", 8_000_000, True), ("rassda", 1_000_000, True), ("satwnd", 210_000_000, True),
+    ("gpsro", 45_000_000, False), ("1bamua", 150_000_000, False), ("1bmhs", 160_000_000, False),
+    ("atms", 420_000_000, False), ("crisf4", 900_000_000, False), ("mtiasi", 800_000_000, False),
+    ("ssmisu", 250_000_000, False), ("avcsam", 110_000_000, False), ("avcspm", 110_000_000, False),
+    ("sevcsr", 30_000_000, False), ("ompsn8", 20_000_000, False),
+)
+PREP_OUTPUTS = (("prepbufr", 66_000_000), ("prepbufr.acft_profiles", 10_000_000), ("nsstbufr", 7_000_000))
+ABIAS_FILES = (("abias", 1_100_000), ("abias_pc", 1_000_000), ("abias_air", 900_000), ("abias_int", 300_000))
+ANAL_DIAGNOSTICS = (("radstat", 2_370_000_000), ("cnvstat", 145_000_000), ("oznstat", 40_000_000))
+GSISTAT_ROWS = 20_000
 
 
 @dataclass(frozen=True)
@@ -39,6 +59,10 @@ class ForecastSettings:
     restart_hours: tuple[int, ...] = (3, 6, 9)
     interval_hours: int = 6
     obs_scale: float = 1.0
+    iau: bool = True  # incremental analysis update: the analysis also writes atmi003 and atmi009
+    pgrb2_fields: int = 306  # GRIB2 messages per 0.25 and 1.0 degree product file
+    sflux_fields: int = 60
+    product_grids: tuple[str, ...] = ("0p25", "1p00")
 
     @property
     def output_hours(self) -> list[int]:
@@ -54,13 +78,20 @@ def hh(cycle: str) -> str:
     return f"gdas.t{cycle[8:]}z"
 
 
-def restart_set(folder: str, prefix: str) -> list[FileSpec]:
-    specs = [
-        FileSpec(f"{folder}/{prefix}{kind}.tile{tile}.nc", kind, (("tile", tile),))
-        for kind in RESTART_KINDS
-        for tile in TILES
-    ]
+def restart_set(folder: str, prefix: str, sfc_from: str | None = None) -> list[FileSpec]:
+    """The 38 files of a restart: six kinds x six tiles, coupler.res and fv_core.res.nc.
+
+    ``sfc_from`` replaces the sfc_data tiles by the surface analysis (what the forecast reads).
+    """
+    specs = []
+    for kind in RESTART_TILE_KINDS:
+        for tile in TILES:
+            if kind == "sfc_data" and sfc_from:
+                specs.append(FileSpec(f"{sfc_from}.sfcanl_data.tile{tile}.nc", "sfc_data", (("tile", tile),)))
+            else:
+                specs.append(FileSpec(f"{folder}/{prefix}{kind}.tile{tile}.nc", kind, (("tile", tile),)))
     specs.append(FileSpec(f"{folder}/{prefix}coupler.res", "coupler"))
+    specs.append(FileSpec(f"{folder}/{prefix}fv_core.res.nc", "fv_core_axes"))
     return specs
 
 
@@ -68,8 +99,31 @@ def restart_prefix(valid_cycle: str) -> str:
     return f"{valid_cycle[:8]}.{valid_cycle[8:]}0000."
 
 
+def abias_files(cycle: str) -> list[FileSpec]:
+    folder = f"{com_dir(cycle)}/analysis/atmos"
+    return [FileSpec(f"{folder}/{hh(cycle)}.{name}", "bytes", (("bytes", size),)) for name, size in ABIAS_FILES]
+
+
 def coldstart_files(first_cycle: str) -> list[FileSpec]:
-    return restart_set(f"{com_dir(first_cycle)}/model/atmos/input", "")
+    """Initial conditions of the half cycle, and the bias files the first analysis starts from."""
+    return restart_set(f"{com_dir(first_cycle)}/model/atmos/input", "") + abias_files(first_cycle)
+
+
+def obs_dump_files(cycle: str, scale: float, which: str = "all") -> list[FileSpec]:
+    folder = f"{com_dir(cycle)}/obs"
+    return [
+        FileSpec(f"{folder}/{hh(cycle)}.{name}.tm00.bufr_d", "bytes", (("bytes", max(1, int(size * scale))),))
+        for name, size, conventional in OBS_DUMPS
+        if which == "all" or (which == "conventional") == conventional
+    ]
+
+
+def prep_files(cycle: str, scale: float) -> list[FileSpec]:
+    folder = f"{com_dir(cycle)}/obs"
+    return [
+        FileSpec(f"{folder}/{hh(cycle)}.{name}", "bytes", (("bytes", max(1, int(size * scale))),))
+        for name, size in PREP_OUTPUTS
+    ]
 
 
 def history_files(cycle: str, hour: int) -> list[FileSpec]:
@@ -86,44 +140,67 @@ def restart_files(cycle: str, hour: int) -> list[FileSpec]:
     return restart_set(f"{com_dir(cycle)}/model/atmos/restart", restart_prefix(shift_cycle(cycle, hour)))
 
 
-def obs_files(cycle: str, scale: float) -> list[FileSpec]:
-    folder = f"{com_dir(cycle)}/obs"
-    return [
-        FileSpec(f"{folder}/{hh(cycle)}.{name}", "bufr", (("bytes", max(1, int(size * scale))),))
-        for name, size in OBS_FILES.items()
-    ]
+def sfcanl_prefix(cycle: str) -> str:
+    return f"{com_dir(cycle)}/analysis/atmos/{restart_prefix(cycle)[:-1]}"
 
 
-def analysis_files(cycle: str) -> list[FileSpec]:
+def analysis_files(cycle: str, settings: ForecastSettings) -> list[FileSpec]:
     folder = f"{com_dir(cycle)}/analysis/atmos"
-    return [
-        FileSpec(f"{folder}/{hh(cycle)}.atminc.nc", "increment"),
-        FileSpec(f"{folder}/{hh(cycle)}.abias", "text_table", (("rows", 4000),)),
-        FileSpec(f"{folder}/{hh(cycle)}.gsistat", "text_table", (("rows", 20000),)),
+    increments = ["atminc"] + (["atmi003", "atmi009"] if settings.iau else [])
+    specs = [FileSpec(f"{folder}/{hh(cycle)}.{name}.nc", "increment") for name in increments]
+    specs += abias_files(cycle)
+    specs += [
+        FileSpec(f"{folder}/{hh(cycle)}.{name}", "bytes", (("bytes", max(1, int(size * settings.obs_scale))),))
+        for name, size in ANAL_DIAGNOSTICS
     ]
+    specs.append(FileSpec(f"{folder}/{hh(cycle)}.gsistat", "text_table", (("rows", GSISTAT_ROWS),)))
+    specs.append(FileSpec(f"{folder}/{hh(cycle)}.dtfanl.nc", "dtfanl"))
+    specs += [FileSpec(f"{sfcanl_prefix(cycle)}.sfcanl_data.tile{t}.nc", "sfc_data", (("tile", t),)) for t in TILES]
+    return specs
 
 
-def product_files(cycle: str, hour: int) -> list[FileSpec]:
-    folder = f"{com_dir(cycle)}/products/atmos/grib2/1p00"
-    return [FileSpec(f"{folder}/{hh(cycle)}.pgrb2.1p00.f{hour:03d}.nc", "product", (("fhour", hour),))]
+def product_files(cycle: str, hour: int, settings: ForecastSettings) -> list[FileSpec]:
+    base = com_dir(cycle)
+    name, fh = hh(cycle), f"f{hour:03d}"
+    hour_param = ("fhour", hour)
+    specs = [
+        FileSpec(f"{base}/model/atmos/master/{name}.master.grb2{fh}", "grib_master", (hour_param,)),
+        FileSpec(f"{base}/model/atmos/master/{name}.sfluxgrb{fh}.grib2", "grib_sflux",
+                 (hour_param, ("fields", settings.sflux_fields))),
+    ]
+    for grid in settings.product_grids:
+        path = f"{base}/products/atmos/grib2/{grid}/{name}.pgrb2.{grid}.{fh}"
+        params = (hour_param, ("grid", grid), ("fields", settings.pgrb2_fields))
+        specs.append(FileSpec(path, "grib_pgrb2", params))
+        specs.append(FileSpec(f"{path}.idx", "grib_index", params))
+    return specs
 
 
 def step_io(step: str, cycle: str, start: str, settings: ForecastSettings) -> StepIO:
-    """Reads and writes of one step of one cycle."""
+    """Reads and writes of one step of one cycle, in the order the job does them."""
     prev = previous_cycle(cycle, settings.interval_hours)
     io = StepIO()
-    if step == "prep":
-        io.writes = obs_files(cycle, settings.obs_scale)
+    if step == "dump":
+        io.writes = obs_dump_files(cycle, settings.obs_scale)
+    elif step == "prep":
+        io.reads = obs_dump_files(cycle, settings.obs_scale, "conventional")
+        io.writes = prep_files(cycle, settings.obs_scale)
     elif step == "anal":
-        io.reads = [obs_files(cycle, settings.obs_scale)[0]]
+        io.reads = prep_files(cycle, settings.obs_scale) + obs_dump_files(cycle, settings.obs_scale, "satellite")
+        io.reads += abias_files(prev)
         for hour in settings.background_hours:
             io.reads += history_files(prev, hour)[:2]
-        io.writes = analysis_files(cycle)
+        io.reads += [s for s in restart_files(prev, settings.interval_hours) if s.kind == "sfc_data"]
+        io.writes = analysis_files(cycle, settings)
     elif step == "fcst":
         if is_half_cycle(cycle, start):
-            io.reads = coldstart_files(cycle)
+            io.reads = [s for s in coldstart_files(cycle) if "abias" not in s.path]
         else:
-            io.reads = restart_files(prev, settings.interval_hours) + analysis_files(cycle)[:1]
+            previous_restart = restart_set(
+                f"{com_dir(prev)}/model/atmos/restart", restart_prefix(cycle), sfc_from=sfcanl_prefix(cycle)
+            )
+            increments = [s for s in analysis_files(cycle, settings) if s.kind == "increment"]
+            io.reads = previous_restart + increments
         for hour in settings.output_hours:
             io.writes += history_files(cycle, hour)
             if hour in settings.restart_hours and hour > 0:
@@ -131,7 +208,7 @@ def step_io(step: str, cycle: str, start: str, settings: ForecastSettings) -> St
     elif step == "post":
         for hour in settings.output_hours:
             io.reads += history_files(cycle, hour)[:2]
-            io.writes += product_files(cycle, hour)
+            io.writes += product_files(cycle, hour, settings)
     else:
         raise ValueError(f"unknown step {step!r}; expected prep, anal, fcst or post")
     return io

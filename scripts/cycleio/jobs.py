@@ -137,11 +137,21 @@ def _timed_write(path: Path, spec: FileSpec, ctx: WriteContext, records: RecordL
     return size
 
 
-def _compute(seconds: float, records: RecordLog, scratch: TierContext, step: str) -> None:
+def burn_cpu(seconds: float) -> None:
+    """A CPU-bound stand-in for model compute: small matrix products until the time is up."""
+    import numpy
+
+    matrix = numpy.random.default_rng(0).standard_normal((128, 128))
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        matrix = numpy.tanh(matrix @ matrix)
+
+
+def _compute(seconds: float, records: RecordLog, scratch: TierContext, step: str, kind: str = "sleep") -> None:
     if seconds <= 0:
         return
     with records.timed(step=step, phase="run", op="compute", n_files=0, **scratch.fields()):
-        time.sleep(seconds)
+        burn_cpu(seconds) if kind == "burn" else time.sleep(seconds)
 
 
 def _run_step(settings: ArmSettings, step: str, io, workdir: Path, ctx: WriteContext, records: RecordLog,
@@ -151,15 +161,17 @@ def _run_step(settings: ArmSettings, step: str, io, workdir: Path, ctx: WriteCon
         with records.timed(step=step, phase="run", op="read", file=spec.path,
                            cache_risk=not (cache_cold or scratch.is_memory), **scratch.fields()) as event:
             event["bytes"] = read_file(workdir / spec.path, spec.kind)
-    if step != "fcst":
-        _compute(settings.step_compute_seconds.get(step, 0.0), records, scratch, step)
-    previous_hour = 0
-    for spec in io.writes:
-        hour = spec.param("fhour")
-        if step == "fcst" and hour is not None and hour > previous_hour:
-            _compute(settings.compute_seconds_per_hour * (hour - previous_hour), records, scratch, step)
-            previous_hour = hour
-        _timed_write(workdir / spec.path, spec, ctx, records, scratch, step)
+    if step == "fcst":
+        # The forecast is an MPI program (cycleio.mpifcst): the compute stand-in per forecast hour on
+        # the compute ranks, and each output hour's history and restart files by the arm's strategy.
+        from .mpifcst import run_forecast_mpi
+
+        for event in run_forecast_mpi(settings, ctx.cycle, workdir, io.writes, ctx, label=label):
+            records.add(step=step, phase="run", **event, **scratch.fields())
+    else:
+        _compute(settings.step_compute_seconds.get(step, 0.0), records, scratch, step, settings.compute_kind)
+        for spec in io.writes:
+            _timed_write(workdir / spec.path, spec, ctx, records, scratch, step)
     written = sum(r.bytes for r in records.records if r.step == step and r.op == "write")
     log.info("%s run %s: read %d files, wrote %d files, %.1f MiB", label, step, len(io.reads), len(io.writes),
              written / MiB)
@@ -241,21 +253,30 @@ def run_step(settings: ArmSettings, cycle: str, step: str, records_path: Path, m
     return manifest
 
 
-def run_coldstart(settings: ArmSettings, records_path: Path, manifest_path: Path) -> dict:
-    """Generate the arm's cold-start initial conditions on the persistent tier, once."""
+def run_arrival(settings: ArmSettings, cycle: str, kind: str, records_path: Path, manifest_path: Path) -> dict:
+    """Write data that arrive from outside the cycle straight onto the persistent tier.
+
+    ``coldstart``: the arm's initial conditions (and first bias files), once. ``dump``: a cycle's
+    observation dumps, before its prep. Their records are kept apart from the cycle's steps.
+    """
     persistent = TierContext(settings.persistent, settings)
-    records = RecordLog(study=settings.study, arm=settings.arm, cycle=settings.start, step="coldstart",
-                        strategy=settings.strategy)
-    ctx = WriteContext(Grid(settings.resolution, settings.levels), settings.seed, settings.start, settings.compression)
+    records = RecordLog(study=settings.study, arm=settings.arm, cycle=cycle, step=kind, strategy=settings.strategy)
+    ctx = WriteContext(Grid(settings.resolution, settings.levels), settings.seed, cycle, settings.compression)
+    specs = coldstart_files(cycle) if kind == "coldstart" else step_io("dump", cycle, settings.start, settings.forecast).writes
     outputs = []
-    for spec in coldstart_files(settings.start):
+    for spec in specs:
         path = persistent.root / spec.path
-        size = _timed_write(path, spec, ctx, records, persistent, "coldstart")
+        size = _timed_write(path, spec, ctx, records, persistent, kind)
         outputs.append({"path": spec.path, "bytes": size, "xxh3_64": file_checksum(path)})
-    log.info("[%s coldstart] wrote %d files", settings.arm, len(outputs))
+    log.info("[%s %s %s] wrote %d files, %.1f MiB", settings.arm, cycle, kind, len(outputs),
+             sum(o["bytes"] for o in outputs) / MiB)
     records.write(records_path)
-    manifest = {"study": settings.study, "arm": settings.arm, "cycle": settings.start, "step": "coldstart",
+    manifest = {"study": settings.study, "arm": settings.arm, "cycle": cycle, "step": kind,
                 "root": str(persistent.root.resolve()), "outputs": outputs,
                 "provenance": provenance(settings, {"persistent": persistent})}
     write_json_atomic(manifest_path, manifest)
     return manifest
+
+
+def run_coldstart(settings: ArmSettings, records_path: Path, manifest_path: Path) -> dict:
+    return run_arrival(settings, settings.start, "coldstart", records_path, manifest_path)

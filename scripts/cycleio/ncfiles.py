@@ -40,7 +40,7 @@ ATM_2D = (
     ("hgtsfc", "m", "surface_altitude", 500.0, 1500.0),
     ("pressfc", "Pa", "surface_air_pressure", 98000.0, 8000.0),
 )
-SFC_2D = tuple(
+_SFC_NAMED = tuple(
     (name, units, "", mean, spread)
     for name, units, mean, spread in (
         ("land", "1", 0.3, 0.6), ("tmpsfc", "K", 285.0, 40.0), ("tmp2m", "K", 284.0, 40.0),
@@ -55,11 +55,42 @@ SFC_2D = tuple(
         ("albdo_ave", "%", 25.0, 30.0),
     )
 )
-CORE_3D = ("u", "v", "W", "DZ", "T", "delp", "ua", "va")
-SFC_DATA_2D = tuple(f"sfc{index:02d}" for index in range(40))
+# 68 surface fields, compressed losslessly, make a C768 sfcf file of about 1.04 GB, as the real one
+# (which holds more fields that compress better than seeded noise does).
+SFC_2D = _SFC_NAMED + tuple((f"sfc_field_{index:03d}", "1", "", 0.0, 1.0) for index in range(68 - len(_SFC_NAMED)))
 INCREMENT_3D = ("u_inc", "v_inc", "delp_inc", "delz_inc", "T_inc", "sphum_inc", "liq_wat_inc", "o3mr_inc", "icmr_inc")
-PRODUCT_VARIABLES = ATM_3D[:6]
-PRODUCT_NX, PRODUCT_NY = 360, 181
+DTFANL_2D = ("dtf", "tref", "xz", "c_0")
+SOIL_LEVELS = 4
+
+# Restart files per tile: (variable, shape) with shapes 3d (level, N, N), 3d_u (level, N+1, N),
+# 3d_v (level, N, N+1), 2d (N, N) and soil (4, N, N); all double precision, as the model writes them.
+TILE_LAYOUTS = {
+    "fv_core.res": tuple((name, "3d_u" if name == "u" else "3d_v" if name == "v" else "3d")
+                         for name in ("u", "v", "W", "DZ", "T", "delp", "ua", "va")) + (("phis", "2d"),),
+    "fv_tracer.res": tuple((name, "3d") for name in (
+        "sphum", "liq_wat", "rainwat", "ice_wat", "snowwat", "graupel", "o3mr", "sgs_tke", "cld_amt")),
+    "fv_srf_wnd.res": (("u_srf", "2d"), ("v_srf", "2d")),
+    "phy_data": tuple((f"phy_f2d_{index:02d}", "2d") for index in range(80)),
+    "sfc_data": tuple((f"sfc_{index:02d}", "2d") for index in range(49)) + (("stc", "soil"), ("smc", "soil"), ("slc", "soil")),
+    "ca_data": (("ca1", "2d"), ("ca2", "2d"), ("ca3", "2d")),
+}
+
+# GRIB2 products: (name for the index, discipline, category, number) cycled over pressure levels.
+GRIB_PARAMETERS = (("TMP", 0, 0, 0), ("UGRD", 0, 2, 2), ("VGRD", 0, 2, 3), ("HGT", 0, 3, 5), ("RH", 0, 1, 1),
+                   ("VVEL", 0, 2, 8))
+GRIB_SURFACE_PARAMETERS = (("PRMSL", 0, 3, 1), ("TMP", 0, 0, 0), ("SPFH", 0, 1, 0), ("PRATE", 0, 1, 7),
+                           ("DSWRF", 0, 4, 7), ("DLWRF", 0, 5, 3), ("LHTFL", 0, 0, 10), ("SHTFL", 0, 0, 11))
+PRESSURE_LEVELS_HPA = (1000, 975, 950, 925, 900, 850, 800, 750, 700, 650, 600, 550, 500, 450, 400, 350, 300, 250,
+                       200, 150, 100, 70, 50, 40, 30, 20, 15, 10, 7, 5, 3, 2, 1)
+PRODUCT_GRIDS = {"0p25": (1440, 721), "1p00": (360, 181)}
+GRIB_BITS_PER_VALUE = 8  # byte-aligned simple packing: 12 bits encodes 15 times slower in ecCodes
+GRIB_MESSAGE_OVERHEAD_BYTES = 179  # sections 0-5 and 7's header of a simple-packed regular_ll message
+MASTER_SURFACE_FIELDS = 40
+
+
+# Noise of the synthetic fields, as a fraction of their spread: 0.05 makes a C768 atmf file compress
+# (zlib 1, BitRound to 5 bits) to 0.20 of its raw size, as the operational 6.7 of 33 GB.
+FIELD_NOISE = 0.05
 
 
 @dataclass(frozen=True)
@@ -97,7 +128,7 @@ class WriteContext:
     compression: Compression = Compression()
     generation: Stopwatch = field(default_factory=Stopwatch, compare=False)
 
-    def plane(self, key: int, ny: int, nx: int, mean: float, spread: float, dtype, noise: float = 0.01):
+    def plane(self, key: int, ny: int, nx: int, mean: float, spread: float, dtype, noise: float = FIELD_NOISE):
         t0 = time.perf_counter()
         plane = smooth_plane(key, ny, nx, mean, spread, noise, dtype)
         self.generation.seconds += time.perf_counter() - t0
@@ -177,10 +208,11 @@ def write_atm_history(path: Path, spec: FileSpec, ctx: WriteContext) -> None:
         _write_planes(ds, ATM_2D, ctx, fhour, grid.ny, grid.nx)
 
 
-def _write_planes(ds, variables, ctx: WriteContext, fhour: int, ny: int, nx: int) -> None:
+def _write_planes(ds, variables, ctx: WriteContext, fhour: int, ny: int, nx: int, lossless: bool = False) -> None:
+    compression = Compression(ctx.compression.zlib_level) if lossless else ctx.compression
     for name, units, standard_name, mean, spread in variables:
         var = ds.createVariable(
-            name, "f4", ("time", "grid_yt", "grid_xt"), chunksizes=(1, ny, nx), **ctx.compression.variable_kwargs()
+            name, "f4", ("time", "grid_yt", "grid_xt"), chunksizes=(1, ny, nx), **compression.variable_kwargs()
         )
         var.setncatts({"units": units, "long_name": name, **({"standard_name": standard_name} if standard_name else {})})
         var[0, :, :] = ctx.plane(seed_for(ctx.seed, ctx.cycle, fhour, name), ny, nx, mean, spread, np.float32)
@@ -192,7 +224,8 @@ def write_sfc_history(path: Path, spec: FileSpec, ctx: WriteContext) -> None:
         _global_attributes(ds, "GDAS-like surface history", ctx)
         _time_axis(ds, ctx, fhour)
         _gaussian_axes(ds, grid.ny, grid.nx, None)
-        _write_planes(ds, SFC_2D, ctx, fhour, grid.ny, grid.nx)
+        # The model quantizes only 3-D fields: surface fields are compressed losslessly.
+        _write_planes(ds, SFC_2D, ctx, fhour, grid.ny, grid.nx, lossless=True)
 
 
 def _tile_axes(ds: netCDF4.Dataset, n: int, levels: int | None) -> None:
@@ -212,32 +245,57 @@ def _tile_axes(ds: netCDF4.Dataset, n: int, levels: int | None) -> None:
     time[0] = 1.0
 
 
-def write_fv_core(path: Path, spec: FileSpec, ctx: WriteContext) -> None:
+def _tile_dims(ds: netCDF4.Dataset, n: int, levels: int) -> dict[str, tuple]:
+    _tile_axes(ds, n, levels)
+    ds.createDimension("zaxis_2", SOIL_LEVELS)
+    return {
+        "3d": ("Time", "zaxis_1", "yaxis_2", "xaxis_1"),
+        "3d_u": ("Time", "zaxis_1", "yaxis_1", "xaxis_1"),
+        "3d_v": ("Time", "zaxis_1", "yaxis_2", "xaxis_2"),
+        "2d": ("Time", "yaxis_2", "xaxis_1"),
+        "soil": ("Time", "zaxis_2", "yaxis_2", "xaxis_1"),
+    }
+
+
+def write_tile_restart(path: Path, spec: FileSpec, ctx: WriteContext) -> None:
+    """One tile of a restart kind (fv_core.res, fv_tracer.res, sfc_data, ...), plane by plane."""
     n, levels, tile = ctx.grid.n, ctx.grid.levels, spec.param("tile")
-    shapes = {"u": ("yaxis_1", "xaxis_1"), "v": ("yaxis_2", "xaxis_2")}
     with netCDF4.Dataset(path, "w", format="NETCDF4") as ds:
-        _global_attributes(ds, f"FV3 dynamical core restart, tile {tile}", ctx)
-        _tile_axes(ds, n, levels)
-        for name in CORE_3D:
-            ydim, xdim = shapes.get(name, ("yaxis_2", "xaxis_1"))
-            ny, nx = len(ds.dimensions[ydim]), len(ds.dimensions[xdim])
-            var = ds.createVariable(name, "f8", ("Time", "zaxis_1", ydim, xdim), chunksizes=(1, 1, ny, nx))
+        _global_attributes(ds, f"FV3 {spec.kind} restart, tile {tile}", ctx)
+        dims = _tile_dims(ds, n, levels)
+        for name, shape in TILE_LAYOUTS[spec.kind]:
+            var_dims = dims[shape]
+            sizes = [len(ds.dimensions[d]) for d in var_dims]
+            var = ds.createVariable(name, "f8", var_dims, chunksizes=[1] * (len(sizes) - 2) + sizes[-2:])
             var.setncatts({"long_name": name, "units": "none"})
-            _fill_levels(var, ctx, (ctx.seed, ctx.cycle, spec.path, name), ny, nx, levels, 1.0, 10.0, np.float64)
-        phis = ds.createVariable("phis", "f8", ("Time", "yaxis_2", "xaxis_1"))
-        phis.setncatts({"long_name": "phis", "units": "none"})
-        phis[0] = ctx.plane(seed_for(ctx.seed, spec.path, "phis"), n, n, 5000.0, 20000.0, np.float64)
+            key = (ctx.seed, ctx.cycle, spec.path, name)
+            if len(sizes) == 4:
+                _fill_levels(var, ctx, key, sizes[2], sizes[3], sizes[1], 1.0, 10.0, np.float64)
+            else:
+                var[0] = ctx.plane(seed_for(*key), sizes[1], sizes[2], 1.0, 10.0, np.float64)
 
 
-def write_sfc_data(path: Path, spec: FileSpec, ctx: WriteContext) -> None:
-    n, tile = ctx.grid.n, spec.param("tile")
+def write_fv_core_axes(path: Path, spec: FileSpec, ctx: WriteContext) -> None:
+    """fv_core.res.nc: the hybrid vertical coordinate (ak, bk)."""
+    levels = ctx.grid.levels
     with netCDF4.Dataset(path, "w", format="NETCDF4") as ds:
-        _global_attributes(ds, f"FV3 surface restart, tile {tile}", ctx)
-        _tile_axes(ds, n, None)
-        for name in SFC_DATA_2D:
-            var = ds.createVariable(name, "f8", ("Time", "yaxis_2", "xaxis_1"))
-            var.setncatts({"long_name": name, "units": "none"})
-            var[0] = ctx.plane(seed_for(ctx.seed, ctx.cycle, spec.path, name), n, n, 1.0, 2.0, np.float64)
+        _global_attributes(ds, "FV3 vertical coordinate", ctx)
+        ds.createDimension("xaxis_1", levels + 1)
+        ds.createDimension("Time", None)
+        for name, values in (("ak", np.linspace(0.0, 5000.0, levels + 1)), ("bk", np.linspace(0.0, 1.0, levels + 1))):
+            var = ds.createVariable(name, "f8", ("Time", "xaxis_1"))
+            var.setncatts({"long_name": name, "units": "Pa" if name == "ak" else "none"})
+            var[0] = values
+
+
+def write_dtfanl(path: Path, spec: FileSpec, ctx: WriteContext) -> None:
+    """The NSST foundation-temperature analysis on the Gaussian grid."""
+    grid = ctx.grid
+    with netCDF4.Dataset(path, "w", format="NETCDF4") as ds:
+        _global_attributes(ds, "NSST foundation temperature analysis", ctx)
+        _time_axis(ds, ctx, 0)
+        _gaussian_axes(ds, grid.ny, grid.nx, None)
+        _write_planes(ds, [(name, "K", "", 0.0, 1.0) for name in DTFANL_2D], ctx, 0, grid.ny, grid.nx)
 
 
 def write_increment(path: Path, spec: FileSpec, ctx: WriteContext) -> None:
@@ -257,22 +315,6 @@ def write_increment(path: Path, spec: FileSpec, ctx: WriteContext) -> None:
             var = ds.createVariable(name, "f4", ("lev", "lat", "lon"), chunksizes=(1, grid.ny, grid.nx))
             var.setncatts({"long_name": f"{name} increment", "units": "none"})
             _fill_levels(var, ctx, (ctx.seed, ctx.cycle, name), grid.ny, grid.nx, grid.levels, 0.0, 1.0, np.float32, leading=0)
-
-
-def write_product(path: Path, spec: FileSpec, ctx: WriteContext) -> None:
-    """A 1-degree product of the history hour (a netCDF stand-in for the GRIB2 products)."""
-    fhour, levels = spec.param("fhour", 0), min(ctx.grid.levels, 41)
-    with netCDF4.Dataset(path, "w", format="NETCDF4") as ds:
-        _global_attributes(ds, "GDAS-like 1-degree product", ctx)
-        _time_axis(ds, ctx, fhour)
-        _gaussian_axes(ds, PRODUCT_NY, PRODUCT_NX, levels)
-        for name, units, standard_name, mean, spread in PRODUCT_VARIABLES:
-            var = ds.createVariable(
-                name, "f4", ("time", "pfull", "grid_yt", "grid_xt"), chunksizes=(1, 1, PRODUCT_NY, PRODUCT_NX),
-                compression="zlib", complevel=1,
-            )
-            var.setncatts({"units": units, "long_name": name, **({"standard_name": standard_name} if standard_name else {})})
-            _fill_levels(var, ctx, (ctx.seed, ctx.cycle, fhour, "product", name), PRODUCT_NY, PRODUCT_NX, levels, mean, spread, np.float32)
 
 
 def write_bytes(path: Path, spec: FileSpec, ctx: WriteContext) -> None:
@@ -308,19 +350,104 @@ def write_coupler(path: Path, spec: FileSpec, ctx: WriteContext) -> None:
     )
 
 
+def _grib_fields(kind: str, count: int | None) -> list[tuple]:
+    """(index name, discipline, category, number, level type, level) of every message of a product."""
+    upper = [(*param, 100, level) for level in PRESSURE_LEVELS_HPA for param in GRIB_PARAMETERS]
+    surface_count = MASTER_SURFACE_FIELDS if kind == "grib_master" else count
+    if kind == "grib_pgrb2":
+        upper, surface_count = upper[:count], max(0, count - len(upper))
+    elif kind == "grib_sflux":
+        upper = []
+    surface = [(*GRIB_SURFACE_PARAMETERS[i % len(GRIB_SURFACE_PARAMETERS)], 1, 0) for i in range(surface_count)]
+    return upper + surface
+
+
+def _grib_shape(spec: FileSpec, grid: Grid) -> tuple[int, int]:
+    """(Ni, Nj): the fixed product grids, or the model's 4N x 2N Gaussian grid for master and sflux."""
+    if spec.kind in ("grib_pgrb2", "grib_index"):
+        return PRODUCT_GRIDS[spec.param("grid")]
+    return grid.nx, grid.ny
+
+
+def write_grib(path: Path, spec: FileSpec, ctx: WriteContext) -> None:
+    """A GRIB2 product written by ecCodes, one field at a time, simple packing.
+
+    Simple packing's size does not depend on the values, so every field is one smooth base plane
+    scaled and shifted (cheap), instead of a plane of its own.
+    """
+    import eccodes
+
+    ni, nj = _grib_shape(spec, ctx.grid)
+    fhour = spec.param("fhour", 0)
+    handle = eccodes.codes_grib_new_from_samples("GRIB2")
+    try:
+        for key, value in (("gridType", "regular_ll"), ("Ni", ni), ("Nj", nj),
+                           ("latitudeOfFirstGridPointInDegrees", 90.0), ("longitudeOfFirstGridPointInDegrees", 0.0),
+                           ("latitudeOfLastGridPointInDegrees", -90.0),
+                           ("longitudeOfLastGridPointInDegrees", 360.0 - 360.0 / ni),
+                           ("iDirectionIncrementInDegrees", 360.0 / ni), ("jDirectionIncrementInDegrees", 180.0 / (nj - 1)),
+                           ("dataDate", int(ctx.cycle[:8])), ("dataTime", int(ctx.cycle[8:]) * 100),
+                           ("forecastTime", fhour), ("bitsPerValue", GRIB_BITS_PER_VALUE)):
+            eccodes.codes_set(handle, key, value)
+        base = ctx.plane(seed_for(ctx.seed, ctx.cycle, spec.path), nj, ni, 0.0, 1.0, np.float64).ravel()
+        with open(path, "wb") as out:
+            for index, (name, discipline, category, number, level_type, level) in enumerate(
+                    _grib_fields(spec.kind, spec.param("fields"))):
+                for key, value in (("discipline", discipline), ("parameterCategory", category),
+                                   ("parameterNumber", number), ("typeOfFirstFixedSurface", level_type),
+                                   ("level", level)):
+                    eccodes.codes_set(handle, key, value)
+                t0 = time.perf_counter()
+                values = base * (10.0 + index % 7) + 200.0 + index
+                ctx.generation.seconds += time.perf_counter() - t0
+                eccodes.codes_set_values(handle, values)
+                out.write(eccodes.codes_get_message(handle))
+    finally:
+        eccodes.codes_release(handle)
+
+
+def _grib_message_offsets(path: Path) -> list[int]:
+    """Byte offsets of the messages of a GRIB2 file, from each message's section 0."""
+    offsets, offset = [], 0
+    with open(path, "rb") as handle:
+        while header := handle.read(16):
+            if header[:4] != b"GRIB" or len(header) < 16:
+                raise ValueError(f"{path}: no GRIB message at byte {offset}")
+            offsets.append(offset)
+            offset += int.from_bytes(header[8:16], "big")
+            handle.seek(offset)
+    return offsets
+
+
+def write_grib_index(path: Path, spec: FileSpec, ctx: WriteContext) -> None:
+    """The wgrib2-style inventory of the product beside it (which this job wrote just before)."""
+    grib = path.parent / Path(spec.path).name.removesuffix(".idx")
+    fhour = spec.param("fhour", 0)
+    when = "anl" if fhour == 0 else f"{fhour} hour fcst"
+    fields = _grib_fields("grib_pgrb2", spec.param("fields"))
+    lines = []
+    for number, (offset, (name, *_, level_type, level)) in enumerate(zip(_grib_message_offsets(grib), fields), 1):
+        lines.append(f"{number}:{offset}:d={ctx.cycle}:{name}:{f'{level} mb' if level_type == 100 else 'surface'}:{when}:\n")
+    path.write_text("".join(lines))
+
+
 WRITERS = {
     "atm_history": write_atm_history,
     "sfc_history": write_sfc_history,
-    "fv_core.res": write_fv_core,
-    "sfc_data": write_sfc_data,
+    **{kind: write_tile_restart for kind in TILE_LAYOUTS},
+    "fv_core_axes": write_fv_core_axes,
     "increment": write_increment,
-    "product": write_product,
-    "bufr": write_bytes,
+    "dtfanl": write_dtfanl,
+    "grib_master": write_grib,
+    "grib_sflux": write_grib,
+    "grib_pgrb2": write_grib,
+    "grib_index": write_grib_index,
+    "bytes": write_bytes,
     "text_table": write_text_table,
     "log": write_log,
     "coupler": write_coupler,
 }
-NETCDF_KINDS = {"atm_history", "sfc_history", "fv_core.res", "sfc_data", "increment", "product"}
+NETCDF_KINDS = {"atm_history", "sfc_history", "fv_core_axes", "increment", "dtfanl", *TILE_LAYOUTS}
 
 
 def write_file(dest: Path, spec: FileSpec, ctx: WriteContext) -> tuple[int, float]:
@@ -344,7 +471,7 @@ def read_file(path: Path, kind: str) -> int:
                         var[index]
                 else:
                     var[:]
-    else:
+    else:  # GRIB, BUFR and text: the bytes as they are
         with open(path, "rb", buffering=0) as handle:
             while handle.read(CHUNK_BYTES):
                 pass
@@ -352,32 +479,55 @@ def read_file(path: Path, kind: str) -> int:
 
 
 NETCDF_FILE_OVERHEAD_BYTES = 16 * 1024  # HDF5 superblock and root group
-NETCDF_VARIABLE_OVERHEAD_BYTES = 4 * 1024  # object header, attributes and chunk index per variable
-# Compressed over raw size, measured on the synthetic fields at C48 L127 (tests/test_surrogates.py
-# keeps it true): history with zlib 1 and BitRound to 5 bits (operational C768: 6.7 of 33 GB, 0.2);
-# the 1-degree products, written with zlib 1 and no rounding.
-COMPRESSED_HISTORY_FRACTION = 0.17
-PRODUCT_FRACTION = 0.71
+NETCDF_VARIABLE_OVERHEAD_BYTES = 4 * 1024  # object header, attributes and chunk index of a data variable
+NETCDF_COORDINATE_OVERHEAD_BYTES = 512  # a small contiguous coordinate variable
+
+
+def compressed_history_fraction(n: int, kind: str = "atm_history") -> float:
+    """Compressed over raw size of the synthetic history (zlib 1, BitRound to 5 bits), by grid.
+
+    Measured on atmf files: 0.220 at C48 L127, 0.203 at C768 L8 (about 0.195 at L127; the
+    operational C768 file is 6.7 of 33 GB, 0.20). sfcf files are compressed losslessly: 0.882 at
+    C48, 0.806 at C768. Finer grids are smoother per point, so ratios fall with N.
+    """
+    import math
+
+    doublings = math.log2(n / 48)
+    return 0.220 - 0.006 * doublings if kind == "atm_history" else 0.882 - 0.019 * doublings
+
+
+def _tile_variable_values(shape: str, n: int, levels: int) -> int:
+    return {"3d": levels * n * n, "3d_u": levels * (n + 1) * n, "3d_v": levels * n * (n + 1), "2d": n * n,
+            "soil": SOIL_LEVELS * n * n}[shape]
 
 
 def expected_bytes(spec: FileSpec, grid: Grid, compression: Compression = Compression()) -> int:
     """The size a file of the inventory will have: near exact for raw data, an estimate when compressed."""
     n, nx, ny, levels = grid.n, grid.nx, grid.ny, grid.levels
     plane = nx * ny * 4
-    history = COMPRESSED_HISTORY_FRACTION if compression.zlib_level > 0 else 1.0
-    sizes = {  # kind: (data bytes, number of variables including coordinates)
-        "atm_history": ((len(ATM_3D) * levels + len(ATM_2D)) * plane * history, len(ATM_3D) + len(ATM_2D) + 4),
-        "sfc_history": (len(SFC_2D) * plane * history, len(SFC_2D) + 3),
-        "fv_core.res": (8 * levels * (len(CORE_3D) * n * n + 2 * n) + 8 * n * n, len(CORE_3D) + 7),
-        "sfc_data": (len(SFC_DATA_2D) * 8 * n * n, len(SFC_DATA_2D) + 5),
-        "increment": (len(INCREMENT_3D) * levels * plane, len(INCREMENT_3D) + 2),
-        "product": (len(PRODUCT_VARIABLES) * min(levels, 41) * PRODUCT_NX * PRODUCT_NY * 4 * PRODUCT_FRACTION,
-                    len(PRODUCT_VARIABLES) + 4),
-        "bufr": (spec.param("bytes"), 0),
-        "text_table": (spec.param("rows", 100) * 90, 0),
-        "log": (60, 0),
-        "coupler": (260, 0),
-    }
-    data, variables = sizes[spec.kind]
-    overhead = NETCDF_FILE_OVERHEAD_BYTES + variables * NETCDF_VARIABLE_OVERHEAD_BYTES if spec.kind in NETCDF_KINDS else 0
-    return int(data) + overhead
+    history = compressed_history_fraction(n, spec.kind) if compression.zlib_level > 0 else 1.0
+    if spec.kind in TILE_LAYOUTS:
+        layout = TILE_LAYOUTS[spec.kind]
+        data, variables, coordinates = 8 * sum(_tile_variable_values(shape, n, levels) for _, shape in layout), len(layout), 6
+    elif spec.kind in ("grib_master", "grib_sflux", "grib_pgrb2"):
+        ni, nj = _grib_shape(spec, grid)
+        messages = len(_grib_fields(spec.kind, spec.param("fields")))
+        return messages * (GRIB_MESSAGE_OVERHEAD_BYTES + -(-ni * nj * GRIB_BITS_PER_VALUE // 8))
+    elif spec.kind == "grib_index":
+        return len(_grib_fields("grib_pgrb2", spec.param("fields"))) * 48
+    else:
+        data, variables, coordinates = {  # kind: (data bytes, data variables, coordinate variables)
+            "atm_history": ((len(ATM_3D) * levels + len(ATM_2D)) * plane * history, len(ATM_3D) + len(ATM_2D), 4),
+            "sfc_history": (len(SFC_2D) * plane * history, len(SFC_2D), 3),
+            "fv_core_axes": (2 * 8 * (levels + 1), 0, 0),
+            "increment": (len(INCREMENT_3D) * levels * plane, len(INCREMENT_3D), 2),
+            "dtfanl": (len(DTFANL_2D) * plane, len(DTFANL_2D), 3),
+            "bytes": (spec.param("bytes", 0), 0, 0),
+            "text_table": (spec.param("rows", 100) * 90, 0, 0),
+            "log": (60, 0, 0),
+            "coupler": (260, 0, 0),
+        }[spec.kind]
+    if spec.kind not in NETCDF_KINDS:
+        return int(data)
+    return int(data) + NETCDF_FILE_OVERHEAD_BYTES + variables * NETCDF_VARIABLE_OVERHEAD_BYTES + (
+        coordinates * NETCDF_COORDINATE_OVERHEAD_BYTES)

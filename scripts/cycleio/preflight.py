@@ -9,7 +9,7 @@ from pathlib import Path
 from .calendar import steps_of_cycle
 from .config import ArmSettings, ConfigError, Study
 from .grid import Grid
-from .inventory import coldstart_files
+from .inventory import coldstart_files, step_io
 from .jobs import job_files
 from .ncfiles import expected_bytes
 from .tiers import JOB_TIME_VARIABLES, TierError, expand_tier_path, filesystem_type, free_bytes, writable_without_writing
@@ -38,6 +38,8 @@ def study_needs(study: Study) -> dict[str, dict]:
         grid = Grid(arm.resolution, arm.levels)
         size = lambda spec: expected_bytes(spec, grid, arm.compression)  # noqa: E731
         persistent[arm.persistent.name] += sum(size(spec) for spec in coldstart_files(arm.start))
+        for cycle in study.cycles[1:]:
+            persistent[arm.persistent.name] += sum(size(s) for s in step_io("dump", cycle, arm.start, arm.forecast).writes)
         for cycle, steps in _jobs(arm, study.cycles):
             inputs, outputs, _ = job_files(arm, cycle, steps)
             persistent[arm.persistent.name] += sum(size(spec) for spec in outputs)

@@ -1,0 +1,168 @@
+"""Benchmark figures, read only from the benchmarks table: scaling per tier and field I/O."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+import matplotlib.patches
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import seaborn as sns  # noqa: E402
+
+from .fsutil import landing  # noqa: E402
+
+LINESTYLES = ["-", "--", ":", "-."]
+MARKERS = ["o", "s", "^", "D", "v", "P"]
+FIELDIO_ORDER = ["0A write", "0B write", "1 write", "1 read", "2B write", "2B read"]
+# metadata operations in the order they happen (fio's names, then mdtest's)
+METADATA_ORDER = ["create", "stat", "read", "remove", "file_creation", "file_stat", "file_read", "file_removal"]
+
+
+def _save(fig, path: Path) -> None:
+    with landing(path) as tmp:
+        fig.savefig(tmp, dpi=120, format=path.suffix.lstrip("."))
+    plt.close(fig)
+
+
+def _tools(frame: pd.DataFrame) -> str:
+    pairs = frame[["tool", "tool_version"]].drop_duplicates().itertuples(index=False)
+    return ", ".join(sorted(f"{tool} {version}" if isinstance(version, str) else str(tool) for tool, version in pairs))
+
+
+def _empty(ax, text: str) -> None:
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color="grey")
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def _typed(table: pd.DataFrame) -> pd.DataFrame:
+    table = table.copy()
+    for column in ("pattern", "job", "tool_version", "api", "tier", "operation", "aggregate", "benchmark"):
+        table[column] = table[column].astype("string")
+    return table
+
+
+def scaling_figure(table: pd.DataFrame, path: Path, title: str) -> None:
+    """MiB/s against tasks per tier (write, read; mean over repetitions, bars from min to max) and
+    metadata operations per second per tier."""
+    table = _typed(table)
+    sns.set_theme(style="whitegrid", context="notebook")
+    fig, axes = plt.subplots(1, 3, figsize=(17, 5.2), gridspec_kw={"width_ratios": [1, 1, 1.2]})
+    io = table[table["benchmark"] == "io"]
+    tiers = sorted(set(table["tier"].dropna()))
+    colors = dict(zip(tiers, sns.color_palette("colorblind", max(len(tiers), 1))))
+    patterns = sorted(set(io["pattern"].dropna()))
+    style = {p: (LINESTYLES[i % len(LINESTYLES)], MARKERS[i % len(MARKERS)]) for i, p in enumerate(patterns)}
+    for ax, operation in zip(axes[:2], ("write", "read")):
+        rows = io[io["operation"] == operation]
+        if rows.empty:
+            _empty(ax, f"no {operation} benchmark")
+            continue
+        stats = rows.pivot_table(index=["tier", "pattern", "tasks"], columns="aggregate", values="bw_MiB_per_s",
+                                 aggfunc="first").reset_index()
+        for (tier, pattern), group in stats.groupby(["tier", "pattern"], sort=True):
+            group = group.sort_values("tasks")
+            low = (group["mean"] - group.get("min", group["mean"])).clip(lower=0)
+            high = (group.get("max", group["mean"]) - group["mean"]).clip(lower=0)
+            linestyle, marker = style[pattern]
+            ax.errorbar(group["tasks"], group["mean"], yerr=[low, high], color=colors[tier], linestyle=linestyle,
+                        marker=marker, capsize=3, label=f"{tier} / {pattern}")
+        tasks = sorted(set(int(t) for t in stats["tasks"]))
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(tasks, [str(t) for t in tasks])
+        ax.minorticks_off()
+        ax.set_yscale("log")
+        cached = " (reads may come from the page cache)" if operation == "read" and rows["cache_risk"].any() else ""
+        ax.set(xlabel="tasks", ylabel="bandwidth [MiB/s]", title=f"{operation}{cached}")
+        ax.title.set_fontsize(10 if cached else 12)
+    handles, labels = axes[0].get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, title="tier / pattern", fontsize="small", title_fontsize="small",
+                   loc="lower center", ncol=min(len(labels), 6), bbox_to_anchor=(0.35, 0.0), frameon=False)
+
+    ax = axes[2]
+    md = table[(table["benchmark"] == "metadata") & (table["aggregate"] == "mean") & table["ops_per_s"].notna()]
+    if md.empty:
+        _empty(ax, "no metadata benchmark")
+    else:
+        top = md[md["tasks"] == md.groupby(["tier", "pattern"])["tasks"].transform("max")].copy()
+        top["what"] = top["pattern"] + ": " + top["operation"]
+        rank = {op: i for i, op in enumerate(METADATA_ORDER)}
+        top["_rank"] = top["operation"].map(lambda op: rank.get(op, len(rank)))
+        order = list(dict.fromkeys(top.sort_values(["pattern", "_rank", "operation"])["what"]))
+        sns.barplot(data=top, x="what", y="ops_per_s", hue="tier", order=order, hue_order=tiers, palette=colors,
+                    errorbar=None, ax=ax)
+        ax.set_yscale("log")
+        low = top["ops_per_s"].min()
+        ax.set_ylim(bottom=10 ** np.floor(np.log10(low)) if low > 0 else None)
+        task_text = ", ".join(sorted({str(int(t)) for t in top["tasks"]}))
+        ax.set(xlabel="", ylabel="operations per second", title=f"metadata rates ({task_text} tasks; mean)")
+        ax.tick_params(axis="x", rotation=30)
+        for label in ax.get_xticklabels():
+            label.set_horizontalalignment("right")
+        ax.legend(title="tier", fontsize="small", title_fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
+    fig.suptitle(f"{title}\nmeasured with {_tools(table[table['benchmark'].isin(['io', 'metadata'])]) or '-'}")
+    fig.tight_layout(rect=(0, 0.1 if handles else 0, 1, 1))
+    _save(fig, path)
+
+
+def fieldio_figure(table: pd.DataFrame, path: Path, title: str) -> None:
+    """Per field layout: field-I/O global bandwidth per access pattern and tier, beside the easy
+    bandwidth pattern at the same task count (the gap to IOR), and the mean latency of one field
+    operation."""
+    table = _typed(table)
+    sns.set_theme(style="whitegrid", context="notebook")
+    fio = table[(table["benchmark"] == "fieldio") & (table["aggregate"] == "mean")].copy()
+    tiers = sorted(set(table["tier"].dropna()))
+    colors = dict(zip(tiers, sns.color_palette("colorblind", max(len(tiers), 1))))
+    if fio.empty:
+        fig, ax = plt.subplots(figsize=(8, 4))
+        _empty(ax, "no field-I/O benchmark")
+        fig.suptitle(title)
+        _save(fig, path)
+        return
+    layouts = sorted(set(fio["api"].dropna()))
+    fig, axes = plt.subplots(len(layouts), 2, figsize=(15, 4.3 * len(layouts) + 1), squeeze=False,
+                             gridspec_kw={"width_ratios": [4, 3]})
+    tasks = int(fio["tasks"].max())
+    fio = fio[fio["tasks"] == tasks]
+    fio["what"] = fio["job"] + " " + fio["operation"]
+    fio["latency_ms"] = fio["latency_s"] * 1e3
+    io = table[(table["benchmark"] == "io") & (table["aggregate"] == "mean") & (table["tasks"] == tasks)]
+    reference = sorted(set(io["pattern"].dropna()))
+    ref_name = "easy" if "easy" in reference else (reference[0] if reference else None)
+    compare = io[io["pattern"] == ref_name].copy() if ref_name else io.iloc[0:0].copy()
+    compare["what"] = f"{ref_name} " + compare["operation"]
+    field_order = [w for w in FIELDIO_ORDER if w in set(fio["what"])]
+    order = field_order + ([f"{ref_name} write", f"{ref_name} read"] if not compare.empty else [])
+    for (left, right), layout in zip(axes, layouts):
+        rows = pd.concat([fio[fio["api"] == layout], compare], ignore_index=True)
+        sns.barplot(data=rows, x="what", y="bw_MiB_per_s", hue="tier", order=order, hue_order=tiers, palette=colors,
+                    errorbar=None, ax=left, legend=False)
+        if not compare.empty:
+            left.axvline(len(field_order) - 0.5, color="grey", linestyle="--", linewidth=1)
+        left.set_yscale("log")
+        left.set(xlabel="", ylabel="global bandwidth [MiB/s]",
+                 title=f"{layout.replace('_', ' ')}: field I/O"
+                 + (f" | {ref_name} pattern ({_tools(compare)})" if not compare.empty else "") + f", {tasks} tasks")
+        sns.barplot(data=fio[fio["api"] == layout], x="what", y="latency_ms", hue="tier", order=field_order,
+                    hue_order=tiers, palette=colors, errorbar=None, ax=right, legend=False)
+        right.set_yscale("log")
+        right.set(xlabel="", ylabel="mean latency [ms]",
+                  title=f"{layout.replace('_', ' ')}: one field operation, open to close")
+    for ax in axes[-1]:
+        ax.set_xlabel("access pattern and operation")
+    handles = [matplotlib.patches.Patch(color=colors[t], label=t) for t in tiers]
+    fig.legend(handles=handles, title="tier", loc="lower center", ncol=len(tiers), frameon=False,
+               fontsize="small", title_fontsize="small")
+    fields = int(fio["segments"].dropna().iloc[0]) if fio["segments"].notna().any() else None
+    size = int(fio["transfer_size_bytes"].dropna().iloc[0]) if fio["transfer_size_bytes"].notna().any() else None
+    detail = f"{fields} fields of {size / 2**10:g} KiB per task" if fields and size else ""
+    fig.suptitle(f"{title}\nfield I/O (0A shared key, 0B own keys, 1 write-barrier-read, 2B half write while "
+                 f"half read): {detail}")
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    _save(fig, path)

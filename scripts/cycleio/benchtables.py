@@ -1,0 +1,145 @@
+"""Benchmark points to tidy tables: ``benchmarks`` (every tier x pattern x tasks x operation x
+repetition, with max/min/mean over repetitions) and ``efficiency`` (the surrogates' MiB/s over the
+benchmarks' MiB/s on the same tier)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from .fsutil import landing
+from .tierbench import COLUMNS
+
+MiB = 2**20
+BOOL_COLUMNS = ("file_per_proc", "random", "direct_io", "fsync", "cache_risk")
+INT_COLUMNS = ("repetition", "repetitions", "tasks", "nodes", "transfer_size_bytes", "block_size_bytes", "segments",
+               "bytes")
+FLOAT_COLUMNS = ("stonewall_s", "bw_MiB_per_s", "ops_per_s", "latency_s", "seconds", "t_start")
+AGGREGATE_ORDER = {"rep": 0, "max": 1, "min": 2, "mean": 3}
+EFFICIENCY_COLUMNS = (
+    "study", "arm", "tier", "step", "activity", "surrogate_bytes", "surrogate_seconds", "surrogate_MiB_per_s",
+    "reference", "reference_benchmark", "reference_pattern", "reference_operation", "reference_tool",
+    "reference_tasks", "reference_MiB_per_s", "efficiency",
+)
+
+
+def _bool(value):
+    if pd.isna(value) or value == "":
+        return pd.NA
+    return str(value).strip().lower() in ("true", "1")
+
+
+def typed(frame: pd.DataFrame) -> pd.DataFrame:
+    """Columns in their types: nullable booleans and integers, floats, strings."""
+    frame = frame.reindex(columns=list(COLUMNS))
+    for column in BOOL_COLUMNS:
+        frame[column] = frame[column].map(_bool).astype("boolean")
+    for column in INT_COLUMNS:
+        frame[column] = pd.to_numeric(frame[column], errors="coerce").round().astype("Int64")
+    for column in FLOAT_COLUMNS:
+        frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("float64")
+    for column in set(COLUMNS) - set(BOOL_COLUMNS) - set(INT_COLUMNS) - set(FLOAT_COLUMNS):
+        frame[column] = frame[column].astype("string")
+    return frame
+
+
+def load_points(paths: list[str | Path]) -> pd.DataFrame:
+    """The rows of every benchmark point's CSV (all columns read as text first, then typed)."""
+    frames = [pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""]) for path in paths]
+    frames = [f for f in frames if not f.empty]
+    if not frames:
+        return typed(pd.DataFrame(columns=list(COLUMNS)))
+    return typed(pd.concat(frames, ignore_index=True))
+
+
+def benchmark_table(points: pd.DataFrame) -> pd.DataFrame:
+    order = points["aggregate"].map(AGGREGATE_ORDER).fillna(9)
+    keys = ["tier", "benchmark", "pattern", "api", "tasks", "operation"]
+    return (points.assign(_order=order).sort_values([*keys, "_order", "repetition"], kind="stable")
+            .drop(columns="_order").reset_index(drop=True))
+
+
+def _references(bench: pd.DataFrame) -> pd.DataFrame:
+    """Per tier (and, for replays, step) and operation: the benchmark MiB/s a surrogate compares with.
+
+    Replays (same files and bytes as the step), and every io pattern at 1 task (the surrogates are
+    serial) and at its best task count (what the tier can do).
+    """
+    means = bench[(bench["aggregate"] == "mean") & bench["bw_MiB_per_s"].notna()]
+    refs = []
+    for row in means[means["benchmark"] == "replay"].itertuples():
+        refs.append({"tier": row.tier, "step": row.pattern, "reference": "replay", "reference_benchmark": "replay",
+                     "reference_pattern": row.pattern, "reference_operation": row.operation,
+                     "reference_tool": row.tool, "reference_tasks": row.tasks,
+                     "reference_MiB_per_s": row.bw_MiB_per_s})
+    io = means[means["benchmark"] == "io"]
+    for (tier, pattern, operation), group in io.groupby(["tier", "pattern", "operation"], sort=True):
+        picks = []
+        single = group[group["tasks"] == 1]
+        if not single.empty:
+            picks.append((f"{pattern}, 1 task", single.iloc[0]))
+        picks.append((f"{pattern}, best", group.loc[group["bw_MiB_per_s"].idxmax()]))
+        for label, row in picks:
+            refs.append({"tier": tier, "step": None, "reference": label, "reference_benchmark": "io",
+                         "reference_pattern": pattern, "reference_operation": operation,
+                         "reference_tool": row["tool"], "reference_tasks": row["tasks"],
+                         "reference_MiB_per_s": row["bw_MiB_per_s"]})
+    return pd.DataFrame(refs, columns=["tier", "step", "reference", "reference_benchmark", "reference_pattern",
+                                       "reference_operation", "reference_tool", "reference_tasks",
+                                       "reference_MiB_per_s"])
+
+
+def efficiency_table(bench: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
+    """One row per arm x tier x step x I/O activity x reference: surrogate MiB/s over benchmark MiB/s.
+
+    Reads compare with reads; writes and staging copies (timed on the tier they land on) with writes.
+    """
+    io = events[events["op"].isin(["read", "write", "copy"]) & (events["step"] != "coldstart")
+                & (events["bytes"] > 0)].copy()
+    if io.empty:
+        return pd.DataFrame(columns=list(EFFICIENCY_COLUMNS))
+    io["activity"] = io["phase"] + ":" + io["op"]
+    surrogate = io.groupby(["study", "arm", "tier", "step", "activity"], sort=True).agg(
+        surrogate_bytes=("bytes", "sum"), surrogate_seconds=("seconds", "sum")).reset_index()
+    surrogate["surrogate_MiB_per_s"] = (surrogate["surrogate_bytes"] / MiB / surrogate["surrogate_seconds"]).where(
+        surrogate["surrogate_seconds"] > 0)
+    surrogate["reference_operation"] = surrogate["activity"].map(lambda a: "read" if a.endswith(":read") else "write")
+    refs = _references(bench)
+    replay = refs[refs["reference"] == "replay"]
+    patterns = refs[refs["reference"] != "replay"].drop(columns="step")
+    run = surrogate[surrogate["activity"].str.startswith("run:")]
+    merged = pd.concat([
+        run.merge(replay, on=["tier", "step", "reference_operation"], how="inner"),
+        surrogate.merge(patterns, on=["tier", "reference_operation"], how="inner"),
+    ], ignore_index=True)
+    if merged.empty:
+        return pd.DataFrame(columns=list(EFFICIENCY_COLUMNS))
+    merged["efficiency"] = merged["surrogate_MiB_per_s"] / merged["reference_MiB_per_s"]
+    merged["reference_tasks"] = merged["reference_tasks"].astype("Int64")
+    return merged.reindex(columns=list(EFFICIENCY_COLUMNS)).sort_values(
+        ["arm", "tier", "step", "activity", "reference"], kind="stable").reset_index(drop=True)
+
+
+def write_table(frame: pd.DataFrame, path: Path) -> None:
+    """CSV or Parquet by suffix, landed atomically."""
+    with landing(path) as tmp:
+        if path.suffix == ".parquet":
+            frame.to_parquet(tmp, index=False)
+        else:
+            frame.to_csv(tmp, index=False)
+
+
+def write_benchmark_tables(point_files: list[str | Path], events_path: Path, out_dir: Path) -> dict[str, Path]:
+    bench = benchmark_table(load_points(point_files))
+    events = pd.read_parquet(events_path)
+    tables = {
+        "benchmarks.parquet": bench,
+        "benchmarks.csv": bench,
+        "efficiency.csv": efficiency_table(bench, events),
+    }
+    written = {}
+    for name, frame in tables.items():
+        write_table(frame, out_dir / name)
+        written[name] = out_dir / name
+    return written

@@ -1,0 +1,232 @@
+"""Slurm resources of the cycled jobs, derived from an arm's settings.
+
+The Snakemake Slurm executor plugin turns a rule's resources into ``sbatch`` options: ``nodes``,
+``tasks``, ``cpus_per_task``, ``mem_mb`` (``--mem``), ``runtime`` (minutes, ``-t``), ``mpi`` (the
+job's shell runs directly in the allocation, so it can start its ranks with ``srun``) and
+``slurm_extra`` (appended verbatim; it may not carry options the plugin sets itself, such as -p,
+-A, --mem, -n, -c, -t, -J or -o). This module computes them from what the arm does:
+
+- **runtime** scales with the bytes the job reads and writes (from the step's file inventory and
+  the resolution), staging copies included, plus the configured compute stand-in;
+- **mem_mb** scales with one 2-D plane of the history grid per rank, since the writers hold about
+  one plane at a time whatever the resolution;
+- **tasks** are the forecast's MPI ranks (compute ranks plus quilt writer ranks) when the arm has
+  more than one; the other steps are one task;
+- **nodes** is 1 whenever the scratch tier is not shared (node-local disk, memory): the job stages
+  on one node, so all its ranks must see that node's scratch;
+- **slurm_extra** carries ``--bb '<directive>'`` when the scratch tier is a job burst buffer
+  (DataWarp ``#DW jobdw ...`` or Slurm's Lua plugin ``#BB_LUA ...``).
+
+Everything here is a pure function of the settings; the rules call :func:`rule_resources` and a
+site overrides any value in its profile (``set-resources``). Local runs ignore these resources.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shlex
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+from .calendar import steps_of_cycle
+from .grid import Grid
+from .inventory import FileSpec, coldstart_files, step_io
+from .ncfiles import Compression, expected_bytes
+
+MiB = 2**20
+RESOURCE_KEYS = ("nodes", "tasks", "cpus_per_task", "mem_mb", "runtime", "mpi", "slurm_extra")
+
+
+@dataclass(frozen=True)
+class Scale:
+    """The assumptions behind the estimates; conservative so a job is not killed at its time limit.
+
+    Measured on a 2-core VM with local disk, counting bytes as :func:`runtime_minutes` does
+    (uncompressed reads and writes, staging copies and verification): 240-600 MiB/s per job from C48
+    to C768 (45-55 MiB/s of netCDF written, synthetic data generation included); peak RSS 100 MB (C12)
+    to 700 MB (C768). The rate assumed here is a few times lower, for slower shared filesystems.
+    """
+
+    mib_per_s: float = 100.0  # bytes moved per second by one job (reads, writes, copies, verification)
+    overhead_s: float = 120.0  # job start, Python and Snakemake start-up, tier probing
+    safety: float = 1.5  # margin on the estimated seconds
+    min_runtime_min: int = 10
+    base_mem_mb: int = 400  # Python, numpy, netCDF4/HDF5 in one rank
+    planes_in_memory: int = 40  # 2-D float32 planes of the history grid one rank may hold at once
+    min_mem_mb: int = 1000
+
+
+DEFAULT_SCALE = Scale()
+
+
+class SlurmResourceError(ValueError):
+    """A setting that cannot be turned into a valid Slurm request; the message names the key."""
+
+
+def estimated_file_bytes(spec: FileSpec, grid: Grid) -> int:
+    """Uncompressed size of one inventory file: the work of generating it, whatever the compression."""
+    return expected_bytes(spec, grid, Compression())
+
+
+def job_steps(settings, step: str, cycle: str | None = None) -> list[str]:
+    """The steps one job runs: one step, or all steps of a cycle (granularity ``cycle``)."""
+    if step != "cycle":
+        return [step]
+    return list(steps_of_cycle(cycle, settings.start)) if cycle else ["prep", "anal", "fcst", "post"]
+
+
+def job_bytes(settings, step: str, cycle: str | None = None) -> tuple[int, int]:
+    """Estimated (bytes read, bytes written) of one job of an arm."""
+    grid = Grid(settings.resolution, settings.levels)
+    if step == "coldstart":
+        return 0, sum(estimated_file_bytes(spec, grid) for spec in coldstart_files(settings.start))
+    cycle = cycle or settings.start
+    reads = writes = 0
+    for name in job_steps(settings, step, cycle):
+        io = step_io(name, cycle, settings.start, settings.forecast)
+        reads += sum(estimated_file_bytes(spec, grid) for spec in io.reads)
+        writes += sum(estimated_file_bytes(spec, grid) for spec in io.writes)
+    return reads, writes
+
+
+def forecast_ranks(settings) -> int:
+    """MPI ranks of the arm's forecast: compute ranks plus quilt writer ranks (1 when it has none).
+
+    Reads ``ranks`` and, for the ``quilt`` strategy, ``write_groups`` x ``write_tasks_per_group``
+    from the arm's settings (or from its forecast settings, where a study may keep them).
+    """
+
+    def value(name: str, default: int) -> int:
+        for source in (settings, getattr(settings, "forecast", None)):
+            raw = getattr(source, name, None)
+            if raw is not None:
+                return int(raw)
+        return default
+
+    ranks = max(1, value("ranks", 1))
+    if getattr(settings, "strategy", "serial") == "quilt":
+        ranks += max(0, value("write_groups", 0)) * max(1, value("write_tasks_per_group", 1))
+    return ranks
+
+
+def job_tasks(settings, step: str, cycle: str | None = None) -> int:
+    """Slurm tasks of one job: the forecast's ranks when the job runs the forecast, else 1."""
+    if step == "coldstart" or "fcst" not in job_steps(settings, step, cycle):
+        return 1
+    return forecast_ranks(settings)
+
+
+def compute_seconds(settings, step: str, cycle: str | None = None) -> float:
+    """The configured compute stand-in of the job's steps."""
+    if step == "coldstart":
+        return 0.0
+    total = 0.0
+    for name in job_steps(settings, step, cycle):
+        if name == "fcst":
+            total += settings.compute_seconds_per_hour * settings.forecast.forecast_hours
+        else:
+            total += (settings.step_compute_seconds or {}).get(name, 0.0)
+    return total
+
+
+def runtime_minutes(settings, step: str, cycle: str | None = None, attempt: int = 1,
+                    scale: Scale = DEFAULT_SCALE) -> int:
+    """Wall-clock limit (minutes) of one job; a retry gets ``attempt`` times as long."""
+    reads, writes = job_bytes(settings, step, cycle)
+    staged = step != "coldstart" and settings.staged
+    # baseline: read inputs, write outputs, read them back to verify; staged: copy both ways too
+    moved = (reads + writes) * (3 if staged else 1) + writes
+    seconds = scale.overhead_s + moved / MiB / scale.mib_per_s + compute_seconds(settings, step, cycle)
+    return max(scale.min_runtime_min, math.ceil(scale.safety * seconds / 60)) * max(1, attempt)
+
+
+def mem_mb_per_task(settings, scale: Scale = DEFAULT_SCALE) -> int:
+    """Memory of one rank: a few planes of the history grid over a fixed base, rounded up to 100 MB."""
+    grid = Grid(settings.resolution, settings.levels)
+    plane_mb = grid.nx * grid.ny * 4 / 1e6
+    return max(scale.min_mem_mb, 100 * math.ceil((scale.base_mem_mb + scale.planes_in_memory * plane_mb) / 100))
+
+
+def mem_mb(settings, step: str, cycle: str | None = None, attempt: int = 1, scale: Scale = DEFAULT_SCALE) -> int:
+    """Memory of one job (``sbatch --mem``): per-rank memory times its tasks; a retry gets more."""
+    return mem_mb_per_task(settings, scale) * job_tasks(settings, step, cycle) * max(1, attempt)
+
+
+def forbidden_slurm_extra(text: str) -> str | None:
+    """The option the executor plugin would refuse in ``slurm_extra``, or None when it is accepted."""
+    try:
+        from snakemake_executor_plugin_slurm.validation import get_forbidden_slurm_options
+    except ImportError:  # no plugin, no Slurm run: nothing would refuse it
+        return None
+    for pattern, name in get_forbidden_slurm_options().items():
+        if re.search(pattern, text):
+            return name
+    return None
+
+
+def burst_buffer_request(tier) -> str:
+    """``--bb '<directives>'`` for a tier with burst-buffer directives, else an empty string.
+
+    Each directive keeps its prefix (``#DW`` for DataWarp, ``#BB_LUA`` for the Lua plugin, or the
+    site's ``Directive=``): Slurm ignores a ``--bb`` value without it. Several directives (say
+    ``#DW jobdw ...`` and ``#DW stage_in ...``) go one per line, as in a batch script.
+    """
+    text = getattr(tier, "burst_buffer", "") or ""
+    directives = [" ".join(line.split()) for line in text.splitlines() if line.strip()]
+    if not directives:
+        return ""
+    key = f"tiers.{tier.name}.burst_buffer"
+    for directive in directives:
+        if not directive.startswith("#"):
+            raise SlurmResourceError(
+                f"config key '{key}': {directive!r} lacks the directive prefix; Slurm ignores a burst-buffer "
+                "request without it. Expected e.g. '#DW jobdw type=scratch access_mode=striped capacity=200GiB' "
+                "or '#BB_LUA pool=mypool capacity=10'"
+            )
+    request = f"--bb {shlex.quote(chr(10).join(directives))}"
+    refused = forbidden_slurm_extra(request)
+    if refused:
+        raise SlurmResourceError(
+            f"config key '{key}': {text!r} holds what looks like the Slurm {refused} option, which the "
+            "Snakemake Slurm plugin refuses in slurm_extra; set it as a resource in the profile instead"
+        )
+    return request
+
+
+def slurm_resources(settings, step: str, cycle: str | None = None, attempt: int = 1,
+                    scale: Scale = DEFAULT_SCALE) -> dict:
+    """Every Slurm resource of one job of an arm (``step``: coldstart, prep, anal, fcst, post, cycle).
+
+    ``None`` means "leave it to Slurm" (Snakemake drops resources whose value is None).
+    """
+    tasks = job_tasks(settings, step, cycle)
+    scratch_used = step != "coldstart" and settings.staged
+    shared_scratch = getattr(settings.scratch, "shared", True) if scratch_used else True
+    return {
+        "nodes": 1 if tasks == 1 or not shared_scratch else None,
+        "tasks": tasks,
+        "cpus_per_task": 1,
+        "mem_mb": mem_mb(settings, step, cycle, attempt, scale),
+        "runtime": runtime_minutes(settings, step, cycle, attempt, scale),
+        "mpi": "srun" if tasks > 1 else None,
+        "slurm_extra": burst_buffer_request(settings.scratch) if scratch_used else "",
+    }
+
+
+def rule_resources(arms: Mapping[str, object], step: str | None = None) -> dict[str, Callable]:
+    """Resource functions for a rule with an ``{arm}`` wildcard (and ``{cycle}``, ``{step}`` unless
+    ``step`` is given): ``resources: **rule_resources(STUDY.arms)``.
+    """
+    computed: dict[tuple, dict] = {}  # one estimate per job, however many resources ask for it
+
+    def resource(key: str) -> Callable:
+        def value(wildcards, attempt):
+            job = (wildcards.arm, step or wildcards.step, getattr(wildcards, "cycle", None), attempt)
+            if job not in computed:
+                computed[job] = slurm_resources(arms[job[0]], *job[1:])
+            return computed[job][key]
+
+        return value
+
+    return {key: resource(key) for key in RESOURCE_KEYS}

@@ -1,0 +1,135 @@
+"""The write-strategy figure: effective against actual write time, and the I/O share of the forecast.
+
+Reads only the tables (io_events, step_summary). Per arm and cycle, from the fcst records of
+cycleio.mpifcst:
+- effective: the seconds the compute ranks were kept from computing by output, summed over output
+  hours (the slowest compute rank of each hour, since the ranks step together);
+- actual: the seconds some writer was writing (the union of the ``write`` and ``combine`` events, so
+  parallel writers count once);
+- final: the un-overlapped end (``write_final``: the last hour's output plus the writers' drain);
+- blocked: what output cost the forecast's wall time: effective of every hour but the last, plus final.
+The figures show means per forecast over the cycles.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from .aggregate import covered_seconds  # noqa: E402
+from .fsutil import landing  # noqa: E402
+
+STRATEGY_ORDER = ["serial", "diskless", "per_rank", "quilt"]
+COLORS = {"effective": "#C44E52", "actual": "#4C72B0", "final": "#8172B3", "compute": "#BBBBBB",
+          "blocked": "#C44E52", "other": "#E5E5E5"}
+
+
+def write_times(events: pd.DataFrame, summary: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per arm x cycle forecast: effective, actual, final, blocked, compute and wall seconds."""
+    fcst = events[(events["step"] == "fcst") & (events["phase"] == "run")].copy()
+    if "t_end" not in fcst:
+        fcst["t_end"] = fcst["t_start"] + fcst["seconds"]
+    rows = []
+    for (arm, cycle), group in fcst.groupby(["arm", "cycle"], sort=False):
+        effective = group[group["op"] == "write_effective"]
+        if effective.empty:
+            continue  # a forecast without MPI records (not written by cycleio.mpifcst)
+        per_hour = effective.groupby("file", sort=True)["seconds"].max()
+        final = group.loc[group["op"] == "write_final", "seconds"].sum()
+        writes = group[group["op"].isin(["write", "combine"])]
+        compute = group[group["op"] == "compute"]
+        last_hour = max(per_hour.index)
+        rows.append({
+            "arm": arm, "cycle": str(cycle), "strategy": group["strategy"].iloc[0],
+            "nranks": int(group["nranks"].max()), "hours": len(per_hour),
+            "effective_s": float(per_hour.sum()),
+            "actual_s": covered_seconds(writes) if not writes.empty else 0.0,
+            "writer_s": float(writes["seconds"].sum()),
+            "final_s": float(final),
+            "blocked_s": float(per_hour.drop(last_hour).sum() + final),
+            "compute_s": covered_seconds(compute) if not compute.empty else 0.0,
+            "wall_s": float(group["t_end"].max() - group["t_start"].min()),
+        })
+    table = pd.DataFrame(rows)
+    if table.empty:
+        return table
+    if summary is not None and not summary.empty and "run_s" in summary:
+        runs = summary[summary["step"] == "fcst"][["arm", "cycle", "run_s"]].astype({"cycle": str})
+        table = table.merge(runs, on=["arm", "cycle"], how="left")
+        table["wall_s"] = table["run_s"].fillna(table["wall_s"])  # the fcst job's run phase, reads included
+        table = table.drop(columns="run_s")
+    table["io_share"] = table["blocked_s"] / table["wall_s"]
+    return table
+
+
+def _arm_order(table: pd.DataFrame) -> list[str]:
+    rank = {name: index for index, name in enumerate(STRATEGY_ORDER)}
+    arms = table.drop_duplicates("arm")[["arm", "strategy"]]
+    return sorted(arms["arm"], key=lambda arm: (rank.get(arms.set_index("arm").loc[arm, "strategy"], 99), arm))
+
+
+def write_strategy_figure(table: pd.DataFrame, path: Path, title: str) -> None:
+    """Left: effective, actual and final write seconds per forecast by arm. Right: where the forecast's run time goes."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 0.9 * max(table["arm"].nunique(), 3) + 3.2),
+                                      gridspec_kw={"width_ratios": [3, 2]})
+    if table.empty:
+        for ax in (left, right):
+            ax.text(0.5, 0.5, "no forecast written by the MPI program", ha="center", va="center")
+            ax.set_axis_off()
+    else:
+        arms = _arm_order(table)
+        means = table.groupby("arm").agg(strategy=("strategy", "first"), nranks=("nranks", "max"),
+                                         **{c: (c, "mean") for c in ("effective_s", "actual_s", "final_s",
+                                                                     "blocked_s", "compute_s", "wall_s")})
+        means = means.reindex(arms)
+        labels = [arm if strategy in arm else f"{arm} ({strategy})" for arm, strategy in zip(arms, means["strategy"])]
+        labels = [f"{label}\n{n} ranks" for label, n in zip(labels, means["nranks"])]
+        bars = {"effective_s": "effective: compute ranks blocked", "actual_s": "actual: writers writing",
+                "final_s": "final un-overlapped write"}
+        height = 0.8 / len(bars)
+        for i, (column, name) in enumerate(bars.items()):
+            positions = [y + (i - 1) * height for y in range(len(arms))]
+            color = COLORS[column.removesuffix("_s")]
+            drawn = left.barh(positions, means[column], height=height, color=color, label=name)
+            left.bar_label(drawn, fmt="%.2f", fontsize=7, padding=2)
+        left.set_yticks(range(len(arms)), labels, fontsize=8)
+        left.invert_yaxis()
+        left.set(xlabel="seconds per forecast (mean over cycles)", title="Effective against actual write time")
+        left.legend(fontsize="small", loc="lower right")
+        left.grid(axis="x", alpha=0.3)
+
+        other = (means["wall_s"] - means["compute_s"] - means["blocked_s"]).clip(lower=0)
+        parts = [("compute stand-in", means["compute_s"], COLORS["compute"]),
+                 ("blocked by output", means["blocked_s"], COLORS["blocked"]),
+                 ("reads, data generation, MPI start", other, COLORS["other"])]
+        start = pd.Series(0.0, index=means.index)
+        for name, values, color in parts:
+            right.barh(range(len(arms)), values, left=start, color=color, label=name, edgecolor="white")
+            start = start + values
+        for y, (blocked, wall) in enumerate(zip(means["blocked_s"], means["wall_s"])):
+            share = blocked / wall if wall > 0 else float("nan")
+            right.text(wall, y, f" {share:.0%} output", va="center", fontsize=8)
+        right.set_yticks(range(len(arms)), [""] * len(arms))
+        right.invert_yaxis()
+        right.set(xlabel="seconds per forecast run phase", title="I/O share of forecast wall time")
+        right.set_xlim(0, max(means["wall_s"].max() * 1.3, 1e-3))
+        right.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, frameon=False)
+        right.grid(axis="x", alpha=0.3)
+    fig.suptitle(title)
+    fig.tight_layout()
+    with landing(path) as tmp:
+        fig.savefig(tmp, dpi=120, format=path.suffix.lstrip("."))
+    plt.close(fig)
+
+
+def write_strategy_figure_from_tables(events_path: Path, summary_path: Path, out: Path, title: str) -> pd.DataFrame:
+    events = pd.read_parquet(events_path)
+    summary = pd.read_csv(summary_path, dtype={"cycle": str}) if Path(summary_path).exists() else None
+    table = write_times(events, summary)
+    write_strategy_figure(table, Path(out), title)
+    return table

@@ -1,0 +1,290 @@
+"""The forecast's writes as an MPI program (cycleio.mpifcst) under real mpiexec, 1 to 4 ranks.
+
+Every strategy writes the same data as the in-process writer (compared with xarray), records the
+effective and actual write times, and a failing rank fails the step with its own error.
+Runs on /dev/shm where it exists, so fsync does not dominate the tiny C12 files.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import netCDF4
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+from conftest import require_tool
+
+from cycleio import ncfiles
+from cycleio.config import ArmSettings
+from cycleio.grid import Grid
+from cycleio.inventory import ForecastSettings, step_io
+from cycleio.mpifcst import (
+    FAIL_RANK_VARIABLE,
+    ForecastError,
+    Layout,
+    file_plan,
+    hour_groups,
+    row_bounds,
+    run_forecast_mpi,
+    tile_blocks,
+    tile_owner,
+)
+from cycleio.ncfiles import Compression, WriteContext, write_file
+from cycleio.tiers import Tier
+from cycleio.writefigures import write_strategy_figure, write_times
+
+CYCLE = "2026010106"
+START = "2026010100"
+# A short forecast: outputs at 0, 3 and 6 h, one restart set at 6 h.
+FORECAST = ForecastSettings(forecast_hours=6, history_interval_hours=3, restart_hours=(6,))
+TIMEOUT_S = 60
+
+
+@pytest.fixture
+def workdir():
+    base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+    path = Path(tempfile.mkdtemp(prefix="cycleio-mpifcst-", dir=base))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def mpiexec():
+    return require_tool("mpiexec", "the mpich wheel (pip install mpich) provides it")
+
+
+def settings(strategy: str, ranks: int = 2, levels: int = 3, compute_s: float = 0.0, **write_component) -> ArmSettings:
+    tier = Tier("shm", "memory", "/dev/shm")
+    return ArmSettings(study="t", arm=strategy, start=START, seed=11, resolution="C12", levels=levels,
+                       persistent=tier, scratch=tier, strategy=strategy, forecast=FORECAST,
+                       compression=Compression(zlib_level=1, quantize_nsd=7), compute_seconds_per_hour=compute_s,
+                       write_component={"ranks": ranks, **write_component})
+
+
+def context(arm: ArmSettings) -> WriteContext:
+    return WriteContext(Grid(arm.resolution, arm.levels), arm.seed, CYCLE, arm.compression)
+
+
+def fcst_writes():
+    return step_io("fcst", CYCLE, START, FORECAST).writes
+
+
+def run(arm: ArmSettings, root: Path, writes=None) -> list[dict]:
+    return run_forecast_mpi(arm, CYCLE, root, fcst_writes() if writes is None else writes, context(arm),
+                            timeout=TIMEOUT_S, label="[test]")
+
+
+def assert_same_files(reference: Path, other: Path) -> None:
+    ref = sorted(p.relative_to(reference) for p in reference.rglob("*") if p.is_file())
+    got = sorted(p.relative_to(other) for p in other.rglob("*") if p.is_file())
+    assert got == ref, f"files differ: {sorted(set(map(str, got)) ^ set(map(str, ref)))[:5]}"
+    for rel in ref:
+        if rel.suffix == ".nc":
+            with xr.open_dataset(reference / rel, decode_times=False) as a, \
+                    xr.open_dataset(other / rel, decode_times=False) as b:
+                xr.testing.assert_identical(a, b)
+        else:
+            assert (reference / rel).read_bytes() == (other / rel).read_bytes(), rel
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """The forecast's files written in process by ncfiles.write_file, the writer every strategy must match."""
+    root = tmp_path_factory.mktemp("reference")
+    arm = settings("serial")
+    ctx = context(arm)
+    for spec in fcst_writes():
+        write_file(root / spec.path, spec, ctx)
+    return root
+
+
+# ---------------------------------------------------------------- decomposition (no MPI)
+
+
+def test_row_blocks_cover_every_row_once():
+    for rows, parts in ((24, 1), (24, 4), (13, 4), (12, 12)):
+        blocks = [row_bounds(rows, parts, i) for i in range(parts)]
+        assert blocks[0][0] == 0 and blocks[-1][1] == rows
+        assert all(a[1] == b[0] for a, b in zip(blocks, blocks[1:]))
+
+
+def test_tiles_take_the_models_layout_with_multiples_of_six_ranks():
+    assert tile_blocks(12) == 2 and [tile_owner(3, b, 12) for b in range(2)] == [4, 5]
+    assert tile_blocks(6) == 1 and tile_owner(6, 0, 6) == 5
+    assert tile_blocks(4) == 4 and [tile_owner(2, b, 4) for b in range(4)] == [0, 1, 2, 3]
+
+
+def test_history_pieces_split_rows_and_small_files_stay_whole():
+    ctx = context(settings("per_rank"))
+    specs = {spec.kind: spec for spec in fcst_writes()}
+    atm = file_plan(specs["atm_history"], ctx, 4)
+    assert [p.rows["grid_yt"] for p in atm.pieces] == [(0, 6), (6, 12), (12, 18), (18, 24)] and atm.split
+    assert not file_plan(specs["coupler"], ctx, 4).split and file_plan(specs["coupler"], ctx, 4).undecomposed
+    assert file_plan(specs["fv_core_axes"], ctx, 4).undecomposed  # no planes to split: written whole
+    assert ncfiles.netCDF4 is netCDF4  # the recording stand-in is gone again
+    with pytest.raises(ForecastError, match="too many"):
+        file_plan(specs["fv_core.res"], ctx, 14)  # 14 blocks of a 12-row tile
+
+
+def test_hours_group_restarts_with_their_output_hour():
+    groups = hour_groups(fcst_writes())
+    assert [hour for hour, _ in groups] == [0, 3, 6]
+    assert len(groups[0][1]) == 3 and len(groups[2][1]) == 3 + 38
+
+
+def test_quilt_layout_adds_writer_ranks_and_bad_strategy_is_refused():
+    layout = Layout.from_settings("quilt", {"ranks": 2, "write_groups": 2, "write_tasks_per_group": 2})
+    assert layout.ntasks == 6 and layout.writer_rank(1, 0) == 4
+    assert Layout.from_settings("serial", {"ranks": 3, "write_groups": 2}).ntasks == 3
+    with pytest.raises(ForecastError, match="not one of"):
+        Layout.from_settings("parallel", {})
+
+
+def test_a_missing_launcher_is_named(workdir):
+    arm = settings("serial")
+    arm.launcher = "no-such-mpiexec -n {ntasks}"
+    with pytest.raises(ForecastError, match="no-such-mpiexec"):
+        run(arm, workdir)
+
+
+# ---------------------------------------------------------------- under mpiexec
+
+
+@pytest.mark.tool
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("strategy, ranks, extra", [
+    ("serial", 2, {}),
+    ("diskless", 2, {}),
+    ("per_rank", 4, {}),  # 4 ranks on 2 cores: every tile in 4 pieces, combined after each hour
+    ("per_rank", 2, {"combine_per_rank": True}),
+    ("per_rank", 1, {}),  # one rank: files written whole, no pieces
+    ("quilt", 2, {"write_groups": 2}),  # 4 ranks
+    ("quilt", 1, {"write_tasks_per_group": 2}),
+])
+def test_every_strategy_writes_the_same_data_and_its_records(mpiexec, reference, workdir, strategy, ranks, extra):
+    arm = settings(strategy, ranks, **extra)
+    records = run(arm, workdir)
+    assert_same_files(reference, workdir)  # no pieces, temporaries or spec files left behind either
+
+    layout = Layout.from_settings(strategy, arm.write_component)
+    assert {r["nranks"] for r in records} == {layout.ntasks}
+    by_op = defaultdict(list)
+    for r in records:
+        by_op[r["op"]].append(r)
+    hours = ["f000", "f003", "f006"]
+    effective = {(r["file"], r["rank"]) for r in by_op["write_effective"]}
+    assert effective == {(h, rank) for h in hours for rank in range(ranks)}
+    assert all(r["bytes"] > 0 for r in by_op["write_effective"]), "every compute rank holds data of every hour"
+    assert len(by_op["write_final"]) == 1 and by_op["write_final"][0]["file"] == "f006"
+    assert {r["rank"] for r in by_op["generate"]} == set(range(ranks))
+
+    written = {r["file"] for r in by_op["write"] + by_op["combine"]}
+    assert written >= {spec.path for spec in fcst_writes()}
+    writers = {r["rank"] for r in by_op["write"]}
+    if strategy == "quilt":
+        assert writers == set(range(ranks, layout.ntasks)), "only the write-group ranks write"
+    elif strategy == "per_rank" and ranks > 1:
+        assert writers == set(range(ranks)) and by_op["combine"]
+        assert any(r["file"].endswith(".nc.0001") for r in by_op["write"])
+    else:
+        assert writers == {0}
+    for r in by_op["write"] + by_op["combine"]:
+        if (workdir / r["file"]).exists():  # pieces are gone once combined
+            assert r["bytes"] == (workdir / r["file"]).stat().st_size
+
+
+@pytest.mark.tool
+@pytest.mark.timeout(120)
+def test_quilt_hides_the_writes_and_serial_waits_for_them(mpiexec, workdir):
+    """Compute per output hour (3 x 0.25 s) is longer than an hour's writes: the write group keeps up."""
+    totals = {}
+    for strategy in ("quilt", "serial"):
+        root = workdir / strategy
+        records = run(settings(strategy, ranks=2, levels=4, compute_s=0.25), root)
+        per_hour = defaultdict(float)
+        for r in records:
+            if r["op"] == "write_effective":
+                per_hour[r["file"]] = max(per_hour[r["file"]], r["seconds"])
+        actual = sum(r["seconds"] for r in records if r["op"] == "write")
+        final = sum(r["seconds"] for r in records if r["op"] == "write_final")
+        totals[strategy] = (sum(per_hour.values()), actual, final)
+    quilt_effective, quilt_actual, _ = totals["quilt"]
+    serial_effective, serial_actual, serial_final = totals["serial"]
+    assert quilt_actual > 0 and quilt_effective < 0.5 * quilt_actual, totals
+    assert serial_effective >= serial_actual, totals
+    assert serial_final > 0
+
+
+@pytest.mark.tool
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("strategy, fail_rank, extra", [
+    ("quilt", 2, {}),  # the write group's only rank
+    ("per_rank", 1, {}),
+    ("serial", 0, {}),
+])
+def test_a_failing_writer_rank_fails_the_step_with_its_error(mpiexec, workdir, monkeypatch, strategy, fail_rank, extra):
+    monkeypatch.setenv(FAIL_RANK_VARIABLE, str(fail_rank))
+    with pytest.raises(ForecastError) as failure:
+        run(settings(strategy, ranks=2, **extra), workdir)
+    message = str(failure.value)
+    assert f"rank {fail_rank} of" in message and "injected failure" in message, message
+    assert "did not finish" not in message  # failed fast, not by the timeout
+    assert not list(workdir.glob(".mpifcst.*"))
+
+
+@pytest.mark.tool
+@pytest.mark.timeout(60)
+def test_a_forecast_past_its_timeout_is_stopped_with_its_ranks(mpiexec, workdir):
+    import psutil
+
+    arm = settings("quilt", ranks=2, compute_s=10.0)  # 30 s of compute before the second output hour
+    with pytest.raises(ForecastError, match="did not finish within 3 s"):
+        run_forecast_mpi(arm, CYCLE, workdir, fcst_writes(), context(arm), timeout=3, label="[test]")
+    time.sleep(1.0)
+    left = [p for p in psutil.process_iter(["cmdline"]) if str(workdir) in " ".join(p.info["cmdline"] or [])]
+    assert not left, f"ranks left running: {left}"
+
+
+# ---------------------------------------------------------------- the figure (from tables)
+
+
+def synthetic_events() -> pd.DataFrame:
+    rows = []
+    for arm, strategy, eff, act in (("shm_serial", "serial", 1.0, 0.8), ("shm_quilt", "quilt", 0.05, 1.0)):
+        for cycle in ("2026010100", "2026010106"):
+            t = 0.0
+            for hour in ("f000", "f003", "f006"):
+                rows.append(dict(arm=arm, strategy=strategy, cycle=cycle, step="fcst", phase="run", op="compute",
+                                 rank=0, nranks=3, file="", t_start=t, seconds=2.0))
+                t += 2.0
+                for rank in (0, 1):
+                    rows.append(dict(arm=arm, strategy=strategy, cycle=cycle, step="fcst", phase="run",
+                                     op="write_effective", rank=rank, nranks=3, file=hour, t_start=t, seconds=eff))
+                rows.append(dict(arm=arm, strategy=strategy, cycle=cycle, step="fcst", phase="run", op="write",
+                                 rank=2, nranks=3, file=f"atm{hour}.nc", t_start=t, seconds=act))
+                t += eff
+            rows.append(dict(arm=arm, strategy=strategy, cycle=cycle, step="fcst", phase="run", op="write_final",
+                             rank=0, nranks=3, file="f006", t_start=t - eff, seconds=max(eff, act)))
+    events = pd.DataFrame(rows)
+    events["t_end"] = events["t_start"] + events["seconds"]
+    return events
+
+
+def test_write_times_and_figure_from_tables(tmp_path):
+    table = write_times(synthetic_events())
+    quilt = table[table["arm"] == "shm_quilt"].iloc[0]
+    serial = table[table["arm"] == "shm_serial"].iloc[0]
+    assert quilt["effective_s"] == pytest.approx(0.15) and quilt["actual_s"] == pytest.approx(3.0)
+    assert serial["effective_s"] == pytest.approx(3.0) and serial["final_s"] == pytest.approx(1.0)
+    assert serial["blocked_s"] == pytest.approx(2.0 + 1.0)
+    assert np.all(table["io_share"].between(0, 1))
+    out = tmp_path / "write_strategies.png"
+    write_strategy_figure(table, out, "test")
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -1,0 +1,379 @@
+"""The workflow on a real single-node Slurm on localhost (munge, slurmctld, slurmd from Debian packages).
+
+The module brings the cluster up with ci/slurm/install.sh and ``start.sh --burst-buffer`` (root and
+apt-get needed) and stops its daemons by PID with ci/slurm/stop.sh at the end. To stay short it starts
+these runs at once and lets each test wait for its own:
+
+- the smoke study through the Snakemake Slurm executor (profiles/slurm-localhost), and the same study
+  locally, whose tables must have the same shape;
+- a one-cycle study whose scratch tier is a Lua burst buffer, run by an unprivileged user (Slurm refuses
+  burst buffers to root): its jobs must carry the request and stage through the buffer's folder;
+- a job with the resources of an MPI forecast, whose ranks ``srun`` starts as one communicator.
+
+Without root or Slurm the module skips with the reason, except in CI (CI=true), where it fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from conftest import IN_CI, REPO, require_tool
+
+pytestmark = [pytest.mark.e2e, pytest.mark.tool]
+BIN = Path(sys.executable).parent
+SLURM_CI = REPO / "ci" / "slurm"
+PROFILE = REPO / "profiles" / "slurm-localhost"
+SMOKE = REPO / "config" / "studies" / "smoke.yaml"
+BB_USER = "cycleio-ci"
+BB_DIRECTIVE = "#BB_LUA pool=localpool capacity=10"
+BB_TRACE = Path("/tmp/bb_trace.log")  # appended to by ci/slurm/burst_buffer.lua
+BB_STAGE = Path("/tmp/bb_stage")  # where ci/slurm/burst_buffer.lua makes each job's buffer
+RUN_SECONDS = 420  # a run that takes longer is killed and its test fails
+TABLES = ["results/smoke/tables/step_summary.csv", "results/smoke/tables/io_events.parquet"]
+
+
+def unavailable(reason: str):
+    if IN_CI:
+        pytest.fail(f"CI=true and the localhost Slurm test cannot run: {reason}")
+    pytest.skip(reason)
+
+
+def run(*argv, timeout: float = 120, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=timeout, **kwargs)
+
+
+def tail(text: str, lines: int = 40) -> str:
+    return "\n".join(text.splitlines()[-lines:])
+
+
+class Background:
+    """A command running in its own process group, output to a log file; ``wait`` bounds its time."""
+
+    def __init__(self, name: str, argv: list, cwd: Path, env: dict | None = None):
+        self.name, self.cwd, self.log = name, cwd, cwd / f"{name}.out"
+        self.started, self.seconds = time.monotonic(), None
+        with open(self.log, "w") as out:
+            self.proc = subprocess.Popen([str(a) for a in argv], cwd=cwd, env=env, stdout=out,
+                                         stderr=subprocess.STDOUT, start_new_session=True)
+        threading.Thread(target=self._time, daemon=True).start()
+
+    def _time(self) -> None:
+        self.proc.wait()
+        self.seconds = time.monotonic() - self.started
+
+    def wait(self) -> int:
+        try:
+            return self.proc.wait(timeout=max(1.0, self.started + RUN_SECONDS - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            self.stop()
+            pytest.fail(f"{self.name} took more than {RUN_SECONDS} s and was stopped:\n{tail(self.output())}")
+
+    def check(self) -> None:
+        if self.wait() != 0:
+            pytest.fail(f"{self.name} failed ({self.proc.returncode}):\n{tail(self.output(), 80)}")
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)  # its own group: snakemake and its children only
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+
+
+@pytest.fixture(scope="module")
+def slurm():
+    """A running localhost Slurm with the Lua burst buffer; stopped at the end if this module started it."""
+    if os.geteuid() != 0:
+        unavailable("bringing up a localhost Slurm (ci/slurm/start.sh) needs root")
+    require_tool("runuser", "the burst-buffer test submits as an unprivileged user")
+    install = run("bash", SLURM_CI / "install.sh", timeout=900)
+    if install.returncode != 0:
+        unavailable(f"ci/slurm/install.sh failed:\n{tail(install.stdout + install.stderr)}")
+    start = run("bash", SLURM_CI / "start.sh", "--burst-buffer", timeout=180)
+    if start.returncode != 0:
+        unavailable(f"ci/slurm/start.sh --burst-buffer failed:\n{tail(start.stdout + start.stderr)}")
+    already_up = "already up" in start.stdout
+    yield start.stdout.strip()
+    if not already_up:
+        stop = run("bash", SLURM_CI / "stop.sh", timeout=120)
+        assert stop.returncode == 0, stop.stdout + stop.stderr
+
+
+def smoke_tiers(workdir: Path, shm: Path) -> Path:
+    """Tiers private to one run; node-local scratch in a folder per Slurm job (``local`` outside Slurm)."""
+    tiers = {"tiers": {
+        "node_local": {"kind": "node_local", "path": f"{workdir}/node_local/job-${{SLURM_JOB_ID:-local}}",
+                       "persistent": False, "shared": False},
+        "shm": {"kind": "memory", "path": str(shm), "persistent": False, "shared": False},
+    }}
+    path = workdir / "tiers.yaml"
+    path.write_text(yaml.safe_dump(tiers))
+    return path
+
+
+def start_smoke(base: Path, executor: str) -> Background:
+    workdir = base / executor
+    workdir.mkdir()
+    tiers = smoke_tiers(workdir, Path("/dev/shm") / f"cycleio-test-{os.getpid()}-{executor}")
+    argv = [BIN / "snakemake", *TABLES, "-s", REPO / "Snakefile", "--configfile", SMOKE, tiers]
+    if executor == "slurm":
+        # the profile is complete: as workflow profile it replaces profiles/default (io_lock=1)
+        argv += ["--workflow-profile", PROFILE]
+    else:
+        argv += ["--cores", "2"]
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}  # the jobs run `python -m snakemake`
+    return Background(f"smoke-{executor}", argv, workdir, env)
+
+
+def user_can(user: str, *argv) -> bool:
+    return run("runuser", "-u", user, "--", *argv, timeout=60).returncode == 0
+
+
+def user_workflow(user: str, home: Path) -> Path:
+    """The workflow folder as the user can read it: the repository, or a copy of its workflow files."""
+    if user_can(user, "test", "-r", REPO / "Snakefile", "-a", "-r", PROFILE / "config.yaml"):
+        return REPO
+    copy = home / "workflow"  # e.g. a clone under /root, which other users cannot enter
+    copy.mkdir()
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
+    for name in ("Snakefile", "rules", "scripts", "config", "envs", "profiles", "report"):
+        source = REPO / name
+        if source.is_dir():
+            shutil.copytree(source, copy / name, ignore=ignore)
+        elif source.exists():
+            shutil.copy2(source, copy / name)
+    return copy
+
+
+def user_python(user: str, home: Path) -> Path:
+    """A Python the user can run with this venv's packages: the venv itself when the user can use it,
+    else a venv of its own (from an interpreter the user can run) that adds or copies these packages."""
+    probe = "import snakemake, snakemake_executor_plugin_slurm, netCDF4, mpi4py"
+    if user_can(user, BIN / "python", "-c", probe):
+        return BIN / "python"
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    bases = [getattr(sys, "_base_executable", ""), f"/usr/bin/python{version}", shutil.which(f"python{version}") or ""]
+    base = next((b for b in bases if b and user_can(user, b, "-c", "import venv")), None)
+    if base is None:
+        tried = ", ".join(filter(None, bases))
+        raise RuntimeError(f"user {user} can run no Python {version} with venv (tried {tried})")
+    venv = home / "venv"
+    made = run(base, "-m", "venv", "--without-pip", venv)
+    if made.returncode != 0:
+        raise RuntimeError(f"cannot make a venv for {user}: {made.stderr}")
+    site_packages = sysconfig.get_paths()["purelib"]
+    own = Path(sysconfig.get_paths(vars={"base": str(venv)})["purelib"])
+    if user_can(user, "test", "-r", Path(site_packages) / "snakemake" / "__init__.py"):
+        (own / "cycleio-test.pth").write_text(f"import site; site.addsitedir({site_packages!r})\n")
+    else:  # this venv lives where the user cannot read: copy its packages
+        shutil.copytree(site_packages, own, symlinks=True, dirs_exist_ok=True)
+    if not user_can(user, venv / "bin" / "python", "-c", probe):
+        raise RuntimeError(f"user {user} cannot import the workflow's packages with {venv / 'bin' / 'python'}")
+    return venv / "bin" / "python"
+
+
+def start_burst_buffer_study() -> tuple[Background | None, Path, str]:
+    """A one-cycle study (cold start, fcst, post) with a Lua burst buffer as scratch, run by BB_USER."""
+    home = Path(tempfile.mkdtemp(prefix="cycleio-bb-", dir="/tmp"))  # outside root's private folders
+    try:
+        if run("id", "-u", BB_USER).returncode != 0:
+            made = run("useradd", "--create-home", "--shell", "/bin/bash", BB_USER)
+            if made.returncode != 0:
+                raise RuntimeError(f"useradd {BB_USER} failed: {made.stderr}")
+        account = pwd.getpwnam(BB_USER)
+        os.chown(home, account.pw_uid, account.pw_gid)
+        workflow = user_workflow(BB_USER, home)
+        python = user_python(BB_USER, home)
+        run("chown", "-R", f"{account.pw_uid}:{account.pw_gid}", home)
+    except RuntimeError as err:
+        return None, home, str(err)
+    study = {
+        "study": "bbsmoke",
+        "cycles": {"start": "2026123112", "end": "2026123112"},
+        "tiers": {"bb": {"kind": "burst_buffer", "path": "$BB_STAGE_DIR", "persistent": False, "shared": True,
+                         "burst_buffer": BB_DIRECTIVE}},
+        "scratch_tiers": ["bb"],
+    }
+    (home / "bb.yaml").write_text(yaml.safe_dump(study))
+    os.chown(home / "bb.yaml", account.pw_uid, account.pw_gid)
+    env = {"PATH": f"{python.parent}:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "HOME": str(home),
+           "LANG": "C.UTF-8", "XDG_CACHE_HOME": str(home / ".cache")}
+    targets = [f"results/bbsmoke/arms/bb/2026123112/{step}.manifest.json" for step in ("fcst", "post")]
+    argv = ["runuser", "-u", BB_USER, "--", "env", "-i", *(f"{k}={v}" for k, v in env.items()),
+            python, "-m", "snakemake", *targets, "-s", workflow / "Snakefile",
+            "--workflow-profile", workflow / PROFILE.relative_to(REPO),
+            "--configfile", workflow / SMOKE.relative_to(REPO), home / "bb.yaml"]
+    return Background("bb-study", argv, home), home, ""
+
+
+MPI_SNAKEFILE = textwrap.dedent('''\
+    # One MPI forecast job with the Slurm resources cycleio derives for a quilt arm (1 compute rank and
+    # 1 writer rank, node-local scratch): the plugin asks for 2 tasks on 1 node and leaves `srun` to us.
+    import sys
+    sys.path.insert(0, {scripts!r})
+    from dataclasses import dataclass
+    from cycleio.config import ArmSettings, load_study
+    from cycleio.slurm import rule_resources
+
+    @dataclass
+    class MpiArm(ArmSettings):
+        ranks: int = 1
+        write_groups: int = 0
+        write_tasks_per_group: int = 1
+
+    _config = {{"study": "mpi", "resolution": "C12", "levels": 8, "scratch_tiers": ["node_local"]}}
+    _arm = load_study(_config)[1].arms["node_local"]
+    _fields = {{name: getattr(_arm, name) for name in ArmSettings.__dataclass_fields__}}
+    ARMS = {{"quilt": MpiArm(**{{**_fields, "strategy": "quilt"}}, ranks=1, write_groups=1)}}
+
+    rule all:
+        input: "quilt.fcst.txt"
+
+    rule fcst:
+        output: "{{arm}}.{{step}}.txt"
+        resources: **rule_resources(ARMS)
+        shell:
+            # the plugin's job step keeps SLURM_JOB_ID (and drops the other SLURM_* variables): srun finds
+            # the allocation from it
+            "echo job=$SLURM_JOB_ID > {{output}};"
+            " srun -n {{resources.tasks}} python -c 'from mpi4py import MPI; c = MPI.COMM_WORLD;"
+            " print(c.Get_rank(), c.Get_size(), MPI.Get_processor_name(), flush=True)' >> {{output}}"
+''')
+
+
+def start_mpi_job(base: Path) -> Background:
+    workdir = base / "mpi"
+    workdir.mkdir()
+    (workdir / "Snakefile").write_text(MPI_SNAKEFILE.format(scripts=str(REPO / "scripts")))
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    return Background("mpi-job", [BIN / "snakemake", "--workflow-profile", PROFILE], workdir, env)
+
+
+@pytest.fixture(scope="module")
+def runs(slurm, tmp_path_factory):
+    """Start every run of the module at once (they mostly wait on Slurm); tests wait for their own."""
+    base = tmp_path_factory.mktemp("slurm-runs")
+    trace_start = BB_TRACE.stat().st_size if BB_TRACE.exists() else 0
+    started = {"slurm": start_smoke(base, "slurm"), "local": start_smoke(base, "local"), "mpi": start_mpi_job(base)}
+    bb, bb_home, bb_problem = start_burst_buffer_study()
+    started["bb"] = bb
+    yield {**started, "bb_home": bb_home, "bb_problem": bb_problem, "trace_start": trace_start}
+    for job in started.values():
+        if job is not None:
+            job.stop()
+    for executor in ("slurm", "local"):
+        shutil.rmtree(Path("/dev/shm") / f"cycleio-test-{os.getpid()}-{executor}", ignore_errors=True)
+    shutil.rmtree(bb_home, ignore_errors=True)
+
+
+def manifests(workdir: Path, study: str = "smoke") -> dict[str, dict]:
+    root = workdir / "results" / study / "arms"
+    return {p.relative_to(root).as_posix(): json.loads(p.read_text()) for p in sorted(root.rglob("*.manifest.json"))}
+
+
+def records(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_smoke_study_runs_under_slurm_with_the_tables_of_a_local_run(runs):
+    slurm, local = runs["slurm"], runs["local"]
+    slurm.check()
+    local.check()
+    keys = ["arm", "cycle", "step", "phase"]
+    shapes = {}
+    for name, job in (("slurm", slurm), ("local", local)):
+        tables = job.cwd / "results" / "smoke" / "tables"
+        events = pd.read_parquet(tables / "io_events.parquet")
+        summary = pd.read_csv(tables / "step_summary.csv", dtype={"cycle": str})
+        shapes[name] = (events.astype({"cycle": str}).groupby(keys).size().to_dict(), list(events.columns),
+                        sorted(map(tuple, summary[["arm", "cycle", "step"]].values.tolist())), list(summary.columns))
+    assert shapes["slurm"][0] == shapes["local"][0], "io_events rows per arm/cycle/step/phase differ"
+    assert shapes["slurm"][1:] == shapes["local"][1:]
+    assert {arm for arm, _, _ in shapes["slurm"][2]} == {"lustre", "node_local", "shm"}
+    print(f"\nsmoke study: {slurm.seconds:.0f} s under Slurm, {local.seconds:.0f} s locally")
+
+
+def test_every_step_job_was_a_slurm_job_with_its_own_node_local_scratch(runs):
+    slurm, local = runs["slurm"], runs["local"]
+    slurm.check()
+    local.check()
+    under_slurm, run_locally = manifests(slurm.cwd), manifests(local.cwd)
+    assert sorted(under_slurm) == sorted(run_locally)  # cold starts and steps
+    job_ids = {name: m["provenance"]["slurm_job_id"] for name, m in under_slurm.items()}
+    assert all(job_id.isdigit() for job_id in job_ids.values()), job_ids
+    assert len(set(job_ids.values())) == len(job_ids), "two steps ran in one Slurm job"
+    assert all(m["provenance"]["slurm_job_id"] == "" for m in run_locally.values())
+    # node-local scratch followed $SLURM_JOB_ID: a folder per job
+    for name, manifest in under_slurm.items():
+        if name.startswith("node_local/") and "coldstart" not in name:
+            scratch = manifest["provenance"]["tiers"]["scratch"]["path"]
+            assert scratch == str(slurm.cwd / "node_local" / f"job-{job_ids[name]}"), (name, scratch)
+    log = slurm.output()
+    assert "has been submitted with SLURM jobid" in log and "Error in rule" not in log, tail(log)
+
+
+def test_burst_buffer_scratch_is_requested_by_each_step_job_and_staged_through(runs):
+    if runs["bb"] is None:
+        unavailable(runs["bb_problem"])
+    runs["bb"].check()
+    done = manifests(runs["bb_home"], "bbsmoke")
+    steps = {name: m for name, m in done.items() if not name.startswith("bb/coldstart")}
+    assert sorted(steps) == ["bb/2026123112/fcst.manifest.json", "bb/2026123112/post.manifest.json"]
+    trace = BB_TRACE.read_text()[runs["trace_start"]:] if BB_TRACE.exists() else ""
+    for name, manifest in steps.items():
+        job_id = manifest["provenance"]["slurm_job_id"]
+        assert job_id.isdigit(), name
+        # the Lua burst buffer set up, staged in, gave its path to, and tore down this job's buffer
+        for stage in ("setup", "data_in", "paths", "pre_run", "post_run", "data_out", "teardown"):
+            assert f"{stage} job={job_id}" in trace, (stage, job_id, trace)
+        assert f"setup job={job_id} pool=localpool" in trace
+        # the step ran on the buffer's folder: the path the burst buffer exported as $BB_STAGE_DIR
+        scratch = manifest["provenance"]["tiers"]["scratch"]
+        assert scratch["tier"] == "bb" and scratch["path"] == str(BB_STAGE / f"job_{job_id}"), scratch
+        assert (BB_STAGE / f"out_{job_id}" / "in.txt").is_file()  # data_out copied the buffer out
+        events = records(runs["bb_home"] / "results/bbsmoke/arms" / name.replace("manifest.json", "records.jsonl"))
+        # inputs copied into the buffer, outputs written there and copied back to the persistent tier
+        copies = {(e["phase"], e["tier"]) for e in events if e["op"] == "copy" and e["bytes"] > 0}
+        assert copies == {("stage_in", "bb"), ("stage_out", "lustre")}, copies
+        assert {e["tier"] for e in events if e["phase"] == "run" and e["op"] == "write"} == {"bb"}
+    # the cold start writes only the persistent tier: it asked for no burst buffer
+    cold = done["bb/coldstart.manifest.json"]["provenance"]["slurm_job_id"]
+    assert "job_process" in trace and f"setup job={cold} " not in trace
+
+
+def test_mpi_ranks_of_a_forecast_job_start_through_srun(runs):
+    runs["mpi"].check()
+    first, *ranks = (runs["mpi"].cwd / "quilt.fcst.txt").read_text().splitlines()
+    assert sorted(line.split()[:2] for line in ranks) == [["0", "2"], ["1", "2"]], ranks  # one communicator
+    job = run("scontrol", "show", "job", first.removeprefix("job=")).stdout  # kept MinJobAge=300 s
+    assert "NumNodes=1 " in job and "NumTasks=2 " in job, job
+
+
+@pytest.fixture(scope="module", autouse=True)
+def cleanup_burst_buffer_copies():
+    """burst_buffer.lua copies each buffer to /tmp/bb_stage/out_<job>; drop those of this module's jobs."""
+    before = set(BB_STAGE.glob("out_*")) if BB_STAGE.exists() else set()
+    yield
+    for path in (set(BB_STAGE.glob("out_*")) if BB_STAGE.exists() else set()) - before:
+        shutil.rmtree(path, ignore_errors=True)

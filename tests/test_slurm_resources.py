@@ -1,0 +1,183 @@
+"""Slurm resources derived from an arm's settings, and the sbatch line the executor plugin builds from them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+import pytest
+
+from cycleio.config import ArmSettings, load_study
+from cycleio.slurm import (
+    RESOURCE_KEYS,
+    SlurmResourceError,
+    burst_buffer_request,
+    job_bytes,
+    mem_mb,
+    rule_resources,
+    runtime_minutes,
+    slurm_resources,
+)
+
+LUA = "#BB_LUA pool=localpool capacity=10"
+DATAWARP = "#DW jobdw type=scratch access_mode=striped capacity=200GiB"
+TIERS = {
+    "lustre": {"kind": "lustre", "path": "results/tiers/lustre"},
+    "node_local": {"kind": "node_local", "path": "${TMPDIR:-/tmp}/x/${SLURM_JOB_ID:-local}", "persistent": False,
+                   "shared": False},
+    "shm": {"kind": "memory", "path": "/dev/shm/x", "persistent": False, "shared": False},
+    "bb": {"kind": "burst_buffer", "path": "$BB_STAGE_DIR", "persistent": False, "burst_buffer": LUA},
+    "dw": {"kind": "burst_buffer", "path": "$DW_JOB_STRIPED", "persistent": False, "burst_buffer": DATAWARP},
+}
+FULL_CYCLE = "2026010106"
+
+
+def arms(resolution: str = "C12", levels: int = 8, **extra) -> dict[str, ArmSettings]:
+    config = {"study": "t", "resolution": resolution, "levels": levels, "tiers": TIERS,
+              "cycles": {"start": "2026010100", "end": FULL_CYCLE},
+              "scratch_tiers": ["lustre", "node_local", "shm", "bb", "dw"], **extra}
+    return load_study(config)[1].arms
+
+
+@dataclass
+class MpiArm(ArmSettings):
+    """An arm whose forecast runs on MPI ranks (the names the write-strategy settings use)."""
+
+    ranks: int = 1
+    write_groups: int = 0
+    write_tasks_per_group: int = 1
+
+
+def with_ranks(arm: ArmSettings, **mpi) -> MpiArm:
+    return MpiArm(**{name: getattr(arm, name) for name in ArmSettings.__dataclass_fields__}, **mpi)
+
+
+def test_every_step_gets_every_resource_with_valid_values():
+    for arm in arms().values():
+        for step in ("coldstart", "prep", "anal", "fcst", "post"):
+            res = slurm_resources(arm, step, FULL_CYCLE)
+            assert set(res) == set(RESOURCE_KEYS)
+            assert res["nodes"] == 1 and res["tasks"] == 1 and res["cpus_per_task"] == 1
+            assert res["mpi"] is None  # one task: the plugin runs it through `srun -n1` itself
+            assert isinstance(res["runtime"], int) and res["runtime"] >= 10
+            assert isinstance(res["mem_mb"], int) and 1000 <= res["mem_mb"] <= 4000
+
+
+def test_runtime_grows_with_resolution_levels_and_bytes():
+    small, large = arms("C48", 127)["lustre"], arms("C768", 127)["lustre"]
+    assert runtime_minutes(large, "fcst", FULL_CYCLE) > 10 * runtime_minutes(small, "fcst", FULL_CYCLE)
+    assert runtime_minutes(large, "fcst", FULL_CYCLE) > runtime_minutes(large, "prep", FULL_CYCLE)
+    assert runtime_minutes(arms("C384", 127)["lustre"], "fcst", FULL_CYCLE) > runtime_minutes(
+        arms("C384", 64)["lustre"], "fcst", FULL_CYCLE)
+    # the estimate counts every file of the step's inventory, uncompressed
+    reads, writes = job_bytes(large, "fcst", FULL_CYCLE)
+    assert writes > 100 * 2**30 and reads > 10 * 2**30
+
+
+def test_staging_and_compute_stand_in_lengthen_the_limit():
+    study = arms("C384", 127)
+    staged, baseline = study["node_local"], study["lustre"]
+    assert runtime_minutes(staged, "fcst", FULL_CYCLE) > runtime_minutes(baseline, "fcst", FULL_CYCLE)
+    computing = arms("C12", 8, forecast={"compute_seconds_per_hour": 600.0})["lustre"]
+    # 9 forecast hours x 10 minutes, with the 1.5 margin
+    assert runtime_minutes(computing, "fcst", FULL_CYCLE) >= 90 * 1.5
+    assert runtime_minutes(computing, "post", FULL_CYCLE) == 10
+
+
+def test_memory_follows_the_history_plane_and_a_retry_gets_more():
+    assert mem_mb(arms("C12")["lustre"], "fcst") == 1000
+    assert mem_mb(arms("C1152", 127)["lustre"], "fcst") > mem_mb(arms("C768", 127)["lustre"], "fcst") > 1000
+    arm = arms()["shm"]
+    first = slurm_resources(arm, "fcst", FULL_CYCLE, attempt=1)
+    retry = slurm_resources(arm, "fcst", FULL_CYCLE, attempt=2)
+    assert retry["runtime"] == 2 * first["runtime"] and retry["mem_mb"] == 2 * first["mem_mb"]
+
+
+def test_a_whole_cycle_job_adds_up_its_steps():
+    arm = arms()["node_local"]
+    steps = [job_bytes(arm, step, FULL_CYCLE) for step in ("prep", "anal", "fcst", "post")]
+    assert job_bytes(arm, "cycle", FULL_CYCLE) == tuple(map(sum, zip(*steps)))
+    half = [job_bytes(arm, step, "2026010100") for step in ("fcst", "post")]
+    assert job_bytes(arm, "cycle", "2026010100") == tuple(map(sum, zip(*half)))
+
+
+def test_burst_buffer_scratch_carries_the_request_and_nothing_else_does():
+    study = arms()
+    assert slurm_resources(study["bb"], "fcst", FULL_CYCLE)["slurm_extra"] == f"--bb '{LUA}'"
+    assert slurm_resources(study["dw"], "post", FULL_CYCLE)["slurm_extra"] == f"--bb '{DATAWARP}'"
+    assert slurm_resources(study["dw"], "cycle", FULL_CYCLE)["slurm_extra"] == f"--bb '{DATAWARP}'"
+    # the cold start writes only the persistent tier: no burst buffer to ask for
+    assert slurm_resources(study["bb"], "coldstart")["slurm_extra"] == ""
+    for name in ("lustre", "node_local", "shm"):
+        assert slurm_resources(study[name], "fcst", FULL_CYCLE)["slurm_extra"] == ""
+
+
+def test_burst_buffer_directive_is_quoted_for_the_shell_and_checked():
+    directives = ("  #DW jobdw  capacity=1TiB access_mode=striped type=scratch\n\n"
+                  "#DW stage_in source=/lus/in destination=$DW_JOB_STRIPED/in type=directory")
+    tier = SimpleNamespace(name="bb", burst_buffer=directives)
+    assert burst_buffer_request(tier) == (
+        "--bb '#DW jobdw capacity=1TiB access_mode=striped type=scratch\n"
+        "#DW stage_in source=/lus/in destination=$DW_JOB_STRIPED/in type=directory'"
+    )
+    assert burst_buffer_request(SimpleNamespace(name="bb", burst_buffer="")) == ""
+    with pytest.raises(SlurmResourceError, match=r"config key 'tiers.bb.burst_buffer'.*prefix"):
+        burst_buffer_request(SimpleNamespace(name="bb", burst_buffer="pool=localpool capacity=10"))
+    with pytest.raises(SlurmResourceError, match="prefix"):
+        burst_buffer_request(SimpleNamespace(name="bb", burst_buffer="#DW jobdw capacity=1TiB\nstage_in source=/x"))
+    with pytest.raises(SlurmResourceError, match=r"tiers.bb.burst_buffer.*partition"):
+        burst_buffer_request(SimpleNamespace(name="bb", burst_buffer="#BB_LUA pool=p -p debug"))
+
+
+def test_forecast_ranks_become_tasks_launched_through_srun():
+    study = arms()
+    quilt = with_ranks(study["node_local"], ranks=4, write_groups=2, write_tasks_per_group=2)
+    quilt.strategy = "quilt"
+    res = slurm_resources(quilt, "fcst", FULL_CYCLE)
+    assert res["tasks"] == 4 + 2 * 2 and res["mpi"] == "srun"
+    assert res["nodes"] == 1  # node-local scratch: every rank must see the node the job stages on
+    assert res["mem_mb"] == 8 * slurm_resources(study["node_local"], "fcst", FULL_CYCLE)["mem_mb"]
+    shared = with_ranks(study["lustre"], ranks=4, write_groups=2)  # serial strategy: no writer ranks
+    assert slurm_resources(shared, "fcst", FULL_CYCLE)["tasks"] == 4
+    assert slurm_resources(shared, "fcst", FULL_CYCLE)["nodes"] is None  # shared tier: Slurm places the ranks
+    for step in ("prep", "anal", "post"):
+        assert slurm_resources(quilt, step, FULL_CYCLE)["tasks"] == 1
+    assert slurm_resources(quilt, "cycle", FULL_CYCLE)["tasks"] == 8
+
+
+def test_rule_resources_are_functions_of_the_wildcards():
+    study = arms()
+    funcs = rule_resources(study)
+    assert set(funcs) == set(RESOURCE_KEYS)
+    wildcards = SimpleNamespace(arm="bb", cycle=FULL_CYCLE, step="anal")
+    expected = slurm_resources(study["bb"], "anal", FULL_CYCLE, attempt=2)
+    assert {key: f(wildcards, 2) for key, f in funcs.items()} == expected
+    cold = rule_resources(study, step="coldstart")
+    assert cold["runtime"](SimpleNamespace(arm="bb"), 1) == slurm_resources(study["bb"], "coldstart")["runtime"]
+
+
+class FakeJob:
+    """Enough of a Snakemake job for the plugin's sbatch builder."""
+
+    def __init__(self, resources: dict, threads: int = 1):
+        self.resources = SimpleNamespace(**{k: v for k, v in resources.items() if v is not None})
+        self.resources.get = lambda key, default=None: getattr(self.resources, key, default)
+        self.threads = threads
+
+
+def test_the_executor_plugin_accepts_them_and_puts_them_on_the_sbatch_line():
+    submit = pytest.importorskip("snakemake_executor_plugin_slurm.submit_string")
+    validation = pytest.importorskip("snakemake_executor_plugin_slurm.validation")
+    params = {"run_uuid": "u", "slurm_logfile": "l.log", "comment_str": "rule_cycle_step", "account": "",
+              "partition": "-p debug", "workdir": "/w"}
+    study = arms()
+    bb = FakeJob(slurm_resources(study["bb"], "fcst", FULL_CYCLE))
+    validation.validate_slurm_extra(bb)
+    line = submit.get_submit_command(bb, params)
+    for option in ("-t 10", "--mem 1000", "--nodes=1", "--ntasks=1", "--cpus-per-task=1", f"--bb '{LUA}'"):
+        assert option in line, (option, line)
+    quilt = with_ranks(study["lustre"], ranks=2, write_groups=1)
+    quilt.strategy = "quilt"
+    mpi = FakeJob(slurm_resources(quilt, "fcst", FULL_CYCLE))
+    line = submit.get_submit_command(mpi, params)
+    assert "--ntasks=3" in line and "--nodes" not in line and "--mem 3000" in line
