@@ -40,7 +40,7 @@ report: "report/workflow.rst"
 wildcard_constraints:
     arm=r"[A-Za-z][A-Za-z0-9_]*",
     cycle=r"\d{10}",
-    step="prep|anal|fcst|post|cycle",
+    step=r"prep|anal|fcst|post|cycle|efcs\d\d",
 
 
 include: "rules/common.smk"

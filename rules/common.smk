@@ -1,7 +1,8 @@
 # Helpers shared by the rules: the one place that builds output paths.
 import json
 
-from cycleio.calendar import previous_cycle, steps_of_cycle
+from cycleio.calendar import previous_cycle
+from cycleio.inventory import cycle_steps
 
 
 def out(*parts):
@@ -36,6 +37,8 @@ def step_dependencies(wildcards):
             step_file(arm, prev, "cycle", "manifest.json"),
             step_file(arm, cycle, "dump", "manifest.json"),
         ]
+    if step.startswith("efcs"):
+        return [step_file(arm, cycle, "anal", "manifest.json")]
     needs = {
         "prep": [(prev, "post"), (cycle, "dump")],
         "anal": [(cycle, "prep"), (prev, "fcst")],
@@ -51,7 +54,7 @@ def jobs_of_cycle(arm, cycle):
     """The jobs of one cycle of an arm: its steps, or one job for the whole cycle."""
     if STUDY.arms[arm].granularity == "cycle":
         return ["cycle"]
-    return list(steps_of_cycle(cycle, STUDY.cycles[0]))
+    return list(cycle_steps(cycle, STUDY.cycles[0], STUDY.arms[arm].forecast))
 
 
 def all_steps():

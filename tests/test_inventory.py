@@ -131,3 +131,22 @@ def test_burn_compute_stand_in_uses_the_cpu():
     burn_cpu(0.3)
     assert time.perf_counter() - wall0 >= 0.3
     assert time.process_time() - cpu0 > 0.15  # busy, not asleep
+
+
+def test_ensemble_jobs_write_every_members_history_with_data_of_its_own(tmp_path):
+    import xarray as xr
+
+    settings = ForecastSettings(members=10, members_per_job=4)
+    assert settings.ensemble_jobs == ["efcs01", "efcs02", "efcs03"]
+    jobs = {job: step_io(job, CYCLE, START, settings) for job in settings.ensemble_jobs}
+    assert [len(io.writes) for io in jobs.values()] == [4 * 14, 4 * 14, 2 * 14]  # atmf + sfcf, f003-f009
+    assert "enkfgdas.20260101/06/mem010/model/atmos/history/enkfgdas.t06z.atmf009.nc" in [
+        s.path for s in jobs["efcs03"].writes]
+    assert [s.path for s in jobs["efcs01"].reads] == ["gdas.20260101/06/analysis/atmos/gdas.t06z.atminc.nc"]
+    ctx = WriteContext(Grid("C12", 2), 1, CYCLE)
+    first, second = (next(s for s in jobs["efcs01"].writes if s.param("member") == m and s.kind == "atm_history")
+                     for m in (1, 2))
+    for spec in (first, second):
+        write_file(tmp_path / spec.path, spec, ctx)
+    with xr.open_dataset(tmp_path / first.path) as a, xr.open_dataset(tmp_path / second.path) as b:
+        assert not a["tmp"].equals(b["tmp"])

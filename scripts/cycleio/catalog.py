@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from .calendar import steps_of_cycle
 from .config import ArmSettings, Study
 from .grid import Grid
-from .inventory import coldstart_files, step_io
+from .inventory import cycle_steps, coldstart_files, step_io
 from .ncfiles import expected_bytes
 
 
@@ -13,7 +12,7 @@ def arm_jobs(arm: ArmSettings, cycles: list[str]) -> list[tuple[str, str, list[s
     """(cycle, job name, steps) of every job of an arm, arrivals (cold start, dumps) first in each cycle."""
     jobs = [(cycles[0], "coldstart", [])]
     for cycle in cycles:
-        steps = list(steps_of_cycle(cycle, arm.start))
+        steps = list(cycle_steps(cycle, arm.start, arm.forecast))
         if cycle != cycles[0]:
             jobs.append((cycle, "dump", []))
         if arm.granularity == "cycle" and arm.staged:

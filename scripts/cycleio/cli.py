@@ -158,8 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     step = sub.add_parser("step", help="run one step's job (stage_in, run, stage_out, verify, cleanup)")
     step.add_argument("--arm-settings", required=True, help="the arm's settings as JSON (the rules pass them)")
     step.add_argument("--cycle", required=True, help="YYYYMMDDHH")
-    step.add_argument("--step", required=True, choices=["prep", "anal", "fcst", "post", "cycle"],
-                      help="a step, or `cycle` for all the cycle's steps in one job")
+    step.add_argument("--step", required=True,
+                      help="prep, anal, fcst, post, an ensemble job efcsNN, or `cycle` for all the cycle's steps in one job")
     step.add_argument("--attempt", type=int, default=1)
     step.add_argument("--records", required=True, help="JSON-lines records to write")
     step.add_argument("--manifest", required=True, help="manifest to write last")

@@ -241,6 +241,8 @@ def build_study(config: dict) -> Study:
         iau=fc["iau"],
         pgrb2_fields=config["post"]["pgrb2_fields"],
         sflux_fields=config["post"]["sflux_fields"],
+        members=config["ensemble"]["members"],
+        members_per_job=config["ensemble"]["members_per_job"],
         product_grids=tuple(config["post"]["grids"] or (("0p25", "1p00") if int(config["resolution"][1:]) >= 384 else ("1p00",))),
     )
     persistent = _tier(config["persistent_tier"], config["tiers"][config["persistent_tier"]])

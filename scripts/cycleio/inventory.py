@@ -63,6 +63,13 @@ class ForecastSettings:
     pgrb2_fields: int = 306  # GRIB2 messages per 0.25 and 1.0 degree product file
     sflux_fields: int = 60
     product_grids: tuple[str, ...] = ("0p25", "1p00")
+    members: int = 0  # EnKF ensemble members (0 = no ensemble forecasts)
+    members_per_job: int = 8
+
+    @property
+    def ensemble_jobs(self) -> list[str]:
+        groups = -(-self.members // self.members_per_job) if self.members else 0
+        return [f"efcs{group:02d}" for group in range(1, groups + 1)]
 
     @property
     def output_hours(self) -> list[int]:
@@ -176,6 +183,26 @@ def product_files(cycle: str, hour: int, settings: ForecastSettings) -> list[Fil
     return specs
 
 
+ENSEMBLE_HOURS = range(3, 10)  # members write f003-f009 hourly, the window the next analysis reads
+
+
+def ensemble_files(cycle: str, member: int) -> list[FileSpec]:
+    folder = f"enkf{com_dir(cycle)}/mem{member:03d}/model/atmos/history"
+    return [
+        FileSpec(f"{folder}/enkfgdas.t{cycle[8:]}z.{name}f{hour:03d}.nc", kind, (("fhour", hour), ("member", member)))
+        for hour in ENSEMBLE_HOURS
+        for name, kind in (("atm", "atm_history"), ("sfc", "sfc_history"))
+    ]
+
+
+def cycle_steps(cycle: str, start: str, settings: ForecastSettings) -> tuple[str, ...]:
+    """The steps of a cycle: the half cycle's fcst and post, or prep, anal, fcst, post and the
+    ensemble forecast jobs (efcs01, ...), which start from the cycle's analysis as the EnKF's do."""
+    if is_half_cycle(cycle, start):
+        return ("fcst", "post")
+    return ("prep", "anal", "fcst", "post", *settings.ensemble_jobs)
+
+
 def step_io(step: str, cycle: str, start: str, settings: ForecastSettings) -> StepIO:
     """Reads and writes of one step of one cycle, in the order the job does them."""
     prev = previous_cycle(cycle, settings.interval_hours)
@@ -209,6 +236,12 @@ def step_io(step: str, cycle: str, start: str, settings: ForecastSettings) -> St
         for hour in settings.output_hours:
             io.reads += history_files(cycle, hour)[:2]
             io.writes += product_files(cycle, hour, settings)
+    elif step in settings.ensemble_jobs:
+        group = int(step[4:])
+        first = (group - 1) * settings.members_per_job + 1
+        io.reads = [s for s in analysis_files(cycle, settings) if s.path.endswith(".atminc.nc")]
+        for member in range(first, min(first + settings.members_per_job, settings.members + 1)):
+            io.writes += ensemble_files(cycle, member)
     else:
-        raise ValueError(f"unknown step {step!r}; expected prep, anal, fcst or post")
+        raise ValueError(f"unknown step {step!r}; expected prep, anal, fcst, post or {', '.join(settings.ensemble_jobs) or 'efcsNN with ensemble.members'}")
     return io

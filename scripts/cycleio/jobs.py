@@ -16,11 +16,11 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from .calendar import is_half_cycle, steps_of_cycle
+from .calendar import is_half_cycle
 from .config import ArmSettings
 from .fsutil import file_checksum, write_json_atomic
 from .grid import Grid
-from .inventory import FileSpec, coldstart_files, step_io
+from .inventory import cycle_steps, FileSpec, coldstart_files, step_io
 from .ncfiles import WriteContext, read_file, write_file
 from .records import RecordLog
 from .staging import StagingOptions, checksum_file, copy_and_verify, drop_page_cache, remove_tree
@@ -196,7 +196,7 @@ def job_files(settings: ArmSettings, cycle: str, steps: list[str]) -> tuple[list
 def run_step(settings: ArmSettings, cycle: str, step: str, records_path: Path, manifest_path: Path,
              attempt: int = 1) -> dict:
     """Run one step of one cycle (``step`` = ``cycle`` runs all the cycle's steps in one job)."""
-    steps = list(steps_of_cycle(cycle, settings.start)) if step == "cycle" else [step]
+    steps = list(cycle_steps(cycle, settings.start, settings.forecast)) if step == "cycle" else [step]
     label = f"[{settings.arm} {cycle} {step}]"
     persistent = TierContext(settings.persistent, settings)
     scratch = TierContext(settings.scratch, settings) if settings.staged else persistent

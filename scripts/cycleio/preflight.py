@@ -6,10 +6,9 @@ import os
 from collections import defaultdict
 from pathlib import Path
 
-from .calendar import steps_of_cycle
 from .config import ArmSettings, ConfigError, Study
 from .grid import Grid
-from .inventory import coldstart_files, step_io
+from .inventory import cycle_steps, coldstart_files, step_io
 from .jobs import job_files
 from .ncfiles import expected_bytes
 from .tiers import JOB_TIME_VARIABLES, TierError, expand_tier_path, filesystem_type, free_bytes, writable_without_writing
@@ -25,7 +24,7 @@ def human_bytes(n: float) -> str:
 def _jobs(arm: ArmSettings, cycles: list[str]) -> list[tuple[str, list[str]]]:
     out = []
     for cycle in cycles:
-        steps = list(steps_of_cycle(cycle, arm.start))
+        steps = list(cycle_steps(cycle, arm.start, arm.forecast))
         out += [(cycle, steps)] if arm.granularity == "cycle" and arm.staged else [(cycle, [s]) for s in steps]
     return out
 
