@@ -32,3 +32,24 @@ def require_tool(name: str, why: str) -> str:
 @pytest.fixture
 def repo() -> Path:
     return REPO
+
+
+@pytest.fixture
+def default_config() -> dict:
+    import yaml
+
+    return yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+
+
+def with_changes(config: dict, **changes) -> dict:
+    """A deep copy of config with keys replaced; nested keys are joined by __ (cycles__end=...)."""
+    import copy
+
+    out = copy.deepcopy(config)
+    for dotted, value in changes.items():
+        target = out
+        *parents, last = dotted.split("__")
+        for key in parents:
+            target = target[key]
+        target[last] = value
+    return out

@@ -1,27 +1,11 @@
-import copy
 import re
 
 import pytest
+from conftest import with_changes
 import yaml
 
 from cycleio.config import ConfigError, build_study, fill_defaults, load_schema, validate_config
 from cycleio.docs import schema_markdown
-
-
-@pytest.fixture
-def default_config(repo):
-    return yaml.safe_load((repo / "config" / "config.yaml").read_text())
-
-
-def with_changes(config, **changes):
-    out = copy.deepcopy(config)
-    for dotted, value in changes.items():
-        target = out
-        *parents, last = dotted.split("__")
-        for key in parents:
-            target = target[key]
-        target[last] = value
-    return out
 
 
 @pytest.mark.parametrize(

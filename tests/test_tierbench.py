@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import shlex
@@ -13,7 +12,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import require_tool
+from conftest import require_tool, with_changes
 from cycleio import tierbench as tb
 from cycleio.cli import main
 from cycleio.config import ConfigError, validate_config
@@ -21,22 +20,6 @@ from cycleio.tiers import Tier
 
 DATA = Path(__file__).parent / "data"
 MIB = 2**20
-
-
-@pytest.fixture
-def default_config(repo):
-    return yaml.safe_load((repo / "config" / "config.yaml").read_text())
-
-
-def changed(config: dict, **changes) -> dict:
-    out = copy.deepcopy(config)
-    for dotted, value in changes.items():
-        target = out
-        *parents, last = dotted.split("__")
-        for key in parents:
-            target = target[key]
-        target[last] = value
-    return out
 
 
 @pytest.fixture
@@ -84,7 +67,7 @@ def test_default_plan_covers_every_study_tier_pattern_and_task_count(default_con
 
 
 def test_custom_pattern_merges_with_schema_defaults(default_config):
-    config = changed(default_config, benchmarks__io_patterns=["mine"],
+    config = with_changes(default_config, benchmarks__io_patterns=["mine"],
                      benchmarks__patterns={"mine": {"transfer_size": "4k", "block_size": "1m", "tasks": [3],
                                                     "repetitions": 5, "direct_io": True, "stonewall_s": 2}},
                      benchmarks__tiers=["shm"])
@@ -118,7 +101,7 @@ def test_custom_pattern_merges_with_schema_defaults(default_config):
 )
 def test_bad_benchmark_config_names_the_key(default_config, changes, message):
     with pytest.raises(ConfigError, match=message):
-        tb.BenchmarkPlan.from_config(validate_config(changed(default_config, **changes)))
+        tb.BenchmarkPlan.from_config(validate_config(with_changes(default_config, **changes)))
 
 
 @pytest.mark.parametrize(
@@ -136,7 +119,7 @@ def test_bad_benchmark_config_names_the_key(default_config, changes, message):
 )
 def test_schema_errors_in_benchmarks_name_the_key(default_config, changes, message):
     with pytest.raises(ConfigError, match=message):
-        validate_config(changed(default_config, **changes))
+        validate_config(with_changes(default_config, **changes))
 
 
 # ------------------------------------------------------------------------- commands
@@ -309,7 +292,7 @@ def test_replay_repeats_each_steps_files(tmp_path):
 def test_bench_cli_tables_and_figures(tmp_path, shm_dir, default_config):
     require_tool("fio", "the benchmark runs fio where IOR is absent")
     require_tool("mpiexec", "field I/O runs under the MPI launcher (pip install mpich)")
-    config = changed(default_config, study="t",
+    config = with_changes(default_config, study="t",
                      tiers={"disk": {"kind": "posix", "path": str(tmp_path / "disk")},
                             "shm": {"kind": "memory", "path": str(shm_dir)}},
                      persistent_tier="disk", scratch_tiers=["disk", "shm"],

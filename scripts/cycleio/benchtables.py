@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .fsutil import landing
+from .aggregate import write_table
 from .tierbench import COLUMNS
 
 MiB = 2**20
@@ -119,15 +119,6 @@ def efficiency_table(bench: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
     merged["reference_tasks"] = merged["reference_tasks"].astype("Int64")
     return merged.reindex(columns=list(EFFICIENCY_COLUMNS)).sort_values(
         ["arm", "tier", "step", "activity", "reference"], kind="stable").reset_index(drop=True)
-
-
-def write_table(frame: pd.DataFrame, path: Path) -> None:
-    """CSV or Parquet by suffix, landed atomically."""
-    with landing(path) as tmp:
-        if path.suffix == ".parquet":
-            frame.to_parquet(tmp, index=False)
-        else:
-            frame.to_csv(tmp, index=False)
 
 
 def write_benchmark_tables(point_files: list[str | Path], events_path: Path, out_dir: Path) -> dict[str, Path]:
