@@ -6,9 +6,9 @@ import os
 from collections import defaultdict
 from pathlib import Path
 
-from .config import ArmSettings, ConfigError, Study
+from .config import ConfigError, Study
 from .grid import Grid
-from .inventory import cycle_steps, coldstart_files, step_io
+from .catalog import arm_jobs, inventory_rows
 from .jobs import job_files
 from .ncfiles import expected_bytes
 from .tiers import JOB_TIME_VARIABLES, TierError, expand_tier_path, filesystem_type, free_bytes, writable_without_writing
@@ -21,29 +21,19 @@ def human_bytes(n: float) -> str:
     return f"{n:.1f} TiB"
 
 
-def _jobs(arm: ArmSettings, cycles: list[str]) -> list[tuple[str, list[str]]]:
-    out = []
-    for cycle in cycles:
-        steps = list(cycle_steps(cycle, arm.start, arm.forecast))
-        out += [(cycle, steps)] if arm.granularity == "cycle" and arm.staged else [(cycle, [s]) for s in steps]
-    return out
-
-
 def study_needs(study: Study) -> dict[str, dict]:
     """Estimated bytes per tier: all outputs on the persistent tier, the largest job on scratch."""
     persistent: dict[str, int] = defaultdict(int)
     scratch: dict[str, int] = defaultdict(int)
     for arm in study.arms.values():
+        persistent[arm.persistent.name] += sum(row["expected_bytes"] for row in inventory_rows(arm, study.cycles))
+        if not arm.staged:
+            continue
         grid = Grid(arm.resolution, arm.levels)
-        size = lambda spec: expected_bytes(spec, grid, arm.compression)  # noqa: E731
-        persistent[arm.persistent.name] += sum(size(spec) for spec in coldstart_files(arm.start))
-        for cycle in study.cycles[1:]:
-            persistent[arm.persistent.name] += sum(size(s) for s in step_io("dump", cycle, arm.start, arm.forecast).writes)
-        for cycle, steps in _jobs(arm, study.cycles):
-            inputs, outputs, _ = job_files(arm, cycle, steps)
-            persistent[arm.persistent.name] += sum(size(spec) for spec in outputs)
-            if arm.staged:
-                job = sum(size(spec) for spec in inputs) + sum(size(spec) for spec in outputs)
+        for cycle, _, steps in arm_jobs(arm, study.cycles):
+            if steps:
+                inputs, outputs, _ = job_files(arm, cycle, steps)
+                job = sum(expected_bytes(spec, grid, arm.compression) for spec in inputs + outputs)
                 scratch[arm.scratch.name] = max(scratch[arm.scratch.name], job)
     return {name: {"persistent_bytes": persistent.get(name, 0), "scratch_bytes": scratch.get(name, 0)}
             for name in set(persistent) | set(scratch)}
