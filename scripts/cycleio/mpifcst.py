@@ -516,10 +516,17 @@ def own_rows(ctx: WriteContext, var: VarPlan, plane: PlanePlan, piece: Piece) ->
 
 
 def wait_all(requests) -> None:
-    """Complete MPI requests without hogging a core: spin briefly, then poll with short sleeps."""
+    """Complete MPI requests; when ranks outnumber cores, without hogging one (spin, then short sleeps).
+
+    With a core per rank, MPI's own blocking wait is used: the sleeps add up to a millisecond per
+    message, and the serial strategy sends one message per plane (tens of thousands per forecast).
+    """
     from mpi4py import MPI
 
     requests = [request for request in requests if request is not None]
+    if MPI.COMM_WORLD.Get_size() <= (os.cpu_count() or 1):
+        MPI.Request.Waitall(requests)
+        return
     spins, delay = 0, 5e-5
     while not MPI.Request.Testall(requests):
         spins += 1
