@@ -19,7 +19,7 @@ study: setup
 	@$(MAKE) --no-print-directory report STUDY=$(STUDY) ARGS='$(ARGS)'
 	@echo
 	@echo "Study '$(STUDY_NAME)' is done:"
-	@echo "  tables:  results/$(STUDY_NAME)/tables/ (io_events.parquet/.csv, step_summary.csv, phase_throughput.csv)"
+	@echo "  tables:  results/$(STUDY_NAME)/tables/ (step_summary.csv, io_events.parquet, staging.csv, benchmarks.csv, efficiency.csv, ...)"
 	@echo "  figures: results/$(STUDY_NAME)/figures/"
 	@echo "  report:  results/$(STUDY_NAME)/report.html"
 
