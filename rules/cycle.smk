@@ -37,6 +37,7 @@ rule obs_dump:
         "../envs/cycleio.yaml"
     resources:
         io_lock=1,
+        **rule_resources(STUDY.arms, step="dump"),
     params:
         settings=arm_settings,
     message:

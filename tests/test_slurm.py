@@ -4,11 +4,10 @@ The module brings the cluster up with ci/slurm/install.sh and ``start.sh --burst
 apt-get needed) and stops its daemons by PID with ci/slurm/stop.sh at the end. To stay short it starts
 these runs at once and lets each test wait for its own:
 
-- the smoke study through the Snakemake Slurm executor (profiles/slurm-localhost), and the same study
-  locally, whose tables must have the same shape;
+- the smoke study through the Snakemake Slurm executor (profiles/slurm-localhost), its MPI forecasts
+  launched with ``srun``, and the same study locally (``mpiexec``), whose tables must have the same shape;
 - a one-cycle study whose scratch tier is a Lua burst buffer, run by an unprivileged user (Slurm refuses
-  burst buffers to root): its jobs must carry the request and stage through the buffer's folder;
-- a job with the resources of an MPI forecast, whose ranks ``srun`` starts as one communicator.
+  burst buffers to root): its jobs must carry the request and stage through the buffer's folder.
 
 Without root or Slurm the module skips with the reason, except in CI (CI=true), where it fails.
 """
@@ -24,7 +23,6 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
-import textwrap
 import threading
 import time
 from pathlib import Path
@@ -46,6 +44,9 @@ BB_TRACE = Path("/tmp/bb_trace.log")  # appended to by ci/slurm/burst_buffer.lua
 BB_STAGE = Path("/tmp/bb_stage")  # where ci/slurm/burst_buffer.lua makes each job's buffer
 RUN_SECONDS = 420  # a run that takes longer is killed and its test fails
 TABLES = ["results/smoke/tables/step_summary.csv", "results/smoke/tables/io_events.parquet"]
+# The launcher of MPI programs under the Snakemake Slurm executor. --overlap: a 1-task job runs inside
+# the plugin's `srun -n1` step, where a plain `srun` waits forever for CPUs that step holds.
+SRUN = "srun --overlap -n {ntasks}"
 
 
 def unavailable(reason: str):
@@ -110,7 +111,9 @@ def slurm():
     install = run("bash", SLURM_CI / "install.sh", timeout=900)
     if install.returncode != 0:
         unavailable(f"ci/slurm/install.sh failed:\n{tail(install.stdout + install.stderr)}")
-    start = run("bash", SLURM_CI / "start.sh", "--burst-buffer", timeout=180)
+    # more CPU slots than cores: the smoke study's three arms and their 2-rank forecasts run side by side
+    cpus = str(max(4, os.cpu_count() or 1))
+    start = run("bash", SLURM_CI / "start.sh", "--burst-buffer", timeout=180, env={**os.environ, "SLURM_CPUS": cpus})
     if start.returncode != 0:
         unavailable(f"ci/slurm/start.sh --burst-buffer failed:\n{tail(start.stdout + start.stderr)}")
     already_up = "already up" in start.stdout
@@ -120,23 +123,27 @@ def slurm():
         assert stop.returncode == 0, stop.stdout + stop.stderr
 
 
-def smoke_tiers(workdir: Path, shm: Path) -> Path:
-    """Tiers private to one run; node-local scratch in a folder per Slurm job (``local`` outside Slurm)."""
-    tiers = {"tiers": {
+def smoke_overrides(workdir: Path, shm: Path, slurm: bool) -> Path:
+    """Tiers private to one run, node-local scratch in a folder per Slurm job (``local`` outside Slurm);
+    under Slurm the forecast's MPI ranks start with srun, inside the job's allocation."""
+    config = {"tiers": {
         "node_local": {"kind": "node_local", "path": f"{workdir}/node_local/job-${{SLURM_JOB_ID:-local}}",
                        "persistent": False, "shared": False},
         "shm": {"kind": "memory", "path": str(shm), "persistent": False, "shared": False},
     }}
-    path = workdir / "tiers.yaml"
-    path.write_text(yaml.safe_dump(tiers))
+    if slurm:
+        config["launcher"] = SRUN
+    path = workdir / "overrides.yaml"
+    path.write_text(yaml.safe_dump(config))
     return path
 
 
 def start_smoke(base: Path, executor: str) -> Background:
     workdir = base / executor
     workdir.mkdir()
-    tiers = smoke_tiers(workdir, Path("/dev/shm") / f"cycleio-test-{os.getpid()}-{executor}")
-    argv = [BIN / "snakemake", *TABLES, "-s", REPO / "Snakefile", "--configfile", SMOKE, tiers]
+    shm = Path("/dev/shm") / f"cycleio-test-{os.getpid()}-{executor}"
+    overrides = smoke_overrides(workdir, shm, executor == "slurm")
+    argv = [BIN / "snakemake", *TABLES, "-s", REPO / "Snakefile", "--configfile", SMOKE, overrides]
     if executor == "slurm":
         # the profile is complete: as workflow profile it replaces profiles/default (io_lock=1)
         argv += ["--workflow-profile", PROFILE]
@@ -169,7 +176,7 @@ def user_workflow(user: str, home: Path) -> Path:
 def user_python(user: str, home: Path) -> Path:
     """A Python the user can run with this venv's packages: the venv itself when the user can use it,
     else a venv of its own (from an interpreter the user can run) that adds or copies these packages."""
-    probe = "import snakemake, snakemake_executor_plugin_slurm, netCDF4, mpi4py"
+    probe = "import snakemake, snakemake_executor_plugin_slurm, netCDF4; from mpi4py import MPI"
     if user_can(user, BIN / "python", "-c", probe):
         return BIN / "python"
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
@@ -184,10 +191,23 @@ def user_python(user: str, home: Path) -> Path:
         raise RuntimeError(f"cannot make a venv for {user}: {made.stderr}")
     site_packages = sysconfig.get_paths()["purelib"]
     own = Path(sysconfig.get_paths(vars={"base": str(venv)})["purelib"])
-    if user_can(user, "test", "-r", Path(site_packages) / "snakemake" / "__init__.py"):
+    readable = user_can(user, "test", "-r", Path(site_packages) / "snakemake" / "__init__.py")
+    if readable:
         (own / "cycleio-test.pth").write_text(f"import site; site.addsitedir({site_packages!r})\n")
     else:  # this venv lives where the user cannot read: copy its packages
         shutil.copytree(site_packages, own, symlinks=True, dirs_exist_ok=True)
+    # what the packages need beside site-packages: the mpich wheel's libmpi in lib/, mpiexec in bin/
+    for folder in ("lib", "bin"):
+        for entry in (Path(sys.prefix) / folder).iterdir():
+            target = venv / folder / entry.name
+            if entry.name.startswith(("python", "activate", "Activate", "pip")) or target.exists():
+                continue
+            if readable:
+                target.symlink_to(entry)
+            elif entry.is_dir():
+                shutil.copytree(entry, target, symlinks=True)
+            else:
+                shutil.copy2(entry, target)
     if not user_can(user, venv / "bin" / "python", "-c", probe):
         raise RuntimeError(f"user {user} cannot import the workflow's packages with {venv / 'bin' / 'python'}")
     return venv / "bin" / "python"
@@ -214,6 +234,7 @@ def start_burst_buffer_study() -> tuple[Background | None, Path, str]:
         "tiers": {"bb": {"kind": "burst_buffer", "path": "$BB_STAGE_DIR", "persistent": False, "shared": True,
                          "burst_buffer": BB_DIRECTIVE}},
         "scratch_tiers": ["bb"],
+        "launcher": SRUN,
     }
     (home / "bb.yaml").write_text(yaml.safe_dump(study))
     os.chown(home / "bb.yaml", account.pw_uid, account.pw_gid)
@@ -227,55 +248,12 @@ def start_burst_buffer_study() -> tuple[Background | None, Path, str]:
     return Background("bb-study", argv, home), home, ""
 
 
-MPI_SNAKEFILE = textwrap.dedent('''\
-    # One MPI forecast job with the Slurm resources cycleio derives for a quilt arm (1 compute rank and
-    # 1 writer rank, node-local scratch): the plugin asks for 2 tasks on 1 node and leaves `srun` to us.
-    import sys
-    sys.path.insert(0, {scripts!r})
-    from dataclasses import dataclass
-    from cycleio.config import ArmSettings, load_study
-    from cycleio.slurm import rule_resources
-
-    @dataclass
-    class MpiArm(ArmSettings):
-        ranks: int = 1
-        write_groups: int = 0
-        write_tasks_per_group: int = 1
-
-    _config = {{"study": "mpi", "resolution": "C12", "levels": 8, "scratch_tiers": ["node_local"]}}
-    _arm = load_study(_config)[1].arms["node_local"]
-    _fields = {{name: getattr(_arm, name) for name in ArmSettings.__dataclass_fields__}}
-    ARMS = {{"quilt": MpiArm(**{{**_fields, "strategy": "quilt"}}, ranks=1, write_groups=1)}}
-
-    rule all:
-        input: "quilt.fcst.txt"
-
-    rule fcst:
-        output: "{{arm}}.{{step}}.txt"
-        resources: **rule_resources(ARMS)
-        shell:
-            # the plugin's job step keeps SLURM_JOB_ID (and drops the other SLURM_* variables): srun finds
-            # the allocation from it
-            "echo job=$SLURM_JOB_ID > {{output}};"
-            " srun -n {{resources.tasks}} python -c 'from mpi4py import MPI; c = MPI.COMM_WORLD;"
-            " print(c.Get_rank(), c.Get_size(), MPI.Get_processor_name(), flush=True)' >> {{output}}"
-''')
-
-
-def start_mpi_job(base: Path) -> Background:
-    workdir = base / "mpi"
-    workdir.mkdir()
-    (workdir / "Snakefile").write_text(MPI_SNAKEFILE.format(scripts=str(REPO / "scripts")))
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
-    return Background("mpi-job", [BIN / "snakemake", "--workflow-profile", PROFILE], workdir, env)
-
-
 @pytest.fixture(scope="module")
 def runs(slurm, tmp_path_factory):
     """Start every run of the module at once (they mostly wait on Slurm); tests wait for their own."""
     base = tmp_path_factory.mktemp("slurm-runs")
     trace_start = BB_TRACE.stat().st_size if BB_TRACE.exists() else 0
-    started = {"slurm": start_smoke(base, "slurm"), "local": start_smoke(base, "local"), "mpi": start_mpi_job(base)}
+    started = {"slurm": start_smoke(base, "slurm"), "local": start_smoke(base, "local")}
     bb, bb_home, bb_problem = start_burst_buffer_study()
     started["bb"] = bb
     yield {**started, "bb_home": bb_home, "bb_problem": bb_problem, "trace_start": trace_start}
@@ -326,9 +304,30 @@ def test_every_step_job_was_a_slurm_job_with_its_own_node_local_scratch(runs):
     assert all(m["provenance"]["slurm_job_id"] == "" for m in run_locally.values())
     # node-local scratch followed $SLURM_JOB_ID: a folder per job
     for name, manifest in under_slurm.items():
-        if name.startswith("node_local/") and "coldstart" not in name:
+        if name.startswith("node_local/") and "scratch" in manifest["provenance"]["tiers"]:
             scratch = manifest["provenance"]["tiers"]["scratch"]["path"]
             assert scratch == str(slurm.cwd / "node_local" / f"job-{job_ids[name]}"), (name, scratch)
+
+
+def test_forecast_ranks_start_through_srun_in_their_job(runs):
+    slurm, local = runs["slurm"], runs["local"]
+    slurm.check()
+    local.check()
+    arms = slurm.cwd / "results" / "smoke" / "arms"
+    forecasts = sorted(arms.rglob("fcst.records.jsonl"))
+    assert len(forecasts) == len(list((local.cwd / "results" / "smoke" / "arms").rglob("fcst.records.jsonl")))
+    for path in forecasts:
+        ranks = {(e["rank"], e["nranks"]) for e in records(path) if e["op"] == "write_effective"}
+        assert ranks == {(0, 2), (1, 2)}, (path, ranks)  # both ranks of one 2-rank communicator wrote
+        arm, cycle = path.parent.parent.name, path.parent.name
+        log = (slurm.cwd / "results" / "smoke" / "logs" / arm / cycle / "fcst.log").read_text()
+        assert "srun --overlap -n 2 " in log, log  # the launcher, inside the job's allocation
+    # the last forecasts' jobs are still known to Slurm (MinJobAge=300 s): 2 tasks on one node
+    last = max(path.parent.name for path in forecasts)
+    for path in arms.glob(f"*/{last}/fcst.manifest.json"):
+        job_id = json.loads(path.read_text())["provenance"]["slurm_job_id"]
+        job = run("scontrol", "show", "job", job_id).stdout
+        assert "NumNodes=1 " in job and "NumTasks=2 " in job, (path, job)
     log = slurm.output()
     assert "has been submitted with SLURM jobid" in log and "Error in rule" not in log, tail(log)
 
@@ -360,14 +359,6 @@ def test_burst_buffer_scratch_is_requested_by_each_step_job_and_staged_through(r
     # the cold start writes only the persistent tier: it asked for no burst buffer
     cold = done["bb/coldstart.manifest.json"]["provenance"]["slurm_job_id"]
     assert "job_process" in trace and f"setup job={cold} " not in trace
-
-
-def test_mpi_ranks_of_a_forecast_job_start_through_srun(runs):
-    runs["mpi"].check()
-    first, *ranks = (runs["mpi"].cwd / "quilt.fcst.txt").read_text().splitlines()
-    assert sorted(line.split()[:2] for line in ranks) == [["0", "2"], ["1", "2"]], ranks  # one communicator
-    job = run("scontrol", "show", "job", first.removeprefix("job=")).stdout  # kept MinJobAge=300 s
-    assert "NumNodes=1 " in job and "NumTasks=2 " in job, job
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
 from types import SimpleNamespace
 
 import pytest
 
 from cycleio.config import ArmSettings, load_study
 from cycleio.slurm import (
+    FORBIDDEN_SLURM_EXTRA,
     RESOURCE_KEYS,
     SlurmResourceError,
     burst_buffer_request,
@@ -39,28 +40,18 @@ def arms(resolution: str = "C12", levels: int = 8, **extra) -> dict[str, ArmSett
     return load_study(config)[1].arms
 
 
-@dataclass
-class MpiArm(ArmSettings):
-    """An arm whose forecast runs on MPI ranks (the names the write-strategy settings use)."""
-
-    ranks: int = 1
-    write_groups: int = 0
-    write_tasks_per_group: int = 1
-
-
-def with_ranks(arm: ArmSettings, **mpi) -> MpiArm:
-    return MpiArm(**{name: getattr(arm, name) for name in ArmSettings.__dataclass_fields__}, **mpi)
-
-
 def test_every_step_gets_every_resource_with_valid_values():
     for arm in arms().values():
-        for step in ("coldstart", "prep", "anal", "fcst", "post"):
+        for step in ("coldstart", "dump", "prep", "anal", "fcst", "post"):
             res = slurm_resources(arm, step, FULL_CYCLE)
             assert set(res) == set(RESOURCE_KEYS)
-            assert res["nodes"] == 1 and res["tasks"] == 1 and res["cpus_per_task"] == 1
-            assert res["mpi"] is None  # one task: the plugin runs it through `srun -n1` itself
+            assert res["cpus_per_task"] == 1
             assert isinstance(res["runtime"], int) and res["runtime"] >= 10
-            assert isinstance(res["mem_mb"], int) and 1000 <= res["mem_mb"] <= 4000
+            assert isinstance(res["mem_mb"], int) and 1000 <= res["mem_mb"] / res["tasks"] <= 4000
+            if step == "fcst":  # the forecast is an MPI program: 2 compute ranks by default
+                assert res["tasks"] == 2 and res["mpi"] == "srun"
+            else:  # one task: the plugin runs it through `srun -n1` itself
+                assert res["tasks"] == 1 and res["mpi"] is None and res["nodes"] == 1
 
 
 def test_runtime_grows_with_resolution_levels_and_bytes():
@@ -85,12 +76,13 @@ def test_staging_and_compute_stand_in_lengthen_the_limit():
 
 
 def test_memory_follows_the_history_plane_and_a_retry_gets_more():
-    assert mem_mb(arms("C12")["lustre"], "fcst") == 1000
-    assert mem_mb(arms("C1152", 127)["lustre"], "fcst") > mem_mb(arms("C768", 127)["lustre"], "fcst") > 1000
+    assert mem_mb(arms("C12")["lustre"], "post") == 1000
+    assert mem_mb(arms("C1152", 127)["lustre"], "post") > mem_mb(arms("C768", 127)["lustre"], "post") > 1000
     arm = arms()["shm"]
     first = slurm_resources(arm, "fcst", FULL_CYCLE, attempt=1)
     retry = slurm_resources(arm, "fcst", FULL_CYCLE, attempt=2)
     assert retry["runtime"] == 2 * first["runtime"] and retry["mem_mb"] == 2 * first["mem_mb"]
+    assert first["mem_mb"] == 2 * mem_mb(arm, "post")  # two forecast ranks
 
 
 def test_a_whole_cycle_job_adds_up_its_steps():
@@ -106,8 +98,9 @@ def test_burst_buffer_scratch_carries_the_request_and_nothing_else_does():
     assert slurm_resources(study["bb"], "fcst", FULL_CYCLE)["slurm_extra"] == f"--bb '{LUA}'"
     assert slurm_resources(study["dw"], "post", FULL_CYCLE)["slurm_extra"] == f"--bb '{DATAWARP}'"
     assert slurm_resources(study["dw"], "cycle", FULL_CYCLE)["slurm_extra"] == f"--bb '{DATAWARP}'"
-    # the cold start writes only the persistent tier: no burst buffer to ask for
+    # the cold start and the observation dumps write only the persistent tier: no burst buffer
     assert slurm_resources(study["bb"], "coldstart")["slurm_extra"] == ""
+    assert slurm_resources(study["bb"], "dump", FULL_CYCLE)["slurm_extra"] == ""
     for name in ("lustre", "node_local", "shm"):
         assert slurm_resources(study[name], "fcst", FULL_CYCLE)["slurm_extra"] == ""
 
@@ -130,19 +123,21 @@ def test_burst_buffer_directive_is_quoted_for_the_shell_and_checked():
 
 
 def test_forecast_ranks_become_tasks_launched_through_srun():
-    study = arms()
-    quilt = with_ranks(study["node_local"], ranks=4, write_groups=2, write_tasks_per_group=2)
-    quilt.strategy = "quilt"
-    res = slurm_resources(quilt, "fcst", FULL_CYCLE)
+    layout = {"ranks": 4, "write_groups": 2, "write_tasks_per_group": 2}
+    quilt = arms(write_strategies=["quilt"], write_component=layout)
+    res = slurm_resources(quilt["node_local"], "fcst", FULL_CYCLE)
     assert res["tasks"] == 4 + 2 * 2 and res["mpi"] == "srun"
     assert res["nodes"] == 1  # node-local scratch: every rank must see the node the job stages on
-    assert res["mem_mb"] == 8 * slurm_resources(study["node_local"], "fcst", FULL_CYCLE)["mem_mb"]
-    shared = with_ranks(study["lustre"], ranks=4, write_groups=2)  # serial strategy: no writer ranks
-    assert slurm_resources(shared, "fcst", FULL_CYCLE)["tasks"] == 4
-    assert slurm_resources(shared, "fcst", FULL_CYCLE)["nodes"] is None  # shared tier: Slurm places the ranks
+    assert res["mem_mb"] == 8 * slurm_resources(quilt["node_local"], "prep", FULL_CYCLE)["mem_mb"]
+    serial = arms(write_component=layout)  # serial strategy: no writer ranks
+    assert slurm_resources(serial["lustre"], "fcst", FULL_CYCLE)["tasks"] == 4
+    assert slurm_resources(serial["lustre"], "fcst", FULL_CYCLE)["nodes"] is None  # shared: Slurm places ranks
     for step in ("prep", "anal", "post"):
-        assert slurm_resources(quilt, step, FULL_CYCLE)["tasks"] == 1
-    assert slurm_resources(quilt, "cycle", FULL_CYCLE)["tasks"] == 8
+        assert slurm_resources(quilt["node_local"], step, FULL_CYCLE)["tasks"] == 1
+    assert slurm_resources(quilt["node_local"], "cycle", FULL_CYCLE)["tasks"] == 8
+    one = arms(write_component={"ranks": 1})["shm"]
+    assert slurm_resources(one, "fcst", FULL_CYCLE)["tasks"] == 1
+    assert slurm_resources(one, "fcst", FULL_CYCLE)["mpi"] is None  # the plugin refuses mpi with 1 task
 
 
 def test_rule_resources_are_functions_of_the_wildcards():
@@ -165,19 +160,38 @@ class FakeJob:
         self.threads = threads
 
 
-def test_the_executor_plugin_accepts_them_and_puts_them_on_the_sbatch_line():
-    submit = pytest.importorskip("snakemake_executor_plugin_slurm.submit_string")
-    validation = pytest.importorskip("snakemake_executor_plugin_slurm.validation")
+@pytest.fixture(scope="module")
+def plugin(tmp_path_factory):
+    """The executor plugin's sbatch builder and validation. Importing the plugin runs `scontrol show
+    config`, which waits seconds where Slurm is installed but not running: a stub answers instead."""
+    stub = tmp_path_factory.mktemp("bin") / "scontrol"
+    stub.write_text("#!/bin/sh\necho 'MaxArraySize = 1001'\n")
+    stub.chmod(0o755)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PATH", f"{stub.parent}{os.pathsep}{os.environ.get('PATH', '')}")
+        submit = pytest.importorskip("snakemake_executor_plugin_slurm.submit_string")
+        validation = pytest.importorskip("snakemake_executor_plugin_slurm.validation")
+    return SimpleNamespace(submit=submit, validation=validation)
+
+
+def test_the_executor_plugin_accepts_them_and_puts_them_on_the_sbatch_line(plugin):
+    submit, validation = plugin.submit, plugin.validation
     params = {"run_uuid": "u", "slurm_logfile": "l.log", "comment_str": "rule_cycle_step", "account": "",
               "partition": "-p debug", "workdir": "/w"}
     study = arms()
-    bb = FakeJob(slurm_resources(study["bb"], "fcst", FULL_CYCLE))
+    bb = FakeJob(slurm_resources(study["bb"], "post", FULL_CYCLE))
     validation.validate_slurm_extra(bb)
     line = submit.get_submit_command(bb, params)
     for option in ("-t 10", "--mem 1000", "--nodes=1", "--ntasks=1", "--cpus-per-task=1", f"--bb '{LUA}'"):
         assert option in line, (option, line)
-    quilt = with_ranks(study["lustre"], ranks=2, write_groups=1)
-    quilt.strategy = "quilt"
+    quilt = arms(write_strategies=["quilt"], write_component={"ranks": 2, "write_groups": 1})["lustre"]
     mpi = FakeJob(slurm_resources(quilt, "fcst", FULL_CYCLE))
     line = submit.get_submit_command(mpi, params)
     assert "--ntasks=3" in line and "--nodes" not in line and "--mem 3000" in line
+    local = FakeJob(slurm_resources(study["node_local"], "fcst", FULL_CYCLE))
+    line = submit.get_submit_command(local, params)
+    assert "--ntasks=2" in line and "--nodes=1" in line and "--mem 2000" in line
+
+
+def test_the_refused_slurm_extra_options_are_the_plugins(plugin):
+    assert FORBIDDEN_SLURM_EXTRA == plugin.validation.get_forbidden_slurm_options()

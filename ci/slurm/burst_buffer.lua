@@ -64,7 +64,8 @@ end
 
 function slurm_bb_data_out(job_id, job_script, uid, gid)
     trace("data_out job=%s", job_id)
-    os.execute("cp -r " .. stage_dir(job_id) .. " /tmp/bb_stage/out_" .. job_id)
+    local out = "/tmp/bb_stage/out_" .. job_id
+    os.execute("rm -rf " .. out .. " && cp -r " .. stage_dir(job_id) .. " " .. out)
     return slurm.SUCCESS
 end
 

@@ -10,6 +10,8 @@
 #   --keep-state    keep slurmctld/slurmd state and logs of an earlier run (default: wiped)
 # Env: SLURM_EXTRA_CONF  extra slurm.conf lines (inserted before the node/partition lines)
 #      SLURM_START_TIMEOUT seconds to wait for the node to become idle (default 60)
+#      SLURM_CPUS          CPUs the node offers (default: nproc). More than the machine has lets
+#                          more small jobs run at once (slurmd then trusts the configuration)
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -27,7 +29,7 @@ for arg in "$@"; do
   case "$arg" in
     --burst-buffer) BB=1 ;;
     --keep-state) KEEP_STATE=1 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "unknown option: $arg" >&2; exit 2 ;;
   esac
 done
@@ -53,7 +55,14 @@ node_state() {
 }
 
 H=$(hostname -s)
-CPUS=$(nproc)
+CPUS=${SLURM_CPUS:-$(nproc)}
+if ! [[ "$CPUS" =~ ^[1-9][0-9]*$ ]]; then
+  echo "SLURM_CPUS must be a positive integer, got '$CPUS'" >&2; exit 2
+fi
+if [ "$CPUS" -gt "$(nproc)" ]; then
+  # slurmd would drain a node that claims more CPUs than it finds, unless told to trust the config
+  EXTRA="${EXTRA:+$EXTRA$'\n'}SlurmdParameters=config_overrides"
+fi
 # 90% of what slurmd sees: RealMemory must not exceed it or the node is drained
 MEM=$(( $(slurmd -C | sed -n 's/.*RealMemory=\([0-9]*\).*/\1/p') * 9 / 10 ))
 
@@ -120,8 +129,9 @@ SKIP_MUNGE=1 bash "$HERE/stop.sh"
 
 mkdir -p "$CONF_DIR" "$STATE_DIR" "$SPOOL_DIR" "$LOG_DIR" "$RUN_DIR"
 if [ "$KEEP_STATE" = 0 ]; then
-  # stale job/node state from an earlier cluster confuses a fresh start
-  rm -rf "${STATE_DIR:?}"/* "${SPOOL_DIR:?}"/* "${LOG_DIR:?}"/*
+  # stale job/node state from an earlier cluster confuses a fresh start; job ids restart at 1, so
+  # the burst buffers an earlier cluster staged out (burst_buffer.lua) would be taken for new ones
+  rm -rf "${STATE_DIR:?}"/* "${SPOOL_DIR:?}"/* "${LOG_DIR:?}"/* /tmp/bb_stage
 fi
 cp "$NEW_CONF" "$CONF_DIR/slurm.conf"
 chmod 644 "$CONF_DIR/slurm.conf"

@@ -2,6 +2,9 @@
 # Stop the daemons started by start.sh, each by the PID in its pid file (never by name).
 # Jobs still queued or running are cancelled first, so no slurmstepd outlives slurmd.
 # munged is stopped only if start.sh started it (a munged that was already running is left).
+# The slurm.conf that start.sh wrote goes too: with it and no controller, every Slurm client call
+# waits for the controller (~10 s), and so does every `snakemake` start, since the Slurm executor
+# plugin runs `scontrol show config` when it is loaded; without it they fail at once.
 #
 # Usage: bash ci/slurm/stop.sh [--clean]
 #   --clean  also wipe slurmctld/slurmd state and logs
@@ -14,7 +17,7 @@ CLEAN=0
 for arg in "$@"; do
   case "$arg" in
     --clean) CLEAN=1 ;;
-    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
     *) echo "unknown option: $arg" >&2; exit 2 ;;
   esac
 done
@@ -59,6 +62,9 @@ stop_pid "$RUN_DIR/slurmctld.pid" slurmctld
 if [ "${SKIP_MUNGE:-0}" != 1 ] && [ -e "$MUNGE_MARK" ]; then
   stop_pid /run/munge/munged.pid munged
   rm -f "$MUNGE_MARK"
+fi
+if head -n 1 /etc/slurm/slurm.conf 2>/dev/null | grep -q '^# written by cycleio ci/slurm/start.sh'; then
+  rm -f /etc/slurm/slurm.conf
 fi
 
 if [ "$CLEAN" = 1 ]; then

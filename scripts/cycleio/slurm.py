@@ -10,12 +10,17 @@ job's shell runs directly in the allocation, so it can start its ranks with ``sr
   the resolution), staging copies included, plus the configured compute stand-in;
 - **mem_mb** scales with one 2-D plane of the history grid per rank, since the writers hold about
   one plane at a time whatever the resolution;
-- **tasks** are the forecast's MPI ranks (compute ranks plus quilt writer ranks) when the arm has
-  more than one; the other steps are one task;
+- **tasks** are the forecast's MPI ranks (compute ranks plus quilt writer ranks, from the arm's
+  strategy and ``write_component``); the other steps are one task. A job with more than one task
+  gets ``mpi``, so the plugin runs its shell in the allocation and the arm's launcher
+  (``srun -n {ntasks}`` on Slurm) starts the ranks;
 - **nodes** is 1 whenever the scratch tier is not shared (node-local disk, memory): the job stages
   on one node, so all its ranks must see that node's scratch;
 - **slurm_extra** carries ``--bb '<directive>'`` when the scratch tier is a job burst buffer
   (DataWarp ``#DW jobdw ...`` or Slurm's Lua plugin ``#BB_LUA ...``).
+
+Jobs that write only the persistent tier (``coldstart``, the observation ``dump``) use no scratch
+and ask for no burst buffer.
 
 Everything here is a pure function of the settings; the rules call :func:`rule_resources` and a
 site overrides any value in its profile (``set-resources``). Local runs ignore these resources.
@@ -29,13 +34,13 @@ import shlex
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
-from .calendar import steps_of_cycle
 from .grid import Grid
-from .inventory import FileSpec, coldstart_files, step_io
+from .inventory import cycle_steps, FileSpec, coldstart_files, step_io
 from .ncfiles import Compression, expected_bytes
 
 MiB = 2**20
 RESOURCE_KEYS = ("nodes", "tasks", "cpus_per_task", "mem_mb", "runtime", "mpi", "slurm_extra")
+PERSISTENT_ONLY = ("coldstart", "dump")  # jobs that write the persistent tier and stage nothing
 
 
 @dataclass(frozen=True)
@@ -73,7 +78,7 @@ def job_steps(settings, step: str, cycle: str | None = None) -> list[str]:
     """The steps one job runs: one step, or all steps of a cycle (granularity ``cycle``)."""
     if step != "cycle":
         return [step]
-    return list(steps_of_cycle(cycle, settings.start)) if cycle else ["prep", "anal", "fcst", "post"]
+    return list(cycle_steps(cycle, settings.start, settings.forecast)) if cycle else ["prep", "anal", "fcst", "post"]
 
 
 def job_bytes(settings, step: str, cycle: str | None = None) -> tuple[int, int]:
@@ -90,36 +95,18 @@ def job_bytes(settings, step: str, cycle: str | None = None) -> tuple[int, int]:
     return reads, writes
 
 
-def forecast_ranks(settings) -> int:
-    """MPI ranks of the arm's forecast: compute ranks plus quilt writer ranks (1 when it has none).
-
-    Reads ``ranks`` and, for the ``quilt`` strategy, ``write_groups`` x ``write_tasks_per_group``
-    from the arm's settings (or from its forecast settings, where a study may keep them).
-    """
-
-    def value(name: str, default: int) -> int:
-        for source in (settings, getattr(settings, "forecast", None)):
-            raw = getattr(source, name, None)
-            if raw is not None:
-                return int(raw)
-        return default
-
-    ranks = max(1, value("ranks", 1))
-    if getattr(settings, "strategy", "serial") == "quilt":
-        ranks += max(0, value("write_groups", 0)) * max(1, value("write_tasks_per_group", 1))
-    return ranks
-
-
 def job_tasks(settings, step: str, cycle: str | None = None) -> int:
-    """Slurm tasks of one job: the forecast's ranks when the job runs the forecast, else 1."""
-    if step == "coldstart" or "fcst" not in job_steps(settings, step, cycle):
+    """Slurm tasks of one job: the forecast's MPI ranks when the job runs the forecast, else 1."""
+    if step in PERSISTENT_ONLY or "fcst" not in job_steps(settings, step, cycle):
         return 1
-    return forecast_ranks(settings)
+    from .mpifcst import forecast_ntasks
+
+    return forecast_ntasks(settings)
 
 
 def compute_seconds(settings, step: str, cycle: str | None = None) -> float:
     """The configured compute stand-in of the job's steps."""
-    if step == "coldstart":
+    if step in PERSISTENT_ONLY:
         return 0.0
     total = 0.0
     for name in job_steps(settings, step, cycle):
@@ -134,7 +121,7 @@ def runtime_minutes(settings, step: str, cycle: str | None = None, attempt: int 
                     scale: Scale = DEFAULT_SCALE) -> int:
     """Wall-clock limit (minutes) of one job; a retry gets ``attempt`` times as long."""
     reads, writes = job_bytes(settings, step, cycle)
-    staged = step != "coldstart" and settings.staged
+    staged = step not in PERSISTENT_ONLY and settings.staged
     # baseline: read inputs, write outputs, read them back to verify; staged: copy both ways too
     moved = (reads + writes) * (3 if staged else 1) + writes
     seconds = scale.overhead_s + moved / MiB / scale.mib_per_s + compute_seconds(settings, step, cycle)
@@ -153,13 +140,38 @@ def mem_mb(settings, step: str, cycle: str | None = None, attempt: int = 1, scal
     return mem_mb_per_task(settings, scale) * job_tasks(settings, step, cycle) * max(1, attempt)
 
 
+# What snakemake-executor-plugin-slurm 2.8 refuses in ``slurm_extra`` (it sets these itself), as in its
+# validation.get_forbidden_slurm_options(). Kept here because importing the plugin runs `scontrol`,
+# which waits long where no Slurm answers; tests/test_slurm_resources.py checks both lists agree.
+FORBIDDEN_SLURM_EXTRA = {
+    r"--job-name[=\s]|-J\s?": "job name",
+    r"--output[=\s]|-o\s": "output file",
+    r"--error[=\s]|-e\s": "error file",
+    r"--parsable": "parsable output",
+    r"--export[=\s]": "environment export",
+    r"--comment[=\s]": "job comment",
+    r"--workdir[=\s]|-D\s": "working directory",
+    r"--account[=\s]|-A\s": "account",
+    r"--partition[=\s]|-p\s": "partition",
+    r"--mem[=\s]": "memory",
+    r"--mem-per-cpu[=\s]": "memory per CPU",
+    r"--ntasks[=\s]|-n\s": "number of tasks",
+    r"--ntasks-per-gpu[=\s]": "tasks per GPU",
+    r"--cpus-per-task[=\s]|-c\s": "CPUs per task",
+    r"--cpus-per-gpu[=\s]": "CPUs per GPU",
+    r"--time[=\s]|-t\s": "runtime/time limit",
+    r"--constraint[=\s]|-C\s": "node constraints",
+    r"--qos[=\s]": "quality of service",
+    r"--nodes[=\s]|-N\s": "number of nodes",
+    r"--clusters[=\s]": "cluster specification",
+    r"--gres[=\s]": "generic resources (GRES)",
+    r"--gpus[=\s]": "GPU allocation",
+}
+
+
 def forbidden_slurm_extra(text: str) -> str | None:
     """The option the executor plugin would refuse in ``slurm_extra``, or None when it is accepted."""
-    try:
-        from snakemake_executor_plugin_slurm.validation import get_forbidden_slurm_options
-    except ImportError:  # no plugin, no Slurm run: nothing would refuse it
-        return None
-    for pattern, name in get_forbidden_slurm_options().items():
+    for pattern, name in FORBIDDEN_SLURM_EXTRA.items():
         if re.search(pattern, text):
             return name
     return None
@@ -196,12 +208,12 @@ def burst_buffer_request(tier) -> str:
 
 def slurm_resources(settings, step: str, cycle: str | None = None, attempt: int = 1,
                     scale: Scale = DEFAULT_SCALE) -> dict:
-    """Every Slurm resource of one job of an arm (``step``: coldstart, prep, anal, fcst, post, cycle).
+    """Every Slurm resource of one job of an arm (``step``: coldstart, dump, prep, anal, fcst, post, cycle).
 
     ``None`` means "leave it to Slurm" (Snakemake drops resources whose value is None).
     """
     tasks = job_tasks(settings, step, cycle)
-    scratch_used = step != "coldstart" and settings.staged
+    scratch_used = step not in PERSISTENT_ONLY and settings.staged
     shared_scratch = getattr(settings.scratch, "shared", True) if scratch_used else True
     return {
         "nodes": 1 if tasks == 1 or not shared_scratch else None,
