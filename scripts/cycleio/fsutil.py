@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Iterator
 
@@ -106,8 +105,3 @@ def file_checksum(path: str | os.PathLike, chunk_bytes: int = CHUNK_BYTES) -> st
         while chunk := handle.read(chunk_bytes):
             hasher.update(chunk)
     return hasher.hexdigest()
-
-
-def make_private_tempdir(parent: str | os.PathLike, prefix: str) -> Path:
-    Path(parent).mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=prefix, dir=parent))

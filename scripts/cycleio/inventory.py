@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .calendar import com_dir, is_half_cycle, previous_cycle, shift_cycle
+from .calendar import com_dir, is_half_cycle, previous_cycle, shift_cycle, steps_of_cycle
 
 TILES = range(1, 7)
 RESTART_TILE_KINDS = ("ca_data", "fv_core.res", "fv_srf_wnd.res", "fv_tracer.res", "phy_data", "sfc_data")
@@ -198,9 +198,8 @@ def ensemble_files(cycle: str, member: int) -> list[FileSpec]:
 def cycle_steps(cycle: str, start: str, settings: ForecastSettings) -> tuple[str, ...]:
     """The steps of a cycle: the half cycle's fcst and post, or prep, anal, fcst, post and the
     ensemble forecast jobs (efcs01, ...), which start from the cycle's analysis as the EnKF's do."""
-    if is_half_cycle(cycle, start):
-        return ("fcst", "post")
-    return ("prep", "anal", "fcst", "post", *settings.ensemble_jobs)
+    steps = steps_of_cycle(cycle, start)
+    return steps if is_half_cycle(cycle, start) else (*steps, *settings.ensemble_jobs)
 
 
 def step_io(step: str, cycle: str, start: str, settings: ForecastSettings) -> StepIO:

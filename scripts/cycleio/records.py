@@ -81,7 +81,3 @@ class RecordLog:
 def read_records(path: str | os.PathLike) -> list[dict]:
     with open(path) as handle:
         return [json.loads(line) for line in handle if line.strip()]
-
-
-def find_record_files(root: str | os.PathLike) -> list[Path]:
-    return sorted(Path(root).rglob("*.records.jsonl"))
