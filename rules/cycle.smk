@@ -36,8 +36,8 @@ rule obs_dump:
     conda:
         "../envs/cycleio.yaml"
     resources:
-        io_lock=1,
         **rule_resources(STUDY.arms, step="dump"),
+        io_lock=1,
     params:
         settings=arm_settings,
     message:
