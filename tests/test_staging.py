@@ -44,7 +44,7 @@ def make_files(folder: Path) -> dict[str, bytes]:
 
 
 def no_temporaries(folder: Path) -> bool:
-    return not [p for p in folder.rglob("*") if ".tmp." in p.name]
+    return not [p for p in folder.rglob("*") if fsutil.is_temporary(p.name)]
 
 
 @contextlib.contextmanager

@@ -13,6 +13,8 @@ import pandas as pd
 import pytest
 import yaml
 
+from cycleio import fsutil
+
 pytestmark = pytest.mark.e2e
 BIN = Path(sys.executable).parent
 
@@ -187,6 +189,6 @@ def test_a_killed_run_resumes_and_redoes_only_what_was_unfinished(repo, tmp_path
         assert len(after) == len(finished) + 6  # fcst, post of 2026123118, then the four jobs of 2027010100
         assert not list((shm / "smoke" / "shm").glob(".job.*"))
         persistent = tmp_path / "results/tiers/lustre/smoke/shm"
-        assert not [p for p in persistent.rglob("*") if ".tmp." in p.name]
+        assert not [p for p in persistent.rglob("*") if fsutil.is_temporary(p.name)]
     finally:
         shutil.rmtree(shm, ignore_errors=True)

