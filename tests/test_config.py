@@ -17,6 +17,9 @@ from cycleio.docs import schema_markdown
         ({"resolution": "C50"}, r"config key 'resolution': 'C50' is not allowed; expected one of: C12, C48"),
         ({"scratch_tiers": ["lustre", "nvme"]}, r"config key 'scratch_tiers\[1\]': 'nvme' is not a tier; expected one of: lustre, node_local, shm"),
         ({"persistent_tier": "shm"}, r"config key 'persistent_tier': tier 'shm' has persistent: false"),
+        ({"persistent_tier": ["lustre", "shm"]}, r"config key 'persistent_tier\[1\]': tier 'shm' has persistent: false"),
+        ({"persistent_tier": ["lustre", "gpfs"]}, r"config key 'persistent_tier\[1\]': 'gpfs' is not a tier; expected one of"),
+        ({"persistent_tier": []}, r"config key 'persistent_tier'"),
         ({"cycles__end": "2025123118"}, r"config key 'cycles.end': 2025123118 is before cycles.start 2026010100"),
         ({"cycles__end": "2026013200"}, r"config key 'cycles.end': cycle '2026013200' is not a valid date"),
         ({"cycles__start": "20260101"}, r"config key 'cycles.start': '20260101' does not match the expected form"),
@@ -58,6 +61,18 @@ def test_default_study_has_one_arm_per_scratch_tier_with_lustre_baseline(default
     assert list(study.arms) == ["lustre", "node_local", "shm"]
     assert not study.arms["lustre"].staged and study.arms["shm"].staged
     assert all(arm.persistent.name == "lustre" for arm in study.arms.values())
+
+
+def test_a_list_of_persistent_tiers_sweeps_them_against_every_scratch_tier(default_config):
+    config = with_changes(default_config, persistent_tier=["lustre", "gluster"],
+                          scratch_tiers=["lustre", "gluster", "shm"],
+                          tiers__gluster={"kind": "posix", "path": "/mnt/gluster/{study}"})
+    study = build_study(validate_config(config))
+    pairs = {name: (arm.persistent.name, arm.scratch.name) for name, arm in study.arms.items()}
+    # each persistent tier gets its baseline and its staged arms; no staging between two persistent tiers
+    assert pairs == {"lustre": ("lustre", "lustre"), "lustre_shm": ("lustre", "shm"),
+                     "gluster": ("gluster", "gluster"), "gluster_shm": ("gluster", "shm")}
+    assert not study.arms["gluster"].staged and study.arms["gluster_shm"].staged
 
 
 def test_swapping_a_tier_is_one_key(default_config):

@@ -104,14 +104,16 @@ def _check_across_keys(config: dict) -> None:
         raise ConfigError(f"config key 'cycles.end': {cyc['end']} is before cycles.start {cyc['start']}")
     tiers = config["tiers"]
     names = ", ".join(sorted(tiers))
-    persistent = config["persistent_tier"]
-    if persistent not in tiers:
-        raise ConfigError(f"config key 'persistent_tier': {persistent!r} is not a tier; expected one of: {names}")
-    if not tiers[persistent]["persistent"]:
-        raise ConfigError(
-            f"config key 'persistent_tier': tier {persistent!r} has persistent: false; "
-            "the persistent role needs a tier whose data outlive the job"
-        )
+    swept = isinstance(config["persistent_tier"], list)
+    for index, persistent in enumerate(persistent_tiers(config)):
+        key = f"persistent_tier[{index}]" if swept else "persistent_tier"
+        if persistent not in tiers:
+            raise ConfigError(f"config key '{key}': {persistent!r} is not a tier; expected one of: {names}")
+        if not tiers[persistent]["persistent"]:
+            raise ConfigError(
+                f"config key '{key}': tier {persistent!r} has persistent: false; "
+                "the persistent role needs a tier whose data outlive the job"
+            )
     for index, name in enumerate(config["scratch_tiers"]):
         if name not in tiers:
             raise ConfigError(f"config key 'scratch_tiers[{index}]': {name!r} is not a tier; expected one of: {names}")
@@ -209,22 +211,37 @@ def _tier(name: str, spec: dict) -> Tier:
     return Tier(name=name, **spec)
 
 
-def arm_axes(scratch_tiers: list[str], persistent: str, granularities: list[str],
-             strategies: list[str]) -> list[tuple[str, str, str, str]]:
-    """(name, scratch tier, granularity, write strategy) of every arm.
+def persistent_tiers(config: dict) -> list[str]:
+    """``persistent_tier`` as a list: one name, or the names a study sweeps."""
+    value = config["persistent_tier"]
+    return list(value) if isinstance(value, list) else [value]
 
-    The no-staging baseline has no granularity to sweep. A name carries only the axes that vary.
+
+def arm_axes(scratch_tiers: list[str], persistent: str | list[str], granularities: list[str],
+             strategies: list[str]) -> list[tuple[str, str, str, str, str]]:
+    """(name, persistent tier, scratch tier, granularity, write strategy) of every arm.
+
+    The no-staging baseline has no granularity to sweep, and with several persistent tiers a
+    scratch tier that is one of them pairs only with itself. A name carries only the axes that
+    vary, the persistent tier first.
     """
+    persistents = [persistent] if isinstance(persistent, str) else list(persistent)
     axes = []
-    for scratch in scratch_tiers:
-        for granularity in ([granularities[0]] if scratch == persistent else granularities):
-            for strategy in strategies:
-                parts = [scratch]
-                if len(granularities) > 1 and scratch != persistent:
-                    parts.append(f"per_{granularity}")
-                if len(strategies) > 1:
-                    parts.append(strategy)
-                axes.append(("_".join(parts), scratch, "step" if scratch == persistent else granularity, strategy))
+    for home in persistents:
+        for scratch in scratch_tiers:
+            if scratch in persistents and scratch != home:
+                continue
+            baseline = scratch == home
+            for granularity in ([granularities[0]] if baseline else granularities):
+                for strategy in strategies:
+                    parts = [home] if len(persistents) > 1 else []
+                    if not (baseline and parts):
+                        parts.append(scratch)
+                    if len(granularities) > 1 and not baseline:
+                        parts.append(f"per_{granularity}")
+                    if len(strategies) > 1:
+                        parts.append(strategy)
+                    axes.append(("_".join(parts), home, scratch, "step" if baseline else granularity, strategy))
     return axes
 
 
@@ -245,12 +262,11 @@ def build_study(config: dict) -> Study:
         members_per_job=config["ensemble"]["members_per_job"],
         product_grids=tuple(config["post"]["grids"] or (("0p25", "1p00") if int(config["resolution"][1:]) >= 384 else ("1p00",))),
     )
-    persistent = _tier(config["persistent_tier"], config["tiers"][config["persistent_tier"]])
     staging = {key: value for key, value in config["staging"].items() if key != "granularity"}
     granularities = config["staging"]["granularity"]
     arms = {}
-    axes = arm_axes(config["scratch_tiers"], config["persistent_tier"], granularities, config["write_strategies"])
-    for name, scratch_name, granularity, strategy in axes:
+    axes = arm_axes(config["scratch_tiers"], persistent_tiers(config), granularities, config["write_strategies"])
+    for name, persistent_name, scratch_name, granularity, strategy in axes:
         arms[name] = ArmSettings(
             study=config["study"],
             arm=name,
@@ -258,7 +274,7 @@ def build_study(config: dict) -> Study:
             seed=config["seed"],
             resolution=config["resolution"],
             levels=config["levels"],
-            persistent=persistent,
+            persistent=_tier(persistent_name, config["tiers"][persistent_name]),
             scratch=_tier(scratch_name, config["tiers"][scratch_name]),
             forecast=forecast,
             compression=default_compression(config["resolution"], fc["zlib_level"], fc["quantize_nsd"]),

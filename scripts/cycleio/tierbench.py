@@ -38,7 +38,7 @@ from typing import Any, Callable
 
 from . import benchparse
 from .benchparse import ROW_KEYS, BenchmarkOutputError
-from .config import ConfigError
+from .config import ConfigError, persistent_tiers
 from .fsutil import landing
 from .tiers import Tier, check_writable, filesystem_type, free_bytes
 
@@ -259,7 +259,7 @@ class BenchmarkPlan:
         """Validate ``config["benchmarks"]`` (defaults filled) across keys; errors name the key."""
         bench = config.get("benchmarks") or {}
         tiers_cfg = config["tiers"]
-        names = bench.get("tiers") or list(dict.fromkeys([config["persistent_tier"], *config["scratch_tiers"]]))
+        names = bench.get("tiers") or list(dict.fromkeys([*persistent_tiers(config), *config["scratch_tiers"]]))
         tiers = {}
         for index, name in enumerate(names):
             if name not in tiers_cfg:
