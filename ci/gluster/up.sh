@@ -1,0 +1,30 @@
+#!/bin/bash
+# Start glusterd (unless running), create and start a distributed volume of N bricks on local
+# folders, and FUSE-mount it: a real network filesystem on one machine.
+# Usage: bash ci/gluster/up.sh MOUNTPOINT [NBRICKS]   (env VOL=cycleio, BRICK_ROOT=/srv/cycleio-gluster)
+# Needs root and /dev/fuse. Prints the mount point when it is usable. Undo with down.sh.
+set -euo pipefail
+MNT=${1:?usage: up.sh MOUNTPOINT [NBRICKS]}; N=${2:-2}
+VOL=${VOL:-cycleio}; ROOT=${BRICK_ROOT:-/srv/cycleio-gluster}
+HOST=$(hostname)  # the CLI refuses the literals localhost/127.0.0.1; a name resolving to them is fine
+[ -e /dev/fuse ] || { echo "no /dev/fuse: GlusterFS needs FUSE" >&2; exit 1; }
+mkdir -p /var/log/glusterfs /run "$MNT" "$ROOT"
+# A killed daemon stays a zombie for a while here, so "alive" reads the process state.
+alive() { [ -f "$1" ] && [ -r "/proc/$(cat "$1")/stat" ] && ! awk '{exit ($3=="Z")?0:1}' "/proc/$(cat "$1")/stat"; }
+if ! alive /run/glusterd.pid; then
+  /usr/sbin/glusterd -p /run/glusterd.pid --log-level WARNING
+  touch "$ROOT/.started-glusterd"  # down.sh stops glusterd only if we started it
+fi
+for _ in $(seq 1 150); do gluster --mode=script volume list >/dev/null 2>&1 && break; sleep 0.1; done
+gluster --mode=script volume list >/dev/null 2>&1 || { echo "glusterd is not answering (see /var/log/glusterfs)" >&2; exit 1; }
+if ! gluster --mode=script volume info "$VOL" >/dev/null 2>&1; then
+  BRICKS=()
+  for i in $(seq 1 "$N"); do mkdir -p "$ROOT/$VOL/b$i"; BRICKS+=("$HOST:$ROOT/$VOL/b$i"); done
+  # force: bricks on the root filesystem, several bricks on one server
+  gluster --mode=script volume create "$VOL" "${BRICKS[@]}" force >/dev/null
+fi
+gluster --mode=script volume start "$VOL" force >/dev/null
+grep -q " $MNT fuse.glusterfs " /proc/mounts || mount -t glusterfs "$HOST:/$VOL" "$MNT"
+grep -q " $MNT fuse.glusterfs " /proc/mounts || { echo "mounting $HOST:/$VOL on $MNT failed (see /var/log/glusterfs)" >&2; exit 1; }
+chmod 1777 "$MNT"
+echo "$MNT"
