@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import resource
 import signal
@@ -115,6 +116,39 @@ def test_direct_io_verification_reads_storage_on_disk_and_still_verifies_on_tmpf
         assert verified.bytes == copied.bytes
     finally:
         staging.remove_tree(shm)
+
+
+def fake_sync_file_range(code: int):
+    """FAKE: sync_file_range failing with ``code``. A device error during write-back (EIO) cannot be
+    caused on a real filesystem here; EINVAL stands for a filesystem without sync_file_range."""
+    import ctypes
+
+    def failing(fd, offset, length, flags):
+        ctypes.set_errno(code)
+        return -1
+
+    return failing
+
+
+def test_a_write_back_error_fails_the_batch_naming_the_file_and_leaves_nothing(tmp_path, monkeypatch, small_blocks):
+    contents = make_files(tmp_path / "src")
+    monkeypatch.setattr(staging, "_sync_file_range", fake_sync_file_range(errno.EIO))
+    pairs = [(tmp_path / "src" / n, tmp_path / "dst" / n) for n in contents]
+    with pytest.raises(StagingError, match=r"writing .*dst/big\.nc to storage failed: \[Errno 5\] Input/output error"):
+        copy_and_verify(pairs, StagingOptions(streams=4))
+    assert not list((tmp_path / "dst").iterdir())  # no final names, no temporaries
+
+
+def test_without_sync_file_range_copies_are_still_made_durable_and_verified(tmp_path, monkeypatch, small_blocks):
+    contents = make_files(tmp_path / "src")
+    monkeypatch.setattr(staging, "_sync_file_range", fake_sync_file_range(errno.EINVAL))
+    synced: list[list[Path]] = []
+    real_make_durable = staging.make_durable
+    monkeypatch.setattr(staging, "make_durable", lambda paths: (synced.append(paths), real_make_durable(paths))[1])
+    pairs = [(tmp_path / "src" / n, tmp_path / "dst" / n) for n in contents]
+    copy_and_verify(pairs, StagingOptions(streams=4))
+    assert all((tmp_path / "dst" / n).read_bytes() == data for n, data in contents.items())
+    assert len(synced) == 1 and len(synced[0]) == len(pairs)  # the batch's syncfs covers every copy
 
 
 def _copy_under_file_size_limit(source: str, dest: str, limit: int) -> None:
