@@ -119,7 +119,7 @@ def test_a_study_sweeps_two_persistent_tiers_one_of_them_glusterfs(gluster, tmp_
     assert tiers.loc[("lustre_shm", "persistent"), "fs_type"] != "fuse.glusterfs"
     staged = pd.read_csv(tables / "staging.csv")
     out = staged[(staged["arm"] == "gluster_shm") & (staged["phase"] == "stage_out")]
-    assert len(out) and set(out["fs_type"]) == {"fuse.glusterfs"} and (out["bytes"] > 0).all()
+    assert len(out) and set(out["dest_fs_type"]) == {"fuse.glusterfs"} and (out["bytes"] > 0).all()
     # the outputs are on the volume, under the study and arm, with final names only
     landed = [p for p in (gluster / "persistent" / "smoke" / "gluster_shm").rglob("*") if p.is_file()]
     assert landed and not [p for p in landed if fsutil.is_temporary(p.name)]

@@ -68,6 +68,19 @@ def test_tables_have_rows_per_step_and_phase(smoke):
     assert summary["io_fraction"].between(0, 1).all()
 
 
+def test_staging_table_has_every_copy_of_the_staged_arms(smoke):
+    _, workdir = smoke
+    tables = workdir / "results" / "smoke" / "tables"
+    staging = pd.read_csv(tables / "staging.csv", dtype={"cycle": str})
+    assert {"method", "dest_tier", "dest_fs_type", "n_files", "bytes", "wall_s", "MiB_per_s"} <= set(staging.columns)
+    assert set(staging["arm"]) == {"node_local", "shm"}  # the baseline does not stage
+    out = staging[staging["phase"] == "stage_out"].set_index("arm")
+    assert set(out["dest_tier"]) == {"lustre"} and (out["bytes"] > 0).all() and (out["MiB_per_s"] > 0).all()
+    events = pd.read_parquet(tables / "io_events.parquet")
+    copies = events[(events["op"] == "copy") & events["phase"].isin(["stage_in", "stage_out"])]
+    assert staging["n_files"].sum() == len(copies) and staging["bytes"].sum() == copies["bytes"].sum()
+
+
 def test_bytes_equal_file_sizes_on_the_persistent_tier(smoke):
     _, workdir = smoke
     events = pd.read_parquet(workdir / "results" / "smoke" / "tables" / "io_events.parquet")

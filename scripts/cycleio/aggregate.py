@@ -108,7 +108,8 @@ def staging_table(events: pd.DataFrame) -> pd.DataFrame:
     table["wall_s"] = table["t_end"] - table["t_start"]
     # Parallel streams overlap copies: wall time, not the sum, gives the achieved rate.
     table["MiB_per_s"] = (table["bytes"] / MiB / table["wall_s"]).where(table["wall_s"] > 0)
-    return table.drop(columns=["t_end"]).rename(columns={"tool": "method", "tier": "dest_tier"}).reset_index()
+    return table.drop(columns=["t_end"]).reset_index().rename(
+        columns={"tool": "method", "tier": "dest_tier", "fs_type": "dest_fs_type"})
 
 
 def tiers_table(manifest_files: list[Path]) -> pd.DataFrame:

@@ -28,7 +28,7 @@ def throughput_figure(throughput: pd.DataFrame, summary: pd.DataFrame, path: Pat
     arms = list(dict.fromkeys(summary["arm"])) if not summary.empty else None
     sns.barplot(data=throughput, x="arm", y="MiB_per_s", hue="activity", hue_order=activities, order=arms,
                 ax=left, palette="colorblind")
-    left.set(xlabel="arm (scratch tier)", ylabel="throughput [MiB/s]", title="I/O throughput by phase")
+    left.set(xlabel="arm", ylabel="throughput [MiB/s]", title="I/O throughput by phase")
     left.legend(title="phase:op", fontsize="small", title_fontsize="small")
     for container in left.containers:
         left.bar_label(container, fmt="%.0f", fontsize=7, padding=1)
