@@ -277,3 +277,16 @@ def test_dropping_caches_marks_reads_as_from_storage(tmp_path):
     run_step(settings, "2026010100", "fcst", tmp_path / "r.jsonl", tmp_path / "m.json")
     reads = [r for r in read_records(tmp_path / "r.jsonl") if r["op"] == "read"]
     assert reads and not any(r["cache_risk"] for r in reads)
+
+
+def test_copies_onto_scratch_are_verified_and_renamed_but_not_synced(tmp_path, monkeypatch, small_blocks):
+    contents = make_files(tmp_path / "src")
+    synced: list = []
+    monkeypatch.setattr(staging, "make_durable", lambda paths: synced.append(paths))
+    monkeypatch.setattr(staging, "_sync_file_range", lambda *args: synced.append(args) or 0)
+    monkeypatch.setattr(staging.os, "fsync", lambda fd: synced.append(fd))
+    pairs = [(tmp_path / "src" / n, tmp_path / "dst" / n) for n in contents]
+    results, _ = copy_and_verify(pairs, StagingOptions(streams=4, durable=False))
+    assert not synced
+    assert all((tmp_path / "dst" / n).read_bytes() == data for n, data in contents.items())
+    assert all(verified is not None for _, verified in results) and no_temporaries(tmp_path / "dst")

@@ -13,7 +13,7 @@ import os
 import platform
 import socket
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from .calendar import is_half_cycle
@@ -104,6 +104,8 @@ def _stage(files: list[FileSpec], src_root: Path, dst_root: Path, phase: str, st
             log.info("%s %s: %d of %d files, %.1f MiB so far", label, phase, done, total, nbytes / MiB)
 
     pairs = [(src_root / spec.path, dst_root / spec.path) for spec in files]
+    # Copies onto scratch need not survive a crash (the job would start again from the persistent tier).
+    options = replace(options, durable=dst.tier.persistent)
     results, land = copy_and_verify(pairs, options, progress)
     records.add(step=step, phase=phase, op="sync", n_files=land.files, t_start=land.t_start, seconds=land.seconds,
                 tool=options.method, **dst.fields())

@@ -52,6 +52,9 @@ class StagingOptions:
     streams: int = 4
     direct_io_verify: bool = False  # verify with O_DIRECT reads where the filesystem allows them
     chunk_bytes: int = COPY_CHUNK_BYTES
+    # Make the copies durable (sync) before they get final names. Off for copies onto a tier whose
+    # data do not outlive the job (scratch): they are still verified and renamed, not synced.
+    durable: bool = True
 
 
 @dataclass
@@ -271,10 +274,10 @@ def _mismatch(name: Path, actual: str, expected: str) -> StagingError:
 
 
 def _stage_with_engine(source: Path, dest: Path, size: int, options: StagingOptions, streams: int,
-                       writeback: WriteBehind | None, verify: bool) -> tuple[CopyResult, VerifyResult | None]:
+                       writeback: WriteBehind | None, fsync: bool,
+                       verify: bool) -> tuple[CopyResult, VerifyResult | None]:
     """Copy one file into its temporary name, blocks in parallel, handing each range to write-behind
-    (or, with no write-behind, fsync it here); then (``verify``) read the landed copy back and
-    compare block digests."""
+    (or fsyncing it here); then (``verify``) read the landed copy back and compare block digests."""
     tmp = temp_name(dest)
     chunk = options.chunk_bytes
     t_start, t0 = time.time(), time.perf_counter()
@@ -294,9 +297,9 @@ def _stage_with_engine(source: Path, dest: Path, size: int, options: StagingOpti
                 digests[index] = _copy_range(src_fd, dst_fd, *blocks[index], chunk, writeback, writeback_fd, dest)
 
             _in_parallel(copy_block, len(blocks), streams)
-            if writeback is None:
+            if fsync:
                 os.fsync(dst_fd)
-            elif writeback_fd < 0:
+            elif writeback is not None and writeback_fd < 0:
                 writeback.small_file(dest.parent, size)
             checksum = combine_block_digests(digests)
             copied = CopyResult(source, dest, size, checksum, t_start, time.perf_counter() - t0, temporary=tmp)
@@ -471,7 +474,7 @@ class LandResult:
     seconds: float
 
 
-def _give_final_names(copies: list[CopyResult], local_folders: set[Path], streams: int) -> None:
+def _give_final_names(copies: list[CopyResult], local_folders: set[Path], streams: int, durable: bool) -> None:
     """Rename verified copies into place and sync their folders. On a network filesystem a rename
     is a round trip to a server (about 2 ms on GlusterFS here), so those run on parallel streams;
     local renames in one folder only contend for its lock, so they run one after the other."""
@@ -492,8 +495,9 @@ def _give_final_names(copies: list[CopyResult], local_folders: set[Path], stream
         for copy in copies:
             copy.temporary.unlink(missing_ok=True)
         raise
-    for folder in {copy.dest.parent for copy in copies}:
-        fsync_dir(folder)
+    if durable:
+        for folder in {copy.dest.parent for copy in copies}:
+            fsync_dir(folder)
 
 
 def copy_and_verify(pairs: list[tuple[Path, Path]], options: StagingOptions = StagingOptions(),
@@ -507,6 +511,7 @@ def copy_and_verify(pairs: list[tuple[Path, Path]], options: StagingOptions = St
     read back and checked as soon as it is written (from the page cache: the same bytes a read
     after the sync would see); one syncfs per destination filesystem then makes the batch durable
     (on FUSE and network filesystems each stream fsyncs its own copies instead, in parallel).
+    Without ``options.durable`` (copies onto scratch) nothing is synced; the rest is the same.
     With O_DIRECT verification, or cp/rsync, the batch is synced first and verified after. Only
     then do the copies get their final names: on any error every temporary is removed, and no file
     of a batch that failed verification carries a final name.
@@ -529,7 +534,7 @@ def copy_and_verify(pairs: list[tuple[Path, Path]], options: StagingOptions = St
         except OSError as err:
             raise StagingError(f"cannot create {folder}: [Errno {err.errno}] {err.strerror or err}") from err
     syncfs_folders = {folder for folder in {dest.parent for _, dest in pairs} if syncfs_makes_durable(folder)}
-    writeback = WriteBehind() if engine else None
+    writeback = WriteBehind() if engine and options.durable else None
     counted = {"files": 0, "bytes": 0}
     lock = threading.Lock()
 
@@ -537,12 +542,13 @@ def copy_and_verify(pairs: list[tuple[Path, Path]], options: StagingOptions = St
         source, dest = pairs[index]
         try:
             batch_sync = dest.parent in syncfs_folders
+            fsync = options.durable and not batch_sync
             if engine:
                 copies[index], verified[index] = _stage_with_engine(
-                    source, dest, sizes[index], options, block_streams, writeback if batch_sync else None,
+                    source, dest, sizes[index], options, block_streams, writeback if batch_sync else None, fsync,
                     verify_inline)
             else:
-                copies[index] = _stage_with_tool(source, dest, options, block_streams, fsync=not batch_sync)
+                copies[index] = _stage_with_tool(source, dest, options, block_streams, fsync)
         except OSError as err:
             raise _os_error("copy", source, dest, err) from err
         if progress:
@@ -572,7 +578,8 @@ def copy_and_verify(pairs: list[tuple[Path, Path]], options: StagingOptions = St
         if writeback is not None:
             writeback.close()  # raises a write-behind I/O error, naming the file
         t_land, t0 = time.time(), time.perf_counter()
-        make_durable([c.temporary for c in copies if c.dest.parent in syncfs_folders])
+        if options.durable:
+            make_durable([c.temporary for c in copies if c.dest.parent in syncfs_folders])
         land_seconds = time.perf_counter() - t0
         if not verify_inline:
             _in_parallel(lambda n: verify_one(small[n], 1), len(small), streams)
@@ -584,7 +591,7 @@ def copy_and_verify(pairs: list[tuple[Path, Path]], options: StagingOptions = St
                 copy.temporary.unlink(missing_ok=True)
         raise
     t0 = time.perf_counter()
-    _give_final_names(copies, syncfs_folders, streams)
+    _give_final_names(copies, syncfs_folders, streams, options.durable)
     land = LandResult(len(copies), sum(c.bytes for c in copies), t_land,
                       land_seconds + time.perf_counter() - t0)
     return list(zip(copies, verified)), land
