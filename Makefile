@@ -14,14 +14,19 @@ STUDY_NAME = $(shell $(RUN) python -m cycleio study-name config/config.yaml $(ST
 setup:
 	@bash scripts/bootstrap.sh
 
+# A dry run (-n) only shows the jobs: no report, no "done".
+DRY_RUN = $(filter -n --dry-run --dryrun,$(ARGS))
+
 study: setup
 	$(RUN) snakemake $(CONFIG_ARGS) $(ARGS)
+ifeq ($(DRY_RUN),)
 	@$(MAKE) --no-print-directory report STUDY=$(STUDY) ARGS='$(ARGS)'
 	@echo
 	@echo "Study '$(STUDY_NAME)' is done:"
 	@echo "  tables:  results/$(STUDY_NAME)/tables/ (step_summary.csv, io_events.parquet, staging.csv, benchmarks.csv, efficiency.csv, ...)"
 	@echo "  figures: results/$(STUDY_NAME)/figures/"
 	@echo "  report:  results/$(STUDY_NAME)/report.html"
+endif
 
 report: setup
 	@$(RUN) snakemake $(CONFIG_ARGS) $(ARGS) --report results/$(STUDY_NAME)/report.html
