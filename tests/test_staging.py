@@ -290,3 +290,28 @@ def test_copies_onto_scratch_are_verified_and_renamed_but_not_synced(tmp_path, m
     assert not synced
     assert all((tmp_path / "dst" / n).read_bytes() == data for n, data in contents.items())
     assert all(verified is not None for _, verified in results) and no_temporaries(tmp_path / "dst")
+
+
+def test_temporaries_left_by_a_killed_copy_are_removed_when_the_files_are_copied_again(tmp_path):
+    contents = make_files(tmp_path / "src")
+    dst = tmp_path / "dst"
+    dst.mkdir()
+    stale = dst / ".big.nc.tmp-999999"  # what a copy killed before its rename leaves
+    stale.write_bytes(b"half a file")
+    other = dst / ".unrelated.nc.tmp-999999"  # not a file of this batch: left alone
+    other.write_bytes(b"x")
+    pairs = [(tmp_path / "src" / n, dst / n) for n in contents]
+    copy_and_verify(pairs, StagingOptions(streams=2))
+    assert not stale.exists() and other.exists()
+    assert (dst / "big.nc").read_bytes() == contents["big.nc"]
+
+
+def test_a_baseline_step_rerun_removes_the_temporaries_of_its_killed_attempt(tmp_path):
+    settings = arm_on(tmp_path / "lustre", None)
+    run_coldstart(settings, tmp_path / "c.jsonl", tmp_path / "c.json")
+    manifest = run_step(settings, "2026010100", "fcst", tmp_path / "r.jsonl", tmp_path / "m.json")
+    output = Path(manifest["root"]) / manifest["outputs"][0]["path"]
+    stale = output.with_name(f".{output.name}.tmp-999999")  # as a killed writer leaves it
+    stale.write_bytes(b"half a file")
+    run_step(settings, "2026010100", "fcst", tmp_path / "r2.jsonl", tmp_path / "m2.json")
+    assert not stale.exists() and output.exists()

@@ -23,7 +23,8 @@ from .grid import Grid
 from .inventory import cycle_steps, FileSpec, coldstart_files, step_io
 from .ncfiles import WriteContext, read_file, write_file
 from .records import RecordLog
-from .staging import StagingOptions, checksum_file, copy_and_verify, drop_page_cache, remove_tree
+from .staging import (StagingOptions, checksum_file, copy_and_verify, drop_page_cache, remove_stale_temporaries,
+                      remove_tree)
 from .tiers import apply_striping, check_writable, probe_tier
 
 log = logging.getLogger("cycleio")
@@ -219,6 +220,8 @@ def run_step(settings: ArmSettings, cycle: str, step: str, records_path: Path, m
         remove_tree(workdir)  # leftovers of a killed attempt
         workdir.mkdir(parents=True)
         _stage(inputs, persistent.root, workdir, "stage_in", step, persistent, scratch, records, options, label)
+    else:  # the steps write straight onto the persistent tier: sweep a killed attempt's temporaries
+        remove_stale_temporaries([persistent.root / spec.path for spec in outputs])
 
     cache_cold = False
     if settings.staging.drop_caches:

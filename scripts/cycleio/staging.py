@@ -16,6 +16,7 @@ import contextlib
 import ctypes
 import errno
 import itertools
+import logging
 import mmap
 import os
 import queue
@@ -30,9 +31,11 @@ from typing import Callable
 import xxhash
 
 from .tiers import filesystem_type
-from .fsutil import BLOCK_BYTES, CHUNK_BYTES, BlockHasher, combine_block_digests, fsync_dir, temp_name
+from .fsutil import (BLOCK_BYTES, CHUNK_BYTES, BlockHasher, combine_block_digests, fsync_dir, is_temporary,
+                     temp_name)
 
 METHODS = ("cycleio", "cp", "rsync")
+log = logging.getLogger(__name__)
 
 
 class StagingError(RuntimeError):
@@ -474,6 +477,38 @@ class LandResult:
     seconds: float
 
 
+def remove_stale_temporaries(dests: list[Path]) -> int:
+    """Remove temporaries of these destinations left by an earlier, killed process; return how many.
+
+    A copy killed before its rename leaves ".NAME.tmp-PID" beside NAME. The rerun of that job
+    writes the same NAMEs, so their temporaries from any other process are garbage (and can be as
+    large as the file). One listing per folder.
+    """
+    wanted: dict[Path, set[str]] = {}
+    for dest in dests:
+        wanted.setdefault(dest.parent, set()).add(dest.name)
+    ours = str(os.getpid())
+    removed, removed_bytes, example = 0, 0, ""
+    for folder, names in wanted.items():
+        try:
+            entries = list(os.scandir(folder))
+        except FileNotFoundError:
+            continue
+        for entry in entries:
+            if not is_temporary(entry.name):
+                continue
+            final, pid = entry.name[1:].rsplit(".tmp-", 1)
+            if final in names and pid != ours:
+                with contextlib.suppress(FileNotFoundError):
+                    removed_bytes += entry.stat().st_size
+                    os.unlink(entry.path)
+                    removed, example = removed + 1, entry.path
+    if removed:
+        log.info("removed %d temporaries (%.1f MiB) left by an interrupted run, e.g. %s", removed,
+                 removed_bytes / 2**20, example)
+    return removed
+
+
 def _give_final_names(copies: list[CopyResult], local_folders: set[Path], streams: int, durable: bool) -> None:
     """Rename verified copies into place and sync their folders. On a network filesystem a rename
     is a round trip to a server (about 2 ms on GlusterFS here), so those run on parallel streams;
@@ -533,6 +568,7 @@ def copy_and_verify(pairs: list[tuple[Path, Path]], options: StagingOptions = St
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as err:
             raise StagingError(f"cannot create {folder}: [Errno {err.errno}] {err.strerror or err}") from err
+    remove_stale_temporaries([dest for _, dest in pairs])
     syncfs_folders = {folder for folder in {dest.parent for _, dest in pairs} if syncfs_makes_durable(folder)}
     writeback = WriteBehind() if engine and options.durable else None
     counted = {"files": 0, "bytes": 0}
