@@ -506,10 +506,10 @@ def combine_pieces(workdir: Path, plan: FilePlan, check=None) -> tuple[int, floa
 
 
 def own_rows(ctx: WriteContext, var: VarPlan, plane: PlanePlan, piece: Piece) -> np.ndarray:
-    """This rank's rows of a plane: the full seeded plane (the writer's own ctx.plane call), cut to the block."""
+    """This rank's rows of a plane (of the writer's own ctx.plane call), made without the other ranks' rows."""
     start, stop = piece.rows[var.row_dim]
-    full = ctx.plane(*plane.args, **plane.kwargs)
-    return np.ascontiguousarray(full[start:stop], dtype=var.dtype)
+    rows = ctx.plane_rows(start, stop, *plane.args, **plane.kwargs)
+    return np.ascontiguousarray(rows, dtype=var.dtype)
 
 
 # --------------------------------------------------------------------------- the MPI program

@@ -14,7 +14,7 @@ import netCDF4
 import numpy as np
 
 from .calendar import parse_cycle
-from .fields import level_profile, seed_for, smooth_plane
+from .fields import level_profile, seed_for, smooth_rows
 from .fsutil import CHUNK_BYTES, landing
 from .grid import Grid
 from .inventory import FileSpec
@@ -133,10 +133,15 @@ class WriteContext:
     generation: Stopwatch = field(default_factory=Stopwatch, compare=False)
 
     def plane(self, key: int, ny: int, nx: int, mean: float, spread: float, dtype, noise: float = FIELD_NOISE):
+        return self.plane_rows(0, ny, key, ny, nx, mean, spread, dtype, noise)
+
+    def plane_rows(self, start: int, stop: int, key: int, ny: int, nx: int, mean: float, spread: float, dtype,
+                   noise: float = FIELD_NOISE):
+        """Rows [start, stop) of ``plane(key, ny, ...)``, made without the others."""
         t0 = time.perf_counter()
-        plane = smooth_plane(key, ny, nx, mean, spread, noise, dtype)
+        rows = smooth_rows(key, ny, nx, mean, spread, noise, dtype, start, stop)
         self.generation.seconds += time.perf_counter() - t0
-        return plane
+        return rows
 
 
 def _global_attributes(ds: netCDF4.Dataset, title: str, ctx: WriteContext) -> None:
