@@ -19,7 +19,7 @@ from cycleio.inventory import ForecastSettings
 from cycleio.config import ArmSettings, ConfigError, StagingSettings, build_study, validate_config
 from cycleio.fsutil import file_checksum
 from cycleio.jobs import run_arrival, run_coldstart, run_step
-from cycleio.preflight import check_study
+from cycleio.preflight import check_study, study_needs
 from cycleio.records import read_records
 from cycleio.staging import StagingError, StagingOptions, copy_and_verify, copy_file
 from cycleio.tiers import Tier, TierError
@@ -214,6 +214,29 @@ def test_preflight_refuses_a_tier_without_room_with_the_numbers(tmp_path, repo):
         study = build_study(validate_config(config))
         with pytest.raises(ConfigError, match=r"tier 'shm' \(.*tiny, tmpfs\) has 1\.0 MiB free, but the study needs about [0-9.]+ MiB more"):
             check_study(study)
+
+
+def test_preflight_adds_up_the_needs_of_tiers_on_one_filesystem(tmp_path, repo):
+    import yaml
+
+    config = yaml.safe_load((repo / "config" / "config.yaml").read_text())
+    config.update(yaml.safe_load((repo / "config" / "studies" / "smoke.yaml").read_text()))
+    config["benchmarks"]["enabled"] = False
+    with tmpfs(tmp_path / "shared", "256m") as shared:
+        config["tiers"]["lustre"]["path"] = str(shared / "lustre")
+        config["tiers"]["lustre2"] = {"kind": "posix", "path": str(shared / "lustre2")}
+        config["persistent_tier"] = ["lustre", "lustre2"]
+        config["scratch_tiers"] = ["lustre", "lustre2"]
+        study = build_study(validate_config(config))
+        each = {name: need["persistent_bytes"] for name, need in study_needs(study).items()}
+        free = os.statvfs(shared).f_bavail * os.statvfs(shared).f_frsize
+        filler = shared / "filler"
+        filler.write_bytes(b"\0" * (free - int(1.5 * each["lustre"])))  # room for one study, not for two
+        with pytest.raises(ConfigError, match=r"tiers 'lustre', 'lustre2' share one filesystem \(tmpfs, .* free\), "
+                                               r"but together the study needs about .* more on it"):
+            check_study(study)
+        filler.unlink()
+        check_study(study)
 
 
 def test_unwritable_tiers_are_refused_before_and_inside_jobs(tmp_path, repo):

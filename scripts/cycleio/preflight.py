@@ -11,7 +11,8 @@ from .grid import Grid
 from .catalog import arm_jobs, inventory_rows
 from .jobs import job_files
 from .ncfiles import expected_bytes
-from .tiers import JOB_TIME_VARIABLES, TierError, expand_tier_path, filesystem_type, free_bytes, writable_without_writing
+from .tiers import (JOB_TIME_VARIABLES, TierError, expand_tier_path, filesystem_type, free_bytes, nearest_existing,
+                    writable_without_writing)
 
 def human_bytes(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
@@ -56,6 +57,7 @@ def check_study(study: Study, local_exec: bool = True) -> list[str]:
     tiers.update({arm.scratch.name: arm.scratch for arm in study.arms.values()})
     needs = study_needs(study)
     notes = []
+    by_filesystem: dict[int, list] = {}
     for name, tier in tiers.items():
         try:
             path = expand_tier_path(name, tier.path, study.name, tolerate=JOB_TIME_VARIABLES)
@@ -70,13 +72,35 @@ def check_study(study: Study, local_exec: bool = True) -> list[str]:
         need = needs.get(name, {})
         existing = _existing_bytes(path / study.name) if need.get("persistent_bytes") else 0
         wanted = max(0, need.get("persistent_bytes", 0) - existing) + need.get("scratch_bytes", 0)
-        free = free_bytes(path)
-        if wanted > free:
-            raise ConfigError(
-                f"tier '{name}' ({path}, {filesystem_type(path)}) has {human_bytes(free)} free, but the study needs "
-                f"about {human_bytes(wanted)} more (estimated from the file inventory: "
-                f"{human_bytes(need.get('persistent_bytes', 0))} of outputs, {human_bytes(existing)} already there, "
-                f"{human_bytes(need.get('scratch_bytes', 0))} for the largest job on scratch); free space, "
-                "shorten the study (cycles.end) or point the tier elsewhere"
-            )
+        by_filesystem.setdefault(_device(path), []).append((name, path, need, existing, wanted))
+    for demands in by_filesystem.values():
+        _check_room(demands)
     return notes
+
+
+def _device(path: Path) -> int:
+    return os.stat(nearest_existing(path)).st_dev
+
+
+def _check_room(demands: list[tuple[str, Path, dict, int, int]]) -> None:
+    """Tiers on one filesystem share its free space: refuse the study when their needs add up past it."""
+    path = demands[0][1]
+    free, wanted = free_bytes(path), sum(demand[4] for demand in demands)
+    if wanted <= free:
+        return
+    if len(demands) == 1:
+        name, path, need, existing, wanted = demands[0]
+        raise ConfigError(
+            f"tier '{name}' ({path}, {filesystem_type(path)}) has {human_bytes(free)} free, but the study needs "
+            f"about {human_bytes(wanted)} more (estimated from the file inventory: "
+            f"{human_bytes(need.get('persistent_bytes', 0))} of outputs, {human_bytes(existing)} already there, "
+            f"{human_bytes(need.get('scratch_bytes', 0))} for the largest job on scratch); free space, "
+            "shorten the study (cycles.end) or point the tier elsewhere"
+        )
+    parts = ", ".join(f"'{name}' about {human_bytes(demand)}" for name, _, _, _, demand in demands)
+    raise ConfigError(
+        f"tiers {', '.join(repr(d[0]) for d in demands)} share one filesystem ({filesystem_type(path)}, "
+        f"{human_bytes(free)} free), but together the study needs about {human_bytes(wanted)} more on it "
+        f"({parts}, estimated from the file inventory); free space, shorten the study (cycles.end) or point "
+        "a tier elsewhere"
+    )

@@ -89,11 +89,16 @@ def check_writable(tier_name: str, path: Path) -> None:
         raise TierError(f"tier '{tier_name}': path {str(path)!r} is not writable ({err.strerror})") from None
 
 
-def free_bytes(path: str | os.PathLike) -> int:
+def nearest_existing(path: str | os.PathLike) -> Path:
+    """``path`` or its nearest ancestor that exists (a tier's folder may not exist yet)."""
     target = Path(path)
     while not target.exists():
         target = target.parent
-    return shutil.disk_usage(target).free
+    return target
+
+
+def free_bytes(path: str | os.PathLike) -> int:
+    return shutil.disk_usage(nearest_existing(path)).free
 
 
 def _mount_of(path: str | os.PathLike) -> tuple[str, str, str]:
