@@ -26,8 +26,8 @@ def arm(tmp_path, scratch="lustre", study="t") -> ArmSettings:
 
 def test_history_file_is_cf_netcdf4_on_the_gaussian_grid(tmp_path):
     spec = FileSpec("gdas.t00z.atmf003.nc", "atm_history", (("fhour", 3),))
-    size, generate_s = write_file(tmp_path / spec.path, spec, WriteContext(Grid("C12", 4), 1, "2026010100"))
-    assert size > 48 * 24 * 4 * 4 * 14 and generate_s > 0
+    written = write_file(tmp_path / spec.path, spec, WriteContext(Grid("C12", 4), 1, "2026010100"))
+    assert written.bytes > 48 * 24 * 4 * 4 * 14 and written.cpu.generate > 0 and written.io_s > 0
     with xr.open_dataset(tmp_path / spec.path) as ds:
         assert ds.attrs["Conventions"] == "CF-1.8"
         assert dict(ds["tmp"].sizes) == {"time": 1, "pfull": 4, "grid_yt": 24, "grid_xt": 48}
@@ -94,10 +94,46 @@ def test_staged_half_cycle_lands_verified_outputs_and_cleans_scratch(tmp_path):
 
 
 @pytest.mark.parametrize("ny, splits", [(96, [0, 24, 48, 72, 96]), (37, [0, 5, 16, 17, 33, 37]), (8, [0, 3, 8])])
-def test_any_rows_of_a_plane_are_the_same_numbers_made_alone(ny, splits):
-    from cycleio.fields import smooth_plane, smooth_rows
+def test_any_rows_and_levels_of_a_field_are_the_same_numbers_made_alone(ny, splits):
+    from cycleio.fields import fill_block
 
-    full = smooth_plane(1234, ny, 50, 280.0, 20.0, 0.05, np.float32)
-    parts = [smooth_rows(1234, ny, 50, 280.0, 20.0, 0.05, np.float32, a, b) for a, b in zip(splits, splits[1:])]
-    assert np.array_equal(np.concatenate(parts), full)  # bit for bit: MPI ranks make only their rows
-    assert not np.array_equal(full, smooth_plane(1235, ny, 50, 280.0, 20.0, 0.05, np.float32))
+    def block(key, levels, rows):
+        out = np.empty((len(levels), rows[1] - rows[0], 50), np.float32)
+        return fill_block(out, key, ny, 50, 280.0, 20.0, 0.05, levels, 6, rows)
+
+    full = block((1234,), range(6), (0, ny))
+    parts = [block((1234,), range(6), (a, b)) for a, b in zip(splits, splits[1:])]
+    assert np.array_equal(np.concatenate(parts, axis=1), full)  # bit for bit: MPI ranks make only their rows
+    assert np.array_equal(np.concatenate([block((1234,), range(0, 2), (0, ny)), block((1234,), range(2, 6), (0, ny))]),
+                          full)  # and any blocks of levels
+    assert not np.array_equal(full, block((1235,), range(6), (0, ny)))
+    assert not np.array_equal(full[0], full[1])  # levels differ
+    assert abs(float(full.mean()) - 280.0 * 0.8) < 20 and 0.5 < float(full[0].std()) < 20
+
+
+def test_codec_time_is_kept_apart_from_storage_time_and_files_are_what_netcdf_c_writes(tmp_path):
+    """Compressed history: BitRound, shuffle and zlib run in cycleio (``encode``), the chunks go to
+    HDF5 as stored; netCDF-C writing the same values with the same settings stores the same numbers."""
+    import netCDF4
+
+    from cycleio.ncfiles import Compression, read_file
+
+    spec = FileSpec("gdas.t00z.atmf003.nc", "atm_history", (("fhour", 3),))
+    ctx = WriteContext(Grid("C12", 4), 1, "2026010100", Compression(zlib_level=1, quantize_nsd=5))
+    written = write_file(tmp_path / "ours.nc", spec, ctx)
+    raw = write_file(tmp_path / "raw.nc", spec, WriteContext(Grid("C12", 4), 1, "2026010100"))
+    assert written.cpu.encode > 0 and raw.cpu.encode == 0 and written.bytes < 0.5 * raw.bytes
+    read = read_file(tmp_path / "ours.nc", "atm_history")
+    assert read.bytes == written.bytes and read.cpu.decode > 0
+    with netCDF4.Dataset(tmp_path / "raw.nc") as src, netCDF4.Dataset(tmp_path / "lib.nc", "w") as lib:
+        for name, dim in src.dimensions.items():
+            lib.createDimension(name, None if dim.isunlimited() else len(dim))
+        for name in ("tmp", "pressfc"):
+            var = src[name]
+            settings = {"significant_digits": 5, "quantize_mode": "BitRound"} if var.ndim == 4 else {}
+            out = lib.createVariable(name, var.dtype, var.dimensions, compression="zlib", complevel=1, shuffle=True,
+                                     **settings)
+            out[:] = var[:]
+    with xr.open_dataset(tmp_path / "ours.nc") as ours, xr.open_dataset(tmp_path / "lib.nc") as lib:
+        for name in ("tmp", "pressfc"):
+            assert np.array_equal(ours[name].values.view(np.uint32), lib[name].values.view(np.uint32)), name

@@ -21,7 +21,7 @@ from .config import ArmSettings
 from .fsutil import file_checksum, write_json_atomic
 from .grid import Grid
 from .inventory import cycle_steps, FileSpec, coldstart_files, step_io
-from .ncfiles import WriteContext, read_file, write_file
+from .ncfiles import Transfer, WriteContext, read_file, write_file
 from .records import RecordLog
 from .staging import (StagingOptions, checksum_file, copy_and_verify, drop_page_cache, remove_stale_temporaries,
                       remove_tree)
@@ -127,17 +127,23 @@ def _stage(files: list[FileSpec], src_root: Path, dst_root: Path, phase: str, st
     return landed
 
 
+def _record_transfer(records: RecordLog, op: str, spec: FileSpec, t_start: float, transfer: Transfer, **fields) -> None:
+    """A file's storage I/O as one record, and each kind of CPU work kept apart from it as its own."""
+    records.add(op=op, file=spec.path, bytes=transfer.bytes, t_start=t_start, seconds=transfer.io_s,
+                transfers=transfer.cpu.transfers, **fields)
+    for cpu_op, seconds in transfer.cpu.seconds().items():
+        if seconds > 0 or cpu_op == "generate" and op == "write":
+            records.add(op=cpu_op, file=spec.path, n_files=0, t_start=t_start, seconds=seconds,
+                        **{k: v for k, v in fields.items() if k != "cache_risk"})
+
+
 def _timed_write(path: Path, spec: FileSpec, ctx: WriteContext, records: RecordLog, tier: TierContext,
                  step: str) -> int:
-    """Write one file; the write record times only I/O, data generation gets its own record."""
-    t_start, t0 = time.time(), time.perf_counter()
-    size, generate_s = write_file(path, spec, ctx)
-    elapsed = time.perf_counter() - t0
-    records.add(step=step, phase="run", op="write", file=spec.path, bytes=size, t_start=t_start,
-                seconds=elapsed - generate_s, **tier.fields())
-    records.add(step=step, phase="run", op="generate", file=spec.path, n_files=0, t_start=t_start,
-                seconds=generate_s, **tier.fields())
-    return size
+    """Write one file; the write record times only storage I/O, CPU work gets records of its own."""
+    t_start = time.time()
+    transfer = write_file(path, spec, ctx)
+    _record_transfer(records, "write", spec, t_start, transfer, step=step, phase="run", **tier.fields())
+    return transfer.bytes
 
 
 def burn_cpu(seconds: float) -> None:
@@ -161,9 +167,10 @@ def _run_step(settings: ArmSettings, step: str, io, workdir: Path, ctx: WriteCon
               scratch: TierContext, cache_cold: bool, label: str) -> None:
     """A step's own work on scratch: read its inputs, compute, write its outputs at its cadence."""
     for spec in io.reads:
-        with records.timed(step=step, phase="run", op="read", file=spec.path,
-                           cache_risk=not (cache_cold or scratch.is_memory), **scratch.fields()) as event:
-            event["bytes"] = read_file(workdir / spec.path, spec.kind)
+        t_start = time.time()
+        transfer = read_file(workdir / spec.path, spec.kind, buffer_bytes=ctx.buffer_bytes)
+        _record_transfer(records, "read", spec, t_start, transfer, step=step, phase="run",
+                         cache_risk=not (cache_cold or scratch.is_memory), **scratch.fields())
     if step == "fcst":
         # The forecast is an MPI program (cycleio.mpifcst): the compute stand-in per forecast hour on
         # the compute ranks, and each output hour's history and restart files by the arm's strategy.

@@ -6,22 +6,20 @@ JOB.json``, waits for it with a timeout, and returns the records the ranks measu
 them as JSON lines; the parent adds them to the job's records.
 
 Decomposition (what each compute rank holds, as the model's domain decomposition):
-- the 4N x 2N Gaussian history grid is split by rows into one block per compute rank;
-- each of the six N x N tiles is split by rows into k blocks (FMS layout 1 x k): with a multiple of
+- the 4N x 2N Gaussian history grid is split by rows into one band per compute rank;
+- each of the six N x N tiles is split by rows into k bands (FMS layout 1 x k): with a multiple of
   six compute ranks each tile gets its own k = ranks/6 ranks, as in the model; with fewer (the model
   needs at least six) every tile is split over all compute ranks (k = ranks).
-What a file holds comes from its ncfiles writer itself: the writer runs once against a recording
-stand-in for ``netCDF4.Dataset`` with a context whose ``plane(...)`` returns a placeholder, which
-gives the file's dimensions, variables, attributes, encodings and, for every plane, the
-``ctx.plane`` call that makes it. Any rank can then replay the file whole or cut to its rows, so every
-strategy writes the same data as the in-process writer and follows ncfiles when it changes. Each
-compute rank makes the full seeded planes of its blocks and keeps its rows (making data is timed
-apart, op ``generate``). Files the recording cannot split by rows (logs, coupler.res, fv_core.res.nc,
-or any writer that does something else) are written whole by one rank with their ncfiles writer.
+What a file holds is its ncfiles layout (dimensions, coordinates, attributes, fields with their
+seeds), so every strategy writes the same data as the in-process writer. Data move in blocks of
+many levels bounded by the buffer (``buffer_bytes``, 64 MiB), never plane by plane: each compute
+rank makes its band of a block (timed apart, op ``generate``), and gathers and hand-offs place the
+bands straight into the writer's block with MPI derived datatypes. Files without synthetic fields
+(logs, coupler.res, fv_core.res.nc) are written whole by one rank with their ncfiles writer.
 
 Strategies (``ArmSettings.strategy``), for every output file of the hour (history and restart):
-- ``serial``: planes are gathered to rank 0 (MPI_Igatherv), which writes them; all compute ranks
-  wait until the hour is on storage.
+- ``serial``: blocks are gathered to rank 0, which writes them; all compute ranks wait until the
+  hour is on storage.
 - ``per_rank``: each rank writes its own block of each file as a split file named like FMS's
   io_layout files (``gdas.t06z.atmf003.nc.0000``, ``fv_core.res.tile1.nc.0001``); a file held by one
   rank (one compute rank, or a tile on its own rank) is written whole under its name. The downstream
@@ -31,13 +29,14 @@ Strategies (``ArmSettings.strategy``), for every output file of the hour (histor
 - ``quilt``: ``write_groups`` x ``write_tasks_per_group`` dedicated writer ranks. Output hour i goes
   to group i mod write_groups; file j of the hour to task j mod write_tasks_per_group. Compute ranks
   hand their blocks over with synchronous sends (MPI_Issend) and go on as soon as the group has
-  taken them; a group still writing an earlier hour has not posted its receives, so the hand-off
-  blocks, as in the model.
+  taken them. A writer takes blocks while they fit its buffer (1 GiB), so a group still writing an
+  earlier hour, or an hour larger than its buffer, makes the hand-off wait, as in the model.
 - ``diskless``: as serial, but rank 0 builds each netCDF file in memory (``diskless=True,
   persist=True``) and writes it at close.
 
 Records (one per event, ``rank`` = MPI rank, ``nranks`` = ranks of the program):
-- ``write``: a writer's time in file I/O for one file or piece (bytes = its size on storage);
+- ``write``: a writer's time in storage I/O for one file or piece (bytes = its size on storage);
+  building the file's structure (``define``) and codec work (``encode``) are records of their own;
 - ``combine``: making an inventory file from its pieces (reads the pieces, writes the file);
 - ``write_effective``: per compute rank and output hour, the time the rank was kept from computing by
   the hour's output (gathers, writes, hand-off and waits, not the data generation); ``file`` is the
@@ -66,21 +65,18 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 
-import netCDF4
 import numpy as np
 
+from . import ncfiles
 from .fsutil import landing
 from .grid import Grid
 from .inventory import FileSpec
-from . import ncfiles
-from .ncfiles import WRITERS, Compression, WriteContext, expected_bytes
+from .ncfiles import Compression, WriteContext, expected_bytes
 
 log = logging.getLogger("cycleio")
 
@@ -89,6 +85,8 @@ WRITE_COMPONENT_DEFAULTS = {"ranks": 2, "write_groups": 1, "write_tasks_per_grou
 FAIL_RANK_VARIABLE = "CYCLEIO_TEST_FAIL_RANK"
 TIMEOUT_VARIABLE = "CYCLEIO_MPI_TIMEOUT_S"
 SHM_DIR = Path("/dev/shm")
+# A quilt writer rank holds at most this much of an hour's data before the compute ranks must wait.
+WRITER_BUFFER_BYTES = 1024 * 2**20
 
 
 class ForecastError(RuntimeError):
@@ -155,33 +153,8 @@ def tile_owner(tile: int, block: int, compute: int) -> int:
 
 
 @dataclass
-class PlanePlan:
-    """One ``ctx.plane(...)`` call of an ncfiles writer and where its plane went (``var[index] = plane``)."""
-
-    args: tuple
-    kwargs: dict
-    index: tuple = ()
-
-
-@dataclass
-class VarPlan:
-    """A decomposed variable: its planes, each (ny, nx), split by rows of ``row_dim``."""
-
-    name: str
-    dtype: np.dtype
-    dims: tuple[str, ...]
-    ny: int
-    nx: int
-    planes: list[PlanePlan] = field(default_factory=list)
-
-    @property
-    def row_dim(self) -> str:
-        return self.dims[-2]
-
-
-@dataclass
 class Piece:
-    """One rank's block of a file: rows [start, stop) of each row dimension."""
+    """One rank's block of a file: global rows [start, stop) of each row dimension."""
 
     rank: int
     index: int
@@ -190,22 +163,15 @@ class Piece:
 
 @dataclass
 class FilePlan:
-    """A file as the operations its ncfiles writer made, replayable whole or cut to a piece.
-
-    ``ops`` are ("attrs", dict), ("dim", name, size), ("var", name, dtype, dims, kwargs),
-    ("varattrs", name, dict) and ("set", name, index, value), where value is an array (coordinates)
-    or a PlanePlan of a decomposed variable. A file without ops is written whole by one rank with its
-    ncfiles writer (small files, and any writer the recording does not understand).
-    """
+    """A file of the hour: its layout (None: written whole by one rank with its ncfiles writer) and pieces."""
 
     spec: FileSpec
-    ops: list = field(default_factory=list)
-    variables: list[VarPlan] = field(default_factory=list)
+    layout: ncfiles.Layout | None = None
     pieces: list[Piece] = field(default_factory=list)
 
     @property
     def undecomposed(self) -> bool:
-        return not self.variables
+        return self.layout is None or not self.layout.fields
 
     @property
     def split(self) -> bool:
@@ -217,174 +183,39 @@ class FilePlan:
     def piece_path(self, workdir: Path, piece: Piece) -> Path:
         return workdir / f"{self.spec.path}.{piece.index:04d}"
 
-
-class _Unplannable(Exception):
-    """The writer did something the recording cannot replay piecewise: write that file whole."""
-
-
-class _PlanningContext(WriteContext):
-    """A WriteContext whose planes are placeholders: records each call instead of making data."""
-
-    def plane(self, *args, **kwargs):
-        return PlanePlan(args, kwargs)
-
-
-class _RecordedDimension:
-    def __init__(self, size):
-        self.size = size
-
-    def __len__(self) -> int:
-        return 1 if self.size is None else self.size  # an unlimited dimension holds the file's one record
-
-    def isunlimited(self) -> bool:
-        return self.size is None
-
-
-class _RecordedVariable:
-    def __init__(self, dataset, name, dtype, dims):
-        self.dataset, self.name, self.dtype, self.dimensions = dataset, name, np.dtype(dtype), tuple(dims)
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return tuple(len(self.dataset.dimensions[dim]) for dim in self.dimensions)
-
-    @property
-    def ndim(self) -> int:
-        return len(self.dimensions)
-
-    def setncatts(self, attrs: dict) -> None:
-        self.dataset.ops.append(("varattrs", self.name, dict(attrs)))
-
-    def setncattr(self, name, value) -> None:
-        self.setncatts({name: value})
-
-    def __setitem__(self, index, value) -> None:
-        index = index if isinstance(index, tuple) else (index,)
-        if not isinstance(value, PlanePlan):
-            value = np.array(value)
-        self.dataset.ops.append(("set", self.name, index, value))
-
-
-class _RecordingDataset:
-    """Stands in for netCDF4.Dataset while an ncfiles writer runs: records what it creates and writes."""
-
-    def __init__(self, path, mode="r", **kwargs):
-        if mode != "w":
-            raise _Unplannable(f"mode {mode!r}")
-        self.ops: list = []
-        self.dimensions: dict[str, _RecordedDimension] = {}
-        self.variables: dict[str, _RecordedVariable] = {}
-        _RecordingDataset.last = self
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-    def setncatts(self, attrs: dict) -> None:
-        self.ops.append(("attrs", dict(attrs)))
-
-    def setncattr(self, name, value) -> None:
-        self.setncatts({name: value})
-
-    def createDimension(self, name, size=None):
-        self.dimensions[name] = _RecordedDimension(size)
-        self.ops.append(("dim", name, size))
-        return self.dimensions[name]
-
-    def createVariable(self, name, datatype, dimensions=(), **kwargs):
-        self.variables[name] = _RecordedVariable(self, name, datatype, dimensions)
-        self.ops.append(("var", name, np.dtype(datatype), tuple(dimensions), dict(kwargs)))
-        return self.variables[name]
-
-
-_RECORDING = threading.Lock()
-
-
-def _record_writer(spec: FileSpec, ctx: WriteContext) -> list | None:
-    """Run the kind's ncfiles writer against the recording stand-in; None if it cannot be recorded."""
-    planning = _PlanningContext(ctx.grid, ctx.seed, ctx.cycle, ctx.compression)
-    with _RECORDING:
-        real, ncfiles.netCDF4 = ncfiles.netCDF4, SimpleNamespace(Dataset=_RecordingDataset)
-        _RecordingDataset.last = None
-        try:
-            ncfiles.WRITERS[spec.kind](Path(spec.path), spec, planning)
-        except Exception:  # noqa: BLE001: anything the stand-in cannot do means "write it whole"
-            return None
-        finally:
-            ncfiles.netCDF4 = real
-    recorded = _RecordingDataset.last
-    return recorded.ops if recorded is not None else None
-
-
-def _decomposed_variables(ops: list) -> list[VarPlan] | None:
-    """The variables written plane by plane from ctx.plane, or None if the file cannot be split by rows."""
-    dims = {op[1]: op[2] for op in ops if op[0] == "dim"}
-    sizes = {name: 1 if size is None else size for name, size in dims.items()}
-    declared = {op[1]: op for op in ops if op[0] == "var"}
-    variables: dict[str, VarPlan] = {}
-    arrays: dict[str, list] = {}
-    for op in ops:
-        if op[0] != "set":
-            continue
-        _, name, index, value = op
-        _, _, dtype, var_dims, _ = declared[name]
-        if isinstance(value, PlanePlan):
-            if len(var_dims) < 2 or name in arrays:
-                return None
-            ny, nx = sizes[var_dims[-2]], sizes[var_dims[-1]]
-            if len(value.args) >= 3 and tuple(value.args[1:3]) != (ny, nx):
-                return None  # a plane that does not fill the variable's last two dimensions
-            trailing = index[len(var_dims) - 2:]
-            if len(index) > len(var_dims) or any(part != slice(None) for part in trailing):
-                return None
-            value.index = index[:len(var_dims) - 2] or Ellipsis
-            var = variables.setdefault(name, VarPlan(name, dtype, var_dims, ny, nx))
-            var.planes.append(value)
-        else:
-            if name in variables:
-                return None
-            arrays.setdefault(name, []).append(index)
-    if not variables:
-        return None
-    row_dims = {var.row_dim for var in variables.values()}
-    for name, indices in arrays.items():  # coordinates along a row dimension must be written whole
-        if set(declared[name][3]) & row_dims and any(index not in ((slice(None),), (Ellipsis,)) for index in indices):
-            return None
-    return list(variables.values())
+    def piece_layout(self, piece: Piece) -> ncfiles.Layout:
+        rows = " ".join(f"{dim}={start}:{stop}" for dim, (start, stop) in piece.rows.items())
+        return self.layout.piece(piece.rows, {"cycleio_piece": f"{piece.index} of {len(self.pieces)}",
+                                              "cycleio_piece_rows": rows})
 
 
 def file_plan(spec: FileSpec, ctx: WriteContext, compute: int) -> FilePlan:
-    """How ``spec`` is written: its recorded operations, decomposed variables and the ranks' pieces.
+    """How ``spec`` is written: its layout and the ranks' pieces (bands of rows).
 
     Tile files (a ``tile`` parameter) take the tile layout; other gridded files split their rows over
-    all compute ranks.
+    all compute ranks. Files without synthetic fields are written whole by one rank.
     """
-    ops = _record_writer(spec, ctx) if spec.kind in ncfiles.NETCDF_KINDS else None
-    variables = _decomposed_variables(ops) if ops else None
-    if not variables:
-        return FilePlan(spec, pieces=[Piece(0, 0, {})])
-    sizes = {op[1]: op[2] for op in ops if op[0] == "dim"}
-    row_dims = sorted({var.row_dim for var in variables})
+    build = ncfiles.LAYOUTS.get(spec.kind)
+    layout = build(spec, ctx) if build else None
+    if layout is None or not layout.fields:
+        return FilePlan(spec, layout, [Piece(0, 0, {})])
+    row_dims = sorted(layout.row_dims())
     tile = spec.param("tile")
     if tile is not None:
         k = tile_blocks(compute)
         owners = [(tile_owner(tile, block, compute), block) for block in range(k)]
     else:
         k, owners = compute, [(rank, rank) for rank in range(compute)]
-    pieces = [Piece(rank, block, {dim: row_bounds(sizes[dim], k, block) for dim in row_dims}) for rank, block in owners]
+    pieces = [Piece(rank, block, {dim: row_bounds(layout.size(dim), k, block) for dim in row_dims})
+              for rank, block in owners]
     for piece in pieces:
         empty = [dim for dim, (start, stop) in piece.rows.items() if stop <= start]
         if empty:
             raise ForecastError(
                 f"write_component.ranks={compute} is too many for {spec.path} at {ctx.grid.resolution}: "
-                f"block {piece.index} gets no rows of {empty[0]} ({sizes[empty[0]]} rows); use fewer ranks"
+                f"block {piece.index} gets no rows of {empty[0]} ({layout.size(empty[0])} rows); use fewer ranks"
             )
-    return FilePlan(spec, ops, variables, pieces)
+    return FilePlan(spec, layout, pieces)
 
 
 def check_layout(layout: Layout, grid: Grid) -> None:
@@ -410,106 +241,74 @@ def hour_groups(writes: list[FileSpec]) -> list[tuple[int, list[FileSpec]]]:
     return groups
 
 
-# --------------------------------------------------------------------------- netCDF writing
+# --------------------------------------------------------------------------- files and blocks
 
 
-def _replay(ds, plan: FilePlan, source, piece: Piece | None) -> float:
-    """Make the file's dimensions, variables and attributes and write its data; return seconds in ``source``."""
-    rows = piece.rows if piece is not None else {}
-    declared = {op[1]: op[3] for op in plan.ops if op[0] == "var"}
-    planes = {id(plane): var for var in plan.variables for plane in var.planes}
-    outside = 0.0
-    for op in plan.ops:
-        kind = op[0]
-        if kind == "attrs":
-            ds.setncatts(op[1])
-        elif kind == "dim":
-            _, name, size = op
-            if size is not None and name in rows:
-                size = rows[name][1] - rows[name][0]
-            ds.createDimension(name, size)
-        elif kind == "var":
-            _, name, dtype, dims, kwargs = op
-            kwargs = dict(kwargs)
-            if rows and kwargs.get("chunksizes") is not None:
-                kwargs["chunksizes"] = [min(chunk, rows[dim][1] - rows[dim][0]) if dim in rows else chunk
-                                        for chunk, dim in zip(kwargs["chunksizes"], dims)]
-            ds.createVariable(name, dtype, dims, **kwargs)
-        elif kind == "varattrs":
-            ds.variables[op[1]].setncatts(op[2])
-        else:
-            _, name, index, value = op
-            if isinstance(value, PlanePlan):
-                t0 = time.perf_counter()
-                data = source(planes[id(value)], value)
-                outside += time.perf_counter() - t0
-                ds.variables[name][value.index] = data
-            elif rows and set(declared[name]) & set(rows):
-                ds.variables[name][index] = value[tuple(slice(*rows[dim]) if dim in rows else slice(None)
-                                                        for dim in declared[name])]
-            else:
-                ds.variables[name][index] = value
-    if piece is not None:
-        ds.setncatts({"cycleio_piece": f"{piece.index} of {len(plan.pieces)}",
-                      "cycleio_piece_rows": " ".join(f"{dim}={start}:{stop}" for dim, (start, stop) in rows.items())})
-    return outside
+def block_shape(layout: ncfiles.Layout, f: ncfiles.Field, levels: range | None, rows: tuple[int, int]) -> tuple:
+    nx = layout.size(f.dims[-1])
+    return (rows[1] - rows[0], nx) if levels is None else (len(levels), rows[1] - rows[0], nx)
 
 
-def write_dataset(path: Path, plan: FilePlan, source, piece: Piece | None = None, diskless: bool = False,
-                  check=None) -> tuple[int, float]:
-    """Write a file (or one piece of it) plane by plane; ``source(var, plane)`` gives each plane's data.
+class Buffers:
+    """Reused arrays by dtype and shape: blocks are made, gathered and written without new allocations."""
 
-    Returns the size and the seconds of file I/O: time spent in ``source`` (making or receiving the
-    data) is not counted. The file lands through a temporary name (write, fsync, rename).
-    """
+    def __init__(self):
+        self.arrays: dict = {}
+
+    def get(self, dtype, shape) -> np.ndarray:
+        key = (np.dtype(dtype).str, tuple(shape))
+        if key not in self.arrays:
+            self.arrays[key] = np.empty(shape, dtype)
+        return self.arrays[key]
+
+
+def land_netcdf(path: Path, layout: ncfiles.Layout, source, times: ncfiles.CpuTimes, buffer_bytes: int,
+                diskless: bool = False, check=None) -> tuple[int, float]:
+    """Write a netCDF file through a temporary name (write, fsync, rename); return size and storage seconds."""
     if check:
         check(path)
     t0 = time.perf_counter()
     with landing(path) as tmp:
-        ds = netCDF4.Dataset(tmp, "w", format="NETCDF4", diskless=diskless, persist=diskless)
-        try:
-            outside = _replay(ds, plan, source, piece)
-        finally:
-            ds.close()
-    return path.stat().st_size, time.perf_counter() - t0 - outside
+        _, io_s = ncfiles.write_netcdf(tmp, layout, source, times, buffer_bytes, diskless=diskless)
+        t1 = time.perf_counter()
+    return path.stat().st_size, io_s + time.perf_counter() - t1
 
 
 def write_plain(path: Path, spec: FileSpec, ctx: WriteContext, check=None) -> tuple[int, float]:
-    """A file written whole by its ncfiles writer (time includes its data generation, which is small)."""
+    """A file written whole by its ncfiles writer; CPU work (data, codec) is kept out of the seconds."""
     if check:
         check(path)
-    t0 = time.perf_counter()
-    with landing(path) as tmp:
-        WRITERS[spec.kind](tmp, spec, ctx)
-    return path.stat().st_size, time.perf_counter() - t0
+    transfer = ncfiles.write_file(path, spec, ctx)
+    return transfer.bytes, transfer.io_s
 
 
-def combine_pieces(workdir: Path, plan: FilePlan, check=None) -> tuple[int, float]:
+def combine_pieces(workdir: Path, plan: FilePlan, times: ncfiles.CpuTimes, buffer_bytes: int,
+                   check=None) -> tuple[int, float]:
     """Make the inventory's file from its split pieces (read them, write the whole file), then remove them."""
+    import h5py
+
     t0 = time.perf_counter()
     paths = [plan.piece_path(workdir, piece) for piece in plan.pieces]
-    pieces = [netCDF4.Dataset(path, "r") for path in paths]
+    files = [h5py.File(path, "r") for path in paths]
+    buffers = Buffers()
     try:
-        for piece in pieces:
-            piece.set_auto_mask(False)
+        def source(f, levels, rows):
+            block = buffers.get(f.dtype, block_shape(plan.layout, f, levels, rows))
+            records = (0,) * plan.layout.records(f)
+            for piece, h5 in zip(plan.pieces, files):
+                start, stop = piece.rows[f.dims[-2]]
+                picked = records + ((slice(levels.start, levels.stop),) if levels is not None else ())
+                dest = (slice(None),) * (levels is not None) + (slice(start - rows[0], stop - rows[0]),)
+                h5[f.name].read_direct(block, np.s_[picked], np.s_[dest])
+            return block
 
-        def source(var, plane):
-            return np.concatenate([piece[var.name][plane.index] for piece in pieces], axis=0)
-
-        size, _ = write_dataset(workdir / plan.spec.path, plan, source, check=check)
+        size, _ = land_netcdf(workdir / plan.spec.path, plan.layout, source, times, buffer_bytes, check=check)
     finally:
-        for piece in pieces:
-            piece.close()
+        for h5 in files:
+            h5.close()
     for path in paths:
         path.unlink()
     return size, time.perf_counter() - t0
-
-
-def own_rows(ctx: WriteContext, var: VarPlan, plane: PlanePlan, piece: Piece) -> np.ndarray:
-    """This rank's rows of a plane (of the writer's own ctx.plane call), made without the other ranks' rows."""
-    start, stop = piece.rows[var.row_dim]
-    rows = ctx.plane_rows(start, stop, *plane.args, **plane.kwargs)
-    return np.ascontiguousarray(rows, dtype=var.dtype)
 
 
 # --------------------------------------------------------------------------- the MPI program
@@ -518,8 +317,8 @@ def own_rows(ctx: WriteContext, var: VarPlan, plane: PlanePlan, piece: Piece) ->
 def wait_all(requests) -> None:
     """Complete MPI requests; when ranks outnumber cores, without hogging one (spin, then short sleeps).
 
-    With a core per rank, MPI's own blocking wait is used: the sleeps add up to a millisecond per
-    message, and the serial strategy sends one message per plane (tens of thousands per forecast).
+    Requests are waited for one at a time: testing a list of thousands of requests on every spin
+    would cost more than the messages (an hour's blocks of a restart set are about a thousand).
     """
     from mpi4py import MPI
 
@@ -527,12 +326,34 @@ def wait_all(requests) -> None:
     if MPI.COMM_WORLD.Get_size() <= (os.cpu_count() or 1):
         MPI.Request.Waitall(requests)
         return
-    spins, delay = 0, 5e-5
-    while not MPI.Request.Testall(requests):
-        spins += 1
-        if spins > 2000:
-            time.sleep(delay)
-            delay = min(delay * 2, 0.002)
+    for request in requests:
+        spins, delay = 0, 5e-5
+        while not request.Test():
+            spins += 1
+            if spins > 2000:
+                time.sleep(delay)
+                delay = min(delay * 2, 0.002)
+
+
+class BandTypes:
+    """MPI datatypes that place a rank's band of rows straight into a full block (no copy after a gather)."""
+
+    def __init__(self):
+        self.types: dict = {}
+
+    def get(self, dtype, planes: int, rows: int, ny: int, nx: int):
+        from mpi4py import MPI
+
+        key = (np.dtype(dtype).str, planes, rows, ny, nx)
+        if key not in self.types:
+            base = MPI._typedict[np.dtype(dtype).char]
+            self.types[key] = base.Create_vector(planes, rows * nx, ny * nx).Commit()
+        return self.types[key]
+
+    def free(self) -> None:
+        for mpitype in self.types.values():
+            mpitype.Free()
+        self.types.clear()
 
 
 class Forecast:
@@ -548,8 +369,10 @@ class Forecast:
             raise ForecastError(f"the launcher started {self.size} ranks, but {self.layout.describe()} needs "
                                 f"{self.layout.ntasks}; does the launcher template pass {{ntasks}}?")
         self.workdir = Path(spec["workdir"])
+        self.buffer_bytes = int(spec.get("buffer_bytes", ncfiles.IO_BUFFER_BYTES))
         self.ctx = WriteContext(Grid(spec["resolution"], spec["levels"]), spec["seed"], spec["cycle"],
-                                Compression(**spec["compression"]))
+                                Compression(**spec["compression"]), buffer_bytes=self.buffer_bytes)
+        self.writer_buffer_bytes = int(spec.get("writer_buffer_bytes", WRITER_BUFFER_BYTES))
         self.compute_s_per_hour = float(spec["compute_seconds_per_hour"])
         self.compute = time.sleep  # the compute stand-in: sleep, or burn the CPU as a model does
         if spec.get("compute_kind", "sleep") == "burn":
@@ -565,6 +388,9 @@ class Forecast:
         self.fail_rank = int(fail) if fail.strip() else None
         self.records: list[dict] = []
         self.deferred: list[FilePlan] = []
+        self.buffers = Buffers()
+        self.band_types = BandTypes()
+        self.transfer_mark = 0  # ctx.times.transfers when the last write record was made
 
     # ---- records and checks
 
@@ -580,22 +406,52 @@ class Forecast:
 
     def write_record(self, op: str, path: Path, t_start: float, size: int, seconds: float):
         self.record(op, t_start, seconds, str(path.relative_to(self.workdir)), size)
+        self.records[-1]["transfers"] = max(1, self.ctx.times.transfers - self.transfer_mark)
+        self.transfer_mark = self.ctx.times.transfers
 
     def barrier(self, comm) -> None:
         wait_all([comm.Ibarrier()])
 
+    def make_rows(self, plan: FilePlan, f, levels, piece: Piece, out: np.ndarray | None = None) -> np.ndarray:
+        """This rank's band of a block, made without the other ranks' rows (timed as ``generate``)."""
+        t0 = time.perf_counter()
+        rows = piece.rows[f.dims[-2]]
+        if out is None:
+            out = self.buffers.get(f.dtype, block_shape(plan.layout, f, levels, rows))
+        plan.layout.make(f, levels, rows, out)
+        self.ctx.times.generate += time.perf_counter() - t0
+        return out
+
+    def receive_bands(self, plan: FilePlan, f, levels, block: np.ndarray, sources, tag: int) -> list:
+        """Post receives placing each source rank's band of ``block`` where it belongs (derived datatypes)."""
+        ny, nx = block.shape[-2], block.shape[-1]
+        planes = 1 if levels is None else len(levels)
+        flat = memoryview(block.reshape(-1)).cast("B")
+        requests = []
+        for piece in plan.pieces:
+            if piece.rank not in sources:
+                continue
+            start, stop = piece.rows[f.dims[-2]]
+            mpitype = self.band_types.get(f.dtype, planes, stop - start, ny, nx)
+            offset = start * nx * block.itemsize
+            requests.append(self.world.Irecv([flat[offset:], 1, mpitype], source=piece.rank, tag=tag))
+        return requests
+
     # ---- the program
 
     def run(self) -> list[dict]:
-        if self.is_compute:
-            self.compute_loop()
-        else:
-            self.writer_loop()
+        try:
+            if self.is_compute:
+                self.compute_loop()
+            else:
+                self.writer_loop()
+        finally:
+            self.band_types.free()
         return self.records
 
     def compute_loop(self) -> None:
         previous, last = 0, len(self.hours) - 1
-        final_start = final_t0 = final_gen = 0.0
+        final_start = final_t0 = final_cpu = 0.0
         for index, (hour, plans) in enumerate(self.hours):
             if hour > previous:
                 seconds = self.compute_s_per_hour * (hour - previous)
@@ -605,74 +461,77 @@ class Forecast:
                     self.record("compute", t_start, time.perf_counter() - t0, n_files=0)
                 previous = hour
             t_start, t0 = time.time(), time.perf_counter()
-            gen0 = self.ctx.generation.seconds
+            self.ctx.times.take()
+            self.transfer_mark = 0
             if index == last:
-                final_start, final_t0, final_gen = t_start, t0, gen0
+                final_start, final_t0 = t_start, t0
             nbytes = self.output(index, plans)
-            generate = self.ctx.generation.seconds - gen0
-            self.record("write_effective", t_start, time.perf_counter() - t0 - generate, f"f{hour:03d}", nbytes,
+            cpu = self.ctx.times.take()
+            self.record("write_effective", t_start, time.perf_counter() - t0 - cpu.total, f"f{hour:03d}", nbytes,
                         n_files=len(plans))
-            self.record("generate", t_start, generate, f"f{hour:03d}", n_files=0)
+            for op in ("generate", "encode", "define"):
+                if getattr(cpu, op) > 0 or op == "generate":
+                    self.record(op, t_start, getattr(cpu, op), f"f{hour:03d}", n_files=0)
+            if index == last:
+                final_cpu = cpu.total
         if self.layout.strategy == "per_rank" and self.layout.combine_at_end:
+            t_start, t0 = time.time(), time.perf_counter()
             self.combine(self.deferred)
+            cpu = self.ctx.times.take()
+            final_cpu += cpu.total
+            for op in ("encode", "define"):
+                if getattr(cpu, op) > 0:
+                    self.record(op, t_start, getattr(cpu, op), "combine", n_files=0)
         self.barrier(self.world)  # every file of the forecast is on storage
         if self.rank == 0 and self.hours:
-            generate = self.ctx.generation.seconds - final_gen
-            self.record("write_final", final_start, time.perf_counter() - final_t0 - generate,
+            self.record("write_final", final_start, time.perf_counter() - final_t0 - final_cpu,
                         f"f{self.hours[-1][0]:03d}", n_files=len(self.hours[-1][1]))
 
     def output(self, index: int, plans: list[FilePlan]) -> int:
         strategy = self.layout.strategy
         if strategy in ("serial", "diskless"):
-            nbytes = self.output_serial(plans, diskless=strategy == "diskless")
-        elif strategy == "per_rank":
-            nbytes = self.output_per_rank(plans)
-        else:
-            nbytes = self.output_quilt(index, plans)
-        return nbytes
+            return self.output_serial(plans, diskless=strategy == "diskless")
+        if strategy == "per_rank":
+            return self.output_per_rank(plans)
+        return self.output_quilt(index, plans)
 
-    # ---- serial and diskless: gather to rank 0, which writes; everyone waits
+    # ---- serial and diskless: gather blocks to rank 0, which writes; everyone waits
 
     def output_serial(self, plans: list[FilePlan], diskless: bool) -> int:
-        comm, nbytes = self.compute_comm, 0
-        for plan in plans:
+        nbytes = 0
+        for number, plan in enumerate(plans):
             if plan.undecomposed:
                 if self.rank == 0:
                     self.write_undecomposed(plan)
                 continue
             piece = plan.piece_of(self.rank)
-            counts_rows = {var.name: self._counts(plan, var) for var in plan.variables}
-
-            def gather(var, plane, plan=plan, piece=piece):
-                nonlocal nbytes
-                rows = own_rows(self.ctx, var, plane, piece) if piece else np.empty((0, var.nx), var.dtype)
-                nbytes += rows.nbytes
-                counts = counts_rows[var.name]
-                recv = None
-                if self.rank == 0:
-                    full = np.empty((var.ny, var.nx), var.dtype)
-                    recv = [full, (counts, np.concatenate(([0], np.cumsum(counts)[:-1])).tolist())]
-                wait_all([comm.Igatherv(rows, recv, root=0)])
-                return recv[0] if recv else None
+            others = {p.rank for p in plan.pieces} - {0}
 
             if self.rank == 0:
+                def gather(f, levels, rows, plan=plan, piece=piece, others=others):
+                    nonlocal nbytes
+                    block = self.buffers.get(f.dtype, block_shape(plan.layout, f, levels, rows))
+                    requests = self.receive_bands(plan, f, levels, block, others, number)
+                    if piece is not None:  # rank 0 makes its own band in place
+                        start, stop = piece.rows[f.dims[-2]]
+                        own = block[..., start - rows[0]:stop - rows[0], :]
+                        self.make_rows(plan, f, levels, piece, own)
+                        nbytes += own.nbytes
+                    wait_all(requests)
+                    return block
+
                 path = self.workdir / plan.spec.path
                 t_start = time.time()
-                size, seconds = write_dataset(path, plan, gather, diskless=diskless, check=self.check)
+                size, seconds = land_netcdf(path, plan.layout, gather, self.ctx.times, self.buffer_bytes,
+                                            diskless=diskless, check=self.check)
                 self.write_record("write", path, t_start, size, seconds)
-            else:
-                for var in plan.variables:
-                    for plane in var.planes:
-                        gather(var, plane)
-        self.barrier(comm)  # the hour is on storage: the compute ranks go on
+            elif piece is not None:
+                for f, levels in plan.layout.blocks(self.buffer_bytes):
+                    rows = self.make_rows(plan, f, levels, piece)
+                    nbytes += rows.nbytes
+                    wait_all([self.world.Isend(rows, dest=0, tag=number)])
+        self.barrier(self.compute_comm)  # the hour is on storage: the compute ranks go on
         return nbytes
-
-    def _counts(self, plan: FilePlan, var: VarPlan) -> list[int]:
-        counts = [0] * self.layout.compute
-        for piece in plan.pieces:
-            start, stop = piece.rows[var.row_dim]
-            counts[piece.rank] = (stop - start) * var.nx
-        return counts
 
     # ---- per_rank: each rank writes its pieces; combine after the hour or at the end
 
@@ -685,17 +544,17 @@ class Forecast:
             if plan.undecomposed:
                 self.write_undecomposed(plan)
                 continue
-            path = self.workdir / plan.spec.path if not plan.split else plan.piece_path(self.workdir, piece)
+            layout = plan.piece_layout(piece) if plan.split else plan.layout
+            path = plan.piece_path(self.workdir, piece) if plan.split else self.workdir / plan.spec.path
 
-            def source(var, plane, piece=piece):
+            def own(f, levels, rows, plan=plan, piece=piece):
                 nonlocal nbytes
-                rows = own_rows(self.ctx, var, plane, piece)
-                nbytes += rows.nbytes
-                return rows
+                data = self.make_rows(plan, f, levels, piece)
+                nbytes += data.nbytes
+                return data
 
             t_start = time.time()
-            size, seconds = write_dataset(path, plan, source, piece=piece if plan.split else None,
-                                          check=self.check)
+            size, seconds = land_netcdf(path, layout, own, self.ctx.times, self.buffer_bytes, check=self.check)
             self.write_record("write", path, t_start, size, seconds)
         split = [plan for plan in plans if plan.split]
         if self.layout.combine_at_end:
@@ -713,89 +572,98 @@ class Forecast:
             if index % self.layout.compute == self.rank:
                 path = self.workdir / plan.spec.path
                 t_start = time.time()
-                size, seconds = combine_pieces(self.workdir, plan, check=self.check)
-                self.write_record("combine", path, t_start, size, seconds)
+                cpu0 = self.ctx.times.encode + self.ctx.times.define
+                size, seconds = combine_pieces(self.workdir, plan, self.ctx.times, self.buffer_bytes,
+                                               check=self.check)
+                cpu = self.ctx.times.encode + self.ctx.times.define - cpu0
+                self.write_record("combine", path, t_start, size, seconds - cpu)
         self.barrier(self.compute_comm)
 
-    # ---- quilt: hand the hour to a write group and go on
+    # ---- quilt: hand the hour's blocks to a write group and go on
 
     def quilt_assignments(self, index: int, plans: list[FilePlan]) -> list[tuple[FilePlan, int]]:
         group = index % self.layout.write_groups
         return [(plan, self.layout.writer_rank(group, j % self.layout.tasks_per_group)) for j, plan in enumerate(plans)]
 
-    def handoff_items(self, plans: list[FilePlan], source: int) -> list[tuple[FilePlan, VarPlan, int, tuple, int]]:
-        """The blocks ``source`` hands to one writer for these files, in message order, with byte offsets.
+    def quilt_tag(self, index: int, number: int) -> int:
+        """Messages of hour ``index``, file ``number`` of the hour: a tag of their own."""
+        return index * 4096 + number
 
-        Each compute rank sends a writer one message per hour: its blocks packed one after the other
-        (file, variable), so the hand-off costs one rendezvous, not one per variable.
+    def handoff_packs(self, index: int, plans: list[FilePlan], writer: int, source: int) -> list[list[tuple]]:
+        """What ``source`` hands ``writer`` this hour, in write order, packed into messages of at most the buffer.
+
+        Each item is (file number, plan, field, levels, band shape, byte offset in its pack). Small
+        blocks share a message (a restart set at C48 is about a thousand blocks), large ones go alone.
         """
-        items, offset = [], 0
-        for plan in plans:
-            for var in plan.variables:
-                for number, piece in enumerate(plan.pieces):
-                    if piece.rank != source:
-                        continue
-                    start, stop = piece.rows[var.row_dim]
-                    shape = (len(var.planes), stop - start, var.nx)
-                    items.append((plan, var, number, shape, offset))
-                    offset += int(np.prod(shape)) * var.dtype.itemsize
-        return items
+        packs: list[list[tuple]] = [[]]
+        used = 0
+        for number, (plan, owner) in enumerate(self.quilt_assignments(index, plans)):
+            piece = plan.piece_of(source)
+            if owner != writer or plan.undecomposed or piece is None:
+                continue
+            for f, levels in plan.layout.blocks(self.buffer_bytes):
+                shape = block_shape(plan.layout, f, levels, piece.rows[f.dims[-2]])
+                size = int(np.prod(shape)) * np.dtype(f.dtype).itemsize
+                if packs[-1] and used + size > self.buffer_bytes:
+                    packs.append([])
+                    used = 0
+                packs[-1].append((number, plan, f, levels, shape, used))
+                used += size
+        return [pack for pack in packs if pack]
+
+    @staticmethod
+    def pack_bytes(pack: list[tuple]) -> int:
+        _, _, f, _, shape, offset = pack[-1]
+        return offset + int(np.prod(shape)) * np.dtype(f.dtype).itemsize
 
     def output_quilt(self, index: int, plans: list[FilePlan]) -> int:
-        by_writer: dict[int, list[FilePlan]] = {}
-        for plan, writer in self.quilt_assignments(index, plans):
-            by_writer.setdefault(writer, []).append(plan)
-        requests, buffers, nbytes = [], [], 0
-        for writer, mine in by_writer.items():
-            items = self.handoff_items(mine, self.rank)
-            if not items:
-                continue
-            _, last_var, _, last_shape, last_offset = items[-1]
-            buffer = np.empty(last_offset + int(np.prod(last_shape)) * last_var.dtype.itemsize, np.uint8)
-            for plan, var, number, shape, offset in items:
-                size = int(np.prod(shape)) * var.dtype.itemsize
-                block = buffer[offset:offset + size].view(var.dtype).reshape(shape)
-                for i, plane in enumerate(var.planes):
-                    block[i] = own_rows(self.ctx, var, plane, plan.pieces[number])
-            buffers.append(buffer)
-            nbytes += buffer.nbytes
-            requests.append(self.world.Issend(buffer, dest=writer, tag=index))
-        wait_all(requests)  # returns once the group has taken the data: blocks while it is busy
+        """Hand this rank's bands of the hour's blocks to the writers; returns when the writers took them all.
+
+        A synchronous send completes when the writer has posted its receive, which it does while the
+        hour fits its buffer: a writer still busy with an earlier hour, or an hour larger than its
+        buffer, keeps the compute ranks waiting, as in the model.
+        """
+        requests, nbytes, in_flight = [], 0, 0
+        writers = sorted({writer for _, writer in self.quilt_assignments(index, plans)})
+        for writer in writers:
+            for number, pack in enumerate(self.handoff_packs(index, plans, writer, self.rank)):
+                message = np.empty(self.pack_bytes(pack), np.uint8)
+                for _, plan, f, levels, shape, offset in pack:
+                    size = int(np.prod(shape)) * np.dtype(f.dtype).itemsize
+                    band = message[offset:offset + size].view(f.dtype).reshape(shape)
+                    self.make_rows(plan, f, levels, plan.piece_of(self.rank), band)
+                nbytes += message.nbytes
+                requests.append((self.world.Issend(message, dest=writer, tag=self.quilt_tag(index, number)),
+                                 message.nbytes))
+                in_flight += message.nbytes
+                while in_flight > self.writer_buffer_bytes and len(requests) > 1:  # bound what waits in flight
+                    request, size = requests.pop(0)
+                    wait_all([request])
+                    in_flight -= size
+        wait_all([request for request, _ in requests])
         return nbytes
 
     def writer_loop(self) -> None:
         for index, (hour, plans) in enumerate(self.hours):
-            mine = [plan for plan, writer in self.quilt_assignments(index, plans) if writer == self.rank]
+            mine = [(number, plan) for number, (plan, writer) in enumerate(self.quilt_assignments(index, plans))
+                    if writer == self.rank]
             if not mine:
                 continue
-            requests, blocks = [], {}
-            for source in range(self.layout.compute):
-                items = self.handoff_items(mine, source)
-                if not items:
-                    continue
-                _, last_var, _, last_shape, last_offset = items[-1]
-                buffer = np.empty(last_offset + int(np.prod(last_shape)) * last_var.dtype.itemsize, np.uint8)
-                requests.append(self.world.Irecv(buffer, source=source, tag=index))
-                for plan, var, number, shape, offset in items:
-                    size = int(np.prod(shape)) * var.dtype.itemsize
-                    blocks[(id(plan), var.name, number)] = buffer[offset:offset + size].view(var.dtype).reshape(shape)
-            wait_all(requests)  # the hour's data are here: the compute ranks go on
-            for plan in mine:
-                if plan.undecomposed:
-                    self.write_undecomposed(plan)
-                    continue
-                position = {id(plane): i for var in plan.variables for i, plane in enumerate(var.planes)}
-
-                def source(var, plane, plan=plan, position=position):
-                    i = position[id(plane)]
-                    return np.concatenate([blocks[(id(plan), var.name, number)][i]
-                                           for number in range(len(plan.pieces))], axis=0)
-
+            window = QuiltWindow(self, index, plans)
+            for number, plan in mine:
                 path = self.workdir / plan.spec.path
                 t_start = time.time()
-                size, seconds = write_dataset(path, plan, source, check=self.check)
+                if plan.undecomposed:
+                    size, seconds = write_plain(path, plan.spec, self.ctx, check=self.check)
+                else:
+                    size, seconds = land_netcdf(path, plan.layout, window.source(number, plan), self.ctx.times,
+                                                self.buffer_bytes, check=self.check)
                 self.write_record("write", path, t_start, size, seconds)
-            del blocks
+            cpu = self.ctx.times.take()
+            self.transfer_mark = 0
+            for op in ("generate", "encode", "define"):
+                if getattr(cpu, op) > 0:
+                    self.record(op, time.time(), getattr(cpu, op), f"f{hour:03d}", n_files=0)
         self.barrier(self.world)
 
     def write_undecomposed(self, plan: FilePlan) -> None:
@@ -803,6 +671,75 @@ class Forecast:
         t_start = time.time()
         size, seconds = write_plain(path, plan.spec, self.ctx, check=self.check)
         self.write_record("write", path, t_start, size, seconds)
+
+
+class QuiltWindow:
+    """A writer's receive window over the hour's messages from every compute rank, bounded by its buffer.
+
+    Receives are posted ahead while the messages fit the writer's buffer, and the writer waits for
+    all of them before it writes: it cannot answer the compute ranks while it is inside the netCDF
+    library, so taking the whole window first is what lets them go on (as the model's write group
+    takes the hour before writing it). A message's memory is freed once all its blocks are written,
+    making room for the next receives.
+    """
+
+    def __init__(self, forecast: Forecast, index: int, plans: list[FilePlan]):
+        self.forecast, self.index = forecast, index
+        fc = forecast
+        # message k of every compute rank, in order; bands of a block come from every rank's messages
+        self.pending: list[tuple[int, int, list[tuple]]] = []
+        for source in range(fc.layout.compute):
+            for number, pack in enumerate(fc.handoff_packs(index, plans, fc.rank, source)):
+                self.pending.append((number, source, pack))
+        self.pending.sort(key=lambda item: (item[0], item[1]))
+        self.bands: dict[tuple, tuple[np.ndarray, list]] = {}  # (file, field, level start, source) -> band
+        self.messages: dict[tuple[int, int], list] = {}  # (number, source) -> [buffer, request, blocks left]
+        self.requests: list = []
+        self.held = 0
+        self.fill()
+
+    def fill(self) -> None:
+        fc = self.forecast
+        while self.pending:
+            number, source, pack = self.pending[0]
+            size = fc.pack_bytes(pack)
+            if self.messages and self.held + size > fc.writer_buffer_bytes:
+                return
+            self.pending.pop(0)
+            message = np.empty(size, np.uint8)
+            request = fc.world.Irecv(message, source=source, tag=fc.quilt_tag(self.index, number))
+            self.messages[(number, source)] = [message, request, len(pack)]
+            self.requests.append(request)
+            self.held += size
+            for file_number, _, f, levels, shape, offset in pack:
+                nbytes = int(np.prod(shape)) * np.dtype(f.dtype).itemsize
+                band = message[offset:offset + nbytes].view(f.dtype).reshape(shape)
+                key = (file_number, f.name, None if levels is None else levels.start, source)
+                self.bands[key] = (band, (number, source))
+
+    def source(self, number: int, plan: FilePlan):
+        fc = self.forecast
+
+        def take(f, levels, rows):
+            level = None if levels is None else levels.start
+            first = (number, f.name, level, plan.pieces[0].rank)
+            if first not in self.bands:
+                raise ForecastError(f"writer rank {fc.rank} has no hand-off for {plan.spec.path} {f.name}")
+            wait_all(self.requests)  # the whole window: the compute ranks are free once it is taken
+            self.requests = []
+            block = fc.buffers.get(f.dtype, block_shape(plan.layout, f, levels, rows))
+            for piece in plan.pieces:
+                band, message_key = self.bands.pop((number, f.name, level, piece.rank))
+                start, stop = piece.rows[f.dims[-2]]
+                block[..., start - rows[0]:stop - rows[0], :] = band
+                entry = self.messages[message_key]
+                entry[2] -= 1
+                if entry[2] == 0:
+                    self.held -= entry[0].nbytes
+                    del self.messages[message_key]
+            self.fill()
+            return block
+        return take
 
 
 def rank_main(spec_path: Path) -> int:
@@ -934,6 +871,7 @@ def run_forecast_mpi(settings, cycle: str, workdir: Path, writes: list[FileSpec]
             "compute_seconds_per_hour": settings.compute_seconds_per_hour,
             "compute_kind": getattr(settings, "compute_kind", "sleep"),
             "hours": [[hour, [[s.path, s.kind, [list(p) for p in s.params]] for s in specs]] for hour, specs in groups],
+            "buffer_bytes": ctx.buffer_bytes,
             "records": str(tmp / "records.jsonl"), "errors": str(tmp / "errors"),
         }
         (tmp / "spec.json").write_text(json.dumps(spec))

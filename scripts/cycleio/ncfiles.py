@@ -6,7 +6,9 @@ the resolution, and lands its file through a temporary name (write, fsync, renam
 
 from __future__ import annotations
 
+import os
 import time
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,14 +16,15 @@ import netCDF4
 import numpy as np
 
 from .calendar import parse_cycle
-from .fields import level_profile, seed_for, smooth_rows
-from .fsutil import CHUNK_BYTES, landing
+from . import fields
+from .fields import seed_for
+from .fsutil import landing
 from .grid import Grid
 from .inventory import FileSpec
 
-# Each plane is written once and never revisited, so a small chunk cache suffices; netCDF's default
-# (64 MiB per variable) made a C384 history file's writer hold 400 MiB instead of 140 MiB.
-netCDF4.set_chunk_cache(4 * 2**20, 101)
+# Data go to HDF5 as whole chunks (direct chunk I/O), so netCDF's chunk cache (64 MiB per variable
+# by default) only ever holds the small coordinates.
+netCDF4.set_chunk_cache(2**20, 101)
 
 # name, units, standard_name, mean, spread
 ATM_3D = (
@@ -104,6 +107,13 @@ class Compression:
     zlib_level: int = 0
     quantize_nsd: int = 0  # significant bits kept by BitRound; 0 = off
 
+    @property
+    def enabled(self) -> bool:
+        return self.zlib_level > 0 or self.quantize_nsd > 0
+
+    def lossless(self) -> "Compression":
+        return Compression(self.zlib_level)
+
     def variable_kwargs(self) -> dict:
         kwargs: dict = {}
         if self.zlib_level > 0:
@@ -113,15 +123,34 @@ class Compression:
         return kwargs
 
 
-class Stopwatch:
-    """Accumulates the seconds spent making synthetic data, so write records time only I/O."""
+# Data move in transfers of at most this many bytes per process: blocks of many levels, never one
+# plane (per-call overhead would dominate) and never a whole 3-D field at C768 (memory would).
+IO_BUFFER_BYTES = 64 * 2**20
 
-    def __init__(self):
-        self.seconds = 0.0
 
-    def take(self) -> float:
-        seconds, self.seconds = self.seconds, 0.0
-        return seconds
+@dataclass
+class CpuTimes:
+    """Seconds a writer or reader spends on CPU work that is not storage I/O, kept apart in records,
+    and how many storage transfers (write or read calls of file data) it made."""
+
+    generate: float = 0.0  # making the synthetic data
+    encode: float = 0.0  # codec work when writing: BitRound, shuffle, zlib, GRIB2 packing
+    decode: float = 0.0  # codec work when reading: inflate, unshuffle
+    define: float = 0.0  # building a netCDF file's structure (metadata) in memory
+    transfers: int = 0
+
+    def take(self) -> "CpuTimes":
+        taken = CpuTimes(self.generate, self.encode, self.decode, self.define, self.transfers)
+        self.generate = self.encode = self.decode = self.define = 0.0
+        self.transfers = 0
+        return taken
+
+    def seconds(self) -> dict[str, float]:
+        return {"generate": self.generate, "encode": self.encode, "decode": self.decode, "define": self.define}
+
+    @property
+    def total(self) -> float:
+        return self.generate + self.encode + self.decode + self.define
 
 
 @dataclass(frozen=True)
@@ -130,92 +159,159 @@ class WriteContext:
     seed: int
     cycle: str
     compression: Compression = Compression()
-    generation: Stopwatch = field(default_factory=Stopwatch, compare=False)
+    times: CpuTimes = field(default_factory=CpuTimes, compare=False)
+    buffer_bytes: int = IO_BUFFER_BYTES
 
-    def plane(self, key: int, ny: int, nx: int, mean: float, spread: float, dtype, noise: float = FIELD_NOISE):
-        return self.plane_rows(0, ny, key, ny, nx, mean, spread, dtype, noise)
-
-    def plane_rows(self, start: int, stop: int, key: int, ny: int, nx: int, mean: float, spread: float, dtype,
-                   noise: float = FIELD_NOISE):
-        """Rows [start, stop) of ``plane(key, ny, ...)``, made without the others."""
+    def plane(self, key: tuple, ny: int, nx: int, mean: float, spread: float, dtype, noise: float = FIELD_NOISE):
         t0 = time.perf_counter()
-        rows = smooth_rows(key, ny, nx, mean, spread, noise, dtype, start, stop)
-        self.generation.seconds += time.perf_counter() - t0
-        return rows
+        data = fields.plane(key, ny, nx, mean, spread, noise, dtype)
+        self.times.generate += time.perf_counter() - t0
+        return data
 
 
-def _global_attributes(ds: netCDF4.Dataset, title: str, ctx: WriteContext) -> None:
-    ds.setncatts(
-        {
-            "Conventions": "CF-1.8",
-            "title": title,
-            "institution": "cycleio synthetic surrogate (not a real forecast)",
-            "source": f"cycleio GDAS-like surrogate, {ctx.grid.resolution} L{ctx.grid.levels}",
-            "cycle": ctx.cycle,
-            "seed": ctx.seed,
-        }
-    )
+# --------------------------------------------------------------------------- file layouts
 
 
-def _time_axis(ds: netCDF4.Dataset, ctx: WriteContext, fhour: int) -> None:
-    ds.createDimension("time", None)
-    time = ds.createVariable("time", "f8", ("time",))
-    time.setncatts(
-        {
-            "standard_name": "time",
-            "units": f"hours since {parse_cycle(ctx.cycle):%Y-%m-%d %H:00:00}",
-            "calendar": "standard",
-            "axis": "T",
-        }
-    )
-    time[0] = float(fhour)
+@dataclass(frozen=True)
+class Field:
+    """A data variable of seeded synthetic data: (record dims..., [level dim], row dim, column dim)."""
+
+    name: str
+    dtype: str
+    dims: tuple[str, ...]
+    attrs: tuple[tuple[str, object], ...]
+    key: tuple
+    mean: float
+    spread: float
+    compression: Compression = Compression()
+    noise: float = FIELD_NOISE
 
 
-def _gaussian_axes(ds: netCDF4.Dataset, ny: int, nx: int, levels: int | None) -> None:
-    ds.createDimension("grid_xt", nx)
-    ds.createDimension("grid_yt", ny)
-    lon = ds.createVariable("grid_xt", "f8", ("grid_xt",))
-    lon.setncatts({"standard_name": "longitude", "units": "degrees_east", "axis": "X", "long_name": "T-cell longitude"})
-    lon[:] = np.linspace(0.0, 360.0, nx, endpoint=False)
-    lat = ds.createVariable("grid_yt", "f8", ("grid_yt",))
-    lat.setncatts({"standard_name": "latitude", "units": "degrees_north", "axis": "Y", "long_name": "T-cell latitude"})
-    lat[:] = np.linspace(90.0, -90.0, ny)
+@dataclass(frozen=True)
+class Coordinate:
+    name: str
+    dtype: str
+    dims: tuple[str, ...]
+    attrs: tuple[tuple[str, object], ...]
+    values: tuple
+
+
+@dataclass
+class Layout:
+    """What a netCDF file holds: enough to write it whole, or cut to a band of rows (an MPI rank's piece).
+
+    ``dims`` maps names to sizes (None: unlimited, holding one record). ``rows`` gives, for each
+    row dimension of a piece, the global rows [start, stop) that it holds.
+    """
+
+    attrs: dict
+    dims: dict[str, int | None]
+    coords: list[Coordinate]
+    fields: list[Field]
+    rows: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    def size(self, dim: str) -> int:
+        return 1 if self.dims[dim] is None else self.dims[dim]
+
+    def row_dims(self) -> set[str]:
+        return {f.dims[-2] for f in self.fields}
+
+    def __post_init__(self):
+        self._global = {dim: self.size(dim) for dim in self.dims}
+
+    def band(self, f: Field) -> tuple[int, int]:
+        return self.rows.get(f.dims[-2], (0, self.size(f.dims[-2])))
+
+    def levels(self, f: Field) -> int | None:
+        """Levels of a 3-D field (its third-last dimension unless that is a record dimension)."""
+        if len(f.dims) >= 3 and self.dims[f.dims[-3]] is not None:
+            return self.size(f.dims[-3])
+        return None
+
+    def records(self, f: Field) -> int:
+        return len(f.dims) - 2 - (self.levels(f) is not None)
+
+    def block_levels(self, f: Field, buffer_bytes: int) -> int:
+        """Levels moved per transfer: as many as fit the buffer."""
+        start, stop = self.band(f)
+        plane = (stop - start) * self.size(f.dims[-1]) * np.dtype(f.dtype).itemsize
+        return max(1, min(self.levels(f) or 1, buffer_bytes // max(plane, 1)))
+
+    def chunks(self, f: Field, buffer_bytes: int) -> list[int]:
+        """One level by the band (compressed, as the write component's kchunk=1), else a transfer's worth."""
+        start, stop = self.band(f)
+        levels = [] if self.levels(f) is None else [1 if f.compression.enabled else self.block_levels(f, buffer_bytes)]
+        return [1] * self.records(f) + levels + [stop - start, self.size(f.dims[-1])]
+
+    def blocks(self, buffer_bytes: int):
+        """(field, levels or None) in write order: every transfer of every field."""
+        for f in self.fields:
+            nlevels = self.levels(f)
+            if nlevels is None:
+                yield f, None
+                continue
+            step = self.block_levels(f, buffer_bytes)
+            for first in range(0, nlevels, step):
+                yield f, range(first, min(first + step, nlevels))
+
+    def piece(self, rows: dict[str, tuple[int, int]], attrs: dict | None = None) -> "Layout":
+        """The layout of a piece holding global rows ``rows`` of each row dimension."""
+        dims = {name: (rows[name][1] - rows[name][0] if name in rows else size) for name, size in self.dims.items()}
+        coords = []
+        for c in self.coords:
+            values = np.asarray(c.values)
+            if any(dim in rows for dim in c.dims):
+                values = values[tuple(slice(*rows[dim]) if dim in rows else slice(None) for dim in c.dims)]
+            coords.append(Coordinate(c.name, c.dtype, c.dims, c.attrs, tuple(values.tolist())))
+        cut = Layout({**self.attrs, **(attrs or {})}, dims, coords, self.fields, dict(rows))
+        cut._global = self._global
+        return cut
+
+    def make(self, f: Field, levels: range | None, rows: tuple[int, int], out: np.ndarray | None = None) -> np.ndarray:
+        """Global rows ``rows`` of field ``f`` at ``levels``: the seeded synthetic data."""
+        ny, nx = self._global[f.dims[-2]], self._global[f.dims[-1]]
+        shape = (rows[1] - rows[0], nx) if levels is None else (len(levels), rows[1] - rows[0], nx)
+        if out is None:
+            out = np.empty(shape, f.dtype)
+        return fields.fill_block(out.reshape(shape), f.key, ny, nx, f.mean, f.spread, f.noise, levels,
+                                 self.levels(f) or 1, rows)
+
+
+def _attrs(**attrs) -> tuple:
+    return tuple((k, v) for k, v in attrs.items() if v not in (None, ""))
+
+
+def _global_attributes(title: str, ctx: WriteContext) -> dict:
+    return {
+        "Conventions": "CF-1.8",
+        "title": title,
+        "institution": "cycleio synthetic surrogate (not a real forecast)",
+        "source": f"cycleio GDAS-like surrogate, {ctx.grid.resolution} L{ctx.grid.levels}",
+        "cycle": ctx.cycle,
+        "seed": ctx.seed,
+    }
+
+
+def _time_axis(ctx: WriteContext, fhour: int) -> Coordinate:
+    return Coordinate("time", "f8", ("time",), _attrs(standard_name="time",
+                      units=f"hours since {parse_cycle(ctx.cycle):%Y-%m-%d %H:00:00}", calendar="standard", axis="T"),
+                      (float(fhour),))
+
+
+def _gaussian_axes(ny: int, nx: int, levels: int | None) -> tuple[dict, list[Coordinate]]:
+    dims = {"grid_xt": nx, "grid_yt": ny}
+    coords = [
+        Coordinate("grid_xt", "f8", ("grid_xt",), _attrs(standard_name="longitude", units="degrees_east", axis="X",
+                   long_name="T-cell longitude"), tuple(np.linspace(0.0, 360.0, nx, endpoint=False).tolist())),
+        Coordinate("grid_yt", "f8", ("grid_yt",), _attrs(standard_name="latitude", units="degrees_north", axis="Y",
+                   long_name="T-cell latitude"), tuple(np.linspace(90.0, -90.0, ny).tolist())),
+    ]
     if levels:
-        ds.createDimension("pfull", levels)
-        pfull = ds.createVariable("pfull", "f4", ("pfull",))
-        pfull.setncatts(
-            {"long_name": "ref full pressure level", "units": "hPa", "positive": "down", "axis": "Z",
-             "standard_name": "air_pressure"}
-        )
-        pfull[:] = np.linspace(0.2, 1000.0, levels, dtype=np.float32)
-
-
-def _fill_levels(var, ctx: WriteContext, key_parts, ny, nx, levels, mean, spread, dtype, leading=1) -> None:
-    """Write a (time?, level, y, x) variable one plane at a time."""
-    for level in range(levels):
-        plane = ctx.plane(seed_for(*key_parts, level), ny, nx, mean * level_profile(level, levels), spread, dtype)
-        if leading:
-            var[0, level, :, :] = plane
-        else:
-            var[level, :, :] = plane
-
-
-def write_atm_history(path: Path, spec: FileSpec, ctx: WriteContext) -> None:
-    grid, fhour = ctx.grid, spec.param("fhour", 0)
-    chunks = (1, 1, grid.ny, grid.nx)
-    with netCDF4.Dataset(path, "w", format="NETCDF4") as ds:
-        _global_attributes(ds, "GDAS-like 3-D atmospheric history", ctx)
-        _time_axis(ds, ctx, fhour)
-        _gaussian_axes(ds, grid.ny, grid.nx, grid.levels)
-        for name, units, standard_name, mean, spread in ATM_3D:
-            var = ds.createVariable(
-                name, "f4", ("time", "pfull", "grid_yt", "grid_xt"), chunksizes=chunks,
-                **ctx.compression.variable_kwargs(),
-            )
-            var.setncatts({"units": units, "long_name": name, **({"standard_name": standard_name} if standard_name else {})})
-            _fill_levels(var, ctx, (ctx.seed, ctx.cycle, fhour, name, *_member(spec)), grid.ny, grid.nx, grid.levels,
-                         mean, spread, np.float32)
-        _write_planes(ds, ATM_2D, ctx, fhour, grid.ny, grid.nx, key=_member(spec))
+        dims["pfull"] = levels
+        coords.append(Coordinate("pfull", "f4", ("pfull",), _attrs(long_name="ref full pressure level", units="hPa",
+                                 positive="down", axis="Z", standard_name="air_pressure"),
+                                 tuple(np.linspace(0.2, 1000.0, levels, dtype=np.float32).tolist())))
+    return dims, coords
 
 
 def _member(spec: FileSpec) -> tuple:
@@ -224,127 +320,281 @@ def _member(spec: FileSpec) -> tuple:
     return () if member is None else (member,)
 
 
-def _write_planes(ds, variables, ctx: WriteContext, fhour: int, ny: int, nx: int, lossless: bool = False,
-                  key: tuple = ()) -> None:
-    compression = Compression(ctx.compression.zlib_level) if lossless else ctx.compression
-    for name, units, standard_name, mean, spread in variables:
-        var = ds.createVariable(
-            name, "f4", ("time", "grid_yt", "grid_xt"), chunksizes=(1, ny, nx), **compression.variable_kwargs()
-        )
-        var.setncatts({"units": units, "long_name": name, **({"standard_name": standard_name} if standard_name else {})})
-        var[0, :, :] = ctx.plane(seed_for(ctx.seed, ctx.cycle, fhour, name, *key), ny, nx, mean, spread, np.float32)
+def _cf_attrs(name: str, units: str, standard_name: str) -> tuple:
+    return _attrs(units=units, long_name=name, standard_name=standard_name)
 
 
-def write_sfc_history(path: Path, spec: FileSpec, ctx: WriteContext) -> None:
+def _history_fields(variables, dims, key: tuple, compression: Compression) -> list[Field]:
+    return [Field(name, "f4", dims, _cf_attrs(name, units, standard_name), (*key, name), mean, spread, compression)
+            for name, units, standard_name, mean, spread in variables]
+
+
+def layout_atm_history(spec: FileSpec, ctx: WriteContext) -> Layout:
     grid, fhour = ctx.grid, spec.param("fhour", 0)
-    with netCDF4.Dataset(path, "w", format="NETCDF4") as ds:
-        _global_attributes(ds, "GDAS-like surface history", ctx)
-        _time_axis(ds, ctx, fhour)
-        _gaussian_axes(ds, grid.ny, grid.nx, None)
-        # The model quantizes only 3-D fields: surface fields are compressed losslessly.
-        _write_planes(ds, SFC_2D, ctx, fhour, grid.ny, grid.nx, lossless=True, key=_member(spec))
+    dims, coords = _gaussian_axes(grid.ny, grid.nx, grid.levels)
+    key = (ctx.seed, ctx.cycle, fhour, *_member(spec))
+    fields_ = (_history_fields(ATM_3D, ("time", "pfull", "grid_yt", "grid_xt"), key, ctx.compression)
+               + _history_fields(ATM_2D, ("time", "grid_yt", "grid_xt"), key, ctx.compression.lossless()))
+    return Layout(_global_attributes("GDAS-like 3-D atmospheric history", ctx), {"time": None, **dims},
+                  [_time_axis(ctx, fhour), *coords], fields_)
 
 
-def _tile_axes(ds: netCDF4.Dataset, n: int, levels: int | None) -> None:
-    for name, size in (("xaxis_1", n), ("xaxis_2", n + 1), ("yaxis_1", n + 1), ("yaxis_2", n)):
-        ds.createDimension(name, size)
-        axis = ds.createVariable(name, "f8", (name,))
-        axis.setncatts({"long_name": name, "units": "none", "cartesian_axis": name[0].upper()})
-        axis[:] = np.arange(1, size + 1, dtype=np.float64)
-    if levels:
-        ds.createDimension("zaxis_1", levels)
-        zaxis = ds.createVariable("zaxis_1", "f8", ("zaxis_1",))
-        zaxis.setncatts({"long_name": "zaxis_1", "units": "none", "cartesian_axis": "Z"})
-        zaxis[:] = np.arange(1, levels + 1, dtype=np.float64)
-    ds.createDimension("Time", None)
-    time = ds.createVariable("Time", "f8", ("Time",))
-    time.setncatts({"long_name": "Time", "units": "time level", "cartesian_axis": "T"})
-    time[0] = 1.0
+def layout_sfc_history(spec: FileSpec, ctx: WriteContext) -> Layout:
+    grid, fhour = ctx.grid, spec.param("fhour", 0)
+    dims, coords = _gaussian_axes(grid.ny, grid.nx, None)
+    # The model quantizes only 3-D fields: surface fields are compressed losslessly.
+    fields_ = _history_fields(SFC_2D, ("time", "grid_yt", "grid_xt"), (ctx.seed, ctx.cycle, fhour, *_member(spec)),
+                              ctx.compression.lossless())
+    return Layout(_global_attributes("GDAS-like surface history", ctx), {"time": None, **dims},
+                  [_time_axis(ctx, fhour), *coords], fields_)
 
 
-def _tile_dims(ds: netCDF4.Dataset, n: int, levels: int) -> dict[str, tuple]:
-    _tile_axes(ds, n, levels)
-    ds.createDimension("zaxis_2", SOIL_LEVELS)
-    return {
+def _tile_axes(n: int, levels: int) -> tuple[dict, list[Coordinate], dict[str, tuple]]:
+    dims: dict = {}
+    coords = []
+    for name, size in (("xaxis_1", n), ("xaxis_2", n + 1), ("yaxis_1", n + 1), ("yaxis_2", n), ("zaxis_1", levels)):
+        dims[name] = size
+        coords.append(Coordinate(name, "f8", (name,), _attrs(long_name=name, units="none",
+                                 cartesian_axis=name[0].upper()), tuple(float(i) for i in range(1, size + 1))))
+    dims["zaxis_2"] = SOIL_LEVELS
+    dims["Time"] = None
+    coords.append(Coordinate("Time", "f8", ("Time",), _attrs(long_name="Time", units="time level",
+                                                             cartesian_axis="T"), (1.0,)))
+    shapes = {
         "3d": ("Time", "zaxis_1", "yaxis_2", "xaxis_1"),
         "3d_u": ("Time", "zaxis_1", "yaxis_1", "xaxis_1"),
         "3d_v": ("Time", "zaxis_1", "yaxis_2", "xaxis_2"),
         "2d": ("Time", "yaxis_2", "xaxis_1"),
         "soil": ("Time", "zaxis_2", "yaxis_2", "xaxis_1"),
     }
+    return dims, coords, shapes
 
 
-def write_tile_restart(path: Path, spec: FileSpec, ctx: WriteContext) -> None:
-    """One tile of a restart kind (fv_core.res, fv_tracer.res, sfc_data, ...), plane by plane."""
-    n, levels, tile = ctx.grid.n, ctx.grid.levels, spec.param("tile")
-    with netCDF4.Dataset(path, "w", format="NETCDF4") as ds:
-        _global_attributes(ds, f"FV3 {spec.kind} restart, tile {tile}", ctx)
-        dims = _tile_dims(ds, n, levels)
-        for name, shape in TILE_LAYOUTS[spec.kind]:
-            var_dims = dims[shape]
-            sizes = [len(ds.dimensions[d]) for d in var_dims]
-            var = ds.createVariable(name, "f8", var_dims, chunksizes=[1] * (len(sizes) - 2) + sizes[-2:])
-            var.setncatts({"long_name": name, "units": "none"})
-            key = (ctx.seed, ctx.cycle, spec.path, name)
-            if len(sizes) == 4:
-                _fill_levels(var, ctx, key, sizes[2], sizes[3], sizes[1], 1.0, 10.0, np.float64)
-            else:
-                var[0] = ctx.plane(seed_for(*key), sizes[1], sizes[2], 1.0, 10.0, np.float64)
+def layout_tile_restart(spec: FileSpec, ctx: WriteContext) -> Layout:
+    """One tile of a restart kind (fv_core.res, fv_tracer.res, sfc_data, ...), double precision."""
+    tile = spec.param("tile")
+    dims, coords, shapes = _tile_axes(ctx.grid.n, ctx.grid.levels)
+    fields_ = [Field(name, "f8", shapes[shape], _attrs(long_name=name, units="none"),
+                     (ctx.seed, ctx.cycle, spec.path, name), 1.0, 10.0) for name, shape in TILE_LAYOUTS[spec.kind]]
+    return Layout(_global_attributes(f"FV3 {spec.kind} restart, tile {tile}", ctx), dims, coords, fields_)
 
 
-def write_fv_core_axes(path: Path, spec: FileSpec, ctx: WriteContext) -> None:
-    """fv_core.res.nc: the hybrid vertical coordinate (ak, bk)."""
-    levels = ctx.grid.levels
-    with netCDF4.Dataset(path, "w", format="NETCDF4") as ds:
-        _global_attributes(ds, "FV3 vertical coordinate", ctx)
-        ds.createDimension("xaxis_1", levels + 1)
-        ds.createDimension("Time", None)
-        for name, values in (("ak", np.linspace(0.0, 5000.0, levels + 1)), ("bk", np.linspace(0.0, 1.0, levels + 1))):
-            var = ds.createVariable(name, "f8", ("Time", "xaxis_1"))
-            var.setncatts({"long_name": name, "units": "Pa" if name == "ak" else "none"})
-            var[0] = values
-
-
-def write_dtfanl(path: Path, spec: FileSpec, ctx: WriteContext) -> None:
+def layout_dtfanl(spec: FileSpec, ctx: WriteContext) -> Layout:
     """The NSST foundation-temperature analysis on the Gaussian grid."""
     grid = ctx.grid
-    with netCDF4.Dataset(path, "w", format="NETCDF4") as ds:
-        _global_attributes(ds, "NSST foundation temperature analysis", ctx)
-        _time_axis(ds, ctx, 0)
-        _gaussian_axes(ds, grid.ny, grid.nx, None)
-        _write_planes(ds, [(name, "K", "", 0.0, 1.0) for name in DTFANL_2D], ctx, 0, grid.ny, grid.nx)
+    dims, coords = _gaussian_axes(grid.ny, grid.nx, None)
+    fields_ = _history_fields([(name, "K", "", 0.0, 1.0) for name in DTFANL_2D], ("time", "grid_yt", "grid_xt"),
+                              (ctx.seed, ctx.cycle, 0), ctx.compression)
+    return Layout(_global_attributes("NSST foundation temperature analysis", ctx), {"time": None, **dims},
+                  [_time_axis(ctx, 0), *coords], fields_)
 
 
-def write_increment(path: Path, spec: FileSpec, ctx: WriteContext) -> None:
+def layout_increment(spec: FileSpec, ctx: WriteContext) -> Layout:
     grid = ctx.grid
-    with netCDF4.Dataset(path, "w", format="NETCDF4") as ds:
-        _global_attributes(ds, "GSI analysis increment", ctx)
-        ds.createDimension("lon", grid.nx)
-        ds.createDimension("lat", grid.ny)
-        ds.createDimension("lev", grid.levels)
-        lon = ds.createVariable("lon", "f4", ("lon",))
-        lon.setncatts({"standard_name": "longitude", "units": "degrees_east"})
-        lon[:] = np.linspace(0.0, 360.0, grid.nx, endpoint=False)
-        lat = ds.createVariable("lat", "f4", ("lat",))
-        lat.setncatts({"standard_name": "latitude", "units": "degrees_north"})
-        lat[:] = np.linspace(90.0, -90.0, grid.ny)
-        for name in INCREMENT_3D:
-            var = ds.createVariable(name, "f4", ("lev", "lat", "lon"), chunksizes=(1, grid.ny, grid.nx))
-            var.setncatts({"long_name": f"{name} increment", "units": "none"})
-            _fill_levels(var, ctx, (ctx.seed, ctx.cycle, name), grid.ny, grid.nx, grid.levels, 0.0, 1.0, np.float32, leading=0)
+    coords = [
+        Coordinate("lon", "f4", ("lon",), _attrs(standard_name="longitude", units="degrees_east"),
+                   tuple(np.linspace(0.0, 360.0, grid.nx, endpoint=False, dtype=np.float32).tolist())),
+        Coordinate("lat", "f4", ("lat",), _attrs(standard_name="latitude", units="degrees_north"),
+                   tuple(np.linspace(90.0, -90.0, grid.ny, dtype=np.float32).tolist())),
+    ]
+    fields_ = [Field(name, "f4", ("lev", "lat", "lon"), _attrs(long_name=f"{name} increment", units="none"),
+                     (ctx.seed, ctx.cycle, name), 0.0, 1.0) for name in INCREMENT_3D]
+    return Layout(_global_attributes("GSI analysis increment", ctx),
+                  {"lon": grid.nx, "lat": grid.ny, "lev": grid.levels}, coords, fields_)
+
+
+def layout_fv_core_axes(spec: FileSpec, ctx: WriteContext) -> Layout:
+    """fv_core.res.nc: the hybrid vertical coordinate (ak, bk): coordinates only, no synthetic field."""
+    levels = ctx.grid.levels
+    coords = [Coordinate(name, "f8", ("Time", "xaxis_1"), _attrs(long_name=name, units="Pa" if name == "ak" else "none"),
+                         tuple(values.tolist()))
+              for name, values in (("ak", np.linspace(0.0, 5000.0, levels + 1)), ("bk", np.linspace(0.0, 1.0, levels + 1)))]
+    return Layout(_global_attributes("FV3 vertical coordinate", ctx), {"xaxis_1": levels + 1, "Time": None}, coords, [])
+
+
+LAYOUTS = {
+    "atm_history": layout_atm_history,
+    "sfc_history": layout_sfc_history,
+    **{kind: layout_tile_restart for kind in TILE_LAYOUTS},
+    "fv_core_axes": layout_fv_core_axes,
+    "increment": layout_increment,
+    "dtfanl": layout_dtfanl,
+}
+
+
+# --------------------------------------------------------------------------- the chunk engine
+
+
+def bitround(data: np.ndarray, bits: int) -> np.ndarray:
+    """netCDF-C's BitRound: keep ``bits`` significant mantissa bits, rounding half away (bit for bit)."""
+    if data.dtype == np.float32:
+        uint, width, mantissa = np.uint32, 32, 23
+    else:
+        uint, width, mantissa = np.uint64, 64, 52
+    full = (1 << width) - 1
+    keep = uint((full << (mantissa - bits)) & full)
+    half = uint((~int(keep) & full) & (int(keep) >> 1))
+    raw = data.view(uint) + half
+    raw &= keep
+    return raw.view(data.dtype)
+
+
+SHUFFLE_FILTER, DEFLATE_FILTER = 2, 1
+
+
+def encode_chunk(data: np.ndarray, pipeline: list[tuple[int, tuple]]) -> bytes | np.ndarray:
+    """A chunk through the dataset's filters (shuffle, deflate), as HDF5 would, for a direct write."""
+    out = data
+    for code, values in pipeline:
+        if code == SHUFFLE_FILTER:
+            out = np.ascontiguousarray(np.frombuffer(out, np.uint8).reshape(-1, data.dtype.itemsize).T)
+        elif code == DEFLATE_FILTER:
+            out = zlib.compress(out, values[0] if values else 6)
+        else:
+            raise ValueError(f"HDF5 filter {code} is not one cycleio encodes")
+    return out
+
+
+def decode_chunk(raw, pipeline: list[tuple[int, tuple]], itemsize: int):
+    out = raw
+    for code, _ in reversed(pipeline):
+        if code == DEFLATE_FILTER:
+            out = zlib.decompress(out)
+        elif code == SHUFFLE_FILTER:
+            out = np.ascontiguousarray(np.frombuffer(out, np.uint8).reshape(itemsize, -1).T)
+        else:
+            raise ValueError(f"HDF5 filter {code} is not one cycleio decodes")
+    return out
+
+
+def netcdf_image(layout: Layout, buffer_bytes: int) -> memoryview:
+    """The file's structure, made in memory by netCDF4: dimensions, coordinates, attributes, empty fields.
+
+    Building netCDF-4 metadata is the library's CPU work (tens of milliseconds for a file of 80
+    variables), booked as ``define``; its bytes reach storage with the data.
+    """
+    ds = netCDF4.Dataset("image.nc", "w", format="NETCDF4", memory=2**16)
+    try:
+        ds.setncatts(layout.attrs)
+        for name, size in layout.dims.items():
+            ds.createDimension(name, size)
+        for c in layout.coords:
+            var = ds.createVariable(c.name, c.dtype, c.dims)
+            var.setncatts(dict(c.attrs))
+            var[...] = np.asarray(c.values, dtype=c.dtype).reshape([layout.size(d) for d in c.dims])
+        for f in layout.fields:
+            var = ds.createVariable(f.name, f.dtype, f.dims, chunksizes=layout.chunks(f, buffer_bytes), fill_value=False,
+                                    **f.compression.variable_kwargs())
+            var.setncatts(dict(f.attrs))
+    except BaseException:
+        ds.close()
+        raise
+    return ds.close()
+
+
+def _open_hdf5(path: Path, writable: bool, in_memory: bool = False):
+    import h5py
+
+    fapl = h5py.h5p.create(h5py.h5p.FILE_ACCESS)
+    if in_memory:
+        fapl.set_fapl_core(64 * 2**20, True)  # build in memory, write the whole file at close
+    return h5py.h5f.open(os.fsencode(path), h5py.h5f.ACC_RDWR if writable else h5py.h5f.ACC_RDONLY, fapl)
+
+
+def write_netcdf(path: Path, layout: Layout, source, times: CpuTimes, buffer_bytes: int = IO_BUFFER_BYTES,
+                 diskless: bool = False, check=None) -> tuple[int, float]:
+    """Write a netCDF-4 file (or a piece of one) at ``path``: the structure by netCDF4, the data in whole chunks.
+
+    ``source(field, levels, rows)`` gives each transfer's data (made here, or gathered from the
+    ranks); chunks go to HDF5 as they are stored (H5Dwrite_chunk), so each transfer is one large
+    write. CPU work is timed apart into ``times``: the structure (``define``) and the codec
+    (``encode``: BitRound, shuffle, zlib). ``diskless``: the file is built in memory and written at
+    close. Callers land ``path`` (fsync, rename). Returns the file's size and the seconds of
+    storage I/O: time in ``source``, ``define`` and ``encode`` is not counted.
+    """
+    import h5py
+
+    if check:
+        check(path)
+    t0 = time.perf_counter()
+    image = netcdf_image(layout, buffer_bytes)
+    define = time.perf_counter() - t0
+    times.define += define
+    outside, encode0 = 0.0, times.encode
+    with open(path, "wb", buffering=0) as handle:
+        handle.write(image)
+    times.transfers += 1
+    fid = _open_hdf5(path, writable=True, in_memory=diskless)
+    try:
+        opened: dict = {}
+        for f, levels in layout.blocks(buffer_bytes):
+            if f.name not in opened:
+                dset = h5py.h5d.open(fid, f.name.encode())
+                dcpl = dset.get_create_plist()
+                records = layout.records(f)
+                if records:
+                    dset.set_extent((1, *dset.shape[1:]))
+                pipeline = [dcpl.get_filter(i)[::2] for i in range(dcpl.get_nfilters())]
+                opened = {f.name: (dset, pipeline, records, dcpl.get_chunk())}
+            dset, pipeline, records, chunk_shape = opened[f.name]
+            t1 = time.perf_counter()
+            data = source(f, levels, layout.band(f))
+            outside += time.perf_counter() - t1
+            lead = (0,) * records
+            if not pipeline:
+                chunk = np.ascontiguousarray(data)
+                if levels is not None and len(levels) < chunk_shape[records]:  # the last, partial chunk
+                    chunk = np.concatenate([chunk, np.zeros((chunk_shape[records] - len(levels), *chunk.shape[1:]),
+                                                            chunk.dtype)])
+                dset.write_direct_chunk(lead + ((levels.start,) if levels is not None else ()) + (0, 0), chunk)
+                times.transfers += 1
+                continue
+            planes = [(data, ())] if levels is None else [(data[i], (level,)) for i, level in enumerate(levels)]
+            for plane, level in planes:
+                t1 = time.perf_counter()
+                if f.compression.quantize_nsd and levels is not None:
+                    plane = bitround(np.array(plane), f.compression.quantize_nsd)
+                chunk = encode_chunk(np.ascontiguousarray(plane), pipeline)
+                times.encode += time.perf_counter() - t1
+                dset.write_direct_chunk(lead + level + (0, 0), chunk)
+                times.transfers += 1
+        opened.clear()
+    finally:
+        fid.close()
+    return path.stat().st_size, time.perf_counter() - t0 - define - outside - (times.encode - encode0)
+
+
+def write_layout(path: Path, spec: FileSpec, ctx: WriteContext) -> None:
+    """A netCDF file of the inventory, made in this process: data generated per transfer."""
+    layout = LAYOUTS[spec.kind](spec, ctx)
+    buffers: dict = {}
+
+    def make(f: Field, levels, rows):
+        t0 = time.perf_counter()
+        shape = (rows[1] - rows[0], layout.size(f.dims[-1])) if levels is None else (len(levels), rows[1] - rows[0],
+                                                                                      layout.size(f.dims[-1]))
+        buffer = buffers.get((f.dtype, shape))
+        if buffer is None:
+            buffer = buffers[(f.dtype, shape)] = np.empty(shape, f.dtype)
+        data = layout.make(f, levels, rows, buffer)
+        ctx.times.generate += time.perf_counter() - t0
+        return data
+
+    write_netcdf(path, layout, make, ctx.times, ctx.buffer_bytes)
 
 
 def write_bytes(path: Path, spec: FileSpec, ctx: WriteContext) -> None:
-    """Binary observation files (BUFR stand-ins) of a given size, in chunks."""
+    """Binary observation files (BUFR stand-ins) of a given size, in transfers of the buffer's size."""
     remaining = spec.param("bytes")
     rng = np.random.default_rng(seed_for(ctx.seed, ctx.cycle, spec.path))
-    with open(path, "wb") as handle:
+    with open(path, "wb", buffering=0) as handle:
         while remaining > 0:
-            size = min(remaining, CHUNK_BYTES)
+            size = min(remaining, ctx.buffer_bytes)
             t0 = time.perf_counter()
             chunk = rng.bytes(size)
-            ctx.generation.seconds += time.perf_counter() - t0
+            ctx.times.generate += time.perf_counter() - t0
             handle.write(chunk)
+            ctx.times.transfers += 1
             remaining -= size
 
 
@@ -387,10 +637,11 @@ def _grib_shape(spec: FileSpec, grid: Grid) -> tuple[int, int]:
 
 
 def write_grib(path: Path, spec: FileSpec, ctx: WriteContext) -> None:
-    """A GRIB2 product written by ecCodes, one field at a time, simple packing.
+    """A GRIB2 product encoded by ecCodes, one field at a time, simple packing, written in large transfers.
 
     Simple packing's size does not depend on the values, so every field is one smooth base plane
-    scaled and shifted (cheap), instead of a plane of its own.
+    scaled and shifted (cheap), instead of a plane of its own. Packing is codec work (``encode``),
+    as in the post job; the messages reach the file in transfers of up to the buffer's size.
     """
     import eccodes
 
@@ -406,19 +657,29 @@ def write_grib(path: Path, spec: FileSpec, ctx: WriteContext) -> None:
                            ("dataDate", int(ctx.cycle[:8])), ("dataTime", int(ctx.cycle[8:]) * 100),
                            ("forecastTime", fhour), ("bitsPerValue", GRIB_BITS_PER_VALUE)):
             eccodes.codes_set(handle, key, value)
-        base = ctx.plane(seed_for(ctx.seed, ctx.cycle, spec.path), nj, ni, 0.0, 1.0, np.float64).ravel()
-        with open(path, "wb") as out:
+        base = ctx.plane((ctx.seed, ctx.cycle, spec.path), nj, ni, 0.0, 1.0, np.float64).ravel()
+        pending: list[bytes] = []
+        with open(path, "wb", buffering=0) as out:
             for index, (name, discipline, category, number, level_type, level) in enumerate(
                     _grib_fields(spec.kind, spec.param("fields"))):
+                t0 = time.perf_counter()
+                values = base * (10.0 + index % 7) + 200.0 + index
+                t1 = time.perf_counter()
                 for key, value in (("discipline", discipline), ("parameterCategory", category),
                                    ("parameterNumber", number), ("typeOfFirstFixedSurface", level_type),
                                    ("level", level)):
                     eccodes.codes_set(handle, key, value)
-                t0 = time.perf_counter()
-                values = base * (10.0 + index % 7) + 200.0 + index
-                ctx.generation.seconds += time.perf_counter() - t0
                 eccodes.codes_set_values(handle, values)
-                out.write(eccodes.codes_get_message(handle))
+                pending.append(eccodes.codes_get_message(handle))
+                t2 = time.perf_counter()
+                ctx.times.generate += t1 - t0
+                ctx.times.encode += t2 - t1
+                if sum(map(len, pending)) >= ctx.buffer_bytes:
+                    out.write(b"".join(pending))
+                    ctx.times.transfers += 1
+                    pending.clear()
+            out.write(b"".join(pending))
+            ctx.times.transfers += 1
     finally:
         eccodes.codes_release(handle)
 
@@ -449,12 +710,7 @@ def write_grib_index(path: Path, spec: FileSpec, ctx: WriteContext) -> None:
 
 
 WRITERS = {
-    "atm_history": write_atm_history,
-    "sfc_history": write_sfc_history,
-    **{kind: write_tile_restart for kind in TILE_LAYOUTS},
-    "fv_core_axes": write_fv_core_axes,
-    "increment": write_increment,
-    "dtfanl": write_dtfanl,
+    **{kind: write_layout for kind in LAYOUTS},
     "grib_master": write_grib,
     "grib_sflux": write_grib,
     "grib_pgrb2": write_grib,
@@ -464,35 +720,87 @@ WRITERS = {
     "log": write_log,
     "coupler": write_coupler,
 }
-NETCDF_KINDS = {"atm_history", "sfc_history", "fv_core_axes", "increment", "dtfanl", *TILE_LAYOUTS}
+NETCDF_KINDS = set(LAYOUTS)
 
 
-def write_file(dest: Path, spec: FileSpec, ctx: WriteContext) -> tuple[int, float]:
-    """Write one file of the inventory under ``dest``, landing it atomically.
+@dataclass(frozen=True)
+class Transfer:
+    """One file written or read: its bytes, the seconds of storage I/O, and the CPU work kept apart."""
 
-    Returns its size and the seconds spent generating its synthetic data (not I/O).
+    bytes: int
+    io_s: float
+    cpu: CpuTimes
+
+
+def write_file(dest: Path, spec: FileSpec, ctx: WriteContext) -> Transfer:
+    """Write one file of the inventory under ``dest``, landing it atomically (write, fsync, rename).
+
+    Storage time is the whole write less the time spent making data and encoding it.
     """
-    ctx.generation.take()
+    ctx.times.take()
+    t0 = time.perf_counter()
     with landing(dest) as tmp:
         WRITERS[spec.kind](tmp, spec, ctx)
-    return dest.stat().st_size, ctx.generation.take()
+    elapsed = time.perf_counter() - t0
+    cpu = ctx.times.take()
+    cpu.transfers = max(cpu.transfers, 1)
+    return Transfer(dest.stat().st_size, elapsed - cpu.total, cpu)
 
 
-def read_file(path: Path, kind: str) -> int:
-    """Read a file as the consuming job would: netCDF variables plane by plane, others in chunks."""
+def _read_hdf5(path: Path, buffer: bytearray, times: CpuTimes) -> bytearray:
+    """Every variable of a netCDF-4 file, chunk by chunk as stored, into one reused buffer.
+
+    Reading stored chunks (H5Dread_chunk) makes each transfer one large read, as a Fortran reader
+    filling preallocated arrays does; compressed chunks are inflated here (``times.decode``).
+    """
+    import h5py
+
+    fid = _open_hdf5(path, writable=False)
+    try:
+        root = h5py.h5g.open(fid, b"/")
+        for index in range(root.get_num_objs()):
+            if root.get_objtype_by_idx(index) != h5py.h5g.DATASET:
+                continue
+            dset = h5py.h5d.open(root, root.get_objname_by_idx(index))
+            if dset.get_storage_size() == 0:
+                continue  # a netCDF dimension without a coordinate variable holds no data
+            dcpl = dset.get_create_plist()
+            if dcpl.get_layout() != h5py.h5d.CHUNKED:
+                out = np.empty(dset.shape, dset.dtype)
+                dset.read(h5py.h5s.ALL, h5py.h5s.ALL, out)
+                continue
+            pipeline = [dcpl.get_filter(i)[::2] for i in range(dcpl.get_nfilters())]
+            for chunk in range(dset.get_num_chunks()):
+                info = dset.get_chunk_info(chunk)
+                if info.size > len(buffer):
+                    buffer = bytearray(info.size)
+                _, raw = dset.read_direct_chunk(info.chunk_offset, out=buffer)
+                times.transfers += 1
+                if pipeline:
+                    t0 = time.perf_counter()
+                    decode_chunk(raw, pipeline, dset.dtype.itemsize)
+                    times.decode += time.perf_counter() - t0
+    finally:
+        fid.close()
+    return buffer
+
+
+def read_file(path: Path, kind: str, times: CpuTimes | None = None, buffer_bytes: int = IO_BUFFER_BYTES) -> Transfer:
+    """Read a file as the consuming job would: netCDF chunk by chunk as stored, others in large transfers."""
+    times = times if times is not None else CpuTimes()
+    times.take()
+    t0 = time.perf_counter()
     if kind in NETCDF_KINDS:
-        with netCDF4.Dataset(path, "r") as ds:
-            for var in ds.variables.values():
-                if var.ndim >= 3:
-                    for index in np.ndindex(*var.shape[:-2]):
-                        var[index]
-                else:
-                    var[:]
+        _read_hdf5(path, bytearray(), times)
     else:  # GRIB, BUFR and text: the bytes as they are
+        buffer = bytearray(min(buffer_bytes, max(path.stat().st_size, 1)))
         with open(path, "rb", buffering=0) as handle:
-            while handle.read(CHUNK_BYTES):
-                pass
-    return path.stat().st_size
+            while handle.readinto(buffer):
+                times.transfers += 1
+    elapsed = time.perf_counter() - t0
+    cpu = times.take()
+    cpu.transfers = max(cpu.transfers, 1)
+    return Transfer(path.stat().st_size, elapsed - cpu.total, cpu)
 
 
 NETCDF_FILE_OVERHEAD_BYTES = 16 * 1024  # HDF5 superblock and root group

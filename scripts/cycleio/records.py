@@ -42,6 +42,7 @@ class Record:
     seconds: float = 0.0
     attempt: int = 1
     cache_risk: bool = False
+    transfers: int = 0  # storage calls that moved the bytes (0: not counted); bytes/transfers = transfer size
 
 
 RECORD_FIELDS = tuple(f.name for f in fields(Record))

@@ -136,7 +136,7 @@ class FieldIOSpec:
 
 @dataclass(frozen=True)
 class ReplaySpec:
-    transfer_size_bytes: int = MiB
+    transfer_size_bytes: int = 0  # 0: the surrogates' own mean transfer per step and operation
     max_files: int = 100
 
 
@@ -340,7 +340,8 @@ class BenchmarkPlan:
         plan.replay = bool(replay_cfg.get("enabled", True))
         if plan.replay:
             spec = ReplaySpec(
-                transfer_size_bytes=parse_size(replay_cfg.get("transfer_size", "1m"), "benchmarks.replay.transfer_size"),
+                transfer_size_bytes=0 if replay_cfg.get("transfer_size", "auto") == "auto" else parse_size(
+                    replay_cfg["transfer_size"], "benchmarks.replay.transfer_size"),
                 max_files=int(replay_cfg.get("max_files", 100)),
             )
             plan.specs[("replay", "steps")] = (asdict(spec), reps(replay_cfg))
@@ -838,9 +839,11 @@ def run_fieldio_point(settings: PointSettings, raw_dir: Path) -> list[dict]:
 
 
 def replay_specs(events, tier: str, spec: ReplaySpec) -> list[dict]:
-    """Per surrogate step and operation on a tier: the files of one job and their mean size.
+    """Per surrogate step and operation on a tier: the files of one job, their mean size and transfer size.
 
     ``events`` are the study's records (io_events); only the run phase's reads and writes count.
+    The transfer size is the surrogates' own (bytes over storage calls, from the records' ``transfers``),
+    rounded down to a multiple of 8 bytes (IOR's rule), unless the spec fixes one.
     """
     run = events[(events["tier"] == tier) & (events["phase"] == "run") & events["op"].isin(["read", "write"])
                  & (events["step"] != "coldstart") & (events["bytes"] > 0)]
@@ -849,7 +852,11 @@ def replay_specs(events, tier: str, spec: ReplaySpec) -> list[dict]:
         per_job = group.groupby(["arm", "cycle"])["bytes"].agg(["size", "sum"])
         files = int(round(float(per_job["size"].median())))
         file_bytes = int(group["bytes"].sum() // len(group))
-        transfer = min(spec.transfer_size_bytes, file_bytes)
+        transfer = spec.transfer_size_bytes
+        if not transfer:
+            calls = int(group["transfers"].sum()) if "transfers" in group else 0
+            transfer = int(group["bytes"].sum() // calls) if calls > 0 else MiB
+        transfer = max(8, min(transfer, file_bytes) // 8 * 8)
         file_bytes = max(transfer, file_bytes - file_bytes % transfer)
         out.append({"step": step, "op": op, "files": max(1, min(files, spec.max_files)), "files_per_job": files,
                     "file_bytes": file_bytes, "transfer_bytes": transfer})
@@ -862,7 +869,8 @@ def run_replay(settings: PointSettings, raw_dir: Path, events_path: Path) -> lis
     import pandas as pd
 
     spec, reps = settings.replay_spec(), settings.repetitions
-    events = pd.read_parquet(events_path, columns=["arm", "cycle", "step", "phase", "op", "tier", "bytes"])
+    events = pd.read_parquet(events_path)
+    events = events[[c for c in ("arm", "cycle", "step", "phase", "op", "tier", "bytes", "transfers") if c in events]]
     plans = replay_specs(events, settings.tier.name, spec)
     tool = choose_tool(settings.tool, "replay", settings.paths)
     site = TierSite(settings.tier, settings.study, "replay")
