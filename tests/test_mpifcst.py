@@ -38,7 +38,7 @@ from cycleio.mpifcst import (
 )
 from cycleio.ncfiles import Compression, WriteContext, write_file
 from cycleio.tiers import Tier
-from cycleio.writefigures import write_strategy_figure, write_times
+from cycleio.writefigures import WRITER_OPS, write_strategy_figure, write_times
 
 CYCLE = "2026010106"
 START = "2026010100"
@@ -212,7 +212,11 @@ def test_quilt_hides_the_writes_and_serial_waits_for_them(mpiexec, workdir):
         for r in records:
             if r["op"] == "write_effective":
                 per_hour[r["file"]] = max(per_hour[r["file"]], r["seconds"])
-        actual = sum(r["seconds"] for r in records if r["op"] == "write")
+        busy = defaultdict(float)  # the writer ranks' storage I/O and the library's work for it
+        for r in records:
+            if r["op"] in WRITER_OPS:
+                busy[r["rank"]] += r["seconds"]
+        actual = max(busy.values())
         final = sum(r["seconds"] for r in records if r["op"] == "write_final")
         totals[strategy] = (sum(per_hour.values()), actual, final)
     quilt_effective, quilt_actual, _ = totals["quilt"]

@@ -12,11 +12,14 @@ from .records import RECORD_FIELDS, read_records
 
 MiB = 2**20
 # sync: making a batch of copies durable, then renaming; combine: per_rank pieces into one file
-IO_OPS = ("read", "write", "copy", "sync", "checksum", "combine")
+# rename: landing a written file safely (rename and directory sync), cycleio's own durability
+IO_OPS = ("read", "write", "copy", "sync", "checksum", "combine", "rename")
 COMPUTE_OPS = ("compute",)  # the model's compute stand-in
 # The surrogates' own CPU work, kept apart from storage time: making synthetic data, codec work
-# (BitRound, shuffle, zlib, GRIB2 packing; inflating on read) and building netCDF metadata.
-CPU_OPS = {"generate": "generate_s", "encode": "codec_s", "decode": "codec_s", "define": "define_s"}
+# (BitRound, shuffle, zlib, GRIB2 packing; inflating on read) and netCDF metadata (building a
+# file's structure when writing, finding its chunks when reading).
+CPU_OPS = {"generate": "generate_s", "encode": "codec_s", "decode": "codec_s", "define": "metadata_s",
+           "locate": "metadata_s"}
 ARRIVALS = ("coldstart", "dump")  # data that arrive from outside the cycle: not part of its I/O
 PHASE_COLUMNS = ("stage_in", "run", "stage_out", "verify", "cleanup")
 

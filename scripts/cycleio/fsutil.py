@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import re
+import time
 from pathlib import Path
 from typing import Iterator
 
@@ -47,10 +48,12 @@ def is_temporary(name: str) -> bool:
 
 
 @contextlib.contextmanager
-def landing(final: str | os.PathLike) -> Iterator[Path]:
+def landing(final: str | os.PathLike, timing: dict | None = None) -> Iterator[Path]:
     """Yield a temporary path beside ``final``; on success fsync it and rename it into place.
 
     On any error the temporary file is removed, so no partial file ever has the final name.
+    ``timing`` gets ``rename_s``: the seconds of the rename and the directory's sync, the cost of
+    landing safely that a plain write (and a replay by fio) does not have.
     """
     final = Path(final)
     final.parent.mkdir(parents=True, exist_ok=True)
@@ -62,8 +65,11 @@ def landing(final: str | os.PathLike) -> Iterator[Path]:
             os.fsync(fd)
         finally:
             os.close(fd)
+        t0 = time.perf_counter()
         os.replace(tmp, final)
         fsync_dir(final.parent)
+        if timing is not None:
+            timing["rename_s"] = time.perf_counter() - t0
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()

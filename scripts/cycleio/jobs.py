@@ -131,9 +131,9 @@ def _record_transfer(records: RecordLog, op: str, spec: FileSpec, t_start: float
     """A file's storage I/O as one record, and each kind of CPU work kept apart from it as its own."""
     records.add(op=op, file=spec.path, bytes=transfer.bytes, t_start=t_start, seconds=transfer.io_s,
                 transfers=transfer.cpu.transfers, **fields)
-    for cpu_op, seconds in transfer.cpu.seconds().items():
-        if seconds > 0 or cpu_op == "generate" and op == "write":
-            records.add(op=cpu_op, file=spec.path, n_files=0, t_start=t_start, seconds=seconds,
+    for other, seconds in transfer.cpu.seconds().items():
+        if seconds > 0 or other == "generate" and op == "write":
+            records.add(op=other, file=spec.path, n_files=0, t_start=t_start, seconds=seconds,
                         **{k: v for k, v in fields.items() if k != "cache_risk"})
 
 

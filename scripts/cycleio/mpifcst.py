@@ -85,6 +85,7 @@ WRITE_COMPONENT_DEFAULTS = {"ranks": 2, "write_groups": 1, "write_tasks_per_grou
 FAIL_RANK_VARIABLE = "CYCLEIO_TEST_FAIL_RANK"
 TIMEOUT_VARIABLE = "CYCLEIO_MPI_TIMEOUT_S"
 SHM_DIR = Path("/dev/shm")
+GO, GO_TAG = np.zeros(1, np.uint8), 2**20  # serial: rank 0's "make the next block" to the other ranks
 # A quilt writer rank holds at most this much of an hour's data before the compute ranks must wait.
 WRITER_BUFFER_BYTES = 1024 * 2**20
 
@@ -262,16 +263,20 @@ class Buffers:
         return self.arrays[key]
 
 
-def land_netcdf(path: Path, layout: ncfiles.Layout, source, times: ncfiles.CpuTimes, buffer_bytes: int,
+def land_netcdf(path: Path, layout: ncfiles.Layout, source, times: ncfiles.Overheads, buffer_bytes: int,
                 diskless: bool = False, check=None) -> tuple[int, float]:
-    """Write a netCDF file through a temporary name (write, fsync, rename); return size and storage seconds."""
+    """Write a netCDF file through a temporary name (write, fsync, rename); return size and storage seconds.
+
+    The rename and the directory's sync are booked into ``times.rename``, as for in-process writes.
+    """
     if check:
         check(path)
-    t0 = time.perf_counter()
-    with landing(path) as tmp:
+    timing: dict = {}
+    with landing(path, timing) as tmp:
         _, io_s = ncfiles.write_netcdf(tmp, layout, source, times, buffer_bytes, diskless=diskless)
         t1 = time.perf_counter()
-    return path.stat().st_size, io_s + time.perf_counter() - t1
+    times.rename += timing["rename_s"]
+    return path.stat().st_size, io_s + time.perf_counter() - t1 - timing["rename_s"]
 
 
 def write_plain(path: Path, spec: FileSpec, ctx: WriteContext, check=None) -> tuple[int, float]:
@@ -282,7 +287,7 @@ def write_plain(path: Path, spec: FileSpec, ctx: WriteContext, check=None) -> tu
     return transfer.bytes, transfer.io_s
 
 
-def combine_pieces(workdir: Path, plan: FilePlan, times: ncfiles.CpuTimes, buffer_bytes: int,
+def combine_pieces(workdir: Path, plan: FilePlan, times: ncfiles.Overheads, buffer_bytes: int,
                    check=None) -> tuple[int, float]:
     """Make the inventory's file from its split pieces (read them, write the whole file), then remove them."""
     import h5py
@@ -469,9 +474,9 @@ class Forecast:
             cpu = self.ctx.times.take()
             self.record("write_effective", t_start, time.perf_counter() - t0 - cpu.total, f"f{hour:03d}", nbytes,
                         n_files=len(plans))
-            for op in ("generate", "encode", "define"):
-                if getattr(cpu, op) > 0 or op == "generate":
-                    self.record(op, t_start, getattr(cpu, op), f"f{hour:03d}", n_files=0)
+            for op, seconds in cpu.seconds().items():
+                if seconds > 0 or op == "generate":
+                    self.record(op, t_start, seconds, f"f{hour:03d}", n_files=0)
             if index == last:
                 final_cpu = cpu.total
         if self.layout.strategy == "per_rank" and self.layout.combine_at_end:
@@ -479,9 +484,9 @@ class Forecast:
             self.combine(self.deferred)
             cpu = self.ctx.times.take()
             final_cpu += cpu.total
-            for op in ("encode", "define"):
-                if getattr(cpu, op) > 0:
-                    self.record(op, t_start, getattr(cpu, op), "combine", n_files=0)
+            for op, seconds in cpu.seconds().items():
+                if seconds > 0:
+                    self.record(op, t_start, seconds, "combine", n_files=0)
         self.barrier(self.world)  # every file of the forecast is on storage
         if self.rank == 0 and self.hours:
             self.record("write_final", final_start, time.perf_counter() - final_t0 - final_cpu,
@@ -510,6 +515,9 @@ class Forecast:
             if self.rank == 0:
                 def gather(f, levels, rows, plan=plan, piece=piece, others=others):
                     nonlocal nbytes
+                    # The previous block is written: let the others make this one. Making data is
+                    # our stand-in's work, not the model's, so it must not overlap the writes.
+                    wait_all([self.world.Isend(GO, dest=rank, tag=GO_TAG) for rank in others])
                     block = self.buffers.get(f.dtype, block_shape(plan.layout, f, levels, rows))
                     requests = self.receive_bands(plan, f, levels, block, others, number)
                     if piece is not None:  # rank 0 makes its own band in place
@@ -527,6 +535,7 @@ class Forecast:
                 self.write_record("write", path, t_start, size, seconds)
             elif piece is not None:
                 for f, levels in plan.layout.blocks(self.buffer_bytes):
+                    wait_all([self.world.Irecv(np.empty_like(GO), source=0, tag=GO_TAG)])
                     rows = self.make_rows(plan, f, levels, piece)
                     nbytes += rows.nbytes
                     wait_all([self.world.Isend(rows, dest=0, tag=number)])
@@ -572,11 +581,10 @@ class Forecast:
             if index % self.layout.compute == self.rank:
                 path = self.workdir / plan.spec.path
                 t_start = time.time()
-                cpu0 = self.ctx.times.encode + self.ctx.times.define
+                before = self.ctx.times.copy()
                 size, seconds = combine_pieces(self.workdir, plan, self.ctx.times, self.buffer_bytes,
                                                check=self.check)
-                cpu = self.ctx.times.encode + self.ctx.times.define - cpu0
-                self.write_record("combine", path, t_start, size, seconds - cpu)
+                self.write_record("combine", path, t_start, size, seconds - self.ctx.times.since(before).total)
         self.barrier(self.compute_comm)
 
     # ---- quilt: hand the hour's blocks to a write group and go on
@@ -661,9 +669,9 @@ class Forecast:
                 self.write_record("write", path, t_start, size, seconds)
             cpu = self.ctx.times.take()
             self.transfer_mark = 0
-            for op in ("generate", "encode", "define"):
-                if getattr(cpu, op) > 0:
-                    self.record(op, time.time(), getattr(cpu, op), f"f{hour:03d}", n_files=0)
+            for op, seconds in cpu.seconds().items():
+                if seconds > 0:
+                    self.record(op, time.time(), seconds, f"f{hour:03d}", n_files=0)
         self.barrier(self.world)
 
     def write_undecomposed(self, plan: FilePlan) -> None:

@@ -572,8 +572,11 @@ def fio_metadata_command(fio: str, pattern: MetadataPattern, tasks: int, directo
 def fio_replay_command(fio: str, files: int, file_bytes: int, transfer: int, directory: Path, json_out: Path,
                        read: bool = False) -> list[str]:
     """One task writes ``files`` files one after the other (fsync at close, as the steps land
-    files); with ``read``, then reads them back."""
+    files); with ``read``, then reads them back without dropping them from the page cache first
+    (``--invalidate=0``), as a step reads what an earlier step wrote: the same cache semantics as the
+    surrogates' reads (their records carry cache_risk)."""
     argv = [fio, "--output-format=json", f"--output={json_out}", f"--directory={directory}", "--ioengine=psync",
+            "--invalidate=0",
             f"--bs={transfer}", f"--nrfiles={files}", f"--filesize={file_bytes}", f"--size={files * file_bytes}",
             "--file_service_type=sequential", "--openfiles=1", "--fallocate=none", "--filename_format=replay.$filenum",
             "--name=write", "--rw=write", "--create_on_open=1", "--fsync_on_close=1"]

@@ -1,0 +1,193 @@
+"""(1) Surrogate efficiency: each step's storage MiB/s over a replay of the same bytes on the same tier.
+
+The question every figure of a study must survive is "is this the tier or is this our overhead?".
+Here each surrogate step runs as the study runs it (cycleio.jobs, unstaged, so it reads and writes
+on the tier under test), and right after each cycle fio replays what each step did: the files of the
+step (count and mean size), the same transfer size (bytes over the storage calls the records count),
+fsync per file; reads read such files back from the page cache, as the steps do (``--invalidate=0``).
+The ratio is the step's bytes over its storage seconds (records ``read``/``write``: codec work,
+netCDF metadata building and data generation are records of their own), over the replay's MiB/s.
+
+Cases: C48 and C96 at L127 (the default study's grid and the next), on disk (ext4 under results/,
+the embedded "lustre") and on /dev/shm; the serial forecast and the in-process writers of prep,
+anal and post for every cycle; per_rank, quilt and diskless forecasts once per repeat. Goals: 0.90
+for the serial and in-process writers, 0.80 for the other strategies.
+
+This machine is a VM whose memory is backed on first touch (writing to never-touched memory ran at
+a quarter of the speed of reused memory here): the benchmark touches most free memory first, so the
+tmpfs and page-cache numbers of surrogate and replay are measured on equal terms.
+
+Run alone: .venv/bin/python bench/bench_efficiency.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "scripts"))
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from cycleio import benchparse  # noqa: E402
+from cycleio.calendar import shift_cycle  # noqa: E402
+from cycleio.config import ArmSettings  # noqa: E402
+from cycleio.grid import Grid  # noqa: E402
+from cycleio.inventory import ForecastSettings  # noqa: E402
+from cycleio.jobs import run_arrival, run_coldstart, run_step  # noqa: E402
+from cycleio.records import read_records  # noqa: E402
+from cycleio.tierbench import ReplaySpec, fio_replay_command, replay_specs  # noqa: E402
+from cycleio.tiers import Tier  # noqa: E402
+
+MiB = 2**20
+START = "2026010100"
+GOAL = {"serial": 0.90, "per_rank": 0.80, "quilt": 0.80, "diskless": 0.80}
+MIN_BYTES = 32 * MiB  # a step moving less (prep at C48: under 1 MiB) takes a replay of a millisecond or two
+
+
+def warm_memory(fraction: float = 0.8) -> float:
+    """Touch most of the free memory once, so no later write is the first to touch a page."""
+    available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    t0, held = time.perf_counter(), []
+    for _ in range(int(available * fraction) // 2**30):
+        block = np.empty(2**30, np.uint8)
+        block[::4096] = 1
+        held.append(block)
+    del held
+    return time.perf_counter() - t0
+
+
+def tiers(tag: str) -> dict[str, Path]:
+    return {"disk": REPO / "results" / "bench-tiers" / f"efficiency-{tag}",
+            "shm": Path("/dev/shm") / f"cycleio-bench-efficiency-{tag}"}
+
+
+def arm(resolution: str, tier_name: str, root: Path, strategy: str = "serial") -> ArmSettings:
+    tier = Tier(tier_name, "memory" if tier_name == "shm" else "posix", str(root))
+    n = Grid(resolution, 127).n
+    return ArmSettings(study="bench", arm=tier_name, start=START, seed=1, resolution=resolution, levels=127,
+                       persistent=tier, scratch=tier, strategy=strategy,
+                       forecast=ForecastSettings(obs_scale=(n / 768) ** 2))
+
+
+def step_rates(records: list[dict]) -> dict[tuple[str, str], dict]:
+    """Per (step, op): bytes, storage seconds and calls of the run phase's reads and writes."""
+    out: dict[tuple[str, str], dict] = {}
+    for r in records:
+        if r["phase"] == "run" and r["op"] in ("read", "write") and r["bytes"] > 0:
+            entry = out.setdefault((r["step"], r["op"]), {"bytes": 0, "seconds": 0.0})
+            entry["bytes"] += r["bytes"]
+            entry["seconds"] += r["seconds"]
+    return out
+
+
+def replay(records: list[dict], tier_name: str, root: Path, raw: Path, fio: str) -> dict[tuple[str, str], float]:
+    """fio's MiB/s for each (step, op) of these records: same files, mean size and transfer size."""
+    events = pd.DataFrame(records)
+    events["arm"], events["cycle"] = events.get("arm", "a"), events["cycle"]
+    out = {}
+    for plan in replay_specs(events, tier_name, ReplaySpec()):
+        folder = root / ".replay"
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        json_out = raw / f"replay-{plan['step']}-{plan['op']}.json"
+        argv = fio_replay_command(fio, plan["files"], plan["file_bytes"], plan["transfer_bytes"], folder, json_out,
+                                  read=plan["op"] == "read")
+        import subprocess
+
+        subprocess.run(argv, check=True, capture_output=True)
+        rows = [r for r in benchparse.parse_fio_json(json_out) if r["operation"] == plan["op"]]
+        out[(plan["step"], plan["op"])] = rows[0]["bw_MiB_per_s"]
+        shutil.rmtree(folder, ignore_errors=True)
+    return out
+
+
+def run_cycle(settings: ArmSettings, cycle: str, work: Path, steps=None) -> list[dict]:
+    records = []
+    from cycleio.inventory import cycle_steps
+
+    for step in steps or cycle_steps(cycle, START, settings.forecast):
+        out = work / f"{cycle}.{step}.{settings.strategy}"
+        run_step(settings, cycle, step, Path(f"{out}.jsonl"), Path(f"{out}.json"))
+        records += read_records(f"{out}.jsonl")
+    return records
+
+
+def measure(resolution: str, tier_name: str, root: Path, repeats: int, fio: str, work: Path) -> list[dict]:
+    """Samples of (strategy, step, op, surrogate MiB/s, replay MiB/s), one per cycle and strategy."""
+    settings = arm(resolution, tier_name, root)
+    run_coldstart(settings, work / "cold.jsonl", work / "cold.json")
+    run_cycle(settings, START, work)  # the half cycle: the next cycle's analysis reads its forecast
+    samples = []
+    for rep in range(repeats):
+        cycle = shift_cycle(START, 6 * (rep + 1))
+        run_arrival(settings, cycle, "dump", work / f"dump{rep}.jsonl", work / f"dump{rep}.json")
+        serial = run_cycle(settings, cycle, work)
+        runs = {"serial": serial}
+        for strategy in ("per_rank", "quilt", "diskless"):
+            runs[strategy] = run_cycle(arm(resolution, tier_name, root, strategy), cycle, work, ["fcst"])
+        for strategy, records in runs.items():  # each strategy against a replay of its own files
+            reference = replay(records, tier_name, root, work, fio)
+            for (step, op), rate in step_rates(records).items():
+                if (step, op) in reference:
+                    samples.append({"strategy": strategy, "step": step, "op": op, "bytes": rate["bytes"],
+                                    "surrogate": rate["bytes"] / MiB / rate["seconds"],
+                                    "replay": reference[(step, op)]})
+    return samples
+
+
+def run(args) -> list[dict]:
+    fio = shutil.which("fio")
+    if not fio:
+        raise RuntimeError("fio is not installed (Debian: apt-get install fio)")
+    warm_s = warm_memory()
+    resolutions = ["C48"] if args.quick else ["C48", "C96"]
+    repeats = 1 if args.quick else 3
+    rows = []
+    for resolution in resolutions:
+        for tier_name, root in tiers(str(os.getpid())).items():
+            work = root.parent / f"{root.name}-records"
+            for folder in (root, work):
+                shutil.rmtree(folder, ignore_errors=True)
+                folder.mkdir(parents=True)
+            try:
+                samples = measure(resolution, tier_name, root, repeats, fio, work)
+            finally:
+                shutil.rmtree(root, ignore_errors=True)
+                shutil.rmtree(work, ignore_errors=True)
+            frame = pd.DataFrame(samples)
+            for (strategy, step, op), group in frame.groupby(["strategy", "step", "op"], sort=True):
+                ratios = (group["surrogate"] / group["replay"]).tolist()
+                timed = group["bytes"].median() >= MIN_BYTES
+                rows.append({
+                    "benchmark": "surrogate efficiency",
+                    "case": f"{resolution} {tier_name} {step} {op}" + ("" if strategy == "serial" else f" ({strategy})"),
+                    "metric": "storage MiB/s", "unit": "MiB/s",
+                    "value": statistics.median(group["surrogate"]), "baseline": statistics.median(group["replay"]),
+                    "ratio": statistics.median(ratios), "min": min(ratios), "median": statistics.median(ratios),
+                    "max": max(ratios), "repeats": len(ratios), "goal": GOAL[strategy] if timed else None,
+                    "higher_is_better": True,
+                    "notes": (f"fio replay of the same files, bytes and transfer size; {group['bytes'].median() / MiB:.1f}"
+                              f" MiB per job" + ("" if timed else ": too little to time reliably, no goal")),
+                })
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="C48 only, one repeat")
+    for row in run(parser.parse_args()):
+        print(json.dumps(row))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
