@@ -52,17 +52,17 @@ def test_ior_size_spelling():
 def test_default_plan_covers_every_study_tier_pattern_and_task_count(default_config):
     plan = tb.BenchmarkPlan.from_config(validate_config(default_config))
     assert list(plan.tiers) == ["lustre", "node_local", "shm"]
-    assert len(plan.point_list("io")) == 3 * 2 * 3  # tiers x (easy, hard) x tasks 1, 2, 4
-    assert len(plan.point_list("metadata")) == 3 * 2 * 3
-    assert sorted({t for _, _, t in plan.point_list("fieldio")}) == [2, 4]
-    easy = plan.settings("io", "shm", "easy", 4)
+    assert len(plan.point_list("io")) == 3 * 2 * 2  # tiers x (easy, hard) x tasks 1, 2
+    assert len(plan.point_list("metadata")) == 3 * 2 * 2
+    assert sorted({t for _, _, t in plan.point_list("fieldio")}) == [2]
+    easy = plan.settings("io", "shm", "easy", 2)
     assert easy.io_pattern() == tb.IOPattern(name="easy", transfer_size_bytes=2 * MIB, block_size_bytes=64 * MIB)
     hard = plan.settings("io", "lustre", "hard", 1).io_pattern()
     assert (hard.file_per_proc, hard.transfer_size_bytes, hard.block_size_bytes) == (False, 47008, 47008)
-    again = tb.PointSettings.from_json(plan.point_json("io", "shm", "easy", "4"))
+    again = tb.PointSettings.from_json(plan.point_json("io", "shm", "easy", "2"))
     assert again == easy
     files = plan.point_files(lambda *parts: "/".join(parts))
-    assert "bench/shm/io/easy.n4.csv" in files and "bench/lustre/replay.csv" in files
+    assert "bench/shm/io/easy.n2.csv" in files and "bench/lustre/replay.csv" in files
     assert "bench/node_local/fieldio/n2.csv" in files
 
 
