@@ -53,6 +53,7 @@ rule all:
     default_target: True
     input:
         all_step_manifests(),
+        all_cleanups(),
         study_tables(),
         study_figures(),
         out("figures", "write_strategies.png"),

@@ -73,6 +73,33 @@ def all_step_manifests():
     ]
 
 
+def cleanup_dependencies(wildcards):
+    """A cycle's data go once its own jobs are done, and every later job that reads them."""
+    arm, cycle, keep = wildcards.arm, wildcards.cycle, config["cycles"]["keep"]
+    later = STUDY.cycles[STUDY.cycles.index(cycle) + 1 :][:keep]
+    done = [
+        step_file(arm, c, job, "manifest.json")
+        for c in [cycle, *later[:-1]]
+        for job in jobs_of_cycle(arm, c)
+    ]
+    readers = [
+        j for j in jobs_of_cycle(arm, later[-1]) if j in ("anal", "fcst", "cycle")
+    ]
+    return done + [step_file(arm, later[-1], job, "manifest.json") for job in readers]
+
+
+def all_cleanups():
+    """Every cycle but the last ``cycles.keep`` is removed from each arm's persistent tier."""
+    keep = config["cycles"]["keep"]
+    if not keep:
+        return []
+    return [
+        step_file(arm, cycle, "cleanup", "manifest.json")
+        for cycle in STUDY.cycles[:-keep]
+        for arm in STUDY.arms
+    ]
+
+
 def all_job_files(suffix):
     """The records or manifests of every job of the study, observation dumps included."""
     dumps = [

@@ -71,3 +71,27 @@ rule cycle_step:
         "python -m cycleio --log {log:q} step --arm-settings {params.settings:q}"
         " --cycle {wildcards.cycle} --step {wildcards.step} --attempt {resources.attempt}"
         " --records {output.records:q} --manifest {output.manifest:q}"
+
+
+rule cleanup_cycle:
+    input:
+        cleanup_dependencies,
+    output:
+        manifest=step_file("{arm}", "{cycle}", "cleanup", "manifest.json"),
+        records=step_file("{arm}", "{cycle}", "cleanup", "records.jsonl"),
+    log:
+        out("logs", "{arm}", "{cycle}", "cleanup.log"),
+    benchmark:
+        out("benchmarks", "{arm}", "{cycle}", "cleanup.tsv")
+    priority: 50
+    conda:
+        "../envs/cycleio.yaml"
+    resources:
+        io_lock=1,
+    params:
+        settings=arm_settings,
+    message:
+        "cleanup: cycle {wildcards.cycle} of arm {wildcards.arm} leaves the persistent tier"
+    shell:
+        "python -m cycleio --log {log:q} cleanup --arm-settings {params.settings:q} --cycle {wildcards.cycle}"
+        " --records {output.records:q} --manifest {output.manifest:q}"

@@ -108,6 +108,7 @@ def test_real_outputs_match_the_study_inventory(smoke):
     checked = 0
     for path in (workdir / "results/smoke/arms").rglob("*.manifest.json"):
         manifest = json.loads(path.read_text())
+        assert manifest["step"] != "cleanup"  # the smoke study keeps every cycle
         expected = inventory[(inventory["arm"] == manifest["arm"]) & (inventory["cycle"] == manifest["cycle"])
                              & (inventory["job"] == manifest["step"])].set_index("file")["expected_bytes"]
         written = {o["path"]: o["bytes"] for o in manifest["outputs"]}
@@ -203,5 +204,26 @@ def test_a_killed_run_resumes_and_redoes_only_what_was_unfinished(repo, tmp_path
         assert not list((shm / "smoke" / "shm").glob(".job.*"))
         persistent = tmp_path / "results/tiers/lustre/smoke/shm"
         assert not [p for p in persistent.rglob("*") if fsutil.is_temporary(p.name)]
+    finally:
+        shutil.rmtree(shm, ignore_errors=True)
+
+
+def test_cleanup_keeps_only_the_cycles_still_read_and_a_rerun_does_nothing(repo, tmp_path):
+    """cycles.keep: 1 removes each cycle once the next cycle's anal and fcst (its readers) are done."""
+    shm = Path("/dev/shm") / f"cycleio-test-cleanup-{os.getpid()}"
+    (tmp_path / "tiers.yaml").write_text(yaml.safe_dump({
+        "scratch_tiers": ["shm"], "cycles": {"keep": 1}, "benchmarks": {"enabled": False},
+        "tiers": {"shm": {"kind": "memory", "path": str(shm)}},
+    }))
+    try:
+        snakemake(repo, tmp_path)
+        persistent = tmp_path / "results/tiers/lustre/smoke/shm"
+        assert sorted(p.relative_to(persistent).as_posix() for p in persistent.glob("gdas.*/*")) == ["gdas.20270101/00"]
+        for cycle in ("2026123112", "2026123118"):
+            manifest = json.loads((tmp_path / f"results/smoke/arms/shm/{cycle}/cleanup.manifest.json").read_text())
+            assert manifest["removed"] and all(r["files"] > 0 and r["bytes"] > 0 for r in manifest["removed"])
+        fcst = json.loads((tmp_path / "results/smoke/arms/shm/2027010100/fcst.manifest.json").read_text())
+        assert all((persistent / o["path"]).stat().st_size == o["bytes"] for o in fcst["outputs"])
+        assert "Nothing to be done" in snakemake(repo, tmp_path, "-n").stdout
     finally:
         shutil.rmtree(shm, ignore_errors=True)

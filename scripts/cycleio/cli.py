@@ -47,6 +47,13 @@ def cmd_dump(args) -> None:
     run_arrival(ArmSettings.from_json(args.arm_settings), args.cycle, "dump", Path(args.records), Path(args.manifest))
 
 
+def cmd_cleanup(args) -> None:
+    from .config import ArmSettings
+    from .jobs import run_cleanup
+
+    run_cleanup(ArmSettings.from_json(args.arm_settings), args.cycle, Path(args.records), Path(args.manifest))
+
+
 def cmd_aggregate(args) -> None:
     from .aggregate import aggregate
 
@@ -177,6 +184,13 @@ def main(argv: list[str] | None = None) -> int:
     dump.add_argument("--records", required=True)
     dump.add_argument("--manifest", required=True)
     dump.set_defaults(func=cmd_dump)
+
+    clean = sub.add_parser("cleanup", help="remove a finished cycle's data from the persistent tier (GDAS cleanup)")
+    clean.add_argument("--arm-settings", required=True)
+    clean.add_argument("--cycle", required=True)
+    clean.add_argument("--records", required=True)
+    clean.add_argument("--manifest", required=True)
+    clean.set_defaults(func=cmd_cleanup)
 
     agg = sub.add_parser("aggregate", help="records to tidy tables")
     agg.add_argument("--out-dir", required=True)

@@ -16,7 +16,7 @@ import time
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from .calendar import is_half_cycle
+from .calendar import com_dir, is_half_cycle
 from .config import ArmSettings
 from .fsutil import file_checksum, write_json_atomic
 from .grid import Grid
@@ -292,3 +292,31 @@ def run_arrival(settings: ArmSettings, cycle: str, kind: str, records_path: Path
 
 def run_coldstart(settings: ArmSettings, records_path: Path, manifest_path: Path) -> dict:
     return run_arrival(settings, settings.start, "coldstart", records_path, manifest_path)
+
+
+def run_cleanup(settings: ArmSettings, cycle: str, records_path: Path, manifest_path: Path) -> dict:
+    """Remove a cycle's data (its COM folders, cold start included) from the arm's persistent tier.
+
+    As the operational cleanup job does (it keeps 144 h): the workflow runs this only once every job
+    that reads the cycle is done, so long studies fit their tier. The manifest lists what went.
+    """
+    persistent = TierContext(settings.persistent, settings)
+    records = RecordLog(study=settings.study, arm=settings.arm, cycle=cycle, step="cleanup",
+                        strategy=settings.strategy)
+    removed = []
+    for run in ("gdas", "enkfgdas"):
+        folder = persistent.root / com_dir(cycle, run)
+        if folder.exists():
+            nbytes = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+            with records.timed(phase="cleanup", op="remove", file=com_dir(cycle, run), **persistent.fields()) as event:
+                event["n_files"] = remove_tree(folder)
+                event["bytes"] = nbytes
+            removed.append({"folder": com_dir(cycle, run), "files": event["n_files"], "bytes": nbytes})
+    log.info("[%s %s cleanup] removed %d files, %.1f MiB from %s", settings.arm, cycle,
+             sum(r["files"] for r in removed), sum(r["bytes"] for r in removed) / MiB, persistent.root)
+    records.write(records_path)
+    manifest = {"study": settings.study, "arm": settings.arm, "cycle": cycle, "step": "cleanup",
+                "root": str(persistent.root.resolve()), "removed": removed,
+                "provenance": provenance(settings, {"persistent": persistent})}
+    write_json_atomic(manifest_path, manifest)
+    return manifest
