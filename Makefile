@@ -10,7 +10,7 @@ CONFIG_ARGS := $(if $(STUDY),--configfile $(STUDY))
 RUN := PATH="$(BIN):$$PATH"
 STUDY_NAME = $(shell $(RUN) python -m cycleio study-name config/config.yaml $(STUDY) 2>/dev/null || echo default)
 
-.PHONY: setup study report test lint format clean-study
+.PHONY: setup study report test test-fast lint format bench
 setup:
 	@bash scripts/bootstrap.sh
 
@@ -34,9 +34,19 @@ report: setup
 test: setup
 	$(RUN) python -m pytest $(PYTEST_ARGS)
 
+# The unit tests only: no Snakemake runs, Slurm or GlusterFS (about a minute).
+test-fast: setup
+	$(RUN) python -m pytest -m "not e2e" $(PYTEST_ARGS)
+
 lint: setup
 	$(RUN) snakemake --lint
 	$(RUN) snakefmt --check Snakefile rules/
 
 format: setup
 	$(RUN) snakefmt Snakefile rules/
+
+# Benchmarks of cycleio against baselines measured in the same run: bench/RESULTS.md, bench/results.png.
+# BENCH_ARGS="--quick" for a short smoke version, "--only staging planning" for some of them.
+BENCH_ARGS ?=
+bench: setup
+	$(RUN) python bench/run.py $(BENCH_ARGS)

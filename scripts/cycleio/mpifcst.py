@@ -263,6 +263,17 @@ class Buffers:
         return self.arrays[key]
 
 
+def band_items(plan: FilePlan, piece: Piece, buffer_bytes: int) -> tuple[list[tuple], int]:
+    """A piece's band of every transfer of a file, in write order: (field, levels, shape, byte offset, bytes)."""
+    items, offset = [], 0
+    for f, levels in plan.layout.blocks(buffer_bytes):
+        shape = block_shape(plan.layout, f, levels, piece.rows[f.dims[-2]])
+        size = int(np.prod(shape)) * np.dtype(f.dtype).itemsize
+        items.append((f, levels, shape, offset, size))
+        offset += size
+    return items, offset
+
+
 def land_netcdf(path: Path, layout: ncfiles.Layout, source, times: ncfiles.Overheads, buffer_bytes: int,
                 diskless: bool = False, check=None) -> tuple[int, float]:
     """Write a netCDF file through a temporary name (write, fsync, rename); return size and storage seconds.
@@ -511,36 +522,74 @@ class Forecast:
                 continue
             piece = plan.piece_of(self.rank)
             others = {p.rank for p in plan.pieces} - {0}
-
+            # A file whose data fit the buffer comes in one message per rank; a larger one block by block.
+            whole = plan.layout.data_bytes() <= self.buffer_bytes
             if self.rank == 0:
-                def gather(f, levels, rows, plan=plan, piece=piece, others=others):
-                    nonlocal nbytes
-                    # The previous block is written: let the others make this one. Making data is
-                    # our stand-in's work, not the model's, so it must not overlap the writes.
-                    wait_all([self.world.Isend(GO, dest=rank, tag=GO_TAG) for rank in others])
-                    block = self.buffers.get(f.dtype, block_shape(plan.layout, f, levels, rows))
-                    requests = self.receive_bands(plan, f, levels, block, others, number)
-                    if piece is not None:  # rank 0 makes its own band in place
-                        start, stop = piece.rows[f.dims[-2]]
-                        own = block[..., start - rows[0]:stop - rows[0], :]
-                        self.make_rows(plan, f, levels, piece, own)
-                        nbytes += own.nbytes
-                    wait_all(requests)
-                    return block
-
+                gather = self.gather_file(plan, number, others) if whole else self.gather_blocks(plan, number, others)
                 path = self.workdir / plan.spec.path
                 t_start = time.time()
                 size, seconds = land_netcdf(path, plan.layout, gather, self.ctx.times, self.buffer_bytes,
                                             diskless=diskless, check=self.check)
                 self.write_record("write", path, t_start, size, seconds)
+                nbytes += plan.layout.data_bytes() // max(len(plan.pieces), 1) if piece is not None else 0
             elif piece is not None:
-                for f, levels in plan.layout.blocks(self.buffer_bytes):
+                # Making data is our stand-in's work, not the model's: it waits until the previous
+                # transfer is written, so it never overlaps the writes it is compared with.
+                items, total = band_items(plan, piece, self.buffer_bytes)
+                chunks = [items] if whole else [[item] for item in items]
+                for group in chunks:
                     wait_all([self.world.Irecv(np.empty_like(GO), source=0, tag=GO_TAG)])
-                    rows = self.make_rows(plan, f, levels, piece)
-                    nbytes += rows.nbytes
-                    wait_all([self.world.Isend(rows, dest=0, tag=number)])
+                    message = self.buffers.get(np.uint8, (total if whole else group[0][4],))
+                    first = group[0][3]
+                    for f, levels, shape, offset, size in group:
+                        band = message[offset - first:offset - first + size].view(f.dtype).reshape(shape)
+                        self.make_rows(plan, f, levels, piece, band)
+                    nbytes += message.nbytes
+                    wait_all([self.world.Isend(message, dest=0, tag=number)])
         self.barrier(self.compute_comm)  # the hour is on storage: the compute ranks go on
         return nbytes
+
+    def gather_blocks(self, plan: FilePlan, number: int, others: set[int]):
+        """Rank 0's source for a large file: each block gathered with the bands placed by derived datatypes."""
+        piece = plan.piece_of(0)
+
+        def gather(f, levels, rows):
+            wait_all([self.world.Isend(GO, dest=rank, tag=GO_TAG) for rank in others])
+            block = self.buffers.get(f.dtype, block_shape(plan.layout, f, levels, rows))
+            requests = self.receive_bands(plan, f, levels, block, others, number)
+            if piece is not None:  # rank 0 makes its own band in place
+                start, stop = piece.rows[f.dims[-2]]
+                self.make_rows(plan, f, levels, piece, block[..., start - rows[0]:stop - rows[0], :])
+            wait_all(requests)
+            return block
+        return gather
+
+    def gather_file(self, plan: FilePlan, number: int, others: set[int]):
+        """Rank 0's source for a small file: every rank's bands of every field in one message."""
+        piece = plan.piece_of(0)
+        messages: dict = {}
+
+        def gather(f, levels, rows):
+            if not messages:
+                wait_all([self.world.Isend(GO, dest=rank, tag=GO_TAG) for rank in others])
+                requests = []
+                for other in plan.pieces:
+                    if other.rank in others:
+                        items, total = band_items(plan, other, self.buffer_bytes)
+                        messages[other.rank] = (np.empty(total, np.uint8), {(i[0].name, i[1] and i[1].start): i
+                                                                            for i in items}, other)
+                        requests.append(self.world.Irecv(messages[other.rank][0], source=other.rank, tag=number))
+                wait_all(requests)
+            block = self.buffers.get(f.dtype, block_shape(plan.layout, f, levels, rows))
+            for message, items, other in messages.values():
+                _, _, shape, offset, size = items[(f.name, levels and levels.start)]
+                start, stop = other.rows[f.dims[-2]]
+                block[..., start - rows[0]:stop - rows[0], :] = message[offset:offset + size].view(f.dtype).reshape(shape)
+            if piece is not None:
+                start, stop = piece.rows[f.dims[-2]]
+                self.make_rows(plan, f, levels, piece, block[..., start - rows[0]:stop - rows[0], :])
+            return block
+        return gather
 
     # ---- per_rank: each rank writes its pieces; combine after the hour or at the end
 

@@ -508,13 +508,14 @@ def netcdf_image(layout: Layout, buffer_bytes: int) -> memoryview:
     return ds.close()
 
 
-def _open_hdf5(path: Path, writable: bool, image: bytes | None = None):
-    """Open with HDF5: the file at ``path``, or (``image``) a file held only in memory."""
+def _open_hdf5(path: Path, writable: bool, image: bytes | None = None, grows_to: int = 0):
+    """Open with HDF5: the file at ``path``, or (``image``) a file held only in memory, allocated once
+    for ``grows_to`` bytes (growing it step by step would copy it at every step)."""
     import h5py
 
     fapl = h5py.h5p.create(h5py.h5p.FILE_ACCESS)
     if image is not None:
-        fapl.set_fapl_core(4 * 2**20, False)
+        fapl.set_fapl_core(max(grows_to, len(image), 2**20), False)
         fapl.set_file_image(image)
     return h5py.h5f.open(os.fsencode(path), h5py.h5f.ACC_RDWR if writable else h5py.h5f.ACC_RDONLY, fapl)
 
@@ -542,7 +543,7 @@ def write_netcdf(path: Path, layout: Layout, source, times: Overheads, buffer_by
     storage = 0.0
     if in_memory:
         t0 = time.perf_counter()
-        fid = _open_hdf5(path, writable=True, image=bytes(image))
+        fid = _open_hdf5(path, writable=True, image=bytes(image), grows_to=len(image) + layout.data_bytes() + 2**20)
         times.define += time.perf_counter() - t0
     else:
         t0 = time.perf_counter()
