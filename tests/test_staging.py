@@ -216,6 +216,22 @@ def test_preflight_refuses_a_tier_without_room_with_the_numbers(tmp_path, repo):
             check_study(study)
 
 
+def test_preflight_counts_only_the_cycles_cleanup_leaves_on_the_persistent_tier(repo):
+    import yaml
+
+    from cycleio.preflight import held_bytes
+
+    assert held_bytes([1, 2, 3, 4, 5], None) == 15
+    assert held_bytes([1, 2, 3, 4, 5], 1) == 3 + 4 + 5  # three cycles at once: kept, being read, being written
+    assert held_bytes([7], 1) == 7
+    config = yaml.safe_load((repo / "config" / "config.yaml").read_text())
+    config["cycles"] = {**config["cycles"], "end": "2026013118"}
+    month = study_needs(build_study(validate_config(config)))
+    config["cycles"]["keep"] = None
+    kept = study_needs(build_study(validate_config(config)))
+    assert kept["lustre"]["persistent_bytes"] > 30 * month["lustre"]["persistent_bytes"]
+
+
 def test_preflight_adds_up_the_needs_of_tiers_on_one_filesystem(tmp_path, repo):
     import yaml
 

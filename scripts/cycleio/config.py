@@ -205,6 +205,7 @@ class Study:
     name: str
     cycles: list[str]
     arms: dict[str, ArmSettings]
+    keep: int | None = None  # cycles.keep: cycles of data kept on the persistent tier behind the newest
 
 
 def _tier(name: str, spec: dict) -> Tier:
@@ -287,7 +288,7 @@ def build_study(config: dict) -> Study:
             launcher=config["launcher"],
             write_component=dict(config["write_component"]),
         )
-    return Study(config["study"], calendar_cycles(start, cyc["end"], cyc["interval_hours"]), arms)
+    return Study(config["study"], calendar_cycles(start, cyc["end"], cyc["interval_hours"]), arms, cyc["keep"])
 
 
 def load_study(config: dict, schema_path: str | Path = SCHEMA_PATH) -> tuple[dict, Study]:

@@ -22,12 +22,27 @@ def human_bytes(n: float) -> str:
     return f"{n:.1f} TiB"
 
 
+def held_bytes(bytes_per_cycle: list[int], keep: int | None) -> int:
+    """Most bytes an arm holds on its persistent tier at once.
+
+    With cleanup, cycle c goes once the ``keep`` cycles after it have read it, while the cycle after
+    those may already be writing: at most ``keep + 2`` consecutive cycles are there together.
+    """
+    if keep is None:
+        return sum(bytes_per_cycle)
+    window = keep + 2
+    return max(sum(bytes_per_cycle[i:i + window]) for i in range(max(1, len(bytes_per_cycle) - window + 1)))
+
+
 def study_needs(study: Study) -> dict[str, dict]:
-    """Estimated bytes per tier: all outputs on the persistent tier, the largest job on scratch."""
+    """Estimated bytes per tier: the outputs held at once on the persistent tier, the largest job on scratch."""
     persistent: dict[str, int] = defaultdict(int)
     scratch: dict[str, int] = defaultdict(int)
     for arm in study.arms.values():
-        persistent[arm.persistent.name] += sum(row["expected_bytes"] for row in inventory_rows(arm, study.cycles))
+        by_cycle = dict.fromkeys(study.cycles, 0)
+        for row in inventory_rows(arm, study.cycles):
+            by_cycle[row["cycle"]] += row["expected_bytes"]
+        persistent[arm.persistent.name] += held_bytes(list(by_cycle.values()), study.keep)
         if not arm.staged:
             continue
         grid = Grid(arm.resolution, arm.levels)
