@@ -21,7 +21,7 @@ from .config import ArmSettings
 from .fsutil import file_checksum, write_json_atomic
 from .grid import Grid
 from .inventory import cycle_steps, FileSpec, coldstart_files, step_io
-from .ncfiles import Transfer, WriteContext, read_file, write_file
+from .ncfiles import FileReader, Transfer, WriteContext, write_file
 from .records import RecordLog
 from .staging import (StagingOptions, checksum_file, copy_and_verify, drop_page_cache, remove_stale_temporaries,
                       remove_tree)
@@ -166,9 +166,10 @@ def _compute(seconds: float, records: RecordLog, scratch: TierContext, step: str
 def _run_step(settings: ArmSettings, step: str, io, workdir: Path, ctx: WriteContext, records: RecordLog,
               scratch: TierContext, cache_cold: bool, label: str) -> None:
     """A step's own work on scratch: read its inputs, compute, write its outputs at its cadence."""
+    reader = FileReader(ctx.buffer_bytes)
     for spec in io.reads:
         t_start = time.time()
-        transfer = read_file(workdir / spec.path, spec.kind, buffer_bytes=ctx.buffer_bytes)
+        transfer = reader.read(workdir / spec.path, spec.kind)
         _record_transfer(records, "read", spec, t_start, transfer, step=step, phase="run",
                          cache_risk=not (cache_cold or scratch.is_memory), **scratch.fields())
     if step == "fcst":
