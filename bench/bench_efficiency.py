@@ -2,7 +2,7 @@
 
 The question every figure of a study must survive is "is this the tier or is this our overhead?".
 Here each surrogate step runs as the study runs it (cycleio.jobs, unstaged, so it reads and writes
-on the tier under test), and right after each cycle fio replays what each step did: the files of the
+on the tier under test), and right after each step fio replays what it did: the files of the
 step (count and mean size), the same transfer size (bytes over the storage calls the records count),
 fsync per file; reads read such files back from the page cache, as the steps do (``--invalidate=0``).
 The ratio is the step's bytes over its storage seconds (records ``read``/``write``: codec work,
@@ -110,15 +110,25 @@ def replay(records: list[dict], tier_name: str, root: Path, raw: Path, fio: str)
     return out
 
 
-def run_cycle(settings: ArmSettings, cycle: str, work: Path, steps=None) -> list[dict]:
-    records = []
+def run_cycle(settings: ArmSettings, cycle: str, work: Path, steps=None, replay_on: tuple | None = None) -> list[dict]:
+    """Run a cycle's steps; with ``replay_on`` (tier name, root, fio), replay each step right after it
+    ran, so step and replay meet the same state of the machine, and return those samples."""
     from cycleio.inventory import cycle_steps
 
+    samples = []
     for step in steps or cycle_steps(cycle, START, settings.forecast):
         out = work / f"{cycle}.{step}.{settings.strategy}"
         run_step(settings, cycle, step, Path(f"{out}.jsonl"), Path(f"{out}.json"))
-        records += read_records(f"{out}.jsonl")
-    return records
+        if replay_on is None:
+            continue
+        records = read_records(f"{out}.jsonl")
+        reference = replay(records, *replay_on[:2], work, replay_on[2])
+        for (step_, op), rate in step_rates(records).items():
+            if (step_, op) in reference:
+                samples.append({"strategy": settings.strategy, "step": step_, "op": op, "bytes": rate["bytes"],
+                                "surrogate": rate["bytes"] / MiB / rate["seconds"],
+                                "replay": reference[(step_, op)]})
+    return samples
 
 
 def measure(resolution: str, tier_name: str, root: Path, repeats: int, fio: str, work: Path) -> list[dict]:
@@ -130,17 +140,10 @@ def measure(resolution: str, tier_name: str, root: Path, repeats: int, fio: str,
     for rep in range(repeats):
         cycle = shift_cycle(START, 6 * (rep + 1))
         run_arrival(settings, cycle, "dump", work / f"dump{rep}.jsonl", work / f"dump{rep}.json")
-        serial = run_cycle(settings, cycle, work)
-        runs = {"serial": serial}
+        samples += run_cycle(settings, cycle, work, replay_on=(tier_name, root, fio))
         for strategy in ("per_rank", "quilt", "diskless"):
-            runs[strategy] = run_cycle(arm(resolution, tier_name, root, strategy), cycle, work, ["fcst"])
-        for strategy, records in runs.items():  # each strategy against a replay of its own files
-            reference = replay(records, tier_name, root, work, fio)
-            for (step, op), rate in step_rates(records).items():
-                if (step, op) in reference:
-                    samples.append({"strategy": strategy, "step": step, "op": op, "bytes": rate["bytes"],
-                                    "surrogate": rate["bytes"] / MiB / rate["seconds"],
-                                    "replay": reference[(step, op)]})
+            samples += run_cycle(arm(resolution, tier_name, root, strategy), cycle, work, ["fcst"],
+                                 replay_on=(tier_name, root, fio))
     return samples
 
 

@@ -3,7 +3,7 @@ import time
 
 import pytest
 
-from cycleio.records import RECORD_FIELDS, RecordLog, read_records
+from cycleio.records import RECORD_FIELDS, RecordLog, read_record_table, read_records, record_schema
 
 DESIGN_FIELDS = (
     "study arm cycle step phase op tier tier_kind fs_type strategy tool host rank nranks file n_files bytes "
@@ -48,3 +48,42 @@ def test_failed_write_leaves_no_final_file(tmp_path, monkeypatch):
     with pytest.raises(OSError):
         log.write(out)
     assert list(tmp_path.iterdir()) == []
+
+
+def write_lines(path, lines: list[str]):
+    path.write_text("".join(line + "\n" for line in lines))
+    return path
+
+
+def test_record_table_has_a_typed_column_per_field(tmp_path):
+    log = RecordLog(study="s", arm="shm", cycle="2026010100", step="fcst", host="n1")
+    log.add(phase="run", op="write", tier="shm", tier_kind="memory", fs_type="tmpfs", bytes=7, seconds=0.5)
+    log.write(tmp_path / "x.records.jsonl")
+    lines = (tmp_path / "x.records.jsonl").read_text().splitlines()
+    old_format = {key: value for key, value in json.loads(lines[0]).items() if key not in ("transfers", "cache_risk")}
+    path = write_lines(tmp_path / "y.records.jsonl", [lines[0], "", json.dumps({**old_format, "colour": "red"})])
+
+    table = read_record_table(path)
+    assert table.schema == record_schema() and table.column_names == DESIGN_FIELDS
+    assert table.to_pylist() == [read_records(path)[0], {**old_format, "transfers": None, "cache_risk": None}]
+    assert str(table.schema.field("cycle").type) == "large_string" and str(table.schema.field("bytes").type) == "int64"
+
+
+def test_empty_record_file_is_an_empty_table(tmp_path):
+    path = write_lines(tmp_path / "empty.records.jsonl", [])
+    assert read_records(path) == [] and read_record_table(path).num_rows == 0
+
+
+@pytest.mark.parametrize("bad_line, message", [
+    ('{"study": "s", "bytes": ', "line 3, column 26: not JSON"),
+    ("[1, 2]", "line 3: not a JSON object"),
+    ('{"study": "s", "bytes": "many"}', "line 3: a field's value does not fit its type"),
+])
+def test_malformed_record_names_file_and_line(tmp_path, bad_line, message):
+    good = json.dumps({"study": "s", "arm": "a", "bytes": 1})
+    path = write_lines(tmp_path / "bad.records.jsonl", [good, good, bad_line, good])
+    with pytest.raises(ValueError, match=rf"bad\.records\.jsonl, {message}"):
+        read_record_table(path)
+    if "type" not in message:  # the dicts themselves are fine there: only their types do not fit a record
+        with pytest.raises(ValueError, match=rf"bad\.records\.jsonl, {message}"):
+            read_records(path)

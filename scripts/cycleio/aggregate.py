@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
 
 from .fsutil import landing
-from .records import RECORD_FIELDS, read_records
+from .records import read_record_table, record_schema
 
 MiB = 2**20
 # sync: making a batch of copies durable, then renaming; combine: per_rank pieces into one file
@@ -22,34 +27,50 @@ CPU_OPS = {"generate": "generate_s", "encode": "codec_s", "decode": "codec_s", "
            "locate": "metadata_s"}
 ARRIVALS = ("coldstart", "dump")  # data that arrive from outside the cycle: not part of its I/O
 PHASE_COLUMNS = ("stage_in", "run", "stage_out", "verify", "cleanup")
+EVENT_ORDER = ("arm", "cycle", "step", "t_start")
+CYCLE_TABLE_COLUMNS = ["study", "arm", "cycle", "step", "phase", "op", "tool", "tier", "fs_type", "bytes", "seconds",
+                       "t_start", "t_end"]  # what step_summary and staging_table read
 
 
 def load_events(record_files: list[str | Path]) -> pd.DataFrame:
-    rows = [row for path in record_files for row in read_records(path)]
-    events = pd.DataFrame(rows, columns=list(RECORD_FIELDS))
+    tables = [read_record_table(path) for path in record_files]
+    records = pa.concat_tables(tables) if tables else record_schema().empty_table()
+    # Arrow's sort is stable, as pandas' kind="stable", and keeps nulls last, as pandas does NaN.
+    events = records.sort_by([(key, "ascending") for key in EVENT_ORDER]).to_pandas()
     events["MiB"] = events["bytes"] / MiB
     events["MiB_per_s"] = (events["MiB"] / events["seconds"]).where(events["seconds"] > 0)
     events["t_end"] = events["t_start"] + events["seconds"]
-    return events.sort_values(["arm", "cycle", "step", "t_start"], kind="stable").reset_index(drop=True)
+    return events
+
+
+def _covered_per_group(group: np.ndarray, start: np.ndarray, stop: np.ndarray, n_groups: int) -> np.ndarray:
+    """Per group (codes 0 .. n_groups-1; -1: none), the length of the union of the intervals [start, stop).
+
+    Sweeps each group's intervals in order of (start, stop), adding what reaches past the furthest stop so far.
+    np.bincount sums the additions one by one in that order: each total is the float a plain loop would give.
+    An interval without a start or stop (NaN) covers nothing.
+    """
+    order = np.lexsort((stop, start, group))
+    order = order[(group[order] >= 0) & ~np.isnan(start[order]) & ~np.isnan(stop[order])]
+    if len(order) == 0:
+        return np.zeros(n_groups)
+    group, start, stop = group[order], start[order], stop[order]
+    furthest = pd.Series(stop).groupby(group).cummax().to_numpy()
+    furthest_before = np.concatenate([[-np.inf], furthest[:-1]])
+    furthest_before[np.concatenate([[True], group[1:] != group[:-1]])] = -np.inf  # each group starts afresh
+    added = np.maximum(stop - np.maximum(start, furthest_before), 0.0)
+    return np.bincount(group, weights=added, minlength=n_groups)
 
 
 def covered_seconds(frame: pd.DataFrame) -> float:
     """Length of the union of the events' time intervals: overlapping (parallel) copies count once."""
-    total, end = 0.0, float("-inf")
-    for start, stop in sorted(zip(frame["t_start"], frame["t_end"])):
-        if start > end:
-            total += stop - start
-            end = stop
-        elif stop > end:
-            total += stop - end
-            end = stop
-    return total
+    group = np.zeros(len(frame), dtype=np.int64)
+    return float(_covered_per_group(group, frame["t_start"].to_numpy(), frame["t_end"].to_numpy(), 1)[0])
 
 
-def _covered_by(events: pd.DataFrame, keys: list[str]) -> pd.Series:
-    if events.empty:
-        return pd.Series(dtype=float)
-    return events.groupby(keys)[["t_start", "t_end"]].apply(covered_seconds)
+def _group_codes(groups: pd.api.typing.DataFrameGroupBy) -> np.ndarray:
+    """Each row's group number in the (sorted) order of the groups; -1 for rows with a missing key."""
+    return groups.ngroup().fillna(-1).to_numpy(dtype=np.int64)
 
 
 def step_summary(events: pd.DataFrame) -> pd.DataFrame:
@@ -60,31 +81,41 @@ def step_summary(events: pd.DataFrame) -> pd.DataFrame:
         t_start=("t_start", "min"),
         t_end=("t_end", "max"),
     )
+    # Each event's row of out: the many subsets below are grouped by this number, not by four strings.
+    job = _group_codes(groups)
+    t_start, t_end = events["t_start"].to_numpy(), events["t_end"].to_numpy()
+    phase, op = events["phase"], events["op"]
+
+    def covered(mask: pd.Series) -> np.ndarray:
+        mask = mask.to_numpy()
+        return _covered_per_group(job[mask], t_start[mask], t_end[mask], len(out))
+
+    def summed(column: str, mask: pd.Series) -> np.ndarray:
+        """Per job, the column's sum over the masked events; NaN for a job without any."""
+        mask = mask.to_numpy() & (job >= 0)
+        sums = pd.Series(events[column].to_numpy()[mask]).groupby(job[mask]).sum()
+        return sums.reindex(range(len(out))).to_numpy()
+
     out["wall_s"] = out["t_end"] - out["t_start"]
-    for phase in PHASE_COLUMNS:
-        out[f"{phase}_s"] = _covered_by(events[events["phase"] == phase], keys)
-    out["io_s"] = _covered_by(events[events["op"].isin(IO_OPS)], keys)
-    out["run_io_s"] = _covered_by(events[(events["phase"] == "run") & events["op"].isin(IO_OPS)], keys)
-    out["compute_s"] = _covered_by(events[events["op"].isin(COMPUTE_OPS)], keys)
+    for name in PHASE_COLUMNS:
+        out[f"{name}_s"] = covered(phase == name)
+    out["io_s"] = covered(op.isin(IO_OPS))
+    out["run_io_s"] = covered((phase == "run") & op.isin(IO_OPS))
+    out["compute_s"] = covered(op.isin(COMPUTE_OPS))
     cpu_columns = sorted(set(CPU_OPS.values()))
     for column in cpu_columns:
-        ops = [op for op, name in CPU_OPS.items() if name == column]
-        out[column] = _covered_by(events[events["op"].isin(ops)], keys)
-    seconds = [f"{phase}_s" for phase in PHASE_COLUMNS] + ["io_s", "run_io_s", "compute_s", *cpu_columns]
-    out[seconds] = out[seconds].fillna(0.0)
+        out[column] = covered(op.isin([name for name, cpu_column in CPU_OPS.items() if cpu_column == column]))
     out["staging_s"] = out["stage_in_s"] + out["stage_out_s"]
     out["io_fraction"] = (out["io_s"] / out["wall_s"]).where(out["wall_s"] > 0)
 
-    def sum_bytes(mask) -> pd.Series:
-        return events[mask].groupby(keys)["bytes"].sum()
-
-    out["bytes_read"] = sum_bytes((events["phase"] == "run") & (events["op"] == "read"))
-    out["bytes_written"] = sum_bytes((events["phase"] == "run") & (events["op"] == "write"))
-    out["bytes_staged_in"] = sum_bytes(events["phase"] == "stage_in")
-    out["bytes_staged_out"] = sum_bytes(events["phase"] == "stage_out")
+    run_writes = (phase == "run") & (op == "write")
+    out["bytes_read"] = summed("bytes", (phase == "run") & (op == "read"))
+    out["bytes_written"] = summed("bytes", run_writes)
+    out["bytes_staged_in"] = summed("bytes", phase == "stage_in")
+    out["bytes_staged_out"] = summed("bytes", phase == "stage_out")
     byte_cols = ["bytes_read", "bytes_written", "bytes_staged_in", "bytes_staged_out"]
     out[byte_cols] = out[byte_cols].fillna(0).astype("int64")
-    write_s = events[(events["phase"] == "run") & (events["op"] == "write")].groupby(keys)["seconds"].sum()
+    write_s = summed("seconds", run_writes)
     out["write_MiB_per_s"] = (out["bytes_written"] / MiB / write_s).where(write_s > 0)
     staged_s = out["stage_in_s"] + out["stage_out_s"]
     out["staging_MiB_per_s"] = ((out["bytes_staged_in"] + out["bytes_staged_out"]) / MiB / staged_s).where(staged_s > 0)
@@ -96,13 +127,15 @@ def phase_throughput(events: pd.DataFrame) -> pd.DataFrame:
 
     Parallel copies overlap, so the covered time, not the sum of the events' seconds, divides the bytes.
     """
-    io = events[events["op"].isin(IO_OPS) & ~events["step"].isin(ARRIVALS)].copy()
+    columns = ["study", "arm", "tier", "phase", "op", "bytes", "seconds", "t_start", "t_end"]
+    io = events.loc[events["op"].isin(IO_OPS) & ~events["step"].isin(ARRIVALS), columns]
     # A batch's sync belongs to copying: a copy is done when it is durable under its final name.
     io["activity"] = io["phase"] + ":" + io["op"].replace({"sync": "copy"})
     keys = ["study", "arm", "tier", "activity"]
-    table = io.groupby(keys, sort=True).agg(bytes=("bytes", "sum"), summed_s=("seconds", "sum"),
-                                           n_events=("bytes", "size"))
-    table["seconds"] = _covered_by(io, keys)
+    groups = io.groupby(keys, sort=True)
+    table = groups.agg(bytes=("bytes", "sum"), summed_s=("seconds", "sum"), n_events=("bytes", "size"))
+    table["seconds"] = _covered_per_group(_group_codes(groups), io["t_start"].to_numpy(), io["t_end"].to_numpy(),
+                                          len(table))
     table["MiB_per_s"] = (table["bytes"] / MiB / table["seconds"]).where(table["seconds"] > 0)
     return table.reset_index()
 
@@ -145,22 +178,32 @@ def write_table(frame: pd.DataFrame, path: Path) -> None:
             frame.to_csv(tmp, index=False)
 
 
+def _write_events(table: pa.Table, out_dir: Path) -> None:
+    """Every event, as parquet and as CSV (Arrow's writer: pandas' takes seconds per million rows)."""
+    with landing(out_dir / "io_events.parquet") as tmp:
+        pq.write_table(table, tmp)
+    with landing(out_dir / "io_events.csv") as tmp:
+        pa_csv.write_csv(table, tmp)
+
+
 def aggregate(record_files: list[str | Path], out_dir: Path) -> dict[str, Path]:
     events = load_events(record_files)
     if events.empty:
         raise ValueError("no records to aggregate: the study has produced no record files yet")
-    cycle_events = events[~events["step"].isin(ARRIVALS)]
+    # The cycles' own jobs, with the columns their tables read: copying file names and the like would be waste.
+    cycle_events = events.loc[~events["step"].isin(ARRIVALS), CYCLE_TABLE_COLUMNS]
     manifests = [Path(str(p).replace(".records.jsonl", ".manifest.json")) for p in record_files]
-    tables = {
-        "io_events.parquet": events,
-        "io_events.csv": events,
-        "step_summary.csv": step_summary(cycle_events),
-        "phase_throughput.csv": phase_throughput(events),
-        "staging.csv": staging_table(cycle_events),
-        "tiers.csv": tiers_table([p for p in manifests if p.exists()]),
-    }
-    written = {}
-    for name, frame in tables.items():
-        write_table(frame, out_dir / name)
-        written[name] = out_dir / name
-    return written
+    with ThreadPoolExecutor(1) as background:
+        # The files of every event take longest, mostly in Arrow code that releases the GIL (and in fsync): they
+        # are written while pandas makes the summaries, from an Arrow table made here.
+        events_written = background.submit(_write_events, pa.Table.from_pandas(events, preserve_index=False), out_dir)
+        tables = {
+            "step_summary.csv": step_summary(cycle_events),
+            "phase_throughput.csv": phase_throughput(events),
+            "staging.csv": staging_table(cycle_events),
+            "tiers.csv": tiers_table([p for p in manifests if p.exists()]),
+        }
+        for name, frame in tables.items():
+            write_table(frame, out_dir / name)
+        events_written.result()
+    return {name: out_dir / name for name in ("io_events.parquet", "io_events.csv", *tables)}

@@ -14,6 +14,9 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Iterator
 
+import pyarrow as pa
+import pyarrow.json as arrow_json
+
 from .fsutil import landing
 
 PHASES = ("stage_in", "run", "stage_out", "verify", "cleanup")
@@ -79,6 +82,53 @@ class RecordLog:
                     handle.write(json.dumps(asdict(record), sort_keys=True) + "\n")
 
 
-def read_records(path: str | os.PathLike) -> list[dict]:
+def record_schema() -> pa.Schema:
+    """One Arrow column per Record field, typed after the field: types stay stable and a missing field is null.
+
+    Text is large_string, what pandas' str columns hold, so that to_pandas need not copy it.
+    """
+    arrow_types = {"str": pa.large_string(), "int": pa.int64(), "float": pa.float64(), "bool": pa.bool_()}
+    return pa.schema([(f.name, arrow_types[f.type]) for f in fields(Record)])
+
+
+def _numbered_records(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
     with open(path) as handle:
-        return [json.loads(line) for line in handle if line.strip()]
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise ValueError(f"{path}, line {number}, column {error.pos + 1}: not JSON: {error.msg}") from error
+            if not isinstance(record, dict):
+                raise ValueError(f"{path}, line {number}: not a JSON object: {line.strip()[:80]}")
+            yield number, record
+
+
+def read_records(path: str | os.PathLike) -> list[dict]:
+    """A record file's records as dicts; a malformed line raises ValueError naming the file and line."""
+    return [record for _, record in _numbered_records(path)]
+
+
+def read_record_table(path: str | os.PathLike) -> pa.Table:
+    """A record file as an Arrow table of record_schema(): unknown fields are dropped, missing ones null.
+
+    Arrow's JSON reader does the work; its errors name neither the file nor the line, so on an error the
+    file is read again line by line, which either names the bad line or reads what Python's json accepts.
+    """
+    schema = record_schema()
+    options = arrow_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
+    try:
+        return arrow_json.read_json(path, parse_options=options)
+    except pa.ArrowInvalid:
+        pass  # an empty file lands here too
+    numbered = list(_numbered_records(path))
+    try:
+        return pa.Table.from_pylist([record for _, record in numbered], schema=schema)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        for number, record in numbered:
+            try:
+                pa.Table.from_pylist([record], schema=schema)
+            except (pa.ArrowInvalid, pa.ArrowTypeError) as error:
+                raise ValueError(f"{path}, line {number}: a field's value does not fit its type: {error}") from None
+        raise

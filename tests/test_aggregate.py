@@ -1,0 +1,237 @@
+"""Records to tables on a small fixed study: every expected second is worked out by hand from the records below."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from cycleio.aggregate import MiB, aggregate, covered_seconds, load_events
+from cycleio.records import RECORD_FIELDS, Record
+
+T0 = 1_800_000_000.0
+STAGED = {"a1": ("ssd", "node_local", "ext4"), "a2": ("shm", "memory", "tmpfs")}
+PERSISTENT = ("lustre", "lustre", "ext4")
+ODD_NAME = 'out/odd,"y".nc'  # a comma and quotes: quoted in CSV
+
+
+def event(arm, cycle, step, phase, op, start, seconds, nbytes=0, persistent=False, **values) -> dict:
+    tier, kind, fs_type = PERSISTENT if persistent else STAGED[arm]
+    values = {"strategy": "serial", "host": "node1", **values}
+    return asdict(Record(study="s", arm=arm, cycle=cycle, step=step, phase=phase, op=op, tier=tier, tier_kind=kind,
+                         fs_type=fs_type, bytes=nbytes, t_start=start, seconds=seconds, **values))
+
+
+def job_events(arm: str, cycle: str, step: str, t0: float, scale: float) -> list[dict]:
+    """One staged job: parallel copies in, overlapping run events, copies out, checks, cleanup.
+
+    Offsets and seconds are multiples of 1/16 scaled by a power of two, so all covered seconds are exact.
+    """
+    args = (arm, cycle, step)
+    events = [
+        event(*args, "stage_in", "copy", 0.0, 2.0, 4 * MiB, file="in/a.nc", transfers=1),
+        event(*args, "stage_in", "copy", 0.5, 2.5, 2 * MiB, file="in/b.nc", transfers=1),
+        event(*args, "stage_in", "copy", 0.5, 1.0, MiB, file="in/c.nc", transfers=1),  # same start, inside b
+        event(*args, "stage_in", "sync", 3.0, 0.25, n_files=3),
+        event(*args, "run", "read", 4.0, 1.0, 3 * MiB, file="in/a.nc", transfers=3),
+        event(*args, "run", "generate", 5.0, 0.5),
+        event(*args, "run", "define", 5.5, 0.25, n_files=0),
+        event(*args, "run", "encode", 5.75, 0.75, n_files=0),
+        event(*args, "run", "compute", 5.0, 3.0, n_files=0),
+        event(*args, "run", "write", 6.5, 1.5, 6 * MiB, file="out/x.nc", transfers=2),
+        event(*args, "run", "write", 7.0, 2.0, 2 * MiB, file=ODD_NAME, transfers=1),
+        event(*args, "run", "rename", 9.0, 0.0, n_files=1),
+        event(*args, "stage_out", "copy", 10.0, 1.0, 6 * MiB, persistent=True, file="out/x.nc"),
+        event(*args, "stage_out", "copy", 10.0, 0.5, 2 * MiB, persistent=True, file=ODD_NAME),
+        event(*args, "stage_out", "sync", 11.0, 0.125, persistent=True, n_files=2),
+        event(*args, "verify", "checksum", 11.5, 0.125, 6 * MiB, persistent=True, file="out/x.nc"),
+        event(*args, "verify", "checksum", 11.5, 0.0625, 2 * MiB, file=ODD_NAME),
+        event(*args, "cleanup", "remove", 12.0, 0.25, n_files=5),
+    ]
+    for record in events:
+        record["t_start"] = t0 + record["t_start"] * scale
+        record["seconds"] *= scale
+    return events
+
+
+def study_records() -> dict[str, list[dict]]:
+    """Two arms x two cycles of prep (scale 1) and fcst (scale 2), each with a dump; an unstaged post; a coldstart."""
+    files = {}
+    for arm in STAGED:
+        for c, cycle in enumerate(("2026010100", "2026010106")):
+            files[f"{arm}/{cycle}/dump"] = [event(arm, cycle, "dump", "run", "write", T0 + 100 * c, 0.5, MiB,
+                                                  persistent=True)]
+            files[f"{arm}/{cycle}/prep"] = job_events(arm, cycle, "prep", T0 + 100 * c, 1.0)
+            files[f"{arm}/{cycle}/fcst"] = job_events(arm, cycle, "fcst", T0 + 100 * c + 40, 2.0)
+    files["a1/2026010106/post"] = [  # unstaged: runs on the persistent tier, no staging, no cleanup
+        event("a1", "2026010106", "post", "run", "read", T0 + 160, 0.5, MiB, persistent=True),
+        event("a1", "2026010106", "post", "run", "write", T0 + 160.25, 0.5, MiB, persistent=True),
+        event("a1", "2026010106", "post", "verify", "checksum", T0 + 161, 0.25, MiB, persistent=True),
+    ]
+    # An arrival with values whose CSV text is not trivial; one record from before transfers and cache_risk existed.
+    old_format = event("a1", "2026010100", "coldstart", "run", "write", T0 - 10, 0.1, 123456789, strategy="")
+    del old_format["transfers"], old_format["cache_risk"]
+    files["a1/2026010100/coldstart"] = [
+        event("a1", "2026010100", "coldstart", "run", "write", T0 - 20, 1e-05, 5, file="a b.nc", transfers=1),
+        event("a1", "2026010100", "coldstart", "run", "generate", T0 - 20, 2.5e-07, file="", cache_risk=True),
+        old_format,
+    ]
+    return files
+
+
+def write_study(root: Path) -> list[Path]:
+    paths = []
+    for name, records in study_records().items():
+        path = root / "arms" / f"{name}.records.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(json.dumps(record, sort_keys=True) + "\n" for record in records))
+        paths.append(path)
+    return paths
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory) -> tuple[list[Path], Path]:
+    root = tmp_path_factory.mktemp("study")
+    paths = write_study(root)
+    aggregate(paths, root / "tables")
+    return paths, root / "tables"
+
+
+def read_table(tables: Path, name: str) -> pd.DataFrame:
+    return pd.read_csv(tables / name, dtype={"cycle": str})
+
+
+# Per job kind, hand-derived from job_events (scale 1 for prep, 2 for fcst) and the post records.
+PREP = {"wall_s": 12.25, "stage_in_s": 3.25, "run_s": 5.0, "stage_out_s": 1.125, "verify_s": 0.125,
+        "cleanup_s": 0.25, "io_s": 3.25 + 1.0 + 2.5 + 1.125 + 0.125, "run_io_s": 3.5, "compute_s": 3.0,
+        "codec_s": 0.75, "generate_s": 0.5, "metadata_s": 0.25, "bytes_read": 3 * MiB, "bytes_written": 8 * MiB,
+        "bytes_staged_in": 7 * MiB, "bytes_staged_out": 8 * MiB, "write_s": 3.5}
+FCST = {key: value * 2 if key.endswith("_s") else value for key, value in PREP.items()}
+POST = {"wall_s": 1.25, "stage_in_s": 0.0, "run_s": 0.75, "stage_out_s": 0.0, "verify_s": 0.25, "cleanup_s": 0.0,
+        "io_s": 1.0, "run_io_s": 0.75, "compute_s": 0.0, "codec_s": 0.0, "generate_s": 0.0, "metadata_s": 0.0,
+        "bytes_read": MiB, "bytes_written": MiB, "bytes_staged_in": 0, "bytes_staged_out": 0, "write_s": 0.5}
+STEP_COLUMNS = ["study", "arm", "cycle", "step", "t_start", "wall_s", "stage_in_s", "run_s", "stage_out_s", "verify_s",
+                "cleanup_s", "io_s", "run_io_s", "compute_s", "codec_s", "generate_s", "metadata_s", "staging_s",
+                "io_fraction", "bytes_read", "bytes_written", "bytes_staged_in", "bytes_staged_out",
+                "write_MiB_per_s", "staging_MiB_per_s"]
+
+
+def test_step_summary_has_the_hand_computed_seconds_and_rates(study):
+    _, tables = study
+    summary = read_table(tables, "step_summary.csv")
+    assert list(summary.columns) == STEP_COLUMNS
+    jobs = [(arm, cycle, step) for arm in STAGED for cycle in ("2026010100", "2026010106") for step in ("fcst", "prep")]
+    jobs.insert(3, ("a1", "2026010106", "post"))
+    assert list(summary[["arm", "cycle", "step"]].itertuples(index=False, name=None)) == jobs
+    for row in summary.itertuples(index=False):
+        expected = {"prep": PREP, "fcst": FCST, "post": POST}[row.step]
+        start = {"prep": 0, "fcst": 40, "post": 60}[row.step] + 100 * (row.cycle == "2026010106")
+        assert row.t_start == T0 + start
+        for column, value in expected.items():
+            if column != "write_s":
+                assert getattr(row, column) == value, (row.arm, row.cycle, row.step, column)
+        staged_s = expected["stage_in_s"] + expected["stage_out_s"]
+        assert row.staging_s == staged_s
+        assert row.io_fraction == expected["io_s"] / expected["wall_s"]
+        assert row.write_MiB_per_s == expected["bytes_written"] / MiB / expected["write_s"]
+        staged_MiB = (expected["bytes_staged_in"] + expected["bytes_staged_out"]) / MiB
+        assert row.staging_MiB_per_s == staged_MiB / staged_s if staged_s else math.isnan(row.staging_MiB_per_s)
+
+
+# (arm, tier, activity): bytes, summed seconds, events, covered seconds; both cycles of prep and fcst (+ a1's post)
+PHASE_THROUGHPUT = {
+    ("a1", "lustre", "run:read"): (MiB, 0.5, 1, 0.5),
+    ("a1", "lustre", "run:write"): (MiB, 0.5, 1, 0.5),
+    ("a1", "lustre", "stage_out:copy"): (32 * MiB, 2 * 3 * (1.5 + 0.125), 12, 2 * 3 * 1.125),
+    ("a1", "lustre", "verify:checksum"): (25 * MiB, 2 * 3 * 0.125 + 0.25, 5, 2 * 3 * 0.125 + 0.25),
+    ("a1", "ssd", "run:read"): (12 * MiB, 2 * 3 * 1.0, 4, 2 * 3 * 1.0),
+    ("a1", "ssd", "run:rename"): (0, 0.0, 4, 0.0),
+    ("a1", "ssd", "run:write"): (32 * MiB, 2 * 3 * 3.5, 8, 2 * 3 * 2.5),
+    ("a1", "ssd", "stage_in:copy"): (28 * MiB, 2 * 3 * 5.75, 16, 2 * 3 * 3.25),
+    ("a1", "ssd", "verify:checksum"): (8 * MiB, 2 * 3 * 0.0625, 4, 2 * 3 * 0.0625),
+}
+PHASE_THROUGHPUT |= {("a2", "shm" if tier == "ssd" else tier, activity): value
+                     for (_, tier, activity), value in PHASE_THROUGHPUT.items() if "post" not in activity}
+PHASE_THROUGHPUT[("a2", "lustre", "verify:checksum")] = (24 * MiB, 2 * 3 * 0.125, 4, 2 * 3 * 0.125)
+del PHASE_THROUGHPUT[("a2", "lustre", "run:read")], PHASE_THROUGHPUT[("a2", "lustre", "run:write")]
+
+
+def test_phase_throughput_divides_bytes_by_covered_seconds(study):
+    _, tables = study
+    table = read_table(tables, "phase_throughput.csv")
+    assert list(table.columns) == ["study", "arm", "tier", "activity", "bytes", "summed_s", "n_events", "seconds",
+                                   "MiB_per_s"]
+    assert set(table["study"]) == {"s"}
+    assert list(table[["arm", "tier", "activity"]].itertuples(index=False, name=None)) == sorted(PHASE_THROUGHPUT)
+    for row in table.itertuples(index=False):
+        nbytes, summed_s, n_events, seconds = PHASE_THROUGHPUT[(row.arm, row.tier, row.activity)]
+        assert (row.bytes, row.summed_s, row.n_events, row.seconds) == (nbytes, summed_s, n_events, seconds), row
+        if seconds:
+            assert row.MiB_per_s == nbytes / MiB / seconds
+        else:
+            assert math.isnan(row.MiB_per_s)
+
+
+def test_staging_table_per_job_and_direction(study):
+    _, tables = study
+    staging = read_table(tables, "staging.csv")
+    assert len(staging) == 2 * 2 * 2 * 2  # arms x cycles x staged steps x directions
+    first = staging.iloc[0].to_dict()
+    assert first == {"study": "s", "arm": "a1", "cycle": "2026010100", "step": "fcst", "phase": "stage_in",
+                     "method": "cycleio", "dest_tier": "ssd", "dest_fs_type": "ext4", "n_files": 3, "bytes": 7 * MiB,
+                     "copy_s": 2 * 5.75, "t_start": T0 + 40, "wall_s": 2 * 3.25, "MiB_per_s": 7 / (2 * 3.25)}
+
+
+def test_io_events_keep_every_record_field_and_derived_column(study, tmp_path):
+    paths, tables = study
+    written = pq.read_table(tables / "io_events.parquet")
+    load_events(paths).to_parquet(tmp_path / "pandas.parquet", index=False)
+    assert written.schema.equals(pq.read_schema(tmp_path / "pandas.parquet"), check_metadata=True)
+    assert written.equals(pq.read_table(tmp_path / "pandas.parquet"))
+    events = written.to_pandas()
+    assert list(events.columns) == [*RECORD_FIELDS, "MiB", "MiB_per_s", "t_end"]
+    assert len(events) == sum(len(records) for records in study_records().values())
+    assert events["cycle"].tolist()[0] == "2026010100" and events["step"].tolist()[0] == "coldstart"
+    old = events[events["bytes"] == 123456789].iloc[0]
+    assert math.isnan(old["transfers"]) and old["cache_risk"] is None and old["strategy"] == ""
+    renames = events[events["op"] == "rename"]
+    assert (renames["MiB_per_s"].isna()).all() and (renames["MiB"] == 0).all()
+
+
+def test_io_events_csv_reads_back_as_the_events(study):
+    """The CSV of every event holds the same rows and values as the parquet (odd names quoted)."""
+    paths, tables = study
+    events = load_events(paths)
+    back = pd.read_csv(tables / "io_events.csv", dtype={"cycle": str, "fs_type": str}, keep_default_na=False,
+                       na_values=[""])
+    assert list(back.columns) == list(events.columns) and len(back) == len(events)
+    assert back["file"].tolist().count(ODD_NAME) == events["file"].tolist().count(ODD_NAME) > 0
+    pd.testing.assert_series_equal(back["bytes"], events["bytes"], check_dtype=False)
+    pd.testing.assert_series_equal(back["seconds"], events["seconds"], check_dtype=False)
+
+
+def test_covered_seconds_counts_overlaps_once():
+    frame = pd.DataFrame({"t_start": [5.0, 0.0, 1.0, 1.0, 10.0, 12.0], "t_end": [6.0, 2.0, 3.0, 1.5, 12.0, 12.0]})
+    assert covered_seconds(frame) == 3.0 + 1.0 + 2.0
+    assert covered_seconds(frame.iloc[:0]) == 0.0
+
+
+def test_a_malformed_record_stops_aggregation_naming_file_and_line(tmp_path):
+    paths = write_study(tmp_path)
+    lines = paths[1].read_text().splitlines()
+    paths[1].write_text("\n".join(lines[:4] + [lines[4][:-20]] + lines[5:]) + "\n")
+    with pytest.raises(ValueError, match=rf"{paths[1].name}, line 5, column \d+: not JSON"):
+        aggregate(paths, tmp_path / "tables")
+    assert not (tmp_path / "tables").exists()
+
+
+def test_aggregate_without_records_says_so(tmp_path):
+    empty = tmp_path / "a.records.jsonl"
+    empty.write_text("")
+    with pytest.raises(ValueError, match="no records to aggregate"):
+        aggregate([empty], tmp_path / "tables")
