@@ -334,24 +334,3 @@ def test_bench_cli_tables_and_figures(tmp_path, shm_dir, default_config):
                  "--fieldio", str(figures / "f.png")]) == 0
     for name in ("s.png", "f.png"):
         assert (figures / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-
-
-# ------------------------------------------------------------------------- live IOR
-
-
-@pytest.mark.tool
-def test_live_ior_where_found(tmp_path):
-    """Runs only where ior (and its launcher) are found. IOR cannot be installed from the package
-    registries of this project's CI, so this is the one test that skips there too."""
-    ior = shutil.which("ior")
-    if not ior:
-        pytest.skip("ior not found on PATH: IOR cannot be installed from the package registries here "
-                    "(build it from https://github.com/hpc/ior to run this test)")
-    require_tool("mpiexec", "IOR runs under the MPI launcher")
-    tier = Tier(name="disk", kind="posix", path=str(tmp_path / "tier"))
-    pattern = tb.IOPattern(name="easy", transfer_size_bytes=MIB, block_size_bytes=2 * MIB)
-    rows = pd.DataFrame(tb.run_point(settings("io", tier, pattern, tasks=2, repetitions=2, tool="ior"),
-                                     tmp_path / "raw"))
-    assert set(rows["tool"]) == {"ior"}
-    assert len(rows[rows["aggregate"] == "rep"]) == 4
-    assert set(rows[rows["aggregate"] != "rep"]["aggregate"]) == {"max", "min", "mean"}
