@@ -15,8 +15,8 @@ shell.prefix(
     "${{PYTHONPATH:+:$PYTHONPATH}}; "
 )
 
-from cycleio.config import ConfigError, load_study
-from cycleio.preflight import check_study
+from cycleio.config.settings import ConfigError, load_study
+from cycleio.storage.preflight import check_study
 
 
 configfile: os.path.join(workflow.basedir, "config", "config.yaml")

@@ -1,7 +1,7 @@
 """(1) Surrogate efficiency: each step's storage MiB/s over a replay of the same bytes on the same tier.
 
 The question every figure of a study must survive is "is this the tier or is this our overhead?".
-Here each surrogate step runs as the study runs it (cycleio.jobs, unstaged, so it reads and writes
+Here each surrogate step runs as the study runs it (cycleio.surrogates.jobs, unstaged, so it reads and writes
 on the tier under test), and right after each step fio replays what it did: the files of the
 step (count and mean size), the same transfer size (bytes over the storage calls the records count),
 fsync per file; reads read such files back from the page cache, as the steps do (``--invalidate=0``).
@@ -37,15 +37,15 @@ sys.path.insert(0, str(REPO / "scripts"))
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from cycleio import benchparse  # noqa: E402
-from cycleio.calendar import shift_cycle  # noqa: E402
-from cycleio.config import ArmSettings  # noqa: E402
-from cycleio.grid import Grid  # noqa: E402
-from cycleio.inventory import ForecastSettings  # noqa: E402
-from cycleio.jobs import run_arrival, run_coldstart, run_step  # noqa: E402
-from cycleio.records import read_records  # noqa: E402
-from cycleio.tierbench import ReplaySpec, fio_replay_command, replay_specs  # noqa: E402
-from cycleio.tiers import Tier  # noqa: E402
+from cycleio.benchmarks import benchparse  # noqa: E402
+from cycleio.config.calendar import shift_cycle  # noqa: E402
+from cycleio.config.settings import ArmSettings  # noqa: E402
+from cycleio.surrogates.grid import Grid  # noqa: E402
+from cycleio.surrogates.inventory import ForecastSettings  # noqa: E402
+from cycleio.surrogates.jobs import run_arrival, run_coldstart, run_step  # noqa: E402
+from cycleio.report.records import read_records  # noqa: E402
+from cycleio.benchmarks.tierbench import ReplaySpec, fio_replay_command, replay_specs  # noqa: E402
+from cycleio.storage.tiers import Tier  # noqa: E402
 
 MiB = 2**20
 START = "2026010100"
@@ -113,7 +113,7 @@ def replay(records: list[dict], tier_name: str, root: Path, raw: Path, fio: str)
 def run_cycle(settings: ArmSettings, cycle: str, work: Path, steps=None, replay_on: tuple | None = None) -> list[dict]:
     """Run a cycle's steps; with ``replay_on`` (tier name, root, fio), replay each step right after it
     ran, so step and replay meet the same state of the machine, and return those samples."""
-    from cycleio.inventory import cycle_steps
+    from cycleio.surrogates.inventory import cycle_steps
 
     samples = []
     for step in steps or cycle_steps(cycle, START, settings.forecast):

@@ -30,11 +30,11 @@ CHILD = r"""
 import json, resource, sys, time
 sys.path.insert(0, sys.argv[1])
 from pathlib import Path
-from cycleio.config import ArmSettings, default_compression
-from cycleio.grid import Grid
-from cycleio.inventory import history_files
-from cycleio.ncfiles import WriteContext, write_file
-from cycleio.tiers import Tier
+from cycleio.config.settings import ArmSettings, default_compression
+from cycleio.surrogates.grid import Grid
+from cycleio.surrogates.inventory import history_files
+from cycleio.surrogates.ncfiles import WriteContext, write_file
+from cycleio.storage.tiers import Tier
 mode, resolution, levels, folder = sys.argv[2], sys.argv[3], int(sys.argv[4]), Path(sys.argv[5])
 sizes, t0 = [], time.perf_counter()
 if mode != "baseline":
@@ -45,7 +45,7 @@ if mode != "baseline":
         for spec in specs:
             sizes.append(write_file(folder / spec.path, spec, ctx).bytes)
     else:
-        from cycleio.mpifcst import run_forecast_mpi
+        from cycleio.surrogates.forecast.mpifcst import run_forecast_mpi
         tier = Tier("bench", "posix", str(folder))
         arm = ArmSettings(study="bench", arm="mpi", start="2026010100", seed=1, resolution=resolution, levels=levels,
                           persistent=tier, scratch=tier, strategy="serial", compression=compression,

@@ -3,7 +3,7 @@
 A month of 6-hourly cycles must plan in seconds, or every `make study` of a long study starts
 with a wait. This times the dry run from /work/main for the default study's three arms (its three
 scratch tiers) with cycles.start 2026010100 and cycles.end 2026013118 (124 cycles; the cycle count
-comes from cycleio.calendar), under `study=benchplan` so no real study's results are touched (a
+comes from cycleio.config.calendar), under `study=benchplan` so no real study's results are touched (a
 dry run writes only .snakemake metadata). Three repeats (--quick: one). The baseline is the
 absolute goal of 10 s: ratio = seconds / 10, lower is better.
 
@@ -24,7 +24,7 @@ import time
 from common import REPO, row, standalone
 
 sys.path.insert(0, str(REPO / "scripts"))
-from cycleio.calendar import cycles, shift_cycle, steps_of_cycle  # noqa: E402
+from cycleio.config.calendar import cycles, shift_cycle, steps_of_cycle  # noqa: E402
 
 BENCHMARK = "dry-run planning"
 GOAL_S = 10.0

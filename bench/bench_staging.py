@@ -6,7 +6,7 @@ the two tiers allow. Each repeat copies the same source files with:
 
   cp         `cp -r` (not durable when it returns: context only, no goal)
   cp+sync    `cp -r` then `sync -f` on the target: durable, unverified. Goal: engine >= 1.0 x this
-  cycleio    cycleio.staging.copy_and_verify with the study's defaults (4 streams, durable): checksum
+  cycleio    cycleio.storage.staging.copy_and_verify with the study's defaults (4 streams, durable): checksum
              while copying, sync, re-read and verify every file, rename
 and measures the tier limit with fio: the lower of a sequential read of the same number and size of
 files on the source folder and a sequential write of them (fsync at the end) on the target folder.
@@ -35,7 +35,7 @@ from pathlib import Path
 from common import BENCH_TIERS, REPO, MiB, drop_caches, fio_rate, row, standalone
 
 sys.path.insert(0, str(REPO / "scripts"))
-from cycleio.staging import StagingOptions, copy_and_verify  # noqa: E402
+from cycleio.storage.staging import StagingOptions, copy_and_verify  # noqa: E402
 
 BENCHMARK = "staging"
 

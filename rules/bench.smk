@@ -1,10 +1,10 @@
 # Benchmarks on every tier: IOR/mdtest (or fio's equivalents), field I/O, and replays of the
 # steps' I/O, one job per tier x pattern x tasks; then the benchmarks and efficiency tables and
-# figures. The plan (points, settings, paths) lives in cycleio.tierbench; its errors name the key.
+# figures. The plan (points, settings, paths) lives in cycleio.benchmarks.tierbench; its errors name the key.
 from functools import partial
 
-from cycleio.config import ConfigError
-from cycleio.tierbench import BenchmarkPlan
+from cycleio.config.settings import ConfigError
+from cycleio.benchmarks.tierbench import BenchmarkPlan
 
 try:
     BENCH = BenchmarkPlan.from_config(config)

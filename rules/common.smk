@@ -1,8 +1,8 @@
 # Helpers shared by the rules: the one place that builds output paths.
 import json
 
-from cycleio.calendar import previous_cycle
-from cycleio.inventory import cycle_steps
+from cycleio.config.calendar import previous_cycle
+from cycleio.surrogates.inventory import cycle_steps
 
 
 def out(*parts):

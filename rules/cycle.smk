@@ -1,6 +1,6 @@
 # The cycled steps of every arm: cold start once, then prep -> anal -> fcst -> post per cycle.
 # Slurm resources (nodes, tasks, memory, runtime, burst buffer) come from each arm's settings.
-from cycleio.slurm import rule_resources
+from cycleio.workflow.slurm import rule_resources
 
 
 rule coldstart:

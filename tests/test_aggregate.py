@@ -11,8 +11,8 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from cycleio.aggregate import MiB, aggregate, covered_seconds, load_events
-from cycleio.records import RECORD_FIELDS, Record
+from cycleio.report.aggregate import MiB, aggregate, covered_seconds, load_events
+from cycleio.report.records import RECORD_FIELDS, Record
 
 T0 = 1_800_000_000.0
 STAGED = {"a1": ("ssd", "node_local", "ext4"), "a2": ("shm", "memory", "tmpfs")}

@@ -1,4 +1,4 @@
-"""Tests of cycleio.benchparse on real IOR 4.0.0 / mdtest / fio 3.33 outputs.
+"""Tests of cycleio.benchmarks.benchparse on real IOR 4.0.0 / mdtest / fio 3.33 outputs.
 
 The files in tests/data/ior and tests/data/fio are unmodified copies of real
 benchmark outputs; expected numbers are read from the files themselves.
@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 try:
-    from cycleio import benchparse as bp
+    from cycleio.benchmarks import benchparse as bp
 except ImportError:  # running without the package installed
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
-    from cycleio import benchparse as bp
+    from cycleio.benchmarks import benchparse as bp
 
 DATA = Path(__file__).parent / "data"
 IOR = DATA / "ior"

@@ -1,6 +1,6 @@
 import pytest
 
-from cycleio.calendar import (
+from cycleio.config.calendar import (
     com_dir,
     cycles,
     is_half_cycle,

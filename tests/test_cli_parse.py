@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from cycleio.benchparse import ROW_KEYS, parse_any
+from cycleio.benchmarks.benchparse import ROW_KEYS, parse_any
 from cycleio.cli import main
 
 DATA = Path(__file__).parent / "data"

@@ -4,8 +4,8 @@ import pytest
 from conftest import with_changes
 import yaml
 
-from cycleio.config import ConfigError, build_study, fill_defaults, load_schema, validate_config
-from cycleio.docs import schema_markdown
+from cycleio.config.settings import ConfigError, build_study, fill_defaults, load_schema, validate_config
+from cycleio.config.docs import schema_markdown
 
 
 @pytest.mark.parametrize(
@@ -88,7 +88,7 @@ def test_readme_configuration_table_is_generated_from_the_schema(repo):
 
 
 def test_arm_settings_round_trip_through_json(default_config):
-    from cycleio.config import ArmSettings
+    from cycleio.config.settings import ArmSettings
 
     arm = build_study(validate_config(default_config)).arms["node_local"]
     assert ArmSettings.from_json(arm.to_json()) == arm

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from conftest import require_tool
-from cycleio import fieldio
-from cycleio.benchparse import BenchmarkOutputError, parse_any, parse_fieldio_json
-from cycleio.tierbench import BenchmarkError, FieldIOSpec
+from cycleio.benchmarks import fieldio
+from cycleio.benchmarks.benchparse import BenchmarkOutputError, parse_any, parse_fieldio_json
+from cycleio.benchmarks.tierbench import BenchmarkError, FieldIOSpec
 
 KIB = 1024
 

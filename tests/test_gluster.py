@@ -22,10 +22,11 @@ import pytest
 import yaml
 
 from conftest import IN_CI, REPO
-from cycleio import fsutil, staging
-from cycleio.fsutil import file_checksum
-from cycleio.staging import StagingOptions, copy_and_verify, syncfs_makes_durable
-from cycleio.tiers import filesystem_type
+from cycleio.storage import fsutil
+from cycleio.storage import staging
+from cycleio.storage.fsutil import file_checksum
+from cycleio.storage.staging import StagingOptions, copy_and_verify, syncfs_makes_durable
+from cycleio.storage.tiers import filesystem_type
 from test_workflow import snakemake
 
 pytestmark = [pytest.mark.e2e, pytest.mark.tool]

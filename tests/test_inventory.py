@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from cycleio.grid import Grid
-from cycleio.inventory import ForecastSettings, history_files, product_files, restart_files, step_io
-from cycleio.ncfiles import ATM_2D, ATM_3D, Compression, WriteContext, expected_bytes, write_file
+from cycleio.surrogates.grid import Grid
+from cycleio.surrogates.inventory import ForecastSettings, history_files, product_files, restart_files, step_io
+from cycleio.surrogates.ncfiles import ATM_2D, ATM_3D, Compression, WriteContext, expected_bytes, write_file
 
 START, CYCLE = "2026010100", "2026010106"
 
@@ -125,7 +125,7 @@ def test_inventory_command_prints_each_step_with_sizes():
 
 
 def test_burn_compute_stand_in_uses_the_cpu():
-    from cycleio.jobs import burn_cpu
+    from cycleio.surrogates.jobs import burn_cpu
 
     cpu0, wall0 = time.process_time(), time.perf_counter()
     burn_cpu(0.3)

@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from conftest import require_tool
-from cycleio import tierbench as tb
-from cycleio.tiers import Tier
+from cycleio.benchmarks import tierbench as tb
+from cycleio.storage.tiers import Tier
 from test_tierbench import MIB, settings
 
 

@@ -1,4 +1,4 @@
-"""The forecast's writes as an MPI program (cycleio.mpifcst) under real mpiexec, 1 to 4 ranks.
+"""The forecast's writes as an MPI program (cycleio.surrogates.forecast.mpifcst) under real mpiexec, 1 to 4 ranks.
 
 Every strategy writes the same data as the in-process writer (compared with xarray), records the
 effective and actual write times, and a failing rank fails the step with its own error.
@@ -21,11 +21,11 @@ import pytest
 import xarray as xr
 from conftest import require_tool
 
-from cycleio import ncfiles
-from cycleio.config import ArmSettings
-from cycleio.grid import Grid
-from cycleio.inventory import ForecastSettings, step_io
-from cycleio.mpifcst import (
+from cycleio.surrogates import ncfiles
+from cycleio.config.settings import ArmSettings
+from cycleio.surrogates.grid import Grid
+from cycleio.surrogates.inventory import ForecastSettings, step_io
+from cycleio.surrogates.forecast.mpifcst import (
     FAIL_RANK_VARIABLE,
     ForecastError,
     Layout,
@@ -36,9 +36,9 @@ from cycleio.mpifcst import (
     tile_blocks,
     tile_owner,
 )
-from cycleio.ncfiles import Compression, WriteContext, write_file
-from cycleio.tiers import Tier
-from cycleio.writefigures import WRITER_OPS, write_strategy_figure, write_times
+from cycleio.surrogates.ncfiles import Compression, WriteContext, write_file
+from cycleio.storage.tiers import Tier
+from cycleio.report.writefigures import WRITER_OPS, write_strategy_figure, write_times
 
 CYCLE = "2026010106"
 START = "2026010100"

@@ -3,7 +3,7 @@ import time
 
 import pytest
 
-from cycleio.records import RECORD_FIELDS, RecordLog, read_record_table, read_records, record_schema
+from cycleio.report.records import RECORD_FIELDS, RecordLog, read_record_table, read_records, record_schema
 
 DESIGN_FIELDS = (
     "study arm cycle step phase op tier tier_kind fs_type strategy tool host rank nranks file n_files bytes "
@@ -44,7 +44,7 @@ def test_failed_write_leaves_no_final_file(tmp_path, monkeypatch):
     def boom(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("cycleio.records.json.dumps", boom)
+    monkeypatch.setattr("cycleio.report.records.json.dumps", boom)
     with pytest.raises(OSError):
         log.write(out)
     assert list(tmp_path.iterdir()) == []

@@ -7,8 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from cycleio.config import ArmSettings, load_study
-from cycleio.slurm import (
+from cycleio.config.settings import ArmSettings, load_study
+from cycleio.workflow.slurm import (
     FORBIDDEN_SLURM_EXTRA,
     RESOURCE_KEYS,
     SlurmResourceError,

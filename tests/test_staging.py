@@ -14,15 +14,16 @@ from pathlib import Path
 import pytest
 from conftest import IN_CI, require_tool
 
-from cycleio import fsutil, staging
-from cycleio.inventory import ForecastSettings
-from cycleio.config import ArmSettings, ConfigError, StagingSettings, build_study, validate_config
-from cycleio.fsutil import file_checksum
-from cycleio.jobs import run_arrival, run_coldstart, run_step
-from cycleio.preflight import check_study, study_needs
-from cycleio.records import read_records
-from cycleio.staging import StagingError, StagingOptions, copy_and_verify, copy_file
-from cycleio.tiers import Tier, TierError
+from cycleio.storage import fsutil
+from cycleio.storage import staging
+from cycleio.surrogates.inventory import ForecastSettings
+from cycleio.config.settings import ArmSettings, ConfigError, StagingSettings, build_study, validate_config
+from cycleio.storage.fsutil import file_checksum
+from cycleio.surrogates.jobs import run_arrival, run_coldstart, run_step
+from cycleio.storage.preflight import check_study, study_needs
+from cycleio.report.records import read_records
+from cycleio.storage.staging import StagingError, StagingOptions, copy_and_verify, copy_file
+from cycleio.storage.tiers import Tier, TierError
 
 
 # Observations and products scaled down to the C12 grid, as the smoke study does.
@@ -219,7 +220,7 @@ def test_preflight_refuses_a_tier_without_room_with_the_numbers(tmp_path, repo):
 def test_preflight_counts_only_the_cycles_cleanup_leaves_on_the_persistent_tier(repo):
     import yaml
 
-    from cycleio.preflight import held_bytes
+    from cycleio.storage.preflight import held_bytes
 
     assert held_bytes([1, 2, 3, 4, 5], None) == 15
     assert held_bytes([1, 2, 3, 4, 5], 1) == 3 + 4 + 5  # three cycles at once: kept, being read, being written

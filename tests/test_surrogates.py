@@ -8,12 +8,12 @@ import pytest
 import xarray as xr
 from conftest import require_tool
 
-from cycleio.config import ArmSettings
-from cycleio.grid import Grid
-from cycleio.inventory import ForecastSettings, FileSpec, step_io
-from cycleio.jobs import StepError, run_arrival, run_coldstart, run_step
-from cycleio.ncfiles import WriteContext, write_file
-from cycleio.tiers import Tier
+from cycleio.config.settings import ArmSettings
+from cycleio.surrogates.grid import Grid
+from cycleio.surrogates.inventory import ForecastSettings, FileSpec, step_io
+from cycleio.surrogates.jobs import StepError, run_arrival, run_coldstart, run_step
+from cycleio.surrogates.ncfiles import WriteContext, write_file
+from cycleio.storage.tiers import Tier
 
 
 def arm(tmp_path, scratch="lustre", study="t") -> ArmSettings:
@@ -95,7 +95,7 @@ def test_staged_half_cycle_lands_verified_outputs_and_cleans_scratch(tmp_path):
 
 @pytest.mark.parametrize("ny, splits", [(96, [0, 24, 48, 72, 96]), (37, [0, 5, 16, 17, 33, 37]), (8, [0, 3, 8])])
 def test_any_rows_and_levels_of_a_field_are_the_same_numbers_made_alone(ny, splits):
-    from cycleio.fields import fill_block
+    from cycleio.surrogates.fields import fill_block
 
     def block(key, levels, rows):
         out = np.empty((len(levels), rows[1] - rows[0], 50), np.float32)
@@ -116,7 +116,7 @@ def test_codec_time_is_kept_apart_from_storage_time_and_files_are_what_netcdf_c_
     HDF5 as stored; netCDF-C writing the same values with the same settings stores the same numbers."""
     import netCDF4
 
-    from cycleio.ncfiles import Compression, read_file
+    from cycleio.surrogates.ncfiles import Compression, read_file
 
     spec = FileSpec("gdas.t00z.atmf003.nc", "atm_history", (("fhour", 3),))
     ctx = WriteContext(Grid("C12", 4), 1, "2026010100", Compression(zlib_level=1, quantize_nsd=5))

@@ -13,10 +13,10 @@ import pytest
 import yaml
 
 from conftest import require_tool, with_changes
-from cycleio import tierbench as tb
+from cycleio.benchmarks import tierbench as tb
 from cycleio.cli import main
-from cycleio.config import ConfigError, validate_config
-from cycleio.tiers import Tier
+from cycleio.config.settings import ConfigError, validate_config
+from cycleio.storage.tiers import Tier
 
 DATA = Path(__file__).parent / "data"
 MIB = 2**20
@@ -189,7 +189,7 @@ def test_failed_ior_run_reports_iors_own_error(tmp_path):
     stderr.write_text("")
     shutil.copy(DATA / "ior" / "error-unwritable-dir-1rank.json", tmp_path / "error-unwritable-dir-1rank.json")
     run = tb.Run(["mpiexec", "-n", "1", "ior"], 255, 0.1, stdout, stderr)
-    from cycleio import benchparse
+    from cycleio.benchmarks import benchparse
 
     with pytest.raises(tb.BenchmarkError) as err:
         tb._parse(benchparse.parse_ior_json, tmp_path / "error-unwritable-dir-1rank.json", "IOR", run,

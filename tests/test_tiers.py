@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from cycleio.tiers import (
+from cycleio.storage.tiers import (
     JOB_TIME_VARIABLES,
     TierError,
     check_writable,

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from cycleio import fsutil
+from cycleio.storage import fsutil
 
 pytestmark = pytest.mark.e2e
 BIN = Path(sys.executable).parent

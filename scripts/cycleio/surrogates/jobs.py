@@ -16,16 +16,16 @@ import time
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from .calendar import com_dir, is_half_cycle
-from .config import ArmSettings
-from .fsutil import file_checksum, write_json_atomic
+from ..config.calendar import com_dir, is_half_cycle
+from ..config.settings import ArmSettings
+from ..storage.fsutil import file_checksum, write_json_atomic
 from .grid import Grid
 from .inventory import cycle_steps, FileSpec, coldstart_files, step_io
 from .ncfiles import FileReader, Transfer, WriteContext, write_file
-from .records import RecordLog
-from .staging import (StagingOptions, checksum_file, copy_and_verify, drop_page_cache, remove_stale_temporaries,
+from ..report.records import RecordLog
+from ..storage.staging import (StagingOptions, checksum_file, copy_and_verify, drop_page_cache, remove_stale_temporaries,
                       remove_tree)
-from .tiers import apply_striping, check_writable, probe_tier
+from ..storage.tiers import apply_striping, check_writable, probe_tier
 
 log = logging.getLogger("cycleio")
 MiB = 2**20
@@ -173,9 +173,9 @@ def _run_step(settings: ArmSettings, step: str, io, workdir: Path, ctx: WriteCon
         _record_transfer(records, "read", spec, t_start, transfer, step=step, phase="run",
                          cache_risk=not (cache_cold or scratch.is_memory), **scratch.fields())
     if step == "fcst":
-        # The forecast is an MPI program (cycleio.mpifcst): the compute stand-in per forecast hour on
+        # The forecast is an MPI program (cycleio.surrogates.forecast.mpifcst): the compute stand-in per forecast hour on
         # the compute ranks, and each output hour's history and restart files by the arm's strategy.
-        from .mpifcst import run_forecast_mpi
+        from .forecast.mpifcst import run_forecast_mpi
 
         for event in run_forecast_mpi(settings, ctx.cycle, workdir, io.writes, ctx, label=label):
             records.add(step=step, phase="run", **event, **scratch.fields())

@@ -16,7 +16,7 @@ _NOT_OUTPUTS = (".meta.json", ".stderr.txt", ".mdtest.csv", ".ops.csv")
 
 
 def cmd_bench(args) -> None:
-    from .tierbench import PointSettings, run_point, write_rows
+    from ..benchmarks.tierbench import PointSettings, run_point, write_rows
 
     settings = PointSettings.from_json(_settings_text(args.settings))
     rows = run_point(settings, Path(args.raw), Path(args.events) if args.events else None)
@@ -34,9 +34,9 @@ def cmd_fieldio(args) -> None:
     import socket
     import time
 
-    from .fieldio import run_fieldio
-    from .tierbench import COLUMNS, FieldIOSpec, parse_size, summarize, write_rows
-    from .tiers import filesystem_type
+    from ..benchmarks.fieldio import run_fieldio
+    from ..benchmarks.tierbench import COLUMNS, FieldIOSpec, parse_size, summarize, write_rows
+    from ..storage.tiers import filesystem_type
 
     spec = FieldIOSpec(patterns=tuple(args.patterns), layouts=tuple(args.layouts), fields_per_task=args.fields,
                        field_size_bytes=parse_size(args.field_size, "--field-size"), fsync=args.fsync)
@@ -58,7 +58,7 @@ def cmd_fieldio(args) -> None:
 
 
 def cmd_fieldio_rank(args) -> None:
-    from .fieldio import rank_main
+    from ..benchmarks.fieldio import rank_main
 
     code = rank_main(args)
     if code:
@@ -84,7 +84,7 @@ def expand_paths(paths: list[str]) -> list[Path]:
 
 
 def cmd_parse(args) -> None:
-    from .benchparse import ROW_KEYS, BenchmarkOutputError, parse_any
+    from ..benchmarks.benchparse import ROW_KEYS, BenchmarkOutputError, parse_any
 
     rows, failed = [], []
     files = expand_paths(args.paths)
@@ -95,7 +95,7 @@ def cmd_parse(args) -> None:
             failed.append(path)
             print(f"cycleio parse: cannot read {path}: {err}", file=sys.stderr)
     if args.out:
-        from .tierbench import write_rows
+        from ..benchmarks.tierbench import write_rows
 
         write_rows(rows, Path(args.out), columns=ROW_KEYS)
     else:
@@ -110,7 +110,7 @@ def cmd_parse(args) -> None:
 
 
 def cmd_bench_tables(args) -> None:
-    from .benchtables import write_benchmark_tables
+    from ..report.benchtables import write_benchmark_tables
 
     for path in write_benchmark_tables(args.points, Path(args.events), Path(args.out_dir)).values():
         log.info("wrote %s", path)
@@ -119,7 +119,7 @@ def cmd_bench_tables(args) -> None:
 def cmd_bench_figures(args) -> None:
     import pandas as pd
 
-    from .benchfigures import fieldio_figure, scaling_figure
+    from ..report.benchfigures import fieldio_figure, scaling_figure
 
     table = pd.read_csv(args.table)
     scaling_figure(table, Path(args.scaling), args.title)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .config import ArmSettings, Study
+from ..config.settings import ArmSettings, Study
 from .grid import Grid
 from .inventory import cycle_steps, coldstart_files, step_io
 from .ncfiles import expected_bytes

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .calendar import com_dir, is_half_cycle, previous_cycle, shift_cycle, steps_of_cycle
+from ..config.calendar import com_dir, is_half_cycle, previous_cycle, shift_cycle, steps_of_cycle
 
 TILES = range(1, 7)
 RESTART_TILE_KINDS = ("ca_data", "fv_core.res", "fv_srf_wnd.res", "fv_tracer.res", "phy_data", "sfc_data")

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
-from .fsutil import landing
+from ..storage.fsutil import landing
 from .records import read_record_table, record_schema
 
 MiB = 2**20

@@ -3,7 +3,7 @@
 A benchmark point is one tier x one named pattern x one task count. ``io`` patterns run IOR
 (IO500-like ``easy``: a file per process and MiB transfers; ``hard``: one shared file and
 47,008-byte transfers; or custom ones); ``metadata`` patterns run mdtest; ``fieldio`` runs the
-field-I/O patterns of :mod:`cycleio.fieldio`; ``replay`` repeats each surrogate step's I/O (same
+field-I/O patterns of :mod:`cycleio.benchmarks.fieldio`; ``replay`` repeats each surrogate step's I/O (same
 files, same bytes per file) so the efficiency table compares like with like.
 
 Tool choice ``auto | ior | fio``: IOR and mdtest when found (a configured path, else PATH),
@@ -13,7 +13,7 @@ the study's launcher template (``mpiexec -n {ntasks}``, ``srun -n {ntasks}``). R
 stdout, stderr, and a ``.meta.json`` with the exact command line) stay beside the parsed rows; a
 failed run fails with the tool's own message.
 
-Rows are :data:`cycleio.benchparse.ROW_KEYS` plus the context in :data:`CONTEXT_COLUMNS`: one per
+Rows are :data:`cycleio.benchmarks.benchparse.ROW_KEYS` plus the context in :data:`CONTEXT_COLUMNS`: one per
 tier x pattern x tasks x operation x repetition (``aggregate="rep"``) and the max/min/mean over
 repetitions (``aggregate`` "max", "min", "mean"), as IOR reports them.
 """
@@ -38,9 +38,9 @@ from typing import Any, Callable
 
 from . import benchparse
 from .benchparse import ROW_KEYS, BenchmarkOutputError
-from .config import ConfigError, persistent_tiers
-from .fsutil import landing
-from .tiers import Tier, check_writable, filesystem_type, free_bytes
+from ..config.settings import ConfigError, persistent_tiers
+from ..storage.fsutil import landing
+from ..storage.tiers import Tier, check_writable, filesystem_type, free_bytes
 
 log = logging.getLogger("cycleio")
 MiB = 2**20
@@ -381,7 +381,7 @@ class BenchmarkPlan:
 
         def request(tier: Tier) -> str:
             try:
-                from .slurm import burst_buffer_request
+                from ..workflow.slurm import burst_buffer_request
             except ImportError:
                 return ""
             return burst_buffer_request(tier)
@@ -675,7 +675,7 @@ class TierSite:
         self.root = self.base / study / "bench" / label
         self.root.parent.mkdir(parents=True, exist_ok=True)
         try:  # Lustre striping for new files, where the tiers module can set it
-            from .tiers import apply_striping
+            from ..storage.tiers import apply_striping
 
             done = apply_striping(tier, self.root.parent)
             if done:

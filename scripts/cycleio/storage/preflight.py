@@ -6,11 +6,11 @@ import os
 from collections import defaultdict
 from pathlib import Path
 
-from .config import ConfigError, Study
-from .grid import Grid
-from .catalog import arm_jobs, inventory_rows
-from .jobs import job_files
-from .ncfiles import expected_bytes
+from ..config.settings import ConfigError, Study
+from ..surrogates.grid import Grid
+from ..surrogates.catalog import arm_jobs, inventory_rows
+from ..surrogates.jobs import job_files
+from ..surrogates.ncfiles import expected_bytes
 from .tiers import (JOB_TIME_VARIABLES, TierError, expand_tier_path, filesystem_type, free_bytes, nearest_existing,
                     writable_without_writing)
 

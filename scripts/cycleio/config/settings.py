@@ -17,11 +17,11 @@ import yaml
 
 from .calendar import cycles as calendar_cycles
 from .calendar import parse_cycle
-from .inventory import ForecastSettings
-from .ncfiles import Compression
-from .tiers import JOB_TIME_VARIABLES, Tier, TierError, expand_tier_path
+from ..surrogates.inventory import ForecastSettings
+from ..surrogates.ncfiles import Compression
+from ..storage.tiers import JOB_TIME_VARIABLES, Tier, TierError, expand_tier_path
 
-SCHEMA_PATH = Path(__file__).resolve().parents[2] / "config" / "schemas" / "config.schema.yaml"
+SCHEMA_PATH = Path(__file__).resolve().parents[3] / "config" / "schemas" / "config.schema.yaml"
 
 
 class ConfigError(ValueError):

@@ -845,7 +845,7 @@ def parse_fio_json(path: str | Path) -> list[dict[str, Any]]:
 
 
 def parse_fieldio_json(path: str | Path) -> list[dict[str, Any]]:
-    """Parse the JSON output of ``cycleio fieldio`` (:mod:`cycleio.fieldio`) into rows.
+    """Parse the JSON output of ``cycleio fieldio`` (:mod:`cycleio.benchmarks.fieldio`) into rows.
 
     One ``aggregate="rep"`` row per run (access pattern x layout x repetition) and operation:
     ``job`` is the access pattern ("0A", "0B", "1", "2B"), ``api`` the layout

@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from .fsutil import landing  # noqa: E402
+from ..storage.fsutil import landing  # noqa: E402
 
 # Verification re-reads files that are still in the page cache: its MiB/s would dwarf the rest,
 # so it shows as time in the right panel, not as throughput.

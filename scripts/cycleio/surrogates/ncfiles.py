@@ -16,10 +16,10 @@ from pathlib import Path
 import netCDF4
 import numpy as np
 
-from .calendar import parse_cycle
+from ..config.calendar import parse_cycle
 from . import fields
 from .fields import seed_for
-from .fsutil import landing
+from ..storage.fsutil import landing
 from .grid import Grid
 from .inventory import FileSpec
 

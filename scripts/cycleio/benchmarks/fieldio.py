@@ -21,7 +21,7 @@ Every operation is timed (the library call, open to close: its latency); the glo
 an operation is all tasks' bytes over the time from the first call's start to the last call's end,
 with times taken from a barrier every task leaves together. Rank 0 writes everything to one JSON
 file (the raw output, with each operation's latency), parsed by
-:func:`cycleio.benchparse.parse_fieldio_json`.
+:func:`cycleio.benchmarks.benchparse.parse_fieldio_json`.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ import time
 import traceback
 from pathlib import Path
 
-from .fsutil import landing
+from ..storage.fsutil import landing
 
 log = logging.getLogger("cycleio")
 PATTERNS = ("0A", "0B", "1", "2B")
@@ -306,7 +306,7 @@ def run_fieldio(directory: Path, spec, tasks: int, repetitions: int, launcher: s
     log.info("%s patterns %s, layouts %s: %d fields of %d bytes per task, fsync %s, %d repetitions", label,
              ",".join(spec.patterns), ",".join(spec.layouts), spec.fields_per_task, spec.field_size_bytes,
              spec.fsync, repetitions)
-    package_root = str(Path(__file__).resolve().parents[1])
+    package_root = str(Path(__file__).resolve().parents[2])
     env = dict(os.environ)
     env["PYTHONPATH"] = package_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     run = run_tool(argv, raw_dir, name, env=env)

@@ -17,7 +17,7 @@ from typing import Iterator
 import pyarrow as pa
 import pyarrow.json as arrow_json
 
-from .fsutil import landing
+from ..storage.fsutil import landing
 
 PHASES = ("stage_in", "run", "stage_out", "verify", "cleanup")
 

@@ -26,36 +26,36 @@ def _setup_logging(log_file: str | None) -> None:
 
 
 def cmd_step(args) -> None:
-    from .config import ArmSettings
-    from .jobs import run_step
+    from ..config.settings import ArmSettings
+    from ..surrogates.jobs import run_step
 
     run_step(ArmSettings.from_json(args.arm_settings), args.cycle, args.step, Path(args.records),
              Path(args.manifest), attempt=args.attempt)
 
 
 def cmd_coldstart(args) -> None:
-    from .config import ArmSettings
-    from .jobs import run_coldstart
+    from ..config.settings import ArmSettings
+    from ..surrogates.jobs import run_coldstart
 
     run_coldstart(ArmSettings.from_json(args.arm_settings), Path(args.records), Path(args.manifest))
 
 
 def cmd_dump(args) -> None:
-    from .config import ArmSettings
-    from .jobs import run_arrival
+    from ..config.settings import ArmSettings
+    from ..surrogates.jobs import run_arrival
 
     run_arrival(ArmSettings.from_json(args.arm_settings), args.cycle, "dump", Path(args.records), Path(args.manifest))
 
 
 def cmd_cleanup(args) -> None:
-    from .config import ArmSettings
-    from .jobs import run_cleanup
+    from ..config.settings import ArmSettings
+    from ..surrogates.jobs import run_cleanup
 
     run_cleanup(ArmSettings.from_json(args.arm_settings), args.cycle, Path(args.records), Path(args.manifest))
 
 
 def cmd_aggregate(args) -> None:
-    from .aggregate import aggregate
+    from ..report.aggregate import aggregate
 
     for name, path in aggregate(args.records, Path(args.out_dir)).items():
         log.info("wrote %s", path)
@@ -64,7 +64,7 @@ def cmd_aggregate(args) -> None:
 def cmd_figures(args) -> None:
     import pandas as pd
 
-    from .figures import throughput_figure
+    from ..report.figures import throughput_figure
 
     tables = Path(args.tables)
     throughput_figure(pd.read_csv(tables / "phase_throughput.csv"), pd.read_csv(tables / "step_summary.csv"),
@@ -84,8 +84,8 @@ def _read_configs(paths: list[str]) -> dict:
 def cmd_inventory(args) -> None:
     import pandas as pd
 
-    from .catalog import study_inventory
-    from .config import load_study
+    from ..surrogates.catalog import study_inventory
+    from ..config.settings import load_study
 
     config = _read_configs(args.configfile) if args.configfile else {}
     config = {**config, "resolution": args.resolution or config.get("resolution", "C48")}
@@ -116,9 +116,9 @@ def cmd_inventory_table(args) -> None:
 
     import pandas as pd
 
-    from .aggregate import write_table
-    from .catalog import inventory_rows
-    from .config import ArmSettings
+    from ..report.aggregate import write_table
+    from ..surrogates.catalog import inventory_rows
+    from ..config.settings import ArmSettings
 
     study = json.loads(args.study_json)
     rows = [row for text in study["arms"] for row in inventory_rows(ArmSettings.from_json(text), study["cycles"])]
@@ -130,7 +130,7 @@ def cmd_study_name(args) -> None:
 
 
 def cmd_check_config(args) -> None:
-    from .config import load_study
+    from ..config.settings import load_study
 
     _, study = load_study(_read_configs(args.configfile))
     print(f"study {study.name}: {len(study.cycles)} cycles ({study.cycles[0]} to {study.cycles[-1]}), "
@@ -146,8 +146,8 @@ def _merge(base: dict, update: dict) -> None:
 
 
 def cmd_config_docs(args) -> None:
-    from .config import load_schema
-    from .docs import schema_markdown, update_readme
+    from ..config.settings import load_schema
+    from ..config.docs import schema_markdown, update_readme
 
     table = schema_markdown(load_schema())
     if args.update:
@@ -227,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     docs.add_argument("--update", metavar="README", help="replace the table between the config-table markers of this file")
     docs.set_defaults(func=cmd_config_docs)
 
-    from .cli_bench import register as register_bench
+    from .bench import register as register_bench
 
     register_bench(sub)
 

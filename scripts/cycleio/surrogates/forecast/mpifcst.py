@@ -1,7 +1,7 @@
 """The forecast's output as an MPI program: history and restart writes under four write strategies.
 
 The fcst job (jobs.py) calls :func:`run_forecast_mpi`, which starts this module under the study's
-launcher (``mpiexec -n {ntasks}``, ``srun -n {ntasks}``) as ``python -m cycleio.mpifcst rank --spec
+launcher (``mpiexec -n {ntasks}``, ``srun -n {ntasks}``) as ``python -m cycleio.surrogates.forecast.mpifcst rank --spec
 JOB.json``, waits for it with a timeout, and returns the records the ranks measured. Rank 0 writes
 them as JSON lines; the parent adds them to the job's records.
 
@@ -72,11 +72,11 @@ from pathlib import Path
 
 import numpy as np
 
-from . import ncfiles
-from .fsutil import landing
-from .grid import Grid
-from .inventory import FileSpec
-from .ncfiles import Compression, WriteContext, expected_bytes
+from .. import ncfiles
+from ...storage.fsutil import landing
+from ..grid import Grid
+from ..inventory import FileSpec
+from ..ncfiles import Compression, WriteContext, expected_bytes
 
 log = logging.getLogger("cycleio")
 
@@ -392,7 +392,7 @@ class Forecast:
         self.compute_s_per_hour = float(spec["compute_seconds_per_hour"])
         self.compute = time.sleep  # the compute stand-in: sleep, or burn the CPU as a model does
         if spec.get("compute_kind", "sleep") == "burn":
-            from .jobs import burn_cpu
+            from ..jobs import burn_cpu
 
             self.compute = burn_cpu
         self.hours = [(hour, [file_plan(FileSpec(path, kind, tuple(tuple(p) for p in params)), self.ctx,
@@ -822,7 +822,7 @@ def rank_main(spec_path: Path) -> int:
             error_file.write_text(f"{type(err).__name__}: {err}\n{text}")
         except OSError:
             pass
-        sys.stderr.write(f"cycleio.mpifcst: rank {rank} failed:\n{text}")
+        sys.stderr.write(f"cycleio.surrogates.forecast.mpifcst: rank {rank} failed:\n{text}")
         sys.stderr.flush()
         MPI.COMM_WORLD.Abort(1)
     return 0
@@ -932,9 +932,9 @@ def run_forecast_mpi(settings, cycle: str, workdir: Path, writes: list[FileSpec]
             "records": str(tmp / "records.jsonl"), "errors": str(tmp / "errors"),
         }
         (tmp / "spec.json").write_text(json.dumps(spec))
-        argv = [*command, sys.executable, "-m", "cycleio.mpifcst", "rank", "--spec", str(tmp / "spec.json")]
+        argv = [*command, sys.executable, "-m", "cycleio.surrogates.forecast.mpifcst", "rank", "--spec", str(tmp / "spec.json")]
         env = dict(os.environ)
-        package_root = str(Path(__file__).resolve().parents[1])
+        package_root = str(Path(__file__).resolve().parents[3])
         env["PYTHONPATH"] = package_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         log.info("%s fcst writes under MPI (%s): %s", label, layout.describe(), shlex.join(argv))
         output = tmp / "launcher.out"
@@ -1001,7 +1001,7 @@ def forecast_ntasks(settings) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m cycleio.mpifcst", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m cycleio.surrogates.forecast.mpifcst", description=__doc__.split("\n\n")[0])
     parser.add_argument("--log", help="write the log to this file")
     sub = parser.add_subparsers(dest="command", required=True)
     rank = sub.add_parser("rank", help="one rank of the forecast's MPI program (started by the launcher)")
@@ -1014,10 +1014,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "rank":
         return rank_main(Path(args.spec))
-    from .cli import _setup_logging
+    from ...cli import _setup_logging
 
     _setup_logging(args.log)
-    from .writefigures import write_strategy_figure_from_tables
+    from ...report.writefigures import write_strategy_figure_from_tables
 
     write_strategy_figure_from_tables(Path(args.events), Path(args.summary), Path(args.out), args.title)
     log.info("wrote %s", args.out)

@@ -1,0 +1,1 @@
+"""Configuration: the schema-driven study config (settings), the cycle calendar, the config docs."""

@@ -1,0 +1,1 @@
+"""Report: records of every timed event, their aggregation into tables, benchmark tables, figures."""

@@ -1,0 +1,1 @@
+"""The forecast's output as an MPI program under the four write strategies."""
