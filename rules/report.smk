@@ -101,5 +101,5 @@ rule write_strategy_figure:
     params:
         title=f"cycleio study '{STUDY.name}': forecast write strategies, {config['resolution']} L{config['levels']}",
     shell:
-        "python -m cycleio.surrogates.forecast.mpifcst --log {log:q} write-figure --events {input.events:q}"
+        "python -m cycleio --log {log:q} write-figure --events {input.events:q}"
         " --summary {input.summary:q} --out {output:q} --title {params.title:q}"

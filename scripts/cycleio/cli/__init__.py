@@ -5,24 +5,11 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-import traceback
 from pathlib import Path
 
+from ..logs import setup_logging
+
 log = logging.getLogger("cycleio")
-
-
-def _setup_logging(log_file: str | None) -> None:
-    """Progress goes to the log file when one is given (the rule's log), else to stderr."""
-    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
-    if log_file:
-        Path(log_file).parent.mkdir(parents=True, exist_ok=True)
-        handlers = [logging.FileHandler(log_file, mode="w")]
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", handlers=handlers, force=True)
-
-    def excepthook(kind, value, tb):
-        log.error("".join(traceback.format_exception(kind, value, tb)))
-
-    sys.excepthook = excepthook
 
 
 def cmd_step(args) -> None:
@@ -69,6 +56,13 @@ def cmd_figures(args) -> None:
     tables = Path(args.tables)
     throughput_figure(pd.read_csv(tables / "phase_throughput.csv"), pd.read_csv(tables / "step_summary.csv"),
                       Path(args.out), args.title)
+
+
+def cmd_write_figure(args) -> None:
+    from ..report.writefigures import write_strategy_figure_from_tables
+
+    write_strategy_figure_from_tables(Path(args.events), Path(args.summary), Path(args.out), args.title)
+    log.info("wrote %s", args.out)
 
 
 def _read_configs(paths: list[str]) -> dict:
@@ -203,6 +197,13 @@ def main(argv: list[str] | None = None) -> int:
     fig.add_argument("--title", default="cycleio study")
     fig.set_defaults(func=cmd_figures)
 
+    figure = sub.add_parser("write-figure", help="effective against actual write time per strategy and arm")
+    figure.add_argument("--events", required=True, help="tables/io_events.parquet")
+    figure.add_argument("--summary", required=True, help="tables/step_summary.csv")
+    figure.add_argument("--out", required=True, help="the figure (PNG)")
+    figure.add_argument("--title", default="cycleio: forecast write strategies")
+    figure.set_defaults(func=cmd_write_figure)
+
     check = sub.add_parser("check-config", help="validate study config files (later files override)")
     check.add_argument("configfile", nargs="+")
     check.set_defaults(func=cmd_check_config)
@@ -232,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     register_bench(sub)
 
     args = parser.parse_args(argv)
-    _setup_logging(args.log)
+    setup_logging(args.log)
     try:
         args.func(args)
     except (ValueError, RuntimeError, OSError) as err:

@@ -1001,27 +1001,13 @@ def forecast_ntasks(settings) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m cycleio.surrogates.forecast.mpifcst", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--log", help="write the log to this file")
+    parser = argparse.ArgumentParser(prog="python -m cycleio.surrogates.forecast.mpifcst",
+                                     description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     rank = sub.add_parser("rank", help="one rank of the forecast's MPI program (started by the launcher)")
     rank.add_argument("--spec", required=True, help="the job's JSON spec written by run_forecast_mpi")
-    figure = sub.add_parser("write-figure", help="effective against actual write time per strategy and arm")
-    figure.add_argument("--events", required=True, help="tables/io_events.parquet")
-    figure.add_argument("--summary", required=True, help="tables/step_summary.csv")
-    figure.add_argument("--out", required=True, help="the figure (PNG)")
-    figure.add_argument("--title", default="cycleio: forecast write strategies")
     args = parser.parse_args(argv)
-    if args.command == "rank":
-        return rank_main(Path(args.spec))
-    from ...cli import _setup_logging
-
-    _setup_logging(args.log)
-    from ...report.writefigures import write_strategy_figure_from_tables
-
-    write_strategy_figure_from_tables(Path(args.events), Path(args.summary), Path(args.out), args.title)
-    log.info("wrote %s", args.out)
-    return 0
+    return rank_main(Path(args.spec))
 
 
 if __name__ == "__main__":
