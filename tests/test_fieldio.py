@@ -13,7 +13,8 @@ import pytest
 from conftest import require_tool
 from cycleio.benchmarks import fieldio
 from cycleio.benchmarks.benchparse import BenchmarkOutputError, parse_any, parse_fieldio_json
-from cycleio.benchmarks.tierbench import BenchmarkError, FieldIOSpec
+from cycleio.benchmarks.common import BenchmarkError
+from cycleio.benchmarks.tierbench import FieldIOSpec
 
 KIB = 1024
 

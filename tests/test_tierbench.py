@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from conftest import require_tool, with_changes
+from cycleio.benchmarks import common
 from cycleio.benchmarks import tierbench as tb
 from cycleio.cli import main
 from cycleio.config.settings import ConfigError, validate_config
@@ -171,9 +172,9 @@ def test_mdtest_command():
 
 def test_tool_choice(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))  # no ior, mdtest nor fio here
-    with pytest.raises(tb.BenchmarkError, match="benchmarks.tool is 'ior' but ior was not found.*set benchmarks.ior_path"):
+    with pytest.raises(common.BenchmarkError, match="benchmarks.tool is 'ior' but ior was not found.*set benchmarks.ior_path"):
         tb.choose_tool("ior", "io", {"ior": ""})
-    with pytest.raises(tb.BenchmarkError, match=r"config key 'benchmarks.ior_path': '/no/ior' is not an executable file"):
+    with pytest.raises(common.BenchmarkError, match=r"config key 'benchmarks.ior_path': '/no/ior' is not an executable file"):
         tb.choose_tool("auto", "io", {"ior": "/no/ior"})
     fio = shutil.which("fio", path="/usr/bin:/usr/local/bin")
     if fio:
@@ -188,10 +189,10 @@ def test_failed_ior_run_reports_iors_own_error(tmp_path):
     stderr = tmp_path / "e.stderr.txt"
     stderr.write_text("")
     shutil.copy(DATA / "ior" / "error-unwritable-dir-1rank.json", tmp_path / "error-unwritable-dir-1rank.json")
-    run = tb.Run(["mpiexec", "-n", "1", "ior"], 255, 0.1, stdout, stderr)
+    run = common.Run(["mpiexec", "-n", "1", "ior"], 255, 0.1, stdout, stderr)
     from cycleio.benchmarks import benchparse
 
-    with pytest.raises(tb.BenchmarkError) as err:
+    with pytest.raises(common.BenchmarkError) as err:
         tb._parse(benchparse.parse_ior_json, tmp_path / "error-unwritable-dir-1rank.json", "IOR", run,
                   stdout_path=stdout)
     assert 'IOR failed (exit code 255): ERROR: open64("/proc/nonexistent/testfile", 66, 0664) failed' in str(err.value)
@@ -211,7 +212,7 @@ def test_fio_easy_pattern_on_two_tiers(where, tmp_path, shm_dir):
     raw = tmp_path / "raw"
     rows = tb.run_point(settings("io", tier, pattern, tasks=2, repetitions=2), raw)
     frame = pd.DataFrame(rows)
-    assert list(frame.columns) == list(tb.COLUMNS)
+    assert list(frame.columns) == list(common.COLUMNS)
     reps = frame[frame["aggregate"] == "rep"]
     assert len(reps) == 2 * 2 and set(reps["operation"]) == {"write", "read"}
     assert (reps["bytes"] == 2 * 4 * MIB).all() and (reps["bw_MiB_per_s"] > 0).all()
@@ -256,7 +257,7 @@ def test_failed_fio_run_fails_with_fios_message(tmp_path):
     tier = Tier(name="disk", kind="posix", path=str(tmp_path / "tier"))
     broken = tb.IOPattern(name="bad", transfer_size_bytes=4096, block_size_bytes=1024)  # config would refuse it
     # fio writes this error into its JSON output file and exits 0
-    with pytest.raises(tb.BenchmarkError, match=r"fio failed \(exit code 0\): fio: size too small, must not be less"):
+    with pytest.raises(common.BenchmarkError, match=r"fio failed \(exit code 0\): fio: size too small, must not be less"):
         tb.run_point(settings("io", tier, broken, tasks=1, repetitions=1), tmp_path / "raw")
 
 

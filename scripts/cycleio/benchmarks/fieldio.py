@@ -297,7 +297,7 @@ def run_fieldio(directory: Path, spec, tasks: int, repetitions: int, launcher: s
                 label: str = "[fieldio]") -> list[dict]:
     """Launch the field-I/O program on ``tasks`` ranks through the launcher; return parsed rows."""
     from .benchparse import BenchmarkOutputError, parse_fieldio_json
-    from .tierbench import BenchmarkError, launcher_argv, run_tool, tool_failure
+    from .common import BenchmarkError, launcher_argv, run_tool, tool_failure
 
     directory.mkdir(parents=True, exist_ok=True)
     out = raw_dir / f"{name}.json"

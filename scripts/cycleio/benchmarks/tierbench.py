@@ -26,18 +26,17 @@ import json
 import logging
 import os
 import re
-import shlex
 import shutil
 import socket
 import subprocess
-import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from . import benchparse
-from .benchparse import ROW_KEYS, BenchmarkOutputError
+from .benchparse import BenchmarkOutputError
+from .common import COLUMNS, BenchmarkError, Run, _which, launcher_argv, run_tool, tool_failure
 from ..config.settings import ConfigError, persistent_tiers
 from ..storage.fsutil import landing
 from ..storage.tiers import Tier, check_writable, filesystem_type, free_bytes
@@ -51,14 +50,7 @@ IOR_APIS = ("POSIX", "MPIIO", "HDF5", "NCMPI", "MMAP")
 FIO_ENGINES = {"POSIX": "psync", "MMAP": "mmap"}  # the IOR APIs fio can stand for
 REORDERS = ("none", "constant", "random")
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_]*$")
-CONTEXT_COLUMNS = ("study", "benchmark", "pattern", "tier", "tier_kind", "fs_type", "host")
-EXTRA_COLUMNS = ("cache_risk", "t_start")
-COLUMNS = CONTEXT_COLUMNS + ROW_KEYS + EXTRA_COLUMNS
 READ_OPERATIONS = ("read", "file_read")  # reads that the page cache may serve
-
-
-class BenchmarkError(RuntimeError):
-    """A benchmark that could not run or failed; the message carries the tool's own words."""
 
 
 # --------------------------------------------------------------------------- sizes and settings
@@ -426,10 +418,6 @@ class Tool:
     path: str
 
 
-def _which(name: str) -> str | None:
-    return shutil.which(name) or shutil.which(name, path=str(Path(sys.executable).parent))
-
-
 def find_tool(name: str, configured: str = "") -> str | None:
     """A tool's executable: the configured path (or command name), else ``name`` on PATH."""
     if configured:
@@ -469,17 +457,6 @@ def choose_tool(choice: str, benchmark: str, paths: dict) -> Tool:
 def fio_version(path: str) -> str:
     result = subprocess.run([path, "--version"], capture_output=True, text=True)
     return result.stdout.strip().removeprefix("fio-")
-
-
-def launcher_argv(template: str, tasks: int) -> list[str]:
-    """The launcher's words for ``tasks`` ranks; a bare launcher name is also looked up beside Python."""
-    try:
-        argv = shlex.split(template.format(ntasks=tasks))
-    except (KeyError, IndexError, ValueError) as err:
-        raise BenchmarkError(f"config key 'launcher': {template!r} is not a valid template ({err})") from None
-    if argv and os.sep not in argv[0] and not shutil.which(argv[0]):
-        argv[0] = _which(argv[0]) or argv[0]  # e.g. the mpich wheel's mpiexec beside this Python
-    return argv
 
 
 # --------------------------------------------------------------------------- commands
@@ -592,59 +569,6 @@ def ior_replay_command(ior: str, files: int, file_bytes: int, transfer: int, tes
 
 
 # --------------------------------------------------------------------------- running
-
-
-@dataclass
-class Run:
-    argv: list[str]
-    returncode: int
-    seconds: float
-    stdout: Path
-    stderr: Path
-
-
-def run_tool(argv: list[str], raw_dir: Path, name: str, cwd: Path | None = None,
-             env: dict | None = None) -> Run:
-    """Run a command, its stdout and stderr to NAME.stdout.txt / NAME.stderr.txt, and its exact
-    command line, exit code and timing to NAME.meta.json, all in ``raw_dir``."""
-    stdout, stderr = raw_dir / f"{name}.stdout.txt", raw_dir / f"{name}.stderr.txt"
-    t_start, t0 = time.time(), time.perf_counter()
-    try:
-        with open(stdout, "w") as out, open(stderr, "w") as err:
-            result = subprocess.run(argv, stdout=out, stderr=err, cwd=cwd, env=env)
-    except OSError as err:  # the executable itself cannot start
-        raise BenchmarkError(f"cannot run {argv[0]}: {err.strerror}") from None
-    seconds = time.perf_counter() - t0
-    meta = {"name": name, "command_line": shlex.join(argv), "argv": argv, "host": socket.gethostname(),
-            "t_start": t_start, "wall_seconds": round(seconds, 6), "exit_code": result.returncode}
-    (raw_dir / f"{name}.meta.json").write_text(json.dumps(meta, indent=2) + "\n")
-    return Run(argv, result.returncode, seconds, stdout, stderr)
-
-
-def _tail(path: Path, lines: int = 6) -> list[str]:
-    try:
-        text = path.read_text(errors="replace")
-    except OSError:
-        return []
-    return [line.strip() for line in text.splitlines() if line.strip()][-lines:]
-
-
-def tool_failure(tool: str, run: Run, detail: str = "", output: Path | None = None) -> BenchmarkError:
-    """The tool's own words: its ``ERROR`` lines (IOR, mdtest), ``fio:`` lines (fio also writes them
-    into its --output file, and may exit 0) and ``error:`` lines, else the last lines it printed."""
-    said: list[str] = []
-    for path in (run.stdout, run.stderr, output):
-        if path is not None and path.is_file():
-            for line in path.read_text(errors="replace").splitlines():
-                line = line.strip()
-                if re.search(r"\bERROR\b|^fio: |\berror: ", line) and line not in said:
-                    said.append(line)
-    if not said:
-        said = _tail(run.stderr) or _tail(run.stdout)
-    message = f"{tool} failed (exit code {run.returncode}): " + (" | ".join(said) or "it printed nothing")
-    if detail:
-        message += f"; {detail}"
-    return BenchmarkError(message + f" (command: {shlex.join(run.argv)})")
 
 
 def _parse(parser: Callable, path: Path, tool: str, run: Run, **kwargs) -> list[dict]:
@@ -968,7 +892,7 @@ def write_rows(rows: list[dict], path: Path, columns: tuple = COLUMNS) -> None:
 
 
 __all__ = [
-    "BenchmarkError", "BenchmarkPlan", "COLUMNS", "IOPattern", "MetadataPattern", "PointSettings",
+    "BenchmarkPlan", "IOPattern", "MetadataPattern", "PointSettings",
     "choose_tool", "fio_io_command", "fio_metadata_command", "ior_command", "mdtest_command", "parse_size",
     "run_point", "summarize", "write_rows",
 ]

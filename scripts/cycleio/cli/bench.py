@@ -35,7 +35,8 @@ def cmd_fieldio(args) -> None:
     import time
 
     from ..benchmarks.fieldio import run_fieldio
-    from ..benchmarks.tierbench import COLUMNS, FieldIOSpec, parse_size, summarize, write_rows
+    from ..benchmarks.common import COLUMNS
+    from ..benchmarks.tierbench import FieldIOSpec, parse_size, summarize, write_rows
     from ..storage.tiers import filesystem_type
 
     spec = FieldIOSpec(patterns=tuple(args.patterns), layouts=tuple(args.layouts), fields_per_task=args.fields,

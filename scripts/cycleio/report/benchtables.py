@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from .aggregate import write_table
-from ..benchmarks.tierbench import COLUMNS
+from ..benchmarks.common import COLUMNS
 
 MiB = 2**20
 BOOL_COLUMNS = ("file_per_proc", "random", "direct_io", "fsync", "cache_risk")
