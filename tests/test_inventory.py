@@ -13,7 +13,8 @@ import pytest
 
 from cycleio.surrogates.grid import Grid
 from cycleio.surrogates.inventory import ForecastSettings, history_files, product_files, restart_files, step_io
-from cycleio.surrogates.ncfiles import ATM_2D, ATM_3D, Compression, WriteContext, expected_bytes, write_file
+from cycleio.surrogates.kinds import ATM_2D, ATM_3D, Compression, expected_bytes
+from cycleio.surrogates.ncfiles import WriteContext, write_file
 
 START, CYCLE = "2026010100", "2026010106"
 
@@ -125,7 +126,7 @@ def test_inventory_command_prints_each_step_with_sizes():
 
 
 def test_burn_compute_stand_in_uses_the_cpu():
-    from cycleio.surrogates.jobs import burn_cpu
+    from cycleio.surrogates.compute import burn_cpu
 
     cpu0, wall0 = time.process_time(), time.perf_counter()
     burn_cpu(0.3)

@@ -25,18 +25,10 @@ from cycleio.surrogates import ncfiles
 from cycleio.config.settings import ArmSettings
 from cycleio.surrogates.grid import Grid
 from cycleio.surrogates.inventory import ForecastSettings, step_io
-from cycleio.surrogates.forecast.mpifcst import (
-    FAIL_RANK_VARIABLE,
-    ForecastError,
-    Layout,
-    file_plan,
-    hour_groups,
-    row_bounds,
-    run_forecast_mpi,
-    tile_blocks,
-    tile_owner,
-)
-from cycleio.surrogates.ncfiles import Compression, WriteContext, write_file
+from cycleio.surrogates.forecast.layout import ForecastError, Layout, row_bounds, tile_blocks, tile_owner
+from cycleio.surrogates.forecast.mpifcst import FAIL_RANK_VARIABLE, file_plan, hour_groups, run_forecast_mpi
+from cycleio.surrogates.kinds import Compression
+from cycleio.surrogates.ncfiles import WriteContext, write_file
 from cycleio.storage.tiers import Tier
 from cycleio.report.writefigures import WRITER_OPS, write_strategy_figure, write_times
 

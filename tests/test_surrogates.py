@@ -116,7 +116,8 @@ def test_codec_time_is_kept_apart_from_storage_time_and_files_are_what_netcdf_c_
     HDF5 as stored; netCDF-C writing the same values with the same settings stores the same numbers."""
     import netCDF4
 
-    from cycleio.surrogates.ncfiles import Compression, read_file
+    from cycleio.surrogates.kinds import Compression
+    from cycleio.surrogates.ncfiles import read_file
 
     spec = FileSpec("gdas.t00z.atmf003.nc", "atm_history", (("fhour", 3),))
     ctx = WriteContext(Grid("C12", 4), 1, "2026010100", Compression(zlib_level=1, quantize_nsd=5))

@@ -18,7 +18,7 @@ import yaml
 from .calendar import cycles as calendar_cycles
 from .calendar import parse_cycle
 from ..surrogates.inventory import ForecastSettings
-from ..surrogates.ncfiles import Compression
+from ..surrogates.kinds import Compression
 from ..storage.tiers import JOB_TIME_VARIABLES, Tier, TierError, expand_tier_path
 
 SCHEMA_PATH = Path(__file__).resolve().parents[3] / "config" / "schemas" / "config.schema.yaml"

@@ -9,8 +9,8 @@ from pathlib import Path
 from ..config.settings import ConfigError, Study
 from ..surrogates.grid import Grid
 from ..surrogates.catalog import arm_jobs, inventory_rows
-from ..surrogates.jobs import job_files
-from ..surrogates.ncfiles import expected_bytes
+from ..surrogates.inventory import job_files
+from ..surrogates.kinds import expected_bytes
 from .tiers import (JOB_TIME_VARIABLES, TierError, expand_tier_path, filesystem_type, free_bytes, nearest_existing,
                     writable_without_writing)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..config.settings import ArmSettings, Study
 from .grid import Grid
 from .inventory import cycle_steps, coldstart_files, step_io
-from .ncfiles import expected_bytes
+from .kinds import expected_bytes
 
 
 def arm_jobs(arm: ArmSettings, cycles: list[str]) -> list[tuple[str, str, list[str]]]:

@@ -244,3 +244,22 @@ def step_io(step: str, cycle: str, start: str, settings: ForecastSettings) -> St
     else:
         raise ValueError(f"unknown step {step!r}; expected prep, anal, fcst, post or {', '.join(settings.ensemble_jobs) or 'efcsNN with ensemble.members'}")
     return io
+
+
+def job_files(settings, cycle: str, steps: list[str]) -> tuple[list[FileSpec], list[FileSpec], dict]:
+    """The job's external inputs (not made by an earlier step of the same job), its outputs, and per-step I/O.
+
+    ``settings`` is the arm's ArmSettings (its ``start`` cycle and ``forecast``).
+    """
+    per_step = {step: step_io(step, cycle, settings.start, settings.forecast) for step in steps}
+    produced: set[str] = set()
+    inputs: dict[str, FileSpec] = {}
+    outputs: dict[str, FileSpec] = {}
+    for io in per_step.values():
+        for spec in io.reads:
+            if spec.path not in produced:
+                inputs.setdefault(spec.path, spec)
+        for spec in io.writes:
+            produced.add(spec.path)
+            outputs[spec.path] = spec
+    return list(inputs.values()), list(outputs.values()), per_step

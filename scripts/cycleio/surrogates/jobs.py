@@ -20,12 +20,13 @@ from ..config.calendar import com_dir, is_half_cycle
 from ..config.settings import ArmSettings
 from ..storage.fsutil import file_checksum, write_json_atomic
 from .grid import Grid
-from .inventory import cycle_steps, FileSpec, coldstart_files, step_io
+from .inventory import cycle_steps, FileSpec, coldstart_files, job_files, step_io
 from .ncfiles import FileReader, Transfer, WriteContext, write_file
 from ..report.records import RecordLog
 from ..storage.staging import (StagingOptions, checksum_file, copy_and_verify, drop_page_cache, remove_stale_temporaries,
                       remove_tree)
 from ..storage.tiers import apply_striping, check_writable, probe_tier
+from .compute import burn_cpu
 
 log = logging.getLogger("cycleio")
 MiB = 2**20
@@ -146,16 +147,6 @@ def _timed_write(path: Path, spec: FileSpec, ctx: WriteContext, records: RecordL
     return transfer.bytes
 
 
-def burn_cpu(seconds: float) -> None:
-    """A CPU-bound stand-in for model compute: small matrix products until the time is up."""
-    import numpy
-
-    matrix = numpy.random.default_rng(0).standard_normal((128, 128))
-    deadline = time.perf_counter() + seconds
-    while time.perf_counter() < deadline:
-        matrix = numpy.tanh(matrix @ matrix)
-
-
 def _compute(seconds: float, records: RecordLog, scratch: TierContext, step: str, kind: str = "sleep") -> None:
     if seconds <= 0:
         return
@@ -186,22 +177,6 @@ def _run_step(settings: ArmSettings, step: str, io, workdir: Path, ctx: WriteCon
     written = sum(r.bytes for r in records.records if r.step == step and r.op == "write")
     log.info("%s run %s: read %d files, wrote %d files, %.1f MiB", label, step, len(io.reads), len(io.writes),
              written / MiB)
-
-
-def job_files(settings: ArmSettings, cycle: str, steps: list[str]) -> tuple[list[FileSpec], list[FileSpec], dict]:
-    """The job's external inputs (not made by an earlier step of the same job), its outputs, and per-step I/O."""
-    per_step = {step: step_io(step, cycle, settings.start, settings.forecast) for step in steps}
-    produced: set[str] = set()
-    inputs: dict[str, FileSpec] = {}
-    outputs: dict[str, FileSpec] = {}
-    for io in per_step.values():
-        for spec in io.reads:
-            if spec.path not in produced:
-                inputs.setdefault(spec.path, spec)
-        for spec in io.writes:
-            produced.add(spec.path)
-            outputs[spec.path] = spec
-    return list(inputs.values()), list(outputs.values()), per_step
 
 
 def run_step(settings: ArmSettings, cycle: str, step: str, records_path: Path, manifest_path: Path,

@@ -34,9 +34,10 @@ import shlex
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
+from ..surrogates.forecast.layout import forecast_ntasks
 from ..surrogates.grid import Grid
 from ..surrogates.inventory import cycle_steps, FileSpec, coldstart_files, step_io
-from ..surrogates.ncfiles import Compression, expected_bytes
+from ..surrogates.kinds import Compression, expected_bytes
 
 MiB = 2**20
 RESOURCE_KEYS = ("nodes", "tasks", "cpus_per_task", "mem_mb", "runtime", "mpi", "slurm_extra")
@@ -99,8 +100,6 @@ def job_tasks(settings, step: str, cycle: str | None = None) -> int:
     """Slurm tasks of one job: the forecast's MPI ranks when the job runs the forecast, else 1."""
     if step in PERSISTENT_ONLY or "fcst" not in job_steps(settings, step, cycle):
         return 1
-    from ..surrogates.forecast.mpifcst import forecast_ntasks
-
     return forecast_ntasks(settings)
 
 

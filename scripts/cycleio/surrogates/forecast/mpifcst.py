@@ -5,7 +5,8 @@ launcher (``mpiexec -n {ntasks}``, ``srun -n {ntasks}``) as ``python -m cycleio.
 JOB.json``, waits for it with a timeout, and returns the records the ranks measured. Rank 0 writes
 them as JSON lines; the parent adds them to the job's records.
 
-Decomposition (what each compute rank holds, as the model's domain decomposition):
+Decomposition (what each compute rank holds, as the model's domain decomposition; the arithmetic is
+in layout.py):
 - the 4N x 2N Gaussian history grid is split by rows into one band per compute rank;
 - each of the six N x N tiles is split by rows into k bands (FMS layout 1 x k): with a multiple of
   six compute ranks each tile gets its own k = ranks/6 ranks, as in the model; with fewer (the model
@@ -76,12 +77,12 @@ from .. import ncfiles
 from ...storage.fsutil import landing
 from ..grid import Grid
 from ..inventory import FileSpec
-from ..ncfiles import Compression, WriteContext, expected_bytes
+from ..kinds import Compression, expected_bytes
+from ..ncfiles import WriteContext
+from .layout import ForecastError, Layout, check_layout, row_bounds, tile_blocks, tile_owner
 
 log = logging.getLogger("cycleio")
 
-STRATEGIES = ("serial", "per_rank", "quilt", "diskless")
-WRITE_COMPONENT_DEFAULTS = {"ranks": 2, "write_groups": 1, "write_tasks_per_group": 1, "combine_per_rank": False}
 FAIL_RANK_VARIABLE = "CYCLEIO_TEST_FAIL_RANK"
 TIMEOUT_VARIABLE = "CYCLEIO_MPI_TIMEOUT_S"
 SHM_DIR = Path("/dev/shm")
@@ -90,67 +91,7 @@ GO, GO_TAG = np.zeros(1, np.uint8), 2**20  # serial: rank 0's "make the next blo
 WRITER_BUFFER_BYTES = 1024 * 2**20
 
 
-class ForecastError(RuntimeError):
-    """The MPI forecast failed or timed out; the message names the rank and its error."""
-
-
-# --------------------------------------------------------------------------- layout and plans
-
-
-@dataclass(frozen=True)
-class Layout:
-    """Ranks of the forecast program: compute ranks first, then the quilt write groups."""
-
-    strategy: str
-    compute: int = 2
-    write_groups: int = 1
-    tasks_per_group: int = 1
-    combine_at_end: bool = False
-
-    @classmethod
-    def from_settings(cls, strategy: str, write_component: dict) -> "Layout":
-        if strategy not in STRATEGIES:
-            raise ForecastError(f"write strategy {strategy!r} is not one of {', '.join(STRATEGIES)}")
-        wc = {**WRITE_COMPONENT_DEFAULTS, **(write_component or {})}
-        for key in ("ranks", "write_groups", "write_tasks_per_group"):
-            if int(wc[key]) < 1:
-                raise ForecastError(f"write_component.{key} must be at least 1, got {wc[key]}")
-        return cls(strategy, int(wc["ranks"]), int(wc["write_groups"]), int(wc["write_tasks_per_group"]),
-                   bool(wc["combine_per_rank"]))
-
-    @property
-    def writers(self) -> int:
-        return self.write_groups * self.tasks_per_group if self.strategy == "quilt" else 0
-
-    @property
-    def ntasks(self) -> int:
-        return self.compute + self.writers
-
-    def writer_rank(self, group: int, task: int) -> int:
-        return self.compute + group * self.tasks_per_group + task
-
-    def describe(self) -> str:
-        text = f"{self.strategy}, {self.compute} compute ranks"
-        if self.writers:
-            text += f" + {self.write_groups} write groups x {self.tasks_per_group} tasks"
-        if self.strategy == "per_rank":
-            text += ", pieces combined " + ("at the end" if self.combine_at_end else "after each hour")
-        return text
-
-
-def row_bounds(rows: int, parts: int, index: int) -> tuple[int, int]:
-    """Rows [start, stop) of block ``index`` when ``rows`` rows are split into ``parts`` blocks."""
-    return index * rows // parts, (index + 1) * rows // parts
-
-
-def tile_blocks(compute: int) -> int:
-    """Row blocks per tile: ranks/6 with a multiple of 6 ranks (the model), else every rank on every tile."""
-    return compute // 6 if compute >= 6 and compute % 6 == 0 else compute
-
-
-def tile_owner(tile: int, block: int, compute: int) -> int:
-    k = tile_blocks(compute)
-    return (tile - 1) * k + block if k != compute else block
+# --------------------------------------------------------------------------- plans
 
 
 @dataclass
@@ -217,16 +158,6 @@ def file_plan(spec: FileSpec, ctx: WriteContext, compute: int) -> FilePlan:
                 f"block {piece.index} gets no rows of {empty[0]} ({layout.size(empty[0])} rows); use fewer ranks"
             )
     return FilePlan(spec, layout, pieces)
-
-
-def check_layout(layout: Layout, grid: Grid) -> None:
-    """Refuse a decomposition with empty blocks before starting any rank."""
-    if layout.compute > grid.ny:
-        raise ForecastError(f"write_component.ranks={layout.compute} is more than the {grid.ny} rows of the "
-                            f"{grid.resolution} history grid; use fewer ranks")
-    if tile_blocks(layout.compute) > grid.n:
-        raise ForecastError(f"write_component.ranks={layout.compute} splits each tile into "
-                            f"{tile_blocks(layout.compute)} blocks, more than its {grid.n} rows at {grid.resolution}")
 
 
 def hour_groups(writes: list[FileSpec]) -> list[tuple[int, list[FileSpec]]]:
@@ -392,7 +323,7 @@ class Forecast:
         self.compute_s_per_hour = float(spec["compute_seconds_per_hour"])
         self.compute = time.sleep  # the compute stand-in: sleep, or burn the CPU as a model does
         if spec.get("compute_kind", "sleep") == "burn":
-            from ..jobs import burn_cpu
+            from ..compute import burn_cpu
 
             self.compute = burn_cpu
         self.hours = [(hour, [file_plan(FileSpec(path, kind, tuple(tuple(p) for p in params)), self.ctx,
@@ -990,11 +921,6 @@ def _log_summary(records: list[dict], label: str, wall: float) -> None:
     log.info("%s fcst MPI program %.2f s: effective write %.3f s over %d output hours (slowest compute rank), "
              "actual write %.3f s (writers busy), final un-overlapped write %.3f s",
              label, wall, sum(effective.values()), len(effective), _union_seconds(writes), final)
-
-
-def forecast_ntasks(settings) -> int:
-    """Ranks the forecast job starts (compute plus quilt writers): for a scheduler's task request."""
-    return Layout.from_settings(settings.strategy, settings.write_component).ntasks
 
 
 # --------------------------------------------------------------------------- command line

@@ -1,0 +1,89 @@
+"""The forecast program's ranks and decomposition, as arithmetic: no numpy, netCDF4 or mpi4py.
+
+What the scheduler asks for (:func:`forecast_ntasks`), how compute ranks split the history grid and
+the six tiles into row bands, and the checks of a layout against the grid, without starting MPI.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..grid import Grid
+
+STRATEGIES = ("serial", "per_rank", "quilt", "diskless")
+WRITE_COMPONENT_DEFAULTS = {"ranks": 2, "write_groups": 1, "write_tasks_per_group": 1, "combine_per_rank": False}
+
+
+class ForecastError(RuntimeError):
+    """The MPI forecast failed or timed out; the message names the rank and its error."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Ranks of the forecast program: compute ranks first, then the quilt write groups."""
+
+    strategy: str
+    compute: int = 2
+    write_groups: int = 1
+    tasks_per_group: int = 1
+    combine_at_end: bool = False
+
+    @classmethod
+    def from_settings(cls, strategy: str, write_component: dict) -> "Layout":
+        if strategy not in STRATEGIES:
+            raise ForecastError(f"write strategy {strategy!r} is not one of {', '.join(STRATEGIES)}")
+        wc = {**WRITE_COMPONENT_DEFAULTS, **(write_component or {})}
+        for key in ("ranks", "write_groups", "write_tasks_per_group"):
+            if int(wc[key]) < 1:
+                raise ForecastError(f"write_component.{key} must be at least 1, got {wc[key]}")
+        return cls(strategy, int(wc["ranks"]), int(wc["write_groups"]), int(wc["write_tasks_per_group"]),
+                   bool(wc["combine_per_rank"]))
+
+    @property
+    def writers(self) -> int:
+        return self.write_groups * self.tasks_per_group if self.strategy == "quilt" else 0
+
+    @property
+    def ntasks(self) -> int:
+        return self.compute + self.writers
+
+    def writer_rank(self, group: int, task: int) -> int:
+        return self.compute + group * self.tasks_per_group + task
+
+    def describe(self) -> str:
+        text = f"{self.strategy}, {self.compute} compute ranks"
+        if self.writers:
+            text += f" + {self.write_groups} write groups x {self.tasks_per_group} tasks"
+        if self.strategy == "per_rank":
+            text += ", pieces combined " + ("at the end" if self.combine_at_end else "after each hour")
+        return text
+
+
+def row_bounds(rows: int, parts: int, index: int) -> tuple[int, int]:
+    """Rows [start, stop) of block ``index`` when ``rows`` rows are split into ``parts`` blocks."""
+    return index * rows // parts, (index + 1) * rows // parts
+
+
+def tile_blocks(compute: int) -> int:
+    """Row blocks per tile: ranks/6 with a multiple of 6 ranks (the model), else every rank on every tile."""
+    return compute // 6 if compute >= 6 and compute % 6 == 0 else compute
+
+
+def tile_owner(tile: int, block: int, compute: int) -> int:
+    k = tile_blocks(compute)
+    return (tile - 1) * k + block if k != compute else block
+
+
+def check_layout(layout: Layout, grid: Grid) -> None:
+    """Refuse a decomposition with empty blocks before starting any rank."""
+    if layout.compute > grid.ny:
+        raise ForecastError(f"write_component.ranks={layout.compute} is more than the {grid.ny} rows of the "
+                            f"{grid.resolution} history grid; use fewer ranks")
+    if tile_blocks(layout.compute) > grid.n:
+        raise ForecastError(f"write_component.ranks={layout.compute} splits each tile into "
+                            f"{tile_blocks(layout.compute)} blocks, more than its {grid.n} rows at {grid.resolution}")
+
+
+def forecast_ntasks(settings) -> int:
+    """Ranks the forecast job starts (compute plus quilt writers): for a scheduler's task request."""
+    return Layout.from_settings(settings.strategy, settings.write_component).ntasks
