@@ -1,4 +1,4 @@
-"""The forecast's writes as an MPI program (cycleio.surrogates.forecast.mpifcst) under real mpiexec, 1 to 4 ranks.
+"""The forecast's writes as an MPI program (surrogates/forecast/mpifcst.py) under real mpiexec, 1 to 4 ranks.
 
 Every strategy writes the same data as the in-process writer (compared with xarray), records the
 effective and actual write times, and a failing rank fails the step with its own error.

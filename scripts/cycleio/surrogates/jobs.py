@@ -23,8 +23,8 @@ from .grid import Grid
 from .inventory import cycle_steps, FileSpec, coldstart_files, job_files, step_io
 from .ncfiles import FileReader, Transfer, WriteContext, write_file
 from ..report.records import RecordLog
-from ..storage.staging import (StagingOptions, checksum_file, copy_and_verify, drop_page_cache, remove_stale_temporaries,
-                      remove_tree)
+from ..storage.staging import (StagingOptions, checksum_file, copy_and_verify, drop_page_cache,
+                               remove_stale_temporaries, remove_tree)
 from ..storage.tiers import apply_striping, check_writable, probe_tier
 from .compute import burn_cpu
 
@@ -164,7 +164,7 @@ def _run_step(settings: ArmSettings, step: str, io, workdir: Path, ctx: WriteCon
         _record_transfer(records, "read", spec, t_start, transfer, step=step, phase="run",
                          cache_risk=not (cache_cold or scratch.is_memory), **scratch.fields())
     if step == "fcst":
-        # The forecast is an MPI program (cycleio.surrogates.forecast.mpifcst): the compute stand-in per forecast hour on
+        # The forecast is an MPI program (forecast/mpifcst.py): the compute stand-in per forecast hour on
         # the compute ranks, and each output hour's history and restart files by the arm's strategy.
         from .forecast.mpifcst import run_forecast_mpi
 

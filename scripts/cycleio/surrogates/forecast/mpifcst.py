@@ -1,9 +1,10 @@
 """The forecast's output as an MPI program: history and restart writes under four write strategies.
 
 The fcst job (jobs.py) calls :func:`run_forecast_mpi`, which starts this module under the study's
-launcher (``mpiexec -n {ntasks}``, ``srun -n {ntasks}``) as ``python -m cycleio.surrogates.forecast.mpifcst rank --spec
-JOB.json``, waits for it with a timeout, and returns the records the ranks measured. Rank 0 writes
-them as JSON lines; the parent adds them to the job's records.
+launcher (``mpiexec -n {ntasks}``, ``srun -n {ntasks}``) as
+``python -m cycleio.surrogates.forecast.mpifcst rank --spec JOB.json``, waits for it with a timeout,
+and returns the records the ranks measured. Rank 0 writes them as JSON lines; the parent adds them
+to the job's records.
 
 Decomposition (what each compute rank holds, as the model's domain decomposition; the arithmetic is
 in layout.py):
@@ -863,7 +864,8 @@ def run_forecast_mpi(settings, cycle: str, workdir: Path, writes: list[FileSpec]
             "records": str(tmp / "records.jsonl"), "errors": str(tmp / "errors"),
         }
         (tmp / "spec.json").write_text(json.dumps(spec))
-        argv = [*command, sys.executable, "-m", "cycleio.surrogates.forecast.mpifcst", "rank", "--spec", str(tmp / "spec.json")]
+        argv = [*command, sys.executable, "-m", "cycleio.surrogates.forecast.mpifcst", "rank",
+                "--spec", str(tmp / "spec.json")]
         env = dict(os.environ)
         package_root = str(Path(__file__).resolve().parents[3])
         env["PYTHONPATH"] = package_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
