@@ -45,7 +45,7 @@ if mode != "baseline":
         for spec in specs:
             sizes.append(write_file(folder / spec.path, spec, ctx).bytes)
     else:
-        from cycleio.surrogates.forecast.mpifcst import run_forecast_mpi
+        from cycleio.surrogates.forecast.launcher import run_forecast_mpi
         tier = Tier("bench", "posix", str(folder))
         arm = ArmSettings(study="bench", arm="mpi", start="2026010100", seed=1, resolution=resolution, levels=levels,
                           persistent=tier, scratch=tier, strategy="serial", compression=compression,

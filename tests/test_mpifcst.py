@@ -1,4 +1,4 @@
-"""The forecast's writes as an MPI program (surrogates/forecast/mpifcst.py) under real mpiexec, 1 to 4 ranks.
+"""The forecast's writes as an MPI program (cycleio.surrogates.forecast) under real mpiexec, 1 to 4 ranks.
 
 Every strategy writes the same data as the in-process writer (compared with xarray), records the
 effective and actual write times, and a failing rank fails the step with its own error.
@@ -26,7 +26,9 @@ from cycleio.config.settings import ArmSettings
 from cycleio.surrogates.grid import Grid
 from cycleio.surrogates.inventory import ForecastSettings, step_io
 from cycleio.surrogates.forecast.layout import ForecastError, Layout, row_bounds, tile_blocks, tile_owner
-from cycleio.surrogates.forecast.mpifcst import FAIL_RANK_VARIABLE, file_plan, hour_groups, run_forecast_mpi
+from cycleio.surrogates.forecast.launcher import run_forecast_mpi
+from cycleio.surrogates.forecast.plan import file_plan, hour_groups
+from cycleio.surrogates.forecast.rank import FAIL_RANK_VARIABLE
 from cycleio.surrogates.kinds import Compression
 from cycleio.surrogates.ncfiles import WriteContext, write_file
 from cycleio.storage.tiers import Tier

@@ -1,7 +1,7 @@
 """The write-strategy figure: effective against actual write time, and the I/O share of the forecast.
 
 Reads only the tables (io_events, step_summary). Per arm and cycle, from the fcst records of
-cycleio.surrogates.forecast.mpifcst:
+the forecast's MPI program (cycleio.surrogates.forecast):
 - effective: the seconds the compute ranks were kept from computing by output, summed over output
   hours (the slowest compute rank of each hour, since the ranks step together);
 - actual: the seconds the busiest writer rank spent writing: storage I/O (``write``, ``combine``)
@@ -39,7 +39,7 @@ def write_times(events: pd.DataFrame, summary: pd.DataFrame | None = None) -> pd
     for (arm, cycle), group in fcst.groupby(["arm", "cycle"], sort=False):
         effective = group[group["op"] == "write_effective"]
         if effective.empty:
-            continue  # a forecast without MPI records (not written by cycleio.surrogates.forecast.mpifcst)
+            continue  # a forecast without MPI records (not written by the forecast's MPI program)
         per_hour = effective.groupby("file", sort=True)["seconds"].max()
         final = group.loc[group["op"] == "write_final", "seconds"].sum()
         writes = group[group["op"].isin(["write", "combine"])]

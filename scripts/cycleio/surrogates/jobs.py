@@ -164,9 +164,9 @@ def _run_step(settings: ArmSettings, step: str, io, workdir: Path, ctx: WriteCon
         _record_transfer(records, "read", spec, t_start, transfer, step=step, phase="run",
                          cache_risk=not (cache_cold or scratch.is_memory), **scratch.fields())
     if step == "fcst":
-        # The forecast is an MPI program (forecast/mpifcst.py): the compute stand-in per forecast hour on
+        # The forecast is an MPI program (surrogates/forecast): the compute stand-in per forecast hour on
         # the compute ranks, and each output hour's history and restart files by the arm's strategy.
-        from .forecast.mpifcst import run_forecast_mpi
+        from .forecast.launcher import run_forecast_mpi
 
         for event in run_forecast_mpi(settings, ctx.cycle, workdir, io.writes, ctx, label=label):
             records.add(step=step, phase="run", **event, **scratch.fields())

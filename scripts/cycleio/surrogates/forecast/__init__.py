@@ -1,1 +1,59 @@
-"""The forecast's output as an MPI program under the four write strategies."""
+"""The forecast's output as an MPI program: history and restart writes under four write strategies.
+
+The fcst job (surrogates/jobs.py) calls :func:`launcher.run_forecast_mpi`, which starts the rank
+program under the study's launcher (``mpiexec -n {ntasks}``, ``srun -n {ntasks}``) as
+``python -m cycleio.surrogates.forecast.rank --spec JOB.json``, waits for it with a timeout, and
+returns the records the ranks measured. Rank 0 writes them as JSON lines; the parent adds them to
+the job's records.
+
+Modules: layout.py (ranks and decomposition, plain arithmetic), plan.py (each file's pieces, the
+hours), rank.py (the MPI program: every strategy, run on each rank), launcher.py (the parent side:
+the launcher, its timeout, the failing rank's error).
+
+Decomposition (what each compute rank holds, as the model's domain decomposition):
+- the 4N x 2N Gaussian history grid is split by rows into one band per compute rank;
+- each of the six N x N tiles is split by rows into k bands (FMS layout 1 x k): with a multiple of
+  six compute ranks each tile gets its own k = ranks/6 ranks, as in the model; with fewer (the model
+  needs at least six) every tile is split over all compute ranks (k = ranks).
+What a file holds is its ncfiles layout (dimensions, coordinates, attributes, fields with their
+seeds), so every strategy writes the same data as the in-process writer. Data move in blocks of
+many levels bounded by the buffer (``buffer_bytes``, 64 MiB), never plane by plane: each compute
+rank makes its band of a block (timed apart, op ``generate``), and gathers and hand-offs place the
+bands straight into the writer's block with MPI derived datatypes. Files without synthetic fields
+(logs, coupler.res, fv_core.res.nc) are written whole by one rank with their ncfiles writer.
+
+Strategies (``ArmSettings.strategy``), for every output file of the hour (history and restart):
+- ``serial``: blocks are gathered to rank 0, which writes them; all compute ranks wait until the
+  hour is on storage.
+- ``per_rank``: each rank writes its own block of each file as a split file named like FMS's
+  io_layout files (``gdas.t06z.atmf003.nc.0000``, ``fv_core.res.tile1.nc.0001``); a file held by one
+  rank (one compute rank, or a tile on its own rank) is written whole under its name. The downstream
+  steps read the inventory's names, so the pieces are always combined (mppnccombine-like) into
+  them: after each hour while the compute ranks wait (``combine_per_rank: false``), or all at the end
+  of the forecast (``combine_per_rank: true``).
+- ``quilt``: ``write_groups`` x ``write_tasks_per_group`` dedicated writer ranks. Output hour i goes
+  to group i mod write_groups; file j of the hour to task j mod write_tasks_per_group. Compute ranks
+  hand their blocks over with synchronous sends (MPI_Issend) and go on as soon as the group has
+  taken them. A writer takes blocks while they fit its buffer (1 GiB), so a group still writing an
+  earlier hour, or an hour larger than its buffer, makes the hand-off wait, as in the model.
+- ``diskless``: as serial, but rank 0 builds each netCDF file in memory (``diskless=True,
+  persist=True``) and writes it at close.
+
+Records (one per event, ``rank`` = MPI rank, ``nranks`` = ranks of the program):
+- ``write``: a writer's time in storage I/O for one file or piece (bytes = its size on storage);
+  building the file's structure (``define``) and codec work (``encode``) are records of their own;
+- ``combine``: making an inventory file from its pieces (reads the pieces, writes the file);
+- ``write_effective``: per compute rank and output hour, the time the rank was kept from computing by
+  the hour's output (gathers, writes, hand-off and waits, not the data generation); ``file`` is the
+  hour (``f003``), ``bytes`` the data the rank handed over or wrote;
+- ``write_final``: the un-overlapped end: from the start of the last hour's output until every file
+  of the forecast is on storage (the last hand-off plus the writers' drain, deferred combines);
+- ``compute`` (the stand-in, per compute rank) and ``generate``.
+
+A rank that fails writes its traceback beside the spec and calls MPI_Abort, so the job fails with
+that rank's error, never hangs; the parent also bounds the run with a timeout. Long waits poll
+nonblocking requests with short sleeps, so oversubscribed runs (4 ranks on 2 cores) do not burn the
+cores that the writing ranks need (MPICH's blocking calls busy-poll).
+
+Test-only: ``CYCLEIO_TEST_FAIL_RANK=N`` makes rank N raise an error when it first writes a file.
+"""

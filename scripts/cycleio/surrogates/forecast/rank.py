@@ -1,56 +1,8 @@
-"""The forecast's output as an MPI program: history and restart writes under four write strategies.
+"""The forecast's MPI program: what every rank runs, under the four write strategies.
 
-The fcst job (jobs.py) calls :func:`run_forecast_mpi`, which starts this module under the study's
-launcher (``mpiexec -n {ntasks}``, ``srun -n {ntasks}``) as
-``python -m cycleio.surrogates.forecast.mpifcst rank --spec JOB.json``, waits for it with a timeout,
-and returns the records the ranks measured. Rank 0 writes them as JSON lines; the parent adds them
-to the job's records.
-
-Decomposition (what each compute rank holds, as the model's domain decomposition; the arithmetic is
-in layout.py):
-- the 4N x 2N Gaussian history grid is split by rows into one band per compute rank;
-- each of the six N x N tiles is split by rows into k bands (FMS layout 1 x k): with a multiple of
-  six compute ranks each tile gets its own k = ranks/6 ranks, as in the model; with fewer (the model
-  needs at least six) every tile is split over all compute ranks (k = ranks).
-What a file holds is its ncfiles layout (dimensions, coordinates, attributes, fields with their
-seeds), so every strategy writes the same data as the in-process writer. Data move in blocks of
-many levels bounded by the buffer (``buffer_bytes``, 64 MiB), never plane by plane: each compute
-rank makes its band of a block (timed apart, op ``generate``), and gathers and hand-offs place the
-bands straight into the writer's block with MPI derived datatypes. Files without synthetic fields
-(logs, coupler.res, fv_core.res.nc) are written whole by one rank with their ncfiles writer.
-
-Strategies (``ArmSettings.strategy``), for every output file of the hour (history and restart):
-- ``serial``: blocks are gathered to rank 0, which writes them; all compute ranks wait until the
-  hour is on storage.
-- ``per_rank``: each rank writes its own block of each file as a split file named like FMS's
-  io_layout files (``gdas.t06z.atmf003.nc.0000``, ``fv_core.res.tile1.nc.0001``); a file held by one
-  rank (one compute rank, or a tile on its own rank) is written whole under its name. The downstream
-  steps read the inventory's names, so the pieces are always combined (mppnccombine-like) into
-  them: after each hour while the compute ranks wait (``combine_per_rank: false``), or all at the end
-  of the forecast (``combine_per_rank: true``).
-- ``quilt``: ``write_groups`` x ``write_tasks_per_group`` dedicated writer ranks. Output hour i goes
-  to group i mod write_groups; file j of the hour to task j mod write_tasks_per_group. Compute ranks
-  hand their blocks over with synchronous sends (MPI_Issend) and go on as soon as the group has
-  taken them. A writer takes blocks while they fit its buffer (1 GiB), so a group still writing an
-  earlier hour, or an hour larger than its buffer, makes the hand-off wait, as in the model.
-- ``diskless``: as serial, but rank 0 builds each netCDF file in memory (``diskless=True,
-  persist=True``) and writes it at close.
-
-Records (one per event, ``rank`` = MPI rank, ``nranks`` = ranks of the program):
-- ``write``: a writer's time in storage I/O for one file or piece (bytes = its size on storage);
-  building the file's structure (``define``) and codec work (``encode``) are records of their own;
-- ``combine``: making an inventory file from its pieces (reads the pieces, writes the file);
-- ``write_effective``: per compute rank and output hour, the time the rank was kept from computing by
-  the hour's output (gathers, writes, hand-off and waits, not the data generation); ``file`` is the
-  hour (``f003``), ``bytes`` the data the rank handed over or wrote;
-- ``write_final``: the un-overlapped end: from the start of the last hour's output until every file
-  of the forecast is on storage (the last hand-off plus the writers' drain, deferred combines);
-- ``compute`` (the stand-in, per compute rank) and ``generate``.
-
-A rank that fails writes its traceback beside the spec and calls MPI_Abort, so the job fails with
-that rank's error, never hangs; the parent also bounds the run with a timeout. Long waits poll
-nonblocking requests with short sleeps, so oversubscribed runs (4 ranks on 2 cores) do not burn the
-cores that the writing ranks need (MPICH's blocking calls busy-poll).
+Started by launcher.py as ``python -m cycleio.surrogates.forecast.rank --spec JOB.json`` (the
+package's docstring tells the strategies and the records). A rank that fails writes its traceback
+beside the spec and calls MPI_Abort, so the job fails with that rank's error, never hangs.
 
 Test-only: ``CYCLEIO_TEST_FAIL_RANK=N`` makes rank N raise an error when it first writes a file.
 """
@@ -61,15 +13,9 @@ import argparse
 import json
 import logging
 import os
-import shlex
-import shutil
-import signal
-import subprocess
 import sys
-import tempfile
 import time
 import traceback
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -78,100 +24,17 @@ from .. import ncfiles
 from ...storage.fsutil import landing
 from ..grid import Grid
 from ..inventory import FileSpec
-from ..kinds import Compression, expected_bytes
+from ..kinds import Compression
 from ..ncfiles import WriteContext
-from .layout import ForecastError, Layout, check_layout, row_bounds, tile_blocks, tile_owner
+from .layout import ForecastError, Layout
+from .plan import FilePlan, Piece, file_plan
 
 log = logging.getLogger("cycleio")
 
 FAIL_RANK_VARIABLE = "CYCLEIO_TEST_FAIL_RANK"
-TIMEOUT_VARIABLE = "CYCLEIO_MPI_TIMEOUT_S"
-SHM_DIR = Path("/dev/shm")
 GO, GO_TAG = np.zeros(1, np.uint8), 2**20  # serial: rank 0's "make the next block" to the other ranks
 # A quilt writer rank holds at most this much of an hour's data before the compute ranks must wait.
 WRITER_BUFFER_BYTES = 1024 * 2**20
-
-
-# --------------------------------------------------------------------------- plans
-
-
-@dataclass
-class Piece:
-    """One rank's block of a file: global rows [start, stop) of each row dimension."""
-
-    rank: int
-    index: int
-    rows: dict[str, tuple[int, int]]
-
-
-@dataclass
-class FilePlan:
-    """A file of the hour: its layout (None: written whole by one rank with its ncfiles writer) and pieces."""
-
-    spec: FileSpec
-    layout: ncfiles.Layout | None = None
-    pieces: list[Piece] = field(default_factory=list)
-
-    @property
-    def undecomposed(self) -> bool:
-        return self.layout is None or not self.layout.fields
-
-    @property
-    def split(self) -> bool:
-        return len(self.pieces) > 1
-
-    def piece_of(self, rank: int) -> Piece | None:
-        return next((piece for piece in self.pieces if piece.rank == rank), None)
-
-    def piece_path(self, workdir: Path, piece: Piece) -> Path:
-        return workdir / f"{self.spec.path}.{piece.index:04d}"
-
-    def piece_layout(self, piece: Piece) -> ncfiles.Layout:
-        rows = " ".join(f"{dim}={start}:{stop}" for dim, (start, stop) in piece.rows.items())
-        return self.layout.piece(piece.rows, {"cycleio_piece": f"{piece.index} of {len(self.pieces)}",
-                                              "cycleio_piece_rows": rows})
-
-
-def file_plan(spec: FileSpec, ctx: WriteContext, compute: int) -> FilePlan:
-    """How ``spec`` is written: its layout and the ranks' pieces (bands of rows).
-
-    Tile files (a ``tile`` parameter) take the tile layout; other gridded files split their rows over
-    all compute ranks. Files without synthetic fields are written whole by one rank.
-    """
-    build = ncfiles.LAYOUTS.get(spec.kind)
-    layout = build(spec, ctx) if build else None
-    if layout is None or not layout.fields:
-        return FilePlan(spec, layout, [Piece(0, 0, {})])
-    row_dims = sorted(layout.row_dims())
-    tile = spec.param("tile")
-    if tile is not None:
-        k = tile_blocks(compute)
-        owners = [(tile_owner(tile, block, compute), block) for block in range(k)]
-    else:
-        k, owners = compute, [(rank, rank) for rank in range(compute)]
-    pieces = [Piece(rank, block, {dim: row_bounds(layout.size(dim), k, block) for dim in row_dims})
-              for rank, block in owners]
-    for piece in pieces:
-        empty = [dim for dim, (start, stop) in piece.rows.items() if stop <= start]
-        if empty:
-            raise ForecastError(
-                f"write_component.ranks={compute} is too many for {spec.path} at {ctx.grid.resolution}: "
-                f"block {piece.index} gets no rows of {empty[0]} ({layout.size(empty[0])} rows); use fewer ranks"
-            )
-    return FilePlan(spec, layout, pieces)
-
-
-def hour_groups(writes: list[FileSpec]) -> list[tuple[int, list[FileSpec]]]:
-    """The forecast's writes grouped by output hour, in the inventory's order (restarts follow their hour)."""
-    groups: list[tuple[int, list[FileSpec]]] = []
-    for spec in writes:
-        hour = spec.param("fhour")
-        if hour is not None and (not groups or groups[-1][0] != hour):
-            groups.append((hour, []))
-        if not groups:
-            raise ForecastError(f"the forecast's first output {spec.path} has no forecast hour")
-        groups[-1][1].append(spec)
-    return groups
 
 
 # --------------------------------------------------------------------------- files and blocks
@@ -754,186 +617,19 @@ def rank_main(spec_path: Path) -> int:
             error_file.write_text(f"{type(err).__name__}: {err}\n{text}")
         except OSError:
             pass
-        sys.stderr.write(f"cycleio.surrogates.forecast.mpifcst: rank {rank} failed:\n{text}")
+        sys.stderr.write(f"cycleio.surrogates.forecast.rank: rank {rank} failed:\n{text}")
         sys.stderr.flush()
         MPI.COMM_WORLD.Abort(1)
     return 0
-
-
-# --------------------------------------------------------------------------- the parent side
-
-
-def _launch_command(launcher: str, ntasks: int) -> list[str]:
-    try:
-        words = shlex.split(launcher.format(ntasks=ntasks))
-    except (KeyError, IndexError, ValueError) as err:
-        raise ForecastError(f"launcher {launcher!r} is not a valid template with {{ntasks}}: {err}") from None
-    if not words:
-        raise ForecastError("the launcher template is empty; expected e.g. 'mpiexec -n {ntasks}'")
-    found = shutil.which(words[0]) or shutil.which(words[0], path=str(Path(sys.executable).parent))
-    if not found:
-        raise ForecastError(f"launcher program {words[0]!r} (from launcher {launcher!r}) is not on PATH nor beside "
-                            f"{sys.executable}; install an MPI (the mpich wheel) or set `launcher` in the config")
-    return [found, *words[1:]]
-
-
-def default_timeout(settings, writes: list[FileSpec], ctx: WriteContext) -> float:
-    """Generous: the compute stand-in, plus the outputs written at 2 MiB/s, plus 10 minutes."""
-    if os.environ.get(TIMEOUT_VARIABLE):
-        return float(os.environ[TIMEOUT_VARIABLE])
-    compute = settings.compute_seconds_per_hour * settings.forecast.forecast_hours
-    nbytes = sum(expected_bytes(spec, ctx.grid, ctx.compression) for spec in writes)
-    return 600.0 + 2.0 * compute + nbytes / 2**21
-
-
-def _stop(process: subprocess.Popen) -> None:
-    """End the launcher (it ends its ranks); kill it if it does not go."""
-    process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-
-
-def _mpich_segments() -> set[Path]:
-    return set(SHM_DIR.glob("mpich_shm_*")) if SHM_DIR.is_dir() else set()
-
-
-def _remove_orphaned_segments(before: set[Path]) -> None:
-    """MPICH leaves its shared-memory segments in /dev/shm when its ranks are aborted or killed.
-
-    Remove the ones that appeared during this run, are ours, and that no live process maps any more.
-    """
-    new = _mpich_segments() - before
-    if not new:
-        return
-    mapped: set[Path] = set()
-    for maps in Path("/proc").glob("[0-9]*/maps"):
-        try:
-            text = maps.read_text()
-        except OSError:
-            continue
-        mapped.update(path for path in new if str(path) in text)
-    for path in new - mapped:
-        try:
-            if path.stat().st_uid == os.getuid():
-                path.unlink()
-        except OSError:
-            pass
-
-
-def _failure_message(errors: Path, output: Path, returncode: int, ntasks: int) -> tuple[str, str]:
-    """The failing rank's error (first to fail), and its full traceback for the log."""
-    files = sorted(errors.glob("rank*.txt"), key=lambda p: p.stat().st_mtime)
-    if files:
-        text = files[0].read_text()
-        rank = int(files[0].stem[4:])
-        return f"rank {rank} of {ntasks} failed: {text.splitlines()[0]}", text
-    tail = output.read_text(errors="replace")[-3000:] if output.exists() else ""
-    return f"the launcher exited with code {returncode} and no rank reported an error: {tail.strip()[-500:]}", tail
-
-
-def run_forecast_mpi(settings, cycle: str, workdir: Path, writes: list[FileSpec], ctx: WriteContext, *,
-                     timeout: float | None = None, label: str = "") -> list[dict]:
-    """Run the forecast's writes as an MPI program under the arm's launcher; return its records.
-
-    ``settings`` is the arm's ArmSettings (strategy, launcher, write_component, compute stand-in).
-    Each record is a dict of Record fields (op, file, bytes, t_start, seconds, rank, nranks, n_files);
-    the caller adds step, phase and tier. Raises ForecastError with the failing rank's error.
-    """
-    layout = Layout.from_settings(settings.strategy, settings.write_component)
-    groups = hour_groups(writes)
-    check_layout(layout, ctx.grid)  # here, not on every rank
-    command = _launch_command(settings.launcher, layout.ntasks)
-    timeout = default_timeout(settings, writes, ctx) if timeout is None else timeout
-    workdir = Path(workdir).resolve()
-    workdir.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".mpifcst.", dir=workdir))
-    try:
-        (tmp / "errors").mkdir()
-        spec = {
-            "workdir": str(workdir), "cycle": cycle, "seed": ctx.seed, "resolution": ctx.grid.resolution,
-            "levels": ctx.grid.levels, "compression": {"zlib_level": ctx.compression.zlib_level,
-                                                       "quantize_nsd": ctx.compression.quantize_nsd},
-            "strategy": settings.strategy, "write_component": dict(settings.write_component or {}),
-            "compute_seconds_per_hour": settings.compute_seconds_per_hour,
-            "compute_kind": getattr(settings, "compute_kind", "sleep"),
-            "hours": [[hour, [[s.path, s.kind, [list(p) for p in s.params]] for s in specs]] for hour, specs in groups],
-            "buffer_bytes": ctx.buffer_bytes,
-            "records": str(tmp / "records.jsonl"), "errors": str(tmp / "errors"),
-        }
-        (tmp / "spec.json").write_text(json.dumps(spec))
-        argv = [*command, sys.executable, "-m", "cycleio.surrogates.forecast.mpifcst", "rank",
-                "--spec", str(tmp / "spec.json")]
-        env = dict(os.environ)
-        package_root = str(Path(__file__).resolve().parents[3])
-        env["PYTHONPATH"] = package_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        log.info("%s fcst writes under MPI (%s): %s", label, layout.describe(), shlex.join(argv))
-        output = tmp / "launcher.out"
-        t0 = time.perf_counter()
-        segments = _mpich_segments()
-        with open(output, "w") as out:
-            process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
-            try:
-                returncode = process.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                _stop(process)
-                _remove_orphaned_segments(segments)
-                raise ForecastError(
-                    f"{label} the MPI forecast ({layout.describe()}) did not finish within {timeout:.0f} s and was "
-                    f"stopped (set {TIMEOUT_VARIABLE} to allow longer); launcher output: "
-                    f"{output.read_text(errors='replace')[-1000:].strip()}"
-                ) from None
-            except BaseException:
-                _stop(process)
-                raise
-        if returncode != 0 or not (tmp / "records.jsonl").exists():
-            _remove_orphaned_segments(segments)
-            message, details = _failure_message(tmp / "errors", output, returncode, layout.ntasks)
-            log.error("%s MPI forecast failed: %s", label, details)
-            raise ForecastError(f"{label} MPI forecast ({layout.describe()}) failed: {message}")
-        with open(tmp / "records.jsonl") as handle:
-            records = [json.loads(line) for line in handle if line.strip()]
-        chatter = output.read_text(errors="replace").strip()
-        if chatter:
-            log.info("%s launcher output: %s", label, chatter[-2000:])
-        _log_summary(records, label, time.perf_counter() - t0)
-        return records
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _union_seconds(intervals: list[tuple[float, float]]) -> float:
-    total, end = 0.0, float("-inf")
-    for start, stop in sorted(intervals):
-        if stop > end:
-            total += stop - max(start, end)
-            end = stop
-    return total
-
-
-def _log_summary(records: list[dict], label: str, wall: float) -> None:
-    effective: dict[str, float] = {}
-    for record in records:
-        if record["op"] == "write_effective":
-            effective[record["file"]] = max(effective.get(record["file"], 0.0), record["seconds"])
-    writes = [(r["t_start"], r["t_start"] + r["seconds"]) for r in records if r["op"] in ("write", "combine")]
-    final = sum(r["seconds"] for r in records if r["op"] == "write_final")
-    log.info("%s fcst MPI program %.2f s: effective write %.3f s over %d output hours (slowest compute rank), "
-             "actual write %.3f s (writers busy), final un-overlapped write %.3f s",
-             label, wall, sum(effective.values()), len(effective), _union_seconds(writes), final)
 
 
 # --------------------------------------------------------------------------- command line
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m cycleio.surrogates.forecast.mpifcst",
-                                     description=__doc__.split("\n\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    rank = sub.add_parser("rank", help="one rank of the forecast's MPI program (started by the launcher)")
-    rank.add_argument("--spec", required=True, help="the job's JSON spec written by run_forecast_mpi")
+    parser = argparse.ArgumentParser(prog="python -m cycleio.surrogates.forecast.rank",
+                                     description="one rank of the forecast's MPI program (started by the launcher)")
+    parser.add_argument("--spec", required=True, help="the job's JSON spec written by run_forecast_mpi")
     args = parser.parse_args(argv)
     return rank_main(Path(args.spec))
 

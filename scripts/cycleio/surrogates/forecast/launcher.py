@@ -1,0 +1,188 @@
+"""The parent side of the forecast's MPI program: start it under the arm's launcher, bound it with a
+timeout, and return its records, or fail with the failing rank's error (see rank.py)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from ..inventory import FileSpec
+from ..kinds import expected_bytes
+from ..ncfiles import WriteContext
+from .layout import ForecastError, Layout, check_layout
+from .plan import hour_groups
+
+log = logging.getLogger("cycleio")
+
+TIMEOUT_VARIABLE = "CYCLEIO_MPI_TIMEOUT_S"
+SHM_DIR = Path("/dev/shm")
+
+
+def _launch_command(launcher: str, ntasks: int) -> list[str]:
+    try:
+        words = shlex.split(launcher.format(ntasks=ntasks))
+    except (KeyError, IndexError, ValueError) as err:
+        raise ForecastError(f"launcher {launcher!r} is not a valid template with {{ntasks}}: {err}") from None
+    if not words:
+        raise ForecastError("the launcher template is empty; expected e.g. 'mpiexec -n {ntasks}'")
+    found = shutil.which(words[0]) or shutil.which(words[0], path=str(Path(sys.executable).parent))
+    if not found:
+        raise ForecastError(f"launcher program {words[0]!r} (from launcher {launcher!r}) is not on PATH nor beside "
+                            f"{sys.executable}; install an MPI (the mpich wheel) or set `launcher` in the config")
+    return [found, *words[1:]]
+
+
+def default_timeout(settings, writes: list[FileSpec], ctx: WriteContext) -> float:
+    """Generous: the compute stand-in, plus the outputs written at 2 MiB/s, plus 10 minutes."""
+    if os.environ.get(TIMEOUT_VARIABLE):
+        return float(os.environ[TIMEOUT_VARIABLE])
+    compute = settings.compute_seconds_per_hour * settings.forecast.forecast_hours
+    nbytes = sum(expected_bytes(spec, ctx.grid, ctx.compression) for spec in writes)
+    return 600.0 + 2.0 * compute + nbytes / 2**21
+
+
+def _stop(process: subprocess.Popen) -> None:
+    """End the launcher (it ends its ranks); kill it if it does not go."""
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def _mpich_segments() -> set[Path]:
+    return set(SHM_DIR.glob("mpich_shm_*")) if SHM_DIR.is_dir() else set()
+
+
+def _remove_orphaned_segments(before: set[Path]) -> None:
+    """MPICH leaves its shared-memory segments in /dev/shm when its ranks are aborted or killed.
+
+    Remove the ones that appeared during this run, are ours, and that no live process maps any more.
+    """
+    new = _mpich_segments() - before
+    if not new:
+        return
+    mapped: set[Path] = set()
+    for maps in Path("/proc").glob("[0-9]*/maps"):
+        try:
+            text = maps.read_text()
+        except OSError:
+            continue
+        mapped.update(path for path in new if str(path) in text)
+    for path in new - mapped:
+        try:
+            if path.stat().st_uid == os.getuid():
+                path.unlink()
+        except OSError:
+            pass
+
+
+def _failure_message(errors: Path, output: Path, returncode: int, ntasks: int) -> tuple[str, str]:
+    """The failing rank's error (first to fail), and its full traceback for the log."""
+    files = sorted(errors.glob("rank*.txt"), key=lambda p: p.stat().st_mtime)
+    if files:
+        text = files[0].read_text()
+        rank = int(files[0].stem[4:])
+        return f"rank {rank} of {ntasks} failed: {text.splitlines()[0]}", text
+    tail = output.read_text(errors="replace")[-3000:] if output.exists() else ""
+    return f"the launcher exited with code {returncode} and no rank reported an error: {tail.strip()[-500:]}", tail
+
+
+def run_forecast_mpi(settings, cycle: str, workdir: Path, writes: list[FileSpec], ctx: WriteContext, *,
+                     timeout: float | None = None, label: str = "") -> list[dict]:
+    """Run the forecast's writes as an MPI program under the arm's launcher; return its records.
+
+    ``settings`` is the arm's ArmSettings (strategy, launcher, write_component, compute stand-in).
+    Each record is a dict of Record fields (op, file, bytes, t_start, seconds, rank, nranks, n_files);
+    the caller adds step, phase and tier. Raises ForecastError with the failing rank's error.
+    """
+    layout = Layout.from_settings(settings.strategy, settings.write_component)
+    groups = hour_groups(writes)
+    check_layout(layout, ctx.grid)  # here, not on every rank
+    command = _launch_command(settings.launcher, layout.ntasks)
+    timeout = default_timeout(settings, writes, ctx) if timeout is None else timeout
+    workdir = Path(workdir).resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".mpifcst.", dir=workdir))
+    try:
+        (tmp / "errors").mkdir()
+        spec = {
+            "workdir": str(workdir), "cycle": cycle, "seed": ctx.seed, "resolution": ctx.grid.resolution,
+            "levels": ctx.grid.levels, "compression": {"zlib_level": ctx.compression.zlib_level,
+                                                       "quantize_nsd": ctx.compression.quantize_nsd},
+            "strategy": settings.strategy, "write_component": dict(settings.write_component or {}),
+            "compute_seconds_per_hour": settings.compute_seconds_per_hour,
+            "compute_kind": getattr(settings, "compute_kind", "sleep"),
+            "hours": [[hour, [[s.path, s.kind, [list(p) for p in s.params]] for s in specs]] for hour, specs in groups],
+            "buffer_bytes": ctx.buffer_bytes,
+            "records": str(tmp / "records.jsonl"), "errors": str(tmp / "errors"),
+        }
+        (tmp / "spec.json").write_text(json.dumps(spec))
+        argv = [*command, sys.executable, "-m", "cycleio.surrogates.forecast.rank", "--spec", str(tmp / "spec.json")]
+        env = dict(os.environ)
+        package_root = str(Path(__file__).resolve().parents[3])
+        env["PYTHONPATH"] = package_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        log.info("%s fcst writes under MPI (%s): %s", label, layout.describe(), shlex.join(argv))
+        output = tmp / "launcher.out"
+        t0 = time.perf_counter()
+        segments = _mpich_segments()
+        with open(output, "w") as out:
+            process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+            try:
+                returncode = process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                _stop(process)
+                _remove_orphaned_segments(segments)
+                raise ForecastError(
+                    f"{label} the MPI forecast ({layout.describe()}) did not finish within {timeout:.0f} s and was "
+                    f"stopped (set {TIMEOUT_VARIABLE} to allow longer); launcher output: "
+                    f"{output.read_text(errors='replace')[-1000:].strip()}"
+                ) from None
+            except BaseException:
+                _stop(process)
+                raise
+        if returncode != 0 or not (tmp / "records.jsonl").exists():
+            _remove_orphaned_segments(segments)
+            message, details = _failure_message(tmp / "errors", output, returncode, layout.ntasks)
+            log.error("%s MPI forecast failed: %s", label, details)
+            raise ForecastError(f"{label} MPI forecast ({layout.describe()}) failed: {message}")
+        with open(tmp / "records.jsonl") as handle:
+            records = [json.loads(line) for line in handle if line.strip()]
+        chatter = output.read_text(errors="replace").strip()
+        if chatter:
+            log.info("%s launcher output: %s", label, chatter[-2000:])
+        _log_summary(records, label, time.perf_counter() - t0)
+        return records
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _union_seconds(intervals: list[tuple[float, float]]) -> float:
+    total, end = 0.0, float("-inf")
+    for start, stop in sorted(intervals):
+        if stop > end:
+            total += stop - max(start, end)
+            end = stop
+    return total
+
+
+def _log_summary(records: list[dict], label: str, wall: float) -> None:
+    effective: dict[str, float] = {}
+    for record in records:
+        if record["op"] == "write_effective":
+            effective[record["file"]] = max(effective.get(record["file"], 0.0), record["seconds"])
+    writes = [(r["t_start"], r["t_start"] + r["seconds"]) for r in records if r["op"] in ("write", "combine")]
+    final = sum(r["seconds"] for r in records if r["op"] == "write_final")
+    log.info("%s fcst MPI program %.2f s: effective write %.3f s over %d output hours (slowest compute rank), "
+             "actual write %.3f s (writers busy), final un-overlapped write %.3f s",
+             label, wall, sum(effective.values()), len(effective), _union_seconds(writes), final)
