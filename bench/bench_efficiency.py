@@ -42,7 +42,7 @@ from cycleio.config.calendar import shift_cycle  # noqa: E402
 from cycleio.config.settings import ArmSettings  # noqa: E402
 from cycleio.surrogates.grid import Grid  # noqa: E402
 from cycleio.surrogates.inventory import ForecastSettings  # noqa: E402
-from cycleio.surrogates.jobs import run_arrival, run_coldstart, run_step  # noqa: E402
+from cycleio.surrogates.jobs import run_arrival, run_cleanup, run_coldstart, run_step  # noqa: E402
 from cycleio.report.records import read_records  # noqa: E402
 from cycleio.benchmarks.tierbench import ReplaySpec, fio_replay_command, replay_specs  # noqa: E402
 from cycleio.storage.tiers import Tier  # noqa: E402
@@ -144,6 +144,8 @@ def measure(resolution: str, tier_name: str, root: Path, repeats: int, fio: str,
         for strategy in ("per_rank", "quilt", "diskless"):
             samples += run_cycle(arm(resolution, tier_name, root, strategy), cycle, work, ["fcst"],
                                  replay_on=(tier_name, root, fio))
+        for done in (shift_cycle(cycle, -12), shift_cycle(cycle, -6)):  # as cycles.keep 1: the tier holds two cycles
+            run_cleanup(settings, done, work / f"cleanup{done}.jsonl", work / f"cleanup{done}.json")
     return samples
 
 
@@ -153,7 +155,7 @@ def run(args) -> list[dict]:
         raise RuntimeError("fio is not installed (Debian: apt-get install fio)")
     warm_s = warm_memory()
     resolutions = ["C48"] if args.quick else ["C48", "C96"]
-    repeats = 1 if args.quick else 3
+    repeats = {"C48": 1 if args.quick else 3, "C96": 2}  # C96 moves four times the bytes of C48
     rows = []
     for resolution in resolutions:
         for tier_name, root in tiers(str(os.getpid())).items():
@@ -162,7 +164,7 @@ def run(args) -> list[dict]:
                 shutil.rmtree(folder, ignore_errors=True)
                 folder.mkdir(parents=True)
             try:
-                samples = measure(resolution, tier_name, root, repeats, fio, work)
+                samples = measure(resolution, tier_name, root, repeats[resolution], fio, work)
             finally:
                 shutil.rmtree(root, ignore_errors=True)
                 shutil.rmtree(work, ignore_errors=True)
