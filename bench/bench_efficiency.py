@@ -27,6 +27,7 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -53,15 +54,25 @@ GOAL = {"serial": 0.90, "per_rank": 0.80, "quilt": 0.80, "diskless": 0.80}
 MIN_BYTES = 32 * MiB  # a step moving less (prep at C48: under 1 MiB) takes a replay of a millisecond or two
 
 
+WARM_CHILD = """
+import numpy as np, sys
+held = []
+for _ in range(int(sys.argv[1])):
+    block = np.empty(2**30, np.uint8)
+    block[::4096] = 1
+    held.append(block)
+"""
+
+
 def warm_memory(fraction: float = 0.8) -> float:
-    """Touch most of the free memory once, so no later write is the first to touch a page."""
+    """Touch most of the free memory once, so no later write is the first to touch a page.
+
+    In a child process: a process's peak RSS passes to the programs it starts (Linux keeps it across
+    exec), so touching it here would inflate every later peak-RSS measurement of this run.
+    """
     available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    t0, held = time.perf_counter(), []
-    for _ in range(int(available * fraction) // 2**30):
-        block = np.empty(2**30, np.uint8)
-        block[::4096] = 1
-        held.append(block)
-    del held
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-c", WARM_CHILD, str(int(available * fraction) // 2**30)], check=True)
     return time.perf_counter() - t0
 
 
@@ -101,8 +112,6 @@ def replay(records: list[dict], tier_name: str, root: Path, raw: Path, fio: str)
         json_out = raw / f"replay-{plan['step']}-{plan['op']}.json"
         argv = fio_replay_command(fio, plan["files"], plan["file_bytes"], plan["transfer_bytes"], folder, json_out,
                                   read=plan["op"] == "read")
-        import subprocess
-
         subprocess.run(argv, check=True, capture_output=True)
         rows = [r for r in benchparse.parse_fio_json(json_out) if r["operation"] == plan["op"]]
         out[(plan["step"], plan["op"])] = rows[0]["bw_MiB_per_s"]

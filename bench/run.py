@@ -114,7 +114,10 @@ def markdown(meta: dict, rows: list[dict], errors: dict[str, str], runs: dict[st
             doc = " ".join((importlib.import_module(module).__doc__ or "").split("\n\n")[0].split())
         except Exception:  # noqa: BLE001 - the module itself may be what failed
             doc = ""
-        lines += [f"## ({number}) {title}", "", doc, "", f"Took {runs[name]:.0f} s.", ""]
+        kept = meta.get("kept", {}).get(name)
+        took = (f"Took {runs[name]:.0f} s" if runs[name] else "Measured") + (
+            f" in the run of {kept} (not rerun by this --only)." if kept else ".")
+        lines += [f"## ({number}) {title}", "", doc, "", took, ""]
         if name in errors:
             lines += ["**FAILED**:", "", "```", errors[name].rstrip(), "```", ""]
             continue
@@ -180,6 +183,21 @@ def figure(rows: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
+def keep_earlier_results(path: Path, meta: dict, rows: list[dict], runs: dict) -> None:
+    """With --only, the other benchmarks' rows of the last full run stay in the results, dated."""
+    if not path.exists():
+        return
+    earlier = json.loads(path.read_text())
+    ran = set(runs)
+    for r in earlier["rows"]:
+        if r["run"] not in ran:
+            rows.append({**{k: v for k, v in r.items() if k != "run"}, "_run": r["run"]})
+            runs.setdefault(r["run"], earlier.get("meta", {}).get("seconds", {}).get(r["run"], 0.0))
+            meta.setdefault("kept", {})[r["run"]] = earlier.get("meta", {}).get("kept", {}).get(
+                r["run"], earlier["meta"]["date"])
+    meta["seconds"] = {**earlier.get("meta", {}).get("seconds", {}), **meta.get("seconds", {})}
+
+
 def main() -> int:
     names = [name for _, name, _ in BENCHMARKS]
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -205,8 +223,11 @@ def main() -> int:
             errors[name] = traceback.format_exc()
             print(errors[name], file=sys.stderr, flush=True)
         runs[name] = time.perf_counter() - t0
+    meta["seconds"] = dict(runs)
     meta["load_average"] = {"start": load_at_start, "end": os.getloadavg()[0]}
     out = args.out
+    if args.only:
+        keep_earlier_results(out.parent / "results.json", meta, rows, runs)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(markdown(meta, rows, errors, runs))
     (out.parent / "results.json").write_text(json.dumps(
