@@ -229,10 +229,11 @@ def main() -> int:
     if args.only:
         keep_earlier_results(out.parent / "results.json", meta, rows, runs)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(markdown(meta, rows, errors, runs))
+    here = str(REPO) + "/"  # paths relative to the repository: the results are committed
+    out.write_text(markdown(meta, rows, errors, runs).replace(here, ""))
     (out.parent / "results.json").write_text(json.dumps(
         {"meta": meta, "rows": [{k: v for k, v in r.items() if k != "_run"} | {"run": r["_run"]} for r in rows],
-         "errors": errors}, indent=1))
+         "errors": errors}, indent=1).replace(here, ""))
     figure(rows, out.parent / "results.png")
     print(f"wrote {out}, {out.parent / 'results.json'}, {out.parent / 'results.png'}")
     if errors:
