@@ -183,14 +183,15 @@ def run(args) -> list[dict]:
                 timed = group["bytes"].median() >= MIN_BYTES
                 rows.append({
                     "benchmark": "surrogate efficiency",
-                    "case": f"{resolution} {tier_name} {step} {op}" + ("" if strategy == "serial" else f" ({strategy})"),
+                    "case": (f"{resolution} {tier_name} {step} {op}"
+                             + ("" if strategy == "serial" else f" ({strategy})")),
                     "metric": "storage MiB/s", "unit": "MiB/s",
                     "value": statistics.median(group["surrogate"]), "baseline": statistics.median(group["replay"]),
                     "ratio": statistics.median(ratios), "min": min(ratios), "median": statistics.median(ratios),
                     "max": max(ratios), "repeats": len(ratios), "goal": GOAL[strategy] if timed else None,
                     "higher_is_better": True,
-                    "notes": (f"fio replay of the same files, bytes and transfer size; {group['bytes'].median() / MiB:.1f}"
-                              f" MiB per job" + ("" if timed else ": too little to time reliably, no goal")),
+                    "notes": ("fio replay of the same files, bytes and transfer size; "
+                              f"{group['bytes'].median() / MiB:.1f} MiB per job" + ("" if timed else ": too little to time reliably, no goal")),
                 })
     return rows
 

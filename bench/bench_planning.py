@@ -1,7 +1,7 @@
 """(3) Dry-run planning: seconds of `snakemake -n --quiet` for the default study over 124 cycles.
 
 A month of 6-hourly cycles must plan in seconds, or every `make study` of a long study starts
-with a wait. This times the dry run from /work/main for the default study's three arms (its three
+with a wait. This times the dry run from the repository for the default study's three arms (its three
 scratch tiers) with cycles.start 2026010100 and cycles.end 2026013118 (124 cycles; the cycle count
 comes from cycleio.config.calendar), under `study=benchplan` so no real study's results are touched (a
 dry run writes only .snakemake metadata). Three repeats (--quick: one). The baseline is the

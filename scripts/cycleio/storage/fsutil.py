@@ -15,6 +15,15 @@ import xxhash
 CHUNK_BYTES = 8 * 2**20
 
 
+def fsync_file(path: str | os.PathLike) -> None:
+    """Write a file's data to storage (an fsync through a descriptor of its own)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def fsync_dir(path: str | os.PathLike) -> None:
     """Make a rename durable by syncing its directory (not every filesystem allows it)."""
     try:
@@ -60,11 +69,7 @@ def landing(final: str | os.PathLike, timing: dict | None = None) -> Iterator[Pa
     tmp = temp_name(final)
     try:
         yield tmp
-        fd = os.open(tmp, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fsync_file(tmp)
         t0 = time.perf_counter()
         os.replace(tmp, final)
         fsync_dir(final.parent)

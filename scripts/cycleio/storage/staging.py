@@ -31,7 +31,7 @@ from typing import Callable
 import xxhash
 
 from .tiers import filesystem_type
-from .fsutil import (BLOCK_BYTES, CHUNK_BYTES, BlockHasher, combine_block_digests, fsync_dir, is_temporary,
+from .fsutil import (BLOCK_BYTES, CHUNK_BYTES, BlockHasher, combine_block_digests, fsync_dir, fsync_file, is_temporary,
                      temp_name)
 
 METHODS = ("cycleio", "cp", "rsync")
@@ -352,11 +352,7 @@ def _stage_with_tool(source: Path, dest: Path, options: StagingOptions, streams:
     try:
         _copy_with_tool(source, tmp, options.method)
         if fsync:
-            fd = os.open(tmp, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            fsync_file(tmp)
         c0 = time.perf_counter()
         checksum = checksum_file(source, options, streams)
     except BaseException:
