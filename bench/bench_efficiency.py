@@ -4,7 +4,9 @@ The question every figure of a study must survive is "is this the tier or is thi
 Here each surrogate step runs as the study runs it (cycleio.surrogates.jobs, unstaged, so it reads and writes
 on the tier under test), and right after each step fio replays what it did: the files of the
 step (count and mean size), the same transfer size (bytes over the storage calls the records count),
-fsync per file; reads read such files back from the page cache, as the steps do (``--invalidate=0``).
+fsync per file; reads read such files back in the page-cache state the step's reads met (each read
+record's ``cached_fraction``): from memory on /dev/shm, from the disk on ext4, where the benchmark
+drops the tier's files from the page cache before each step (fio: ``--invalidate=1``).
 The ratio is the step's bytes over its storage seconds (records ``read``/``write``: codec work,
 netCDF metadata building and data generation are records of their own), over the replay's MiB/s.
 
@@ -15,7 +17,10 @@ for the serial and in-process writers, 0.80 for the other strategies.
 
 This machine is a VM whose memory is backed on first touch (writing to never-touched memory ran at
 a quarter of the speed of reused memory here): the benchmark touches most free memory first, so the
-tmpfs and page-cache numbers of surrogate and replay are measured on equal terms.
+tmpfs and page-cache numbers of surrogate and replay are measured on equal terms. Its kernel also
+pages out file data left untouched for about 30 s (DAMON reclaim), so whether a step's input was
+still cached depended on how long ago it was written: hence the dropped pages on ext4, which make
+every disk read a read from the disk.
 
 Run alone: .venv/bin/python bench/bench_efficiency.py [--quick]
 """
@@ -46,6 +51,7 @@ from cycleio.surrogates.inventory import ForecastSettings  # noqa: E402
 from cycleio.surrogates.jobs import run_arrival, run_cleanup, run_coldstart, run_step  # noqa: E402
 from cycleio.report.records import read_records  # noqa: E402
 from cycleio.benchmarks.tierbench import ReplaySpec, fio_replay_command, replay_specs  # noqa: E402
+from cycleio.storage.pagecache import evict  # noqa: E402
 from cycleio.storage.tiers import Tier  # noqa: E402
 
 MiB = 2**20
@@ -76,6 +82,12 @@ def warm_memory(fraction: float = 0.8) -> float:
     return time.perf_counter() - t0
 
 
+def evict_tree(root: Path) -> None:
+    for folder, _, names in os.walk(root):
+        for name in names:
+            evict(Path(folder) / name)
+
+
 def tiers(tag: str) -> dict[str, Path]:
     return {"disk": REPO / "results" / "bench-tiers" / f"efficiency-{tag}",
             "shm": Path("/dev/shm") / f"cycleio-bench-efficiency-{tag}"}
@@ -94,9 +106,12 @@ def step_rates(records: list[dict]) -> dict[tuple[str, str], dict]:
     out: dict[tuple[str, str], dict] = {}
     for r in records:
         if r["phase"] == "run" and r["op"] in ("read", "write") and r["bytes"] > 0:
-            entry = out.setdefault((r["step"], r["op"]), {"bytes": 0, "seconds": 0.0})
+            entry = out.setdefault((r["step"], r["op"]), {"bytes": 0, "seconds": 0.0, "cached_bytes": 0.0})
             entry["bytes"] += r["bytes"]
             entry["seconds"] += r["seconds"]
+            entry["cached_bytes"] += (r.get("cached_fraction") or 0.0) * r["bytes"]
+    for entry in out.values():
+        entry["cached"] = entry.pop("cached_bytes") / entry["bytes"]
     return out
 
 
@@ -111,7 +126,7 @@ def replay(records: list[dict], tier_name: str, root: Path, raw: Path, fio: str)
         folder.mkdir(parents=True)
         json_out = raw / f"replay-{plan['step']}-{plan['op']}.json"
         argv = fio_replay_command(fio, plan["files"], plan["file_bytes"], plan["transfer_bytes"], folder, json_out,
-                                  read=plan["op"] == "read")
+                                  read=plan["op"] == "read", cold=plan["cold"])
         subprocess.run(argv, check=True, capture_output=True)
         rows = [r for r in benchparse.parse_fio_json(json_out) if r["operation"] == plan["op"]]
         out[(plan["step"], plan["op"])] = rows[0]["bw_MiB_per_s"]
@@ -127,6 +142,8 @@ def run_cycle(settings: ArmSettings, cycle: str, work: Path, steps=None, replay_
     samples = []
     for step in steps or cycle_steps(cycle, START, settings.forecast):
         out = work / f"{cycle}.{step}.{settings.strategy}"
+        if settings.persistent.kind != "memory":
+            evict_tree(settings.persistent.root)  # see the module's docstring: reads from storage, as the replay
         run_step(settings, cycle, step, Path(f"{out}.jsonl"), Path(f"{out}.json"))
         if replay_on is None:
             continue
@@ -135,6 +152,7 @@ def run_cycle(settings: ArmSettings, cycle: str, work: Path, steps=None, replay_
         for (step_, op), rate in step_rates(records).items():
             if (step_, op) in reference:
                 samples.append({"strategy": settings.strategy, "step": step_, "op": op, "bytes": rate["bytes"],
+                                "cached": rate["cached"],
                                 "surrogate": rate["bytes"] / MiB / rate["seconds"],
                                 "replay": reference[(step_, op)]})
     return samples
@@ -191,7 +209,10 @@ def run(args) -> list[dict]:
                     "max": max(ratios), "repeats": len(ratios), "goal": GOAL[strategy] if timed else None,
                     "higher_is_better": True,
                     "notes": ("fio replay of the same files, bytes and transfer size; "
-                              f"{group['bytes'].median() / MiB:.1f} MiB per job" + ("" if timed else ": too little to time reliably, no goal")),
+                              f"{group['bytes'].median() / MiB:.1f} MiB per job"
+                              + (f"; {100 * group['cached'].median():.0f}% of the bytes cached as the step read them"
+                                 if op == "read" else "")
+                              + ("" if timed else ": too little to time reliably, no goal")),
                 })
     return rows
 

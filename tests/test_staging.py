@@ -317,6 +317,7 @@ def test_dropping_caches_marks_reads_as_from_storage(tmp_path):
     run_step(settings, "2026010100", "fcst", tmp_path / "r.jsonl", tmp_path / "m.json")
     reads = [r for r in read_records(tmp_path / "r.jsonl") if r["op"] == "read"]
     assert reads and not any(r["cache_risk"] for r in reads)
+    assert all(r["cached_fraction"] == 0.0 for r in reads)  # and the records measured that they were
 
 
 def test_copies_onto_scratch_are_verified_and_renamed_but_not_synced(tmp_path, monkeypatch, small_blocks):

@@ -286,6 +286,27 @@ def test_replay_repeats_each_steps_files(tmp_path):
     assert reps.loc[("fcst", "read"), "cache_risk"]
 
 
+def test_replay_reads_from_storage_when_the_steps_reads_did():
+    events = pd.DataFrame({
+        "arm": ["a"] * 4, "cycle": ["2026010100"] * 4, "tier": ["disk"] * 4, "phase": ["run"] * 4,
+        "step": ["anal", "anal", "post", "fcst"], "op": ["read", "read", "read", "write"],
+        "bytes": [3_000_000, 1_000_000, 1_000_000, 1_000_000], "seconds": [0.1] * 4,
+        "cached_fraction": [0.0, 1.0, 0.9, None],
+    })
+    plans = {(p["step"], p["op"]): p for p in tb.replay_specs(events, "disk", tb.ReplaySpec())}
+    assert plans[("anal", "read")]["cached_fraction"] == pytest.approx(0.25)  # byte-weighted
+    assert plans[("anal", "read")]["cold"] and not plans[("post", "read")]["cold"]
+    assert plans[("fcst", "write")]["cached_fraction"] is None and not plans[("fcst", "write")]["cold"]
+    unmeasured = tb.replay_specs(events.drop(columns="cached_fraction"), "disk", tb.ReplaySpec())
+    assert not any(p["cold"] for p in unmeasured)  # records of older studies: the page cache, as before
+
+
+def test_fio_replay_drops_the_files_pages_for_a_cold_read(tmp_path):
+    warm = tb.fio_replay_command("fio", 2, 2**20, 2**16, tmp_path, tmp_path / "o.json", read=True)
+    cold = tb.fio_replay_command("fio", 2, 2**20, 2**16, tmp_path, tmp_path / "o.json", read=True, cold=True)
+    assert "--invalidate=0" in warm and "--invalidate=1" in cold
+
+
 # ------------------------------------------------------------------------- CLI, tables and figures
 
 
@@ -313,7 +334,7 @@ def test_bench_cli_tables_and_figures(tmp_path, shm_dir, default_config):
     events = pd.DataFrame({
         "study": ["t"] * 3, "arm": ["shm"] * 3, "cycle": ["2026010100"] * 3, "step": ["fcst", "fcst", "post"],
         "phase": ["run", "run", "stage_out"], "op": ["write", "read", "copy"], "tier": ["shm", "shm", "disk"],
-        "bytes": [4 * MIB, 2 * MIB, 8 * MIB], "seconds": [0.5, 0.25, 0.1],
+        "bytes": [4 * MIB, 2 * MIB, 8 * MIB], "seconds": [0.5, 0.25, 0.1], "cached_fraction": [None, 0.5, None],
     })
     events.to_parquet(tmp_path / "io_events.parquet")
     tables = tmp_path / "tables"
@@ -328,6 +349,9 @@ def test_bench_cli_tables_and_figures(tmp_path, shm_dir, default_config):
     reference = bench[(bench["tier"] == "shm") & (bench["pattern"] == "easy") & (bench["tasks"] == 1)
                       & (bench["operation"] == "write") & (bench["aggregate"] == "mean")]["bw_MiB_per_s"].item()
     assert fcst["efficiency"].item() == pytest.approx(8.0 / reference)
+    assert fcst["surrogate_cached_fraction"].isna().all()
+    reads = efficiency[efficiency["activity"] == "run:read"]
+    assert (reads["surrogate_cached_fraction"] == 0.5).all() and reads["reference_from_cache"].all()
     copy_rows = efficiency[efficiency["activity"] == "stage_out:copy"]
     assert set(copy_rows["tier"]) == {"disk"} and set(copy_rows["reference_operation"]) == {"write"}
     figures = tmp_path / "figures"

@@ -547,13 +547,13 @@ def fio_metadata_command(fio: str, pattern: MetadataPattern, tasks: int, directo
 
 
 def fio_replay_command(fio: str, files: int, file_bytes: int, transfer: int, directory: Path, json_out: Path,
-                       read: bool = False) -> list[str]:
+                       read: bool = False, cold: bool = False) -> list[str]:
     """One task writes ``files`` files one after the other (fsync at close, as the steps land
-    files); with ``read``, then reads them back without dropping them from the page cache first
-    (``--invalidate=0``), as a step reads what an earlier step wrote: the same cache semantics as the
-    surrogates' reads (their records carry cache_risk)."""
+    files); with ``read``, then reads them back, from the page cache as a step reads what an earlier
+    step just wrote, or with ``cold`` from storage (fio drops the files' cached pages first), as the
+    step's reads were (see replay_specs)."""
     argv = [fio, "--output-format=json", f"--output={json_out}", f"--directory={directory}", "--ioengine=psync",
-            "--invalidate=0",
+            f"--invalidate={int(cold)}",
             f"--bs={transfer}", f"--nrfiles={files}", f"--filesize={file_bytes}", f"--size={files * file_bytes}",
             "--file_service_type=sequential", "--openfiles=1", "--fallocate=none", "--filename_format=replay.$filenum",
             "--name=write", "--rw=write", "--create_on_open=1", "--fsync_on_close=1"]
@@ -629,7 +629,8 @@ def _finish(rows: list[dict], context: dict, t_start: float, overrides: dict | N
     for row in rows:
         row = {**row, **(overrides or {})}
         full = {**context, **row}
-        full["cache_risk"] = row["operation"] in READ_OPERATIONS and not row.get("direct_io")
+        full["cache_risk"] = (row["operation"] in READ_OPERATIONS and not row.get("direct_io")
+                              and not row.get("cold_cache"))
         full["t_start"] = round(t_start, 3)
         out.append({key: full.get(key) for key in COLUMNS})
     return out
@@ -770,7 +771,9 @@ def replay_specs(events, tier: str, spec: ReplaySpec) -> list[dict]:
 
     ``events`` are the study's records (io_events); only the run phase's reads and writes count.
     The transfer size is the surrogates' own (bytes over storage calls, from the records' ``transfers``),
-    rounded down to a multiple of 8 bytes (IOR's rule), unless the spec fixes one.
+    rounded down to a multiple of 8 bytes (IOR's rule), unless the spec fixes one. A read plan is
+    ``cold`` when under half of the step's bytes were in the page cache as its reads began (the
+    records' ``cached_fraction``): its replay then reads from storage too.
     """
     run = events[(events["tier"] == tier) & (events["phase"] == "run") & events["op"].isin(["read", "write"])
                  & (events["step"] != "coldstart") & (events["bytes"] > 0)]
@@ -785,9 +788,20 @@ def replay_specs(events, tier: str, spec: ReplaySpec) -> list[dict]:
             transfer = int(group["bytes"].sum() // calls) if calls > 0 else MiB
         transfer = max(8, min(transfer, file_bytes) // 8 * 8)
         file_bytes = max(transfer, file_bytes - file_bytes % transfer)
+        cached = _cached_share(group) if op == "read" else None
         out.append({"step": step, "op": op, "files": max(1, min(files, spec.max_files)), "files_per_job": files,
-                    "file_bytes": file_bytes, "transfer_bytes": transfer})
+                    "file_bytes": file_bytes, "transfer_bytes": transfer, "cached_fraction": cached,
+                    "cold": cached is not None and cached < 0.5})
     return out
+
+
+def _cached_share(reads) -> float | None:
+    """Share of these reads' bytes that the page cache held as they began; None if not measured."""
+    if "cached_fraction" not in reads:
+        return None
+    known = reads[reads["cached_fraction"].notna()]
+    total = known["bytes"].sum()
+    return float((known["cached_fraction"] * known["bytes"]).sum() / total) if total > 0 else None
 
 
 def run_replay(settings: PointSettings, raw_dir: Path, events_path: Path) -> list[dict]:
@@ -797,7 +811,8 @@ def run_replay(settings: PointSettings, raw_dir: Path, events_path: Path) -> lis
 
     spec, reps = settings.replay_spec(), settings.repetitions
     events = pd.read_parquet(events_path)
-    events = events[[c for c in ("arm", "cycle", "step", "phase", "op", "tier", "bytes", "transfers") if c in events]]
+    events = events[[c for c in ("arm", "cycle", "step", "phase", "op", "tier", "bytes", "transfers",
+                                          "cached_fraction") if c in events]]
     plans = replay_specs(events, settings.tier.name, spec)
     tool = choose_tool(settings.tool, "replay", settings.paths)
     site = TierSite(settings.tier, settings.study, "replay")
@@ -816,6 +831,10 @@ def run_replay(settings: PointSettings, raw_dir: Path, events_path: Path) -> lis
             site.require_space(plan["files"] * plan["file_bytes"], f"replay of {step}")
             log.info("%s %s %s: %d files of %.2f MiB (the step's jobs %s %d), transfer %d bytes", label, step, op,
                      plan["files"], plan["file_bytes"] / MiB, op, plan["files_per_job"], plan["transfer_bytes"])
+            if plan["cold"]:
+                log.info("%s %s read: %.0f%% of the step's bytes were cached as it read them: the replay reads from "
+                         "storage%s", label, step, 100 * plan["cached_fraction"],
+                         "" if tool.name == "fio" else " where it can (IOR cannot drop its files' pages: it reads warm)")
             name = f"replay-{step}-{op}"
             step_rows: list[dict] = []
             if tool.name == "ior":
@@ -831,13 +850,15 @@ def run_replay(settings: PointSettings, raw_dir: Path, events_path: Path) -> lis
                     _fresh(site.root)
                     rep_name = f"{name}.rep{rep}"
                     argv = fio_replay_command(tool.path, plan["files"], plan["file_bytes"], plan["transfer_bytes"],
-                                              site.root, raw_dir / f"{rep_name}.json", read=op == "read")
+                                              site.root, raw_dir / f"{rep_name}.json", read=op == "read",
+                                              cold=plan["cold"])
                     run = run_tool(argv, raw_dir, rep_name)
                     parsed = _parse(benchparse.parse_fio_json, raw_dir / f"{rep_name}.json", "fio", run)
                     step_rows += [{**r, "aggregate": "rep", "repetition": rep, "repetitions": reps,
                                    "tool_version": r["tool_version"] or version, "segments": plan["files"],
                                    "block_size_bytes": plan["file_bytes"], "fsync": True} for r in parsed]
-            step_rows = [r for r in step_rows if r["operation"] == op]
+            step_rows = [{**r, "cold_cache": plan["cold"] and tool.name == "fio"} for r in step_rows
+                         if r["operation"] == op]
             rows += _finish(step_rows, _context(settings, site, pattern=step), t_start)
     finally:
         site.cleanup()

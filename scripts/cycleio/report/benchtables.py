@@ -19,8 +19,8 @@ FLOAT_COLUMNS = ("stonewall_s", "bw_MiB_per_s", "ops_per_s", "latency_s", "secon
 AGGREGATE_ORDER = {"rep": 0, "max": 1, "min": 2, "mean": 3}
 EFFICIENCY_COLUMNS = (
     "study", "arm", "tier", "step", "activity", "surrogate_bytes", "surrogate_seconds", "surrogate_MiB_per_s",
-    "reference", "reference_benchmark", "reference_pattern", "reference_operation", "reference_tool",
-    "reference_tasks", "reference_MiB_per_s", "efficiency",
+    "surrogate_cached_fraction", "reference", "reference_benchmark", "reference_pattern", "reference_operation",
+    "reference_tool", "reference_tasks", "reference_from_cache", "reference_MiB_per_s", "efficiency",
 )
 
 
@@ -72,7 +72,7 @@ def _references(bench: pd.DataFrame) -> pd.DataFrame:
         refs.append({"tier": row.tier, "step": row.pattern, "reference": "replay", "reference_benchmark": "replay",
                      "reference_pattern": row.pattern, "reference_operation": row.operation,
                      "reference_tool": row.tool, "reference_tasks": row.tasks,
-                     "reference_MiB_per_s": row.bw_MiB_per_s})
+                     "reference_from_cache": _bool(row.cache_risk), "reference_MiB_per_s": row.bw_MiB_per_s})
     io = means[means["benchmark"] == "io"]
     for (tier, pattern, operation), group in io.groupby(["tier", "pattern", "operation"], sort=True):
         picks = []
@@ -84,10 +84,10 @@ def _references(bench: pd.DataFrame) -> pd.DataFrame:
             refs.append({"tier": tier, "step": None, "reference": label, "reference_benchmark": "io",
                          "reference_pattern": pattern, "reference_operation": operation,
                          "reference_tool": row["tool"], "reference_tasks": row["tasks"],
-                         "reference_MiB_per_s": row["bw_MiB_per_s"]})
+                         "reference_from_cache": _bool(row["cache_risk"]), "reference_MiB_per_s": row["bw_MiB_per_s"]})
     return pd.DataFrame(refs, columns=["tier", "step", "reference", "reference_benchmark", "reference_pattern",
                                        "reference_operation", "reference_tool", "reference_tasks",
-                                       "reference_MiB_per_s"])
+                                       "reference_from_cache", "reference_MiB_per_s"])
 
 
 def efficiency_table(bench: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
@@ -100,8 +100,16 @@ def efficiency_table(bench: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
     if io.empty:
         return pd.DataFrame(columns=list(EFFICIENCY_COLUMNS))
     io["activity"] = io["phase"] + ":" + io["op"]
+    if "cached_fraction" not in io:
+        io["cached_fraction"] = float("nan")
+    io["cached_bytes"] = io["cached_fraction"] * io["bytes"]
+    io["measured_bytes"] = io["bytes"].where(io["cached_fraction"].notna(), 0)
     surrogate = io.groupby(["study", "arm", "tier", "step", "activity"], sort=True).agg(
-        surrogate_bytes=("bytes", "sum"), surrogate_seconds=("seconds", "sum")).reset_index()
+        surrogate_bytes=("bytes", "sum"), surrogate_seconds=("seconds", "sum"), cached_bytes=("cached_bytes", "sum"),
+        measured_bytes=("measured_bytes", "sum")).reset_index()
+    # reads: the share of their bytes the page cache held as they began (blank where not measured)
+    surrogate["surrogate_cached_fraction"] = (surrogate["cached_bytes"] / surrogate["measured_bytes"]).where(
+        surrogate["measured_bytes"] > 0)
     surrogate["surrogate_MiB_per_s"] = (surrogate["surrogate_bytes"] / MiB / surrogate["surrogate_seconds"]).where(
         surrogate["surrogate_seconds"] > 0)
     surrogate["reference_operation"] = surrogate["activity"].map(lambda a: "read" if a.endswith(":read") else "write")

@@ -46,6 +46,7 @@ class Record:
     attempt: int = 1
     cache_risk: bool = False
     transfers: int = 0  # storage calls that moved the bytes (0: not counted); bytes/transfers = transfer size
+    cached_fraction: float | None = None  # a read's file: share in the page cache when the read began
 
 
 RECORD_FIELDS = tuple(f.name for f in fields(Record))
@@ -87,7 +88,8 @@ def record_schema() -> pa.Schema:
 
     Text is large_string, what pandas' str columns hold, so that to_pandas need not copy it.
     """
-    arrow_types = {"str": pa.large_string(), "int": pa.int64(), "float": pa.float64(), "bool": pa.bool_()}
+    arrow_types = {"str": pa.large_string(), "int": pa.int64(), "float": pa.float64(), "bool": pa.bool_(),
+                   "float | None": pa.float64()}
     return pa.schema([(f.name, arrow_types[f.type]) for f in fields(Record)])
 
 

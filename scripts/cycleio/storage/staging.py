@@ -629,17 +629,6 @@ def copy_and_verify(pairs: list[tuple[Path, Path]], options: StagingOptions = St
     return list(zip(copies, verified)), land
 
 
-def drop_page_cache() -> bool:
-    """Write back and drop the page cache so the next reads come from storage (root only)."""
-    os.sync()
-    try:
-        with open("/proc/sys/vm/drop_caches", "w") as handle:
-            handle.write("3\n")
-        return True
-    except OSError:
-        return False
-
-
 def remove_tree(path: Path) -> int:
     """Remove a scratch folder; return the number of files removed."""
     removed = 0

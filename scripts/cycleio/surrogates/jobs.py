@@ -23,8 +23,9 @@ from .grid import Grid
 from .inventory import cycle_steps, FileSpec, coldstart_files, job_files, step_io
 from .ncfiles import FileReader, Transfer, WriteContext, write_file
 from ..report.records import RecordLog
-from ..storage.staging import (StagingOptions, checksum_file, copy_and_verify, drop_page_cache,
-                               remove_stale_temporaries, remove_tree)
+from ..storage.pagecache import drop_page_cache
+from ..storage.staging import (StagingOptions, checksum_file, copy_and_verify, remove_stale_temporaries,
+                               remove_tree)
 from ..storage.tiers import apply_striping, check_writable, probe_tier
 from .compute import burn_cpu
 
@@ -131,7 +132,7 @@ def _stage(files: list[FileSpec], src_root: Path, dst_root: Path, phase: str, st
 def _record_transfer(records: RecordLog, op: str, spec: FileSpec, t_start: float, transfer: Transfer, **fields) -> None:
     """A file's storage I/O as one record, and each kind of CPU work kept apart from it as its own."""
     records.add(op=op, file=spec.path, bytes=transfer.bytes, t_start=t_start, seconds=transfer.io_s,
-                transfers=transfer.cpu.transfers, **fields)
+                transfers=transfer.cpu.transfers, cached_fraction=transfer.cached_fraction, **fields)
     for other, seconds in transfer.cpu.seconds().items():
         if seconds > 0 or other == "generate" and op == "write":
             records.add(op=other, file=spec.path, n_files=0, t_start=t_start, seconds=seconds,
@@ -157,7 +158,7 @@ def _compute(seconds: float, records: RecordLog, scratch: TierContext, step: str
 def _run_step(settings: ArmSettings, step: str, io, workdir: Path, ctx: WriteContext, records: RecordLog,
               scratch: TierContext, cache_cold: bool, label: str) -> None:
     """A step's own work on scratch: read its inputs, compute, write its outputs at its cadence."""
-    reader = FileReader(ctx.buffer_bytes)
+    reader = FileReader()
     for spec in io.reads:
         t_start = time.time()
         transfer = reader.read(workdir / spec.path, spec.kind)

@@ -1,0 +1,65 @@
+"""The page cache: how much of a file it holds, and letting go of it.
+
+A read of a file the page cache holds measures memory, not the tier. Which one a step's read was
+depends on the machine (memory, other jobs; some VMs page out file data untouched for half a
+minute), so each read record says how much of its file was cached when the read began, and a
+replay reads the same way (see benchmarks.tierbench.replay_specs).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import mmap
+import os
+
+_libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+_libc.mincore.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p)
+_PAGE = mmap.PAGESIZE
+
+
+def cached_fraction(path: str | os.PathLike) -> float | None:
+    """Fraction of the file's pages in the page cache (mincore of a mapping; maps no data in).
+
+    None where it cannot be told (an empty file, a file system that cannot be mapped).
+    """
+    try:
+        with open(path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size == 0:
+                return None
+            mapped = mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_COPY)
+    except (OSError, ValueError):
+        return None
+    try:
+        pages = (size + _PAGE - 1) // _PAGE
+        vector = (ctypes.c_ubyte * pages)()
+        anchor = ctypes.c_char.from_buffer(mapped)  # the mapping's address; released before closing it
+        try:
+            failed = _libc.mincore(ctypes.c_void_p(ctypes.addressof(anchor)), ctypes.c_size_t(size), vector)
+        finally:
+            del anchor
+        return None if failed else sum(byte & 1 for byte in bytes(vector)) / pages
+    finally:
+        mapped.close()
+
+
+def evict(path: str | os.PathLike) -> None:
+    """Ask the kernel to drop the file's clean pages (no root needed; dirty pages are written first)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def drop_page_cache() -> bool:
+    """Write back and drop the whole page cache so the next reads come from storage (root only)."""
+    os.sync()
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as handle:
+            handle.write("3\n")
+        return True
+    except OSError:
+        return False
