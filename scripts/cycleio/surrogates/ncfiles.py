@@ -752,7 +752,11 @@ def write_file(dest: Path, spec: FileSpec, ctx: WriteContext) -> Transfer:
 
 def _stored_pieces(path: Path) -> list[tuple[int, int, list | None, int]]:
     """Where a netCDF-4 file stores its variables' data: (address, bytes, filters, item size) per chunk,
-    and per contiguous variable, in the variables' order (HDF5 metadata: the file's index)."""
+    and per contiguous variable, in the order they lie in the file (HDF5 metadata: the file's index).
+
+    HDF5 lists a group's variables by name; read in that order, a file of cold pages is read back
+    and forth and the kernel's readahead stops helping. In file order it is read front to back, as a
+    model reads its variables in the order it defined (and wrote) them."""
     import h5py
 
     pieces = []
@@ -775,7 +779,7 @@ def _stored_pieces(path: Path) -> list[tuple[int, int, list | None, int]]:
                 pieces.append((info.byte_offset, info.size, pipeline, dset.dtype.itemsize))
     finally:
         fid.close()
-    return pieces
+    return sorted(pieces, key=lambda piece: piece[0])
 
 
 class FileReader:
