@@ -356,3 +356,22 @@ def test_a_baseline_step_rerun_removes_the_temporaries_of_its_killed_attempt(tmp
     stale.write_bytes(b"half a file")
     run_step(settings, "2026010100", "fcst", tmp_path / "r2.jsonl", tmp_path / "m2.json")
     assert not stale.exists() and output.exists()
+
+
+def test_parallel_streams_stop_taking_work_after_the_first_error():
+    import threading
+
+    started: list[int] = []
+    lock = threading.Lock()
+    release = threading.Event()
+
+    def work(index: int) -> None:
+        with lock:
+            started.append(index)
+        if index == 0:
+            raise OSError(28, "No space left on device")
+        release.wait(1)  # the other stream is busy while the error is raised
+
+    with pytest.raises(OSError, match="No space left"):
+        staging._in_parallel(work, 100, 2)
+    assert len(started) < 10  # the remaining items were never started

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
-import itertools
 import logging
 import mmap
 import os
@@ -24,6 +23,7 @@ import shutil
 import subprocess
 import threading
 import time
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -204,29 +204,21 @@ _buffers = _Buffers()
 
 
 def _in_parallel(function: Callable[[int], None], count: int, streams: int) -> None:
-    """Call ``function(0..count-1)`` on up to ``streams`` threads; after the first error take no new
+    """Call ``function(0..count-1)`` on up to ``streams`` threads; after the first error start no new
     items, wait for the running ones and re-raise it (so nothing is still writing when we clean up)."""
     if streams <= 1 or count <= 1:
         for index in range(count):
             function(index)
         return
-    next_index = itertools.count()  # next() on it is atomic under the GIL
-    errors: list[BaseException] = []
-
-    def worker() -> None:
-        while not errors and (index := next(next_index)) < count:
-            try:
-                function(index)
-            except BaseException as err:  # noqa: BLE001 - re-raised in the calling thread
-                errors.append(err)
-
-    threads = [threading.Thread(target=worker, name=f"cycleio-stream-{n}") for n in range(min(streams, count))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    if errors:
-        raise errors[0]
+    with ThreadPoolExecutor(max_workers=min(streams, count), thread_name_prefix="cycleio-stream") as pool:
+        futures = [pool.submit(function, index) for index in range(count)]
+        wait(futures, return_when=FIRST_EXCEPTION)
+        failed = next((f for f in futures if f.done() and not f.cancelled() and f.exception()), None)
+        if failed is not None:
+            for future in futures:
+                future.cancel()
+    if failed is not None:  # the pool has waited for the items that were running
+        raise failed.exception()
 
 
 def _blocks(size: int) -> list[tuple[int, int]]:
