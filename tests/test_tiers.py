@@ -23,6 +23,22 @@ def test_expands_variables_defaults_and_placeholders():
     assert expand_tier_path("t", "${TMPDIR:-/tmp}", "s", {"TMPDIR": ""}) == Path("/tmp")
 
 
+def test_scratch_of_two_checkouts_on_one_node_never_meets(tmp_path, monkeypatch):
+    """Two checkouts running a study of the same name outside Slurm: each job deletes its scratch
+    folder when it starts, so a shared default path would mix the two runs' files."""
+    template = "/dev/shm/cycleio-{user}/${SLURM_JOB_ID:-local-{workdir}}/{study}"
+    paths = []
+    for checkout in ("a", "b", "a"):
+        (tmp_path / checkout).mkdir(exist_ok=True)
+        monkeypatch.chdir(tmp_path / checkout)
+        paths.append(expand_tier_path("shm", template, "default", {}))
+    assert paths[0] != paths[1] and paths[0] == paths[2]
+    assert paths[0].name == "default" and paths[0].parent.name.startswith("local-")
+    # under Slurm the job id makes it private already; the default inside the default is not left over
+    assert expand_tier_path("shm", template, "default", {"SLURM_JOB_ID": "42"}) == Path(
+        f"/dev/shm/cycleio-{current_user()}/42/default")
+
+
 def test_relative_paths_stay_relative():
     assert expand_tier_path("lustre", "results/tiers/lustre", "s", {}) == Path("results/tiers/lustre")
 

@@ -1,14 +1,17 @@
 """Storage tiers: named locations with a kind, a path template and a few properties.
 
 A tier path may hold environment variables (``$TMPDIR``, ``${SLURM_JOB_ID}``,
-``${TMPDIR:-/tmp}`` with a default) and the placeholders ``{user}`` and ``{study}``, so node-local
-and memory tiers get a per-user, per-study subfolder. Paths are expanded where the job runs, since
+``${TMPDIR:-/tmp}`` with a default) and the placeholders ``{user}``, ``{study}`` and ``{workdir}``
+(8 hex digits naming the working directory the study runs from), so node-local and memory tiers get
+a per-user, per-study subfolder, and two checkouts running a study of the same name on one node
+never share (and delete) each other's scratch. Paths are expanded where the job runs, since
 variables such as ``$TMPDIR`` or ``$SLURM_JOB_ID`` differ per job.
 """
 
 from __future__ import annotations
 
 import getpass
+import hashlib
 import os
 import re
 import shutil
@@ -44,6 +47,11 @@ class Tier:
         return expand_tier_path(self.name, self.path, study, env)
 
 
+def workdir_tag(path: str | os.PathLike = ".") -> str:
+    """8 hex digits naming a working directory: the ``{workdir}`` placeholder of tier paths."""
+    return hashlib.sha1(os.path.realpath(path).encode()).hexdigest()[:8]
+
+
 def current_user() -> str:
     try:
         return getpass.getuser()
@@ -73,9 +81,9 @@ def expand_tier_path(
 ) -> Path:
     """Expand variables and placeholders; relative paths stay relative to the working directory."""
     env = dict(os.environ if env is None else env)
-    text = expand_variables(tier_name, template, env, tolerate)
-    text = text.replace("{user}", current_user()).replace("{study}", study)
-    return Path(os.path.expanduser(text))
+    # placeholders first: a variable's default may hold one, as in ${SLURM_JOB_ID:-local-{workdir}}
+    text = template.replace("{user}", current_user()).replace("{study}", study).replace("{workdir}", workdir_tag())
+    return Path(os.path.expanduser(expand_variables(tier_name, text, env, tolerate)))
 
 
 def check_writable(tier_name: str, path: Path) -> None:
