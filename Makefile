@@ -17,7 +17,9 @@ setup:
 # A dry run (-n) only shows the jobs: no report, no "done".
 DRY_RUN = $(filter -n --dry-run --dryrun,$(ARGS))
 
+# A run killed hard leaves Snakemake's lock behind: unlock-stale removes it when no run works here.
 study: setup
+	@$(RUN) python -m cycleio unlock-stale -- $(CONFIG_ARGS)
 	$(RUN) snakemake $(CONFIG_ARGS) $(ARGS)
 ifeq ($(DRY_RUN),)
 	@$(MAKE) --no-print-directory report STUDY=$(STUDY) ARGS='$(ARGS)'

@@ -151,6 +151,12 @@ def cmd_config_docs(args) -> None:
         print(table, end="")
 
 
+def cmd_unlock_stale(args) -> None:
+    from ..workflow.locks import remove_stale_lock
+
+    remove_stale_lock(Path.cwd(), [a for a in args.snakemake_args if a != "--"])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="cycleio", description=__doc__)
     parser.add_argument("--log", help="also write the log to this file")
@@ -227,6 +233,11 @@ def main(argv: list[str] | None = None) -> int:
     docs = sub.add_parser("config-docs", help="print the configuration reference (markdown) from the schema")
     docs.add_argument("--update", metavar="README", help="replace the table between the config-table markers of this file")
     docs.set_defaults(func=cmd_config_docs)
+
+    unlock = sub.add_parser("unlock-stale", help="remove the Snakemake lock a killed run left (never a live run's)")
+    unlock.add_argument("snakemake_args", nargs=argparse.REMAINDER,
+                        help="after --: the study's Snakemake config arguments (--configfile ...)")
+    unlock.set_defaults(func=cmd_unlock_stale)
 
     from .bench import register as register_bench
 

@@ -1,0 +1,86 @@
+"""Snakemake's working-directory lock after a killed run.
+
+Snakemake locks its working directory (``.snakemake/locks``) while it runs and removes the lock
+when it stops; a run killed hard (``kill -9``, a lost node, a power cut) leaves the lock behind and
+every later run stops with "Directory cannot be locked" until someone runs ``snakemake --unlock``.
+The lock holds no process id, so whether its owner is gone is told from the processes themselves:
+while a Snakemake process, or any job it started, works in this directory, the lock is live.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+
+def lock_files(workdir: Path) -> list[Path]:
+    folder = workdir / ".snakemake" / "locks"
+    return sorted(folder.glob("*.lock")) if folder.is_dir() else []
+
+
+def _is_workflow_process(cmdline: list[str]) -> bool:
+    """Snakemake itself, or one of the jobs it runs (`python -m cycleio ...`, the MPI forecast ranks)."""
+    programs = {os.path.basename(word) for word in cmdline[:2]}
+    modules = {cmdline[i + 1].split(".")[0] for i, word in enumerate(cmdline[:-1]) if word == "-m"}
+    return bool({"snakemake", "cycleio"} & (programs | modules))
+
+
+def live_processes(workdir: Path) -> list[tuple[int, str]]:
+    """(pid, command line) of the workflow processes working in ``workdir``, this process and its
+    ancestors (make, the shell) excepted."""
+    target = os.path.realpath(workdir)
+    own = _ancestors(os.getpid())
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) in own:
+            continue
+        try:
+            cwd = os.readlink(entry / "cwd")
+            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:  # gone meanwhile, or another user's
+            continue
+        words = [w.decode(errors="replace") for w in cmdline if w]
+        if words and (cwd == target or cwd.startswith(target + os.sep)) and _is_workflow_process(words):
+            found.append((int(entry.name), " ".join(words)))
+    return found
+
+
+def _ancestors(pid: int) -> set[int]:
+    chain = {pid}
+    while pid > 1:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            break
+        pid = int(stat.rsplit(")", 1)[1].split()[1])  # the parent's pid, after the command's name
+        chain.add(pid)
+    return chain
+
+
+def remove_stale_lock(workdir: Path, snakemake_args: list[str]) -> str:
+    """Unlock ``workdir`` if a lock is there and no workflow process works in it; say what was done.
+
+    Raises RuntimeError while another run is live (it names the processes), so a second run never
+    starts under the first.
+    """
+    locks = lock_files(workdir)
+    if not locks:
+        return "no lock"
+    live = live_processes(workdir)
+    if live:
+        listed = "; ".join(f"pid {pid}: {cmd[:120]}" for pid, cmd in live[:5])
+        raise RuntimeError(f"{workdir} is locked by a run that is still going ({listed}); wait for it or stop it")
+    result = subprocess.run([sys.executable, "-m", "snakemake", "--unlock", *snakemake_args], cwd=workdir,
+                            capture_output=True, text=True, timeout=600)
+    if result.returncode != 0:
+        raise RuntimeError(f"snakemake --unlock failed (exit code {result.returncode}): "
+                           f"{(result.stderr or result.stdout).strip()[-2000:]}")
+    message = (f"removed the lock a killed run left in {workdir / '.snakemake' / 'locks'} "
+               f"({len(locks)} lock files; no Snakemake process or job works there any more)")
+    log.warning(message)
+    return message
