@@ -358,6 +358,16 @@ def test_a_baseline_step_rerun_removes_the_temporaries_of_its_killed_attempt(tmp
     assert not stale.exists() and output.exists()
 
 
+def test_a_cold_start_rerun_removes_the_temporaries_of_its_killed_attempt(tmp_path):
+    settings = arm_on(tmp_path / "lustre", None)
+    manifest = run_coldstart(settings, tmp_path / "c.jsonl", tmp_path / "c.json")
+    output = Path(manifest["root"]) / manifest["outputs"][0]["path"]
+    stale = output.with_name(f".{output.name}.tmp-999999")
+    stale.write_bytes(b"half a file")
+    run_coldstart(settings, tmp_path / "c2.jsonl", tmp_path / "c2.json")
+    assert not stale.exists() and output.exists()
+
+
 def test_parallel_streams_stop_taking_work_after_the_first_error():
     import threading
 

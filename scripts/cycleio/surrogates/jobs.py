@@ -252,6 +252,7 @@ def run_arrival(settings: ArmSettings, cycle: str, kind: str, records_path: Path
     records = RecordLog(study=settings.study, arm=settings.arm, cycle=cycle, step=kind, strategy=settings.strategy)
     ctx = WriteContext(Grid(settings.resolution, settings.levels), settings.seed, cycle, settings.compression)
     specs = coldstart_files(cycle) if kind == "coldstart" else step_io("dump", cycle, settings.start, settings.forecast).writes
+    remove_stale_temporaries([persistent.root / spec.path for spec in specs])  # a killed attempt's
     outputs = []
     for spec in specs:
         path = persistent.root / spec.path
