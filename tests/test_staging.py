@@ -217,6 +217,21 @@ def test_preflight_refuses_a_tier_without_room_with_the_numbers(tmp_path, repo):
             check_study(study)
 
 
+def test_preflight_asks_for_a_stated_margin_beyond_the_estimate(tmp_path, repo):
+    import yaml
+
+    config = yaml.safe_load((repo / "config" / "config.yaml").read_text())
+    config.update(yaml.safe_load((repo / "config" / "studies" / "smoke.yaml").read_text()))
+    config["tiers"]["lustre"]["path"] = str(tmp_path / "lustre")
+    with tmpfs(tmp_path / "snug", "40m") as snug:
+        config["tiers"]["shm"]["path"] = str(snug)
+        study = build_study(validate_config(config))
+        assert study_needs(study)["shm"]["scratch_bytes"] < 30 * 2**20  # the estimate alone would fit
+        with pytest.raises(ConfigError, match=r"tier 'shm' .* and a margin of 32\.0 MiB \(10%, at least 32\.0 MiB\) "
+                                               r"for records, temporaries and file-system overhead"):
+            check_study(study)
+
+
 def test_preflight_counts_only_the_cycles_cleanup_leaves_on_the_persistent_tier(repo):
     import yaml
 

@@ -14,6 +14,16 @@ from ..surrogates.kinds import expected_bytes
 from .tiers import (JOB_TIME_VARIABLES, TierError, expand_tier_path, filesystem_type, free_bytes, nearest_existing,
                     writable_without_writing)
 
+# Room asked beyond the inventory's estimate: records, manifests, a job's temporaries and the
+# file system's own overhead are not in it (a tier sized at the estimate filled in the last job).
+MARGIN_FRACTION = 0.10
+MARGIN_MIN_BYTES = 32 * 2**20
+
+
+def margin_bytes(wanted: int) -> int:
+    return int(max(MARGIN_FRACTION * wanted, MARGIN_MIN_BYTES)) if wanted > 0 else 0
+
+
 def human_bytes(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if abs(n) < 1024 or unit == "TiB":
@@ -100,22 +110,26 @@ def _device(path: Path) -> int:
 def _check_room(demands: list[tuple[str, Path, dict, int, int]]) -> None:
     """Tiers on one filesystem share its free space: refuse the study when their needs add up past it."""
     path = demands[0][1]
-    free, wanted = free_bytes(path), sum(demand[4] for demand in demands)
+    estimate = sum(demand[4] for demand in demands)
+    margin = margin_bytes(estimate)
+    free, wanted = free_bytes(path), estimate + margin
     if wanted <= free:
         return
+    stated = (f"and a margin of {human_bytes(margin)} ({MARGIN_FRACTION:.0%}, at least "
+              f"{human_bytes(MARGIN_MIN_BYTES)}) for records, temporaries and file-system overhead")
     if len(demands) == 1:
-        name, path, need, existing, wanted = demands[0]
+        name, path, need, existing, _ = demands[0]
         raise ConfigError(
             f"tier '{name}' ({path}, {filesystem_type(path)}) has {human_bytes(free)} free, but the study needs "
             f"about {human_bytes(wanted)} more (estimated from the file inventory: "
             f"{human_bytes(need.get('persistent_bytes', 0))} of outputs, {human_bytes(existing)} already there, "
-            f"{human_bytes(need.get('scratch_bytes', 0))} for the largest job on scratch); free space, "
+            f"{human_bytes(need.get('scratch_bytes', 0))} for the largest job on scratch, {stated}); free space, "
             "shorten the study (cycles.end) or point the tier elsewhere"
         )
     parts = ", ".join(f"'{name}' about {human_bytes(demand)}" for name, _, _, _, demand in demands)
     raise ConfigError(
         f"tiers {', '.join(repr(d[0]) for d in demands)} share one filesystem ({filesystem_type(path)}, "
         f"{human_bytes(free)} free), but together the study needs about {human_bytes(wanted)} more on it "
-        f"({parts}, estimated from the file inventory); free space, shorten the study (cycles.end) or point "
+        f"({parts}, estimated from the file inventory, {stated}); free space, shorten the study (cycles.end) or point "
         "a tier elsewhere"
     )
