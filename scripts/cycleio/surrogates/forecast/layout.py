@@ -9,13 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..grid import Grid
+from .errors import ForecastError
 
 STRATEGIES = ("serial", "per_rank", "quilt", "diskless")
 WRITE_COMPONENT_DEFAULTS = {"ranks": 2, "write_groups": 1, "write_tasks_per_group": 1, "combine_per_rank": False}
-
-
-class ForecastError(RuntimeError):
-    """The MPI forecast failed or timed out; the message names the rank and its error."""
 
 
 @dataclass(frozen=True)
