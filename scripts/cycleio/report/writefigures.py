@@ -23,8 +23,8 @@ import pandas as pd  # noqa: E402
 
 from .aggregate import covered_seconds  # noqa: E402
 from ..storage.fsutil import landing  # noqa: E402
+from ..surrogates.forecast.strategies import STRATEGIES  # noqa: E402
 
-STRATEGY_ORDER = ["serial", "diskless", "per_rank", "quilt"]
 WRITER_OPS = ("write", "combine", "define", "encode", "rename")  # what a writer rank is busy with
 COLORS = {"effective": "#C44E52", "actual": "#4C72B0", "final": "#8172B3", "compute": "#BBBBBB",
           "blocked": "#C44E52", "other": "#E5E5E5"}
@@ -70,7 +70,7 @@ def write_times(events: pd.DataFrame, summary: pd.DataFrame | None = None) -> pd
 
 
 def _arm_order(table: pd.DataFrame) -> list[str]:
-    rank = {name: index for index, name in enumerate(STRATEGY_ORDER)}
+    rank = {name: index for index, name in enumerate(STRATEGIES)}
     arms = table.drop_duplicates("arm")[["arm", "strategy"]]
     return sorted(arms["arm"], key=lambda arm: (rank.get(arms.set_index("arm").loc[arm, "strategy"], 99), arm))
 

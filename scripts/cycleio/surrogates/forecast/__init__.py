@@ -1,4 +1,4 @@
-"""The forecast's output as an MPI program: history and restart writes under four write strategies.
+"""The forecast's output as an MPI program: history and restart writes under the study's write strategies.
 
 The fcst job (surrogates/jobs.py) calls :func:`launcher.run_forecast_mpi`, which starts the rank
 program under the study's launcher (``mpiexec -n {ntasks}``, ``srun -n {ntasks}``) as
@@ -7,8 +7,9 @@ returns the records the ranks measured. Rank 0 writes them as JSON lines; the pa
 the job's records.
 
 Modules: layout.py (ranks and decomposition, plain arithmetic), plan.py (each file's pieces, the
-hours), rank.py (the MPI program: every strategy, run on each rank), launcher.py (the parent side:
-the launcher, its timeout, the failing rank's error).
+hours), rank.py (the MPI program run on each rank: compute loop, records, and the services the
+strategies work through), strategies/ (one module per write strategy, and their registry),
+launcher.py (the parent side: the launcher, its timeout, the failing rank's error), errors.py.
 
 Decomposition (what each compute rank holds, as the model's domain decomposition):
 - the 4N x 2N Gaussian history grid is split by rows into one band per compute rank;
@@ -22,22 +23,10 @@ rank makes its band of a block (timed apart, op ``generate``), and gathers and h
 bands straight into the writer's block with MPI derived datatypes. Files without synthetic fields
 (logs, coupler.res, fv_core.res.nc) are written whole by one rank with their ncfiles writer.
 
-Strategies (``ArmSettings.strategy``), for every output file of the hour (history and restart):
-- ``serial``: blocks are gathered to rank 0, which writes them; all compute ranks wait until the
-  hour is on storage.
-- ``per_rank``: each rank writes its own block of each file as a split file named like FMS's
-  io_layout files (``gdas.t06z.atmf003.nc.0000``, ``fv_core.res.tile1.nc.0001``); a file held by one
-  rank (one compute rank, or a tile on its own rank) is written whole under its name. The downstream
-  steps read the inventory's names, so the pieces are always combined (mppnccombine-like) into
-  them: after each hour while the compute ranks wait (``combine_per_rank: false``), or all at the end
-  of the forecast (``combine_per_rank: true``).
-- ``quilt``: ``write_groups`` x ``write_tasks_per_group`` dedicated writer ranks. Output hour i goes
-  to group i mod write_groups; file j of the hour to task j mod write_tasks_per_group. Compute ranks
-  hand their blocks over with synchronous sends (MPI_Issend) and go on as soon as the group has
-  taken them. A writer takes blocks while they fit its buffer (1 GiB), so a group still writing an
-  earlier hour, or an hour larger than its buffer, makes the hand-off wait, as in the model.
-- ``diskless``: as serial, but rank 0 builds each netCDF file in memory (``diskless=True,
-  persist=True``) and writes it at close.
+Write strategies (``ArmSettings.strategy``), for every output file of the hour (history and
+restart): ``serial`` (gather to rank 0, which writes; all wait), ``diskless`` (as serial, the file
+built in memory), ``per_rank`` (each rank writes its piece; pieces combined), ``quilt`` (write-group
+ranks take the blocks and write while compute ranks go on). strategies/<name>.py tells how.
 
 Records (one per event, ``rank`` = MPI rank, ``nranks`` = ranks of the program):
 - ``write``: a writer's time in storage I/O for one file or piece (bytes = its size on storage);

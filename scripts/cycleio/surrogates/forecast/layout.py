@@ -9,18 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..grid import Grid
+from .errors import ForecastError
+from .strategies import STRATEGIES
 
-STRATEGIES = ("serial", "per_rank", "quilt", "diskless")
 WRITE_COMPONENT_DEFAULTS = {"ranks": 2, "write_groups": 1, "write_tasks_per_group": 1, "combine_per_rank": False}
-
-
-class ForecastError(RuntimeError):
-    """The MPI forecast failed or timed out; the message names the rank and its error."""
 
 
 @dataclass(frozen=True)
 class Layout:
-    """Ranks of the forecast program: compute ranks first, then the quilt write groups."""
+    """Ranks of the forecast program: compute ranks first, then the write groups of a strategy with writer ranks."""
 
     strategy: str
     compute: int = 2
@@ -40,8 +37,13 @@ class Layout:
                    bool(wc["combine_per_rank"]))
 
     @property
+    def write_strategy(self):
+        """The strategy's class (strategies/): the rank program's hooks, and what it makes of the layout."""
+        return STRATEGIES[self.strategy]
+
+    @property
     def writers(self) -> int:
-        return self.write_groups * self.tasks_per_group if self.strategy == "quilt" else 0
+        return self.write_strategy.writer_ranks(self)
 
     @property
     def ntasks(self) -> int:
@@ -51,12 +53,7 @@ class Layout:
         return self.compute + group * self.tasks_per_group + task
 
     def describe(self) -> str:
-        text = f"{self.strategy}, {self.compute} compute ranks"
-        if self.writers:
-            text += f" + {self.write_groups} write groups x {self.tasks_per_group} tasks"
-        if self.strategy == "per_rank":
-            text += ", pieces combined " + ("at the end" if self.combine_at_end else "after each hour")
-        return text
+        return self.write_strategy.describe(self)
 
 
 def row_bounds(rows: int, parts: int, index: int) -> tuple[int, int]:
