@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import resource
 import signal
 import subprocess
@@ -400,3 +401,27 @@ def test_parallel_streams_stop_taking_work_after_the_first_error():
     with pytest.raises(OSError, match="No space left"):
         staging._in_parallel(work, 100, 2)
     assert len(started) < 10  # the remaining items were never started
+
+
+def test_a_full_tier_fails_every_write_path_naming_enospc_and_the_file(tmp_path):
+    from cycleio.surrogates.grid import Grid
+    from cycleio.surrogates.inventory import coldstart_files
+    from cycleio.surrogates.ncfiles import WriteContext, write_file
+
+    with tmpfs(tmp_path / "lustre", "64m") as lustre:
+        settings = arm_on(lustre, None)  # the baseline: steps write straight onto the tier
+        run_coldstart(settings, tmp_path / "c.jsonl", tmp_path / "c.json")
+        free = os.statvfs(lustre).f_bavail * os.statvfs(lustre).f_frsize
+        (lustre / "filler").write_bytes(b"\0" * (free - 2 * 2**20))
+        # the MPI forecast: its ranks' files, and their error files, are on the full tier
+        with pytest.raises(Exception, match=r"No space left on device") as failed:
+            run_step(settings, "2026010100", "fcst", tmp_path / "r.jsonl", tmp_path / "m.json")
+        assert re.search(r"No space left on device: '[^']+\.nc'", str(failed.value)), failed.value  # names the file
+        # an in-process writer (netCDF through HDF5): the error carries ENOSPC and the file's name
+        spec = max(coldstart_files("2026010100"), key=lambda s: s.kind.startswith("restart"))
+        dest = lustre / "direct" / spec.path
+        with pytest.raises(OSError) as direct:
+            for _ in range(4):
+                write_file(dest, spec, WriteContext(Grid("C48", 127), 1, "2026010100", settings.compression))
+        assert direct.value.errno == errno.ENOSPC and direct.value.filename == str(dest)
+        assert no_temporaries(lustre)

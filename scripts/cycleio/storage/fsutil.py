@@ -75,10 +75,33 @@ def landing(final: str | os.PathLike, timing: dict | None = None) -> Iterator[Pa
         fsync_dir(final.parent)
         if timing is not None:
             timing["rename_s"] = time.perf_counter() - t0
+    except OSError as err:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        named = naming(err, final)
+        if named is err:
+            raise
+        raise named from err
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
         raise
+
+
+def naming(err: OSError, path: Path) -> OSError:
+    """``err`` naming the file it happened to, with its errno where a library hid it in the text
+    (HDF5: "... errno = 28, error message = 'No space left on device'")."""
+    if err.filename is not None and err.errno is not None:
+        return err
+    code = err.errno
+    if code is None:
+        found = re.search(r"errno = (\d+)", str(err))
+        code = int(found.group(1)) if found else None
+    if code is None:
+        return OSError(f"{err} (writing {path})")
+    detail = str(err) if err.errno is None else err.strerror
+    reason = os.strerror(code) if detail in (None, "", os.strerror(code)) else f"{os.strerror(code)}: {detail}"
+    return OSError(code, reason, str(path))
 
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> None:

@@ -3,6 +3,7 @@ timeout, and return its records, or fail with the failing rank's error (see rank
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -87,15 +88,32 @@ def _remove_orphaned_segments(before: set[Path]) -> None:
             pass
 
 
-def _failure_message(errors: Path, output: Path, returncode: int, ntasks: int) -> tuple[str, str]:
-    """The failing rank's error (first to fail), and its full traceback for the log."""
+def _failure_message(errors: Path, output: Path, returncode: int, ntasks: int, workdir: Path) -> tuple[str, str]:
+    """The failing rank's error (first to fail), and its full traceback for the log.
+
+    A rank writes its error beside the job's files; on a full tier that file stays empty or is never
+    made, so the message then says how full the tier is rather than nothing.
+    """
+    full = _full_tier(workdir)
     files = sorted(errors.glob("rank*.txt"), key=lambda p: p.stat().st_mtime)
-    if files:
-        text = files[0].read_text()
-        rank = int(files[0].stem[4:])
-        return f"rank {rank} of {ntasks} failed: {text.splitlines()[0]}", text
-    tail = output.read_text(errors="replace")[-3000:] if output.exists() else ""
-    return f"the launcher exited with code {returncode} and no rank reported an error: {tail.strip()[-500:]}", tail
+    for path in files:
+        text = path.read_text(errors="replace").strip()
+        if text:
+            return f"rank {int(path.stem[4:])} of {ntasks} failed: {text.splitlines()[0]}{full}", text
+    tail = output.read_text(errors="replace")[-3000:].strip() if output.exists() else ""
+    who = f"rank {int(files[0].stem[4:])} failed and could not write its error" if files else "no rank reported an error"
+    return f"the launcher exited with code {returncode}; {who}{full}: {tail[-500:] or '(no output)'}", tail
+
+
+def _full_tier(workdir: Path) -> str:
+    try:
+        stats = os.statvfs(workdir)
+    except OSError:
+        return ""
+    free = stats.f_bavail * stats.f_frsize
+    if free >= 1024 * 1024:
+        return ""
+    return f" (the tier is full: {free} bytes free on {workdir}; {os.strerror(errno.ENOSPC)})"
 
 
 def run_forecast_mpi(settings, cycle: str, workdir: Path, writes: list[FileSpec], ctx: WriteContext, *,
@@ -153,7 +171,7 @@ def run_forecast_mpi(settings, cycle: str, workdir: Path, writes: list[FileSpec]
                 raise
         if returncode != 0 or not (tmp / "records.jsonl").exists():
             _remove_orphaned_segments(segments)
-            message, details = _failure_message(tmp / "errors", output, returncode, layout.ntasks)
+            message, details = _failure_message(tmp / "errors", output, returncode, layout.ntasks, workdir)
             log.error("%s MPI forecast failed: %s", label, details)
             raise ForecastError(f"{label} MPI forecast ({layout.describe()}) failed: {message}")
         with open(tmp / "records.jsonl") as handle:
