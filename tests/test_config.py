@@ -26,6 +26,8 @@ from cycleio.config.docs import schema_markdown
         ({"tiers__shm__pth": "/x"}, r"unknown key 'pth' \(did you mean 'path'\?\) in 'tiers.shm'"),
         ({"tiers__bb": {"kind": "burst_buffer", "path": "$NO_SUCH_VAR_X/bb"}}, r"config key 'tiers.bb.path': tier 'bb': path .* uses \$NO_SUCH_VAR_X"),
         ({"forecast__restart_hours": [3, 9]}, r"config key 'forecast.restart_hours': \[3, 9\] must include cycles.interval_hours \(6\)"),
+        ({"cycles__interval_hours": 5, "forecast__restart_hours": [3, 5, 6, 9]},
+         r"config key 'forecast.restart_hours': \[5\] are not output hours \(multiples of forecast.history_interval_hours, 3\)"),
     ],
 )
 def test_bad_config_names_the_key_and_what_is_expected(default_config, changes, message):

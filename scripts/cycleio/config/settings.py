@@ -137,6 +137,13 @@ def _check_across_keys(config: dict) -> None:
             f"config key 'forecast.history_interval_hours': {fc['history_interval_hours']} does not divide "
             f"forecast.forecast_hours ({fc['forecast_hours']})"
         )
+    off_cadence = [h for h in fc["restart_hours"] if h % fc["history_interval_hours"]]
+    if off_cadence:  # the forecast writes restarts at its output hours only: the next cycle would miss them
+        raise ConfigError(
+            f"config key 'forecast.restart_hours': {off_cadence} are not output hours (multiples of "
+            f"forecast.history_interval_hours, {fc['history_interval_hours']}); with cycles.interval_hours "
+            f"{cyc['interval_hours']} the interval must be one of them too"
+        )
 
 
 def default_compression(resolution: str, zlib_level: int | None, quantize_nsd: int | None) -> Compression:
