@@ -17,8 +17,10 @@ setup:
 # A dry run (-n) only shows the jobs: no report, no "done".
 DRY_RUN = $(filter -n --dry-run --dryrun,$(ARGS))
 
-# A run killed hard leaves Snakemake's lock behind: unlock-stale removes it when no run works here.
+# The config files first (a YAML error names its file and line), then the lock a killed run left
+# (removed only when no run works here), then the study.
 study: setup
+	@$(RUN) python -m cycleio check-config config/config.yaml $(STUDY)
 	@$(RUN) python -m cycleio unlock-stale -- $(CONFIG_ARGS)
 	$(RUN) snakemake $(CONFIG_ARGS) $(ARGS)
 ifeq ($(DRY_RUN),)

@@ -95,3 +95,23 @@ def test_arm_settings_round_trip_through_json(default_config):
     arm = build_study(validate_config(default_config)).arms["node_local"]
     assert ArmSettings.from_json(arm.to_json()) == arm
     assert re.fullmatch(r"\{.*\}", arm.to_json())
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('cycles:\n  start: "2026010100\n  end: x\n',
+         r"line 4, column 1: not valid YAML: found unexpected end of stream \(while scanning a quoted scalar at line 2, column 10\)"),
+        ("", r"is empty; expected config keys \(key: value\)"),
+        ("- a\n- b\n", r"holds a list at the top level; expected config keys"),
+    ],
+)
+def test_a_config_file_that_is_not_a_mapping_is_named_with_its_line(tmp_path, text, message):
+    from cycleio.config.settings import read_config_file
+
+    path = tmp_path / "study.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=rf"config file '{path}'.*{message}"):
+        read_config_file(path)
+    with pytest.raises(ConfigError, match=r"config file '.*missing.yaml' cannot be read: No such file or directory"):
+        read_config_file(tmp_path / "missing.yaml")

@@ -66,12 +66,11 @@ def cmd_write_figure(args) -> None:
 
 
 def _read_configs(paths: list[str]) -> dict:
-    import yaml
+    from ..config.settings import read_config_file
 
     config: dict = {}
     for path in paths:
-        with open(path) as handle:
-            _merge(config, yaml.safe_load(handle) or {})
+        _merge(config, read_config_file(path))
     return config
 
 

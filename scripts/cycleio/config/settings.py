@@ -28,6 +28,32 @@ class ConfigError(ValueError):
     """A study configuration that cannot run; the message names the key and what is expected."""
 
 
+def read_config_file(path: str | Path) -> dict:
+    """One study config file as a mapping; ConfigError naming the file (and line) for anything else."""
+    try:
+        with open(path) as handle:
+            text = handle.read()
+    except OSError as err:
+        raise ConfigError(f"config file {str(path)!r} cannot be read: {err.strerror}") from None
+    try:
+        config = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f", line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(err, "problem", None) or str(err)
+        context, start = getattr(err, "context", None), getattr(err, "context_mark", None)
+        if context and start is not None:  # e.g. an unclosed quote: where the scalar began
+            problem += f" ({context} at line {start.line + 1}, column {start.column + 1})"
+        raise ConfigError(f"config file {str(path)!r}{where}: not valid YAML: {problem}") from None
+    if config is None:
+        raise ConfigError(f"config file {str(path)!r} is empty; expected config keys (key: value), "
+                          "e.g. study: my_study")
+    if not isinstance(config, dict):
+        raise ConfigError(f"config file {str(path)!r} holds a {type(config).__name__} at the top level; "
+                          "expected config keys (key: value), e.g. study: my_study")
+    return config
+
+
 def load_schema(path: str | Path = SCHEMA_PATH) -> dict:
     with open(path) as handle:
         return yaml.safe_load(handle)
