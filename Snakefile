@@ -29,7 +29,8 @@ try:
     )
     # Jobs parse this file again (on cluster nodes too): check the tiers once, up front.
     if workflow.is_main_process:
-        check_study(STUDY, local_exec=workflow.local_exec)
+        for note in check_study(STUDY, local_exec=workflow.local_exec):
+            print(f"cycleio: {note}", file=sys.stderr)
 except ConfigError as err:
     sys.exit(f"cycleio: cannot start the study: {err}")
 

@@ -425,3 +425,16 @@ def test_a_full_tier_fails_every_write_path_naming_enospc_and_the_file(tmp_path)
                 write_file(dest, spec, WriteContext(Grid("C48", 127), 1, "2026010100", settings.compression))
         assert direct.value.errno == errno.ENOSPC and direct.value.filename == str(dest)
         assert no_temporaries(lustre)
+
+
+def test_a_batch_system_variable_in_a_tier_path_is_refused_for_a_local_run(repo, monkeypatch):
+    import yaml
+
+    monkeypatch.delenv("SLURM_TMPDIR", raising=False)
+    config = yaml.safe_load((repo / "config" / "config.yaml").read_text())
+    config["tiers"]["node_local"]["path"] = "${SLURM_TMPDIR}/scratch"
+    study = build_study(validate_config(config))  # valid: under Slurm each job has it
+    with pytest.raises(ConfigError, match=r"uses \$SLURM_TMPDIR, which is not set.*executes its jobs here"):
+        check_study(study, local_exec=True)
+    notes = check_study(study, local_exec=False)
+    assert any("tier 'node_local' is checked inside each job" in note for note in notes)

@@ -86,8 +86,12 @@ def check_study(study: Study, local_exec: bool = True) -> list[str]:
     for name, tier in tiers.items():
         try:
             path = expand_tier_path(name, tier.path, study.name, tolerate=JOB_TIME_VARIABLES)
+            if local_exec:  # the jobs run here, with this environment: a job-time variable unset here stays unset
+                expand_tier_path(name, tier.path, study.name)
         except TierError as err:
-            raise ConfigError(str(err)) from None
+            hint = ("; this run executes its jobs here, not under a batch system: run it under one "
+                    "(--profile profiles/slurm) or give the variable a default" if local_exec else "")
+            raise ConfigError(f"{err}{hint}") from None
         if "$" in str(path) or not (local_exec or tier.shared):
             notes.append(f"tier '{name}' is checked inside each job (its path or node is known only there)")
             continue
