@@ -26,6 +26,9 @@ from cycleio.config.docs import schema_markdown
         ({"tiers__shm__pth": "/x"}, r"unknown key 'pth' \(did you mean 'path'\?\) in 'tiers.shm'"),
         ({"tiers__bb": {"kind": "burst_buffer", "path": "$NO_SUCH_VAR_X/bb"}}, r"config key 'tiers.bb.path': tier 'bb': path .* uses \$NO_SUCH_VAR_X"),
         ({"forecast__restart_hours": [3, 9]}, r"config key 'forecast.restart_hours': \[3, 9\] must include cycles.interval_hours \(6\)"),
+        ({"launcher": "mpiexec -n 4"}, r"config key 'launcher': 'mpiexec -n 4' does not say how many tasks to start; "
+                                       r"expected a command with \{ntasks\}"),
+        ({"launcher": "mpiexec -n {tasks}"}, r"config key 'launcher': 'mpiexec -n \{tasks\}' is not a valid template"),
         ({"cycles__interval_hours": 5, "forecast__restart_hours": [3, 5, 6, 9]},
          r"config key 'forecast.restart_hours': \[5\] are not output hours \(multiples of forecast.history_interval_hours, 3\)"),
     ],

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import difflib
 import json
+import shlex
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -148,6 +149,7 @@ def _check_across_keys(config: dict) -> None:
             expand_tier_path(name, tier["path"], config["study"], tolerate=JOB_TIME_VARIABLES)
         except TierError as err:
             raise ConfigError(f"config key 'tiers.{name}.path': {err}") from None
+    _check_launcher(config["launcher"])
     fc = config["forecast"]
     if cyc["interval_hours"] not in fc["restart_hours"]:
         raise ConfigError(
@@ -170,6 +172,17 @@ def _check_across_keys(config: dict) -> None:
             f"forecast.history_interval_hours, {fc['history_interval_hours']}); with cycles.interval_hours "
             f"{cyc['interval_hours']} the interval must be one of them too"
         )
+
+
+def _check_launcher(template: str) -> None:
+    """The MPI launcher is a command template that takes the task count: checked here, used in jobs."""
+    expected = "expected a command with {ntasks}, e.g. 'mpiexec -n {ntasks}' or 'srun -n {ntasks}'"
+    try:
+        words = shlex.split(template.format(ntasks=1))
+    except (KeyError, IndexError, ValueError) as err:
+        raise ConfigError(f"config key 'launcher': {template!r} is not a valid template ({err}); {expected}") from None
+    if not words or "{ntasks}" not in template:
+        raise ConfigError(f"config key 'launcher': {template!r} does not say how many tasks to start; {expected}")
 
 
 def default_compression(resolution: str, zlib_level: int | None, quantize_nsd: int | None) -> Compression:
