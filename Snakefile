@@ -17,6 +17,7 @@ shell.prefix(
 
 from cycleio.config.settings import ConfigError, load_study
 from cycleio.storage.preflight import check_study
+from cycleio.workflow.environment import job_python_problem
 
 
 configfile: os.path.join(workflow.basedir, "config", "config.yaml")
@@ -31,6 +32,10 @@ try:
     if workflow.is_main_process:
         for note in check_study(STUDY, local_exec=workflow.local_exec):
             print(f"cycleio: {note}", file=sys.stderr)
+        if "CONDA" not in str(workflow.deployment_settings.deployment_method).upper():
+            problem = job_python_problem()
+            if problem:
+                raise ConfigError(problem)
 except ConfigError as err:
     sys.exit(f"cycleio: cannot start the study: {err}")
 
