@@ -8,7 +8,7 @@ STUDY ?=
 ARGS ?=
 CONFIG_ARGS := $(if $(STUDY),--configfile $(STUDY))
 RUN := PATH="$(BIN):$$PATH"
-STUDY_NAME = $(shell $(RUN) python -m cycleio study-name config/config.yaml $(STUDY) 2>/dev/null || echo default)
+STUDY_NAME = $(shell $(RUN) python -m cycleio study-name config/config.yaml $(STUDY) --snakemake-args '$(ARGS)' 2>/dev/null || echo default)
 
 .PHONY: setup study report test test-fast lint format bench
 setup:

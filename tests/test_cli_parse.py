@@ -81,3 +81,16 @@ def test_command_line_exit_code(tmp_path):
     assert f"cannot read {bad}" in result.stderr and "truncated JSON" in result.stderr
     rows = list(csv.DictReader(io.StringIO(result.stdout)))
     assert [r["operation"] for r in rows] == ["stat"]
+
+
+def test_the_study_name_follows_a_command_line_config_over_the_files(tmp_path, capsys):
+    from cycleio.cli import command_line_config, main
+
+    assert command_line_config(["--cores", "2", "--config", "study=x", "seed=3", "-n"]) == {"study": "x", "seed": "3"}
+    assert command_line_config(["-C", "study=y"]) == {"study": "y"}
+    assert command_line_config(["--cores", "2", "study=not-a-config"]) == {}
+    study = tmp_path / "s.yaml"
+    study.write_text("study: from_file\n")
+    assert main(["study-name", str(study)]) == 0 and capsys.readouterr().out.strip() == "from_file"
+    assert main(["study-name", str(study), "--snakemake-args", "--config study=from_args"]) == 0
+    assert capsys.readouterr().out.strip() == "from_args"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import shlex
 import sys
 from pathlib import Path
 
@@ -119,7 +120,23 @@ def cmd_inventory_table(args) -> None:
 
 
 def cmd_study_name(args) -> None:
-    print(_read_configs(args.configfile).get("study", "default"))
+    overrides = command_line_config(shlex.split(args.snakemake_args or ""))
+    print(overrides.get("study") or _read_configs(args.configfile).get("study", "default"))
+
+
+def command_line_config(argv: list[str]) -> dict[str, str]:
+    """The top-level ``KEY=VALUE`` items of Snakemake's ``--config`` (``-C``) in a command line."""
+    items: dict[str, str] = {}
+    taking = False
+    for word in argv:
+        if word in ("--config", "-C"):
+            taking = True
+        elif word.startswith("-"):
+            taking = False
+        elif taking and "=" in word:
+            key, value = word.split("=", 1)
+            items[key] = value
+    return items
 
 
 def cmd_check_config(args) -> None:
@@ -227,6 +244,7 @@ def main(argv: list[str] | None = None) -> int:
 
     name = sub.add_parser("study-name", help="print the study name of config files (later files override)")
     name.add_argument("configfile", nargs="+")
+    name.add_argument("--snakemake-args", help="the study's Snakemake arguments (make's ARGS): a --config study=X wins")
     name.set_defaults(func=cmd_study_name)
 
     docs = sub.add_parser("config-docs", help="print the configuration reference (markdown) from the schema")
