@@ -72,6 +72,8 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from ..config.sizes import size_or_none
+
 __all__ = [
     "ROW_KEYS",
     "BenchmarkOutputError",
@@ -182,22 +184,6 @@ def _snake(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", name.strip().lower()).strip("_")
 
 
-_SIZE_UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40, "p": 2**50, "e": 2**60}
-
-
-def _fio_size(value: Any) -> int | None:
-    """Parse a fio size ("1M", "4k", "1GiB", "4096") with fio's default kb_base=1024.
-
-    Returns None for ranges ("4k-16k"), percentages and other unparsable values.
-    """
-    if value is None:
-        return None
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgtpe]?)(?:i?b)?\s*", str(value), re.I)
-    if not match:
-        return None
-    return int(float(match.group(1)) * _SIZE_UNITS[match.group(2).lower()])
-
-
 def _fio_bs_for(bs: Any, operation: str) -> int | None:
     """fio bs may be "4k" or per-direction "read,write[,trim]"; pick the op's value."""
     if bs is None:
@@ -205,10 +191,10 @@ def _fio_bs_for(bs: Any, operation: str) -> int | None:
     parts = str(bs).split(",")
     index = {"read": 0, "write": 1, "trim": 2}.get(operation, 0)
     if len(parts) == 1:
-        return _fio_size(parts[0])
+        return size_or_none(parts[0])
     if index < len(parts) and parts[index].strip():
-        return _fio_size(parts[index])
-    return _fio_size(parts[0])
+        return size_or_none(parts[index])
+    return size_or_none(parts[0])
 
 
 def _fio_seconds(value: Any) -> float | None:
@@ -223,21 +209,6 @@ def _fio_seconds(value: Any) -> float | None:
         "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0,
     }[match.group(2).lower() if match.group(2) else None]
     return float(match.group(1)) * scale
-
-
-def _ior_size(text: Any) -> int | None:
-    """Parse IOR's human sizes ("1 MiB", "4096 bytes", "1.50 GiB") to bytes."""
-    if text is None:
-        return None
-    if isinstance(text, (int, float)):
-        return int(text)
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(bytes?|B|KiB|MiB|GiB|TiB|PiB)?\s*", str(text))
-    if not match:
-        return None
-    unit = (match.group(2) or "bytes").lower()
-    scale = {"bytes": 1, "byte": 1, "b": 1, "kib": 2**10, "mib": 2**20, "gib": 2**30,
-             "tib": 2**40, "pib": 2**50}[unit]
-    return int(round(float(match.group(1)) * scale))
 
 
 _BARE_NONFINITE = re.compile(r"(?<=[:\[,])(\s*)[-+]?(?:nan|inf(?:inity)?)\b", re.I)
@@ -366,8 +337,8 @@ def _ior_test_params(test: dict[str, Any], flags: dict[str, Any]) -> dict[str, A
         else (options["access"] == "file-per-process" if options.get("access") else None),
         "random": _bool(params.get("randomOffset"))
         if "randomOffset" in params else flags.get("random"),
-        "transfer_size_bytes": _int(params.get("transferSize")) or _ior_size(options.get("xfersize")),
-        "block_size_bytes": _int(params.get("blockSize")) or _ior_size(options.get("blocksize")),
+        "transfer_size_bytes": _int(params.get("transferSize")) or size_or_none(options.get("xfersize")),
+        "block_size_bytes": _int(params.get("blockSize")) or size_or_none(options.get("blocksize")),
         "segments": _int(params.get("segmentCount", options.get("segments"))),
         "direct_io": flags.get("direct_io"),
         "fsync": fsync,
@@ -580,8 +551,8 @@ def parse_ior_text(path: str | Path) -> list[dict[str, Any]]:
             "tasks": _int(options.get("tasks")), "nodes": _int(options.get("nodes")),
             "file_per_proc": (options["access"] == "file-per-process") if "access" in options else None,
             "random": (ordering == "random") if ordering else flags.get("random"),
-            "transfer_size_bytes": _ior_size(options.get("xfersize")),
-            "block_size_bytes": _ior_size(options.get("blocksize")),
+            "transfer_size_bytes": size_or_none(options.get("xfersize")),
+            "block_size_bytes": size_or_none(options.get("blocksize")),
             "segments": _int(options.get("segments")),
             "direct_io": flags.get("direct_io"), "fsync": flags.get("fsync"), "reorder": reorder,
             "stonewall_s": stonewall if stonewall is not None else flags.get("stonewall_s"),
@@ -825,7 +796,7 @@ def parse_fio_json(path: str | Path) -> list[dict[str, Any]]:
                 file_per_proc="filename" not in opts,
                 random=rw.startswith("rand"),
                 transfer_size_bytes=_fio_bs_for(opts.get("bs", opts.get("blocksize")), op_name),
-                block_size_bytes=_fio_size(opts.get("size")),
+                block_size_bytes=size_or_none(opts.get("size")),
                 direct_io=bool(direct), fsync=fsync,
                 stonewall_s=_fio_seconds(opts.get("runtime")),
                 bw_MiB_per_s=None if meta_op else (bw_bytes / MiB if bw_bytes is not None else None),

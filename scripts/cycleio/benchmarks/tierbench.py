@@ -21,7 +21,6 @@ repetitions (``aggregate`` "max", "min", "mean"), as IOR reports them.
 from __future__ import annotations
 
 import csv
-import difflib
 import json
 import logging
 import os
@@ -32,12 +31,13 @@ import subprocess
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from . import benchparse
 from .benchparse import BenchmarkOutputError
 from .common import COLUMNS, BenchmarkError, Run, _which, launcher_argv, run_tool, tool_failure
-from ..config.settings import ConfigError, persistent_tiers
+from ..config.keys import ConfigError, persistent_tiers, unknown_choice
+from ..config.sizes import parse_size
 from ..storage.fsutil import landing
 from ..storage.tiers import Tier, check_writable, filesystem_type, free_bytes
 
@@ -53,29 +53,7 @@ NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_]*$")
 READ_OPERATIONS = ("read", "file_read")  # reads that the page cache may serve
 
 
-# --------------------------------------------------------------------------- sizes and settings
-
-
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.I)
-
-
-def parse_size(value: Any, key: str) -> int:
-    """Bytes from 47008, "47008", "1m", "2MiB", "64k" (binary units, as IOR reads them)."""
-    if isinstance(value, bool):
-        raise ConfigError(f"config key '{key}': expected a size such as 1m or 47008, got {value!r}")
-    if isinstance(value, int):
-        size = value
-    else:
-        match = _SIZE.match(str(value))
-        if not match:
-            raise ConfigError(
-                f"config key '{key}': {value!r} is not a size; expected bytes or a number with k, m, g (e.g. 1m, 47008)"
-            )
-        scale = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}[match.group(2).lower()]
-        size = int(float(match.group(1)) * scale)
-    if size <= 0:
-        raise ConfigError(f"config key '{key}': a size must be positive, got {value!r}")
-    return size
+# --------------------------------------------------------------------------- settings
 
 
 def ior_size(nbytes: int) -> str:
@@ -174,14 +152,6 @@ class PointSettings:
 # --------------------------------------------------------------------------- the plan from config
 
 
-def _unknown(key: str, value: str, allowed: list[str], what: str) -> ConfigError:
-    close = difflib.get_close_matches(str(value), allowed, n=1)
-    hint = f" (did you mean '{close[0]}'?)" if close else ""
-    return ConfigError(
-        f"config key '{key}': {value!r} is not {what}{hint}; expected one of: {', '.join(allowed) or '(none defined)'}"
-    )
-
-
 def _task_list(value, fallback: list[int], key: str) -> list[int]:
     tasks = list(fallback if value is None else value)
     for index, count in enumerate(tasks):
@@ -255,7 +225,7 @@ class BenchmarkPlan:
         tiers = {}
         for index, name in enumerate(names):
             if name not in tiers_cfg:
-                raise _unknown(f"benchmarks.tiers[{index}]", name, sorted(tiers_cfg), "a tier")
+                raise unknown_choice(f"benchmarks.tiers[{index}]", name, sorted(tiers_cfg), "a tier")
             tiers[name] = Tier(name=name, **tiers_cfg[name])
         tool = bench.get("tool", "auto")
         if tool not in TOOL_CHOICES:
@@ -279,7 +249,8 @@ class BenchmarkPlan:
         patterns = bench.get("patterns") or {}
         for index, name in enumerate(bench.get("io_patterns", [])):
             if name not in patterns:
-                raise _unknown(f"benchmarks.io_patterns[{index}]", name, sorted(patterns), "a pattern in benchmarks.patterns")
+                raise unknown_choice(f"benchmarks.io_patterns[{index}]", name, sorted(patterns),
+                                     "a pattern in benchmarks.patterns")
             key = f"benchmarks.patterns.{name}"
             if not NAME.match(name):
                 raise ConfigError(f"config key '{key}': pattern names are letters, digits and _")
@@ -292,8 +263,8 @@ class BenchmarkPlan:
         metadata = bench.get("metadata") or {}
         for index, name in enumerate(bench.get("metadata_patterns", [])):
             if name not in metadata:
-                raise _unknown(f"benchmarks.metadata_patterns[{index}]", name, sorted(metadata),
-                               "a pattern in benchmarks.metadata")
+                raise unknown_choice(f"benchmarks.metadata_patterns[{index}]", name, sorted(metadata),
+                                     "a pattern in benchmarks.metadata")
             key = f"benchmarks.metadata.{name}"
             if not NAME.match(name):
                 raise ConfigError(f"config key '{key}': pattern names are letters, digits and _")
@@ -307,11 +278,12 @@ class BenchmarkPlan:
             access = [str(p) for p in fio_cfg.get("patterns", list(PATTERNS))]
             for index, name in enumerate(access):
                 if name not in PATTERNS:
-                    raise _unknown(f"benchmarks.fieldio.patterns[{index}]", name, list(PATTERNS), "a field-I/O access pattern")
+                    raise unknown_choice(f"benchmarks.fieldio.patterns[{index}]", name, list(PATTERNS),
+                                         "a field-I/O access pattern")
             layouts = list(fio_cfg.get("layouts", list(LAYOUTS)))
             for index, name in enumerate(layouts):
                 if name not in LAYOUTS:
-                    raise _unknown(f"benchmarks.fieldio.layouts[{index}]", name, list(LAYOUTS), "a field layout")
+                    raise unknown_choice(f"benchmarks.fieldio.layouts[{index}]", name, list(LAYOUTS), "a field layout")
             fio_tasks = _task_list(fio_cfg.get("tasks"), [2, 4], "benchmarks.fieldio.tasks")
             if "2B" in access:
                 for index, count in enumerate(fio_tasks):

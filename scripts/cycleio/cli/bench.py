@@ -36,7 +36,8 @@ def cmd_fieldio(args) -> None:
 
     from ..benchmarks.fieldio import run_fieldio
     from ..benchmarks.common import COLUMNS
-    from ..benchmarks.tierbench import FieldIOSpec, parse_size, summarize, write_rows
+    from ..benchmarks.tierbench import FieldIOSpec, summarize, write_rows
+    from ..config.sizes import parse_size
     from ..storage.tiers import filesystem_type
 
     spec = FieldIOSpec(patterns=tuple(args.patterns), layouts=tuple(args.layouts), fields_per_task=args.fields,

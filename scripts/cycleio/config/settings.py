@@ -17,15 +17,12 @@ import yaml
 
 from .calendar import cycles as calendar_cycles
 from .calendar import parse_cycle
+from .keys import ConfigError, persistent_tiers
 from ..surrogates.inventory import ForecastSettings
 from ..surrogates.kinds import Compression
 from ..storage.tiers import JOB_TIME_VARIABLES, Tier, TierError, expand_tier_path
 
 SCHEMA_PATH = Path(__file__).resolve().parents[3] / "config" / "schemas" / "config.schema.yaml"
-
-
-class ConfigError(ValueError):
-    """A study configuration that cannot run; the message names the key and what is expected."""
 
 
 def load_schema(path: str | Path = SCHEMA_PATH) -> dict:
@@ -210,12 +207,6 @@ class Study:
 
 def _tier(name: str, spec: dict) -> Tier:
     return Tier(name=name, **spec)
-
-
-def persistent_tiers(config: dict) -> list[str]:
-    """``persistent_tier`` as a list: one name, or the names a study sweeps."""
-    value = config["persistent_tier"]
-    return list(value) if isinstance(value, list) else [value]
 
 
 def arm_axes(scratch_tiers: list[str], persistent: str | list[str], granularities: list[str],
