@@ -297,7 +297,7 @@ def run_fieldio(directory: Path, spec, tasks: int, repetitions: int, launcher: s
                 label: str = "[fieldio]") -> list[dict]:
     """Launch the field-I/O program on ``tasks`` ranks through the launcher; return parsed rows."""
     from .benchparse import BenchmarkOutputError, parse_fieldio_json
-    from .common import BenchmarkError, launcher_argv, run_tool, tool_failure
+    from .common import BenchmarkError, launcher_argv, run_tool, time_limit, tool_failure
 
     directory.mkdir(parents=True, exist_ok=True)
     out = raw_dir / f"{name}.json"
@@ -309,7 +309,8 @@ def run_fieldio(directory: Path, spec, tasks: int, repetitions: int, launcher: s
     package_root = str(Path(__file__).resolve().parents[2])
     env = dict(os.environ)
     env["PYTHONPATH"] = package_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    run = run_tool(argv, raw_dir, name, env=env)
+    calls = 2 * tasks * spec.fields_per_task * len(spec.patterns) * len(spec.layouts) * repetitions  # writes, reads
+    run = run_tool("field I/O", argv, raw_dir, name, time_limit(calls * spec.field_size_bytes, calls), env=env)
     if run.returncode != 0:
         raise tool_failure("field I/O", run)
     try:

@@ -35,7 +35,8 @@ from typing import Callable
 
 from . import benchparse
 from .benchparse import BenchmarkOutputError
-from .common import COLUMNS, BenchmarkError, Run, _which, launcher_argv, run_tool, tool_failure
+from ..process import run_command
+from .common import COLUMNS, BenchmarkError, Run, launcher_argv, run_tool, time_limit, tool_failure, which
 from ..config.keys import ConfigError, persistent_tiers, unknown_choice
 from ..config.sizes import parse_size
 from ..storage.fsutil import landing
@@ -398,11 +399,11 @@ def find_tool(name: str, configured: str = "") -> str | None:
             if not (os.path.isfile(candidate) and os.access(candidate, os.X_OK)):
                 raise BenchmarkError(f"config key 'benchmarks.{name}_path': {configured!r} is not an executable file")
             return candidate
-        found = _which(candidate)
+        found = which(candidate)
         if not found:
             raise BenchmarkError(f"config key 'benchmarks.{name}_path': {configured!r} is not found on PATH")
         return found
-    return _which(name)
+    return which(name)
 
 
 def choose_tool(choice: str, benchmark: str, paths: dict) -> Tool:
@@ -427,7 +428,8 @@ def choose_tool(choice: str, benchmark: str, paths: dict) -> Tool:
 
 
 def fio_version(path: str) -> str:
-    result = subprocess.run([path, "--version"], capture_output=True, text=True)
+    result = run_command([path, "--version"], timeout=60, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                         text=True)
     return result.stdout.strip().removeprefix("fio-")
 
 
@@ -655,13 +657,15 @@ def run_io(settings: PointSettings, raw_dir: Path) -> list[dict]:
     name = f"{pattern.name}.n{tasks}"
     log.info("%s %d MiB per task, transfer %d bytes, %s, %d repetitions", label, pattern.bytes_per_task // MiB,
              pattern.transfer_size_bytes, "file per process" if pattern.file_per_proc else "one shared file", reps)
+    nbytes = 2 * pattern.bytes_per_task * tasks  # written, then read, per repetition
+    calls = nbytes / pattern.transfer_size_bytes
     t_start = time.time()
     try:
         if tool.name == "ior":
             summary = raw_dir / f"{name}.json"
             _fresh(site.root)
             argv = ior_command(tool.path, pattern, tasks, reps, site.root / "testfile", summary, settings.launcher)
-            run = run_tool(argv, raw_dir, name)
+            run = run_tool("IOR", argv, raw_dir, name, time_limit(reps * nbytes, reps * calls))
             rows = _parse(benchparse.parse_ior_json, summary, "IOR", run, stdout_path=run.stdout)
             rows = [{**r, "tasks": tasks} for r in rows]
         else:
@@ -670,7 +674,7 @@ def run_io(settings: PointSettings, raw_dir: Path) -> list[dict]:
                 rep_name = f"{name}.rep{rep}"
                 _fresh(site.root)
                 argv = fio_io_command(tool.path, pattern, tasks, site.root, raw_dir / f"{rep_name}.json")
-                run = run_tool(argv, raw_dir, rep_name)
+                run = run_tool("fio", argv, raw_dir, rep_name, time_limit(nbytes, calls))
                 parsed = _parse(benchparse.parse_fio_json, raw_dir / f"{rep_name}.json", "fio", run)
                 rows += [{**r, "aggregate": "rep", "repetition": rep, "repetitions": reps, "tasks": tasks,
                           "tool_version": r["tool_version"] or version,
@@ -695,6 +699,8 @@ def run_metadata(settings: PointSettings, raw_dir: Path) -> list[dict]:
              "a folder per task" if pattern.unique_dir else "one shared folder")
     if tool.name == "fio" and pattern.file_size_bytes:
         log.info("%s fio's filecreate writes no data: file_size applies to mdtest only", label)
+    files = pattern.files_per_task * tasks
+    limit = time_limit(2 * files * pattern.file_size_bytes, 4 * files)  # create (write), stat, read, remove
     name, rows, t_start = f"{pattern.name}.n{tasks}", [], time.time()
     version = fio_version(tool.path) if tool.name == "fio" else None
     try:
@@ -702,13 +708,13 @@ def run_metadata(settings: PointSettings, raw_dir: Path) -> list[dict]:
             rep_name = f"{name}.rep{rep}"
             _fresh(site.root)
             if tool.name == "mdtest":
-                run = run_tool(mdtest_command(tool.path, pattern, tasks, site.root / "mdtest", settings.launcher),
-                               raw_dir, rep_name)
+                argv = mdtest_command(tool.path, pattern, tasks, site.root / "mdtest", settings.launcher)
+                run = run_tool("mdtest", argv, raw_dir, rep_name, limit)
                 parsed = _parse(benchparse.parse_mdtest_text, run.stdout, "mdtest", run)
                 parsed = [r for r in parsed if r["aggregate"] == "mean"]  # -i 1: max = min = mean
             else:
                 argv = fio_metadata_command(tool.path, pattern, tasks, site.root, raw_dir / f"{rep_name}.json")
-                run = run_tool(argv, raw_dir, rep_name)
+                run = run_tool("fio", argv, raw_dir, rep_name, limit)
                 parsed = _parse(benchparse.parse_fio_json, raw_dir / f"{rep_name}.json", "fio", run)
                 parsed = [{**r, "tool_version": r["tool_version"] or version} for r in parsed]
             rows += [{**r, "aggregate": "rep", "repetition": rep, "repetitions": reps, "tasks": tasks,
@@ -808,13 +814,15 @@ def run_replay(settings: PointSettings, raw_dir: Path, events_path: Path) -> lis
                          "storage%s", label, step, 100 * plan["cached_fraction"],
                          "" if tool.name == "fio" else " where it can (IOR cannot drop its files' pages: it reads warm)")
             name = f"replay-{step}-{op}"
+            nbytes = plan["files"] * plan["file_bytes"] * (2 if op == "read" else 1)
+            limit = time_limit(nbytes, nbytes / plan["transfer_bytes"])
             step_rows: list[dict] = []
             if tool.name == "ior":
                 _fresh(site.root)
                 summary = raw_dir / f"{name}.json"
                 argv = ior_replay_command(tool.path, plan["files"], plan["file_bytes"], plan["transfer_bytes"],
                                           site.root / "replay", summary, settings.launcher, read=op == "read")
-                run = run_tool(argv, raw_dir, name)
+                run = run_tool("IOR", argv, raw_dir, name, limit)
                 parsed = _parse(benchparse.parse_ior_json, summary, "IOR", run, stdout_path=run.stdout)
                 step_rows = _replay_totals(parsed, plan, reps)
             else:
@@ -824,7 +832,7 @@ def run_replay(settings: PointSettings, raw_dir: Path, events_path: Path) -> lis
                     argv = fio_replay_command(tool.path, plan["files"], plan["file_bytes"], plan["transfer_bytes"],
                                               site.root, raw_dir / f"{rep_name}.json", read=op == "read",
                                               cold=plan["cold"])
-                    run = run_tool(argv, raw_dir, rep_name)
+                    run = run_tool("fio", argv, raw_dir, rep_name, limit)
                     parsed = _parse(benchparse.parse_fio_json, raw_dir / f"{rep_name}.json", "fio", run)
                     step_rows += [{**r, "aggregate": "rep", "repetition": rep, "repetitions": reps,
                                    "tool_version": r["tool_version"] or version, "segments": plan["files"],
