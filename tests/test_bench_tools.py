@@ -1,14 +1,54 @@
-"""The one tool runner: a time limit that ends the whole process tree, and errors that name the tool,
-its command, its exit code and its last output."""
+"""The benchmark tools' registry and the one tool runner."""
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import psutil
 import pytest
 
+from cycleio.benchmarks import fieldio, tools
 from cycleio.benchmarks.common import BenchmarkError, run_tool
+from cycleio.benchmarks.tools import ior
+from cycleio.config.settings import load_schema
+
+DATA = Path(__file__).parent / "data"
+
+
+# ------------------------------------------------------------------------- the registry
+
+
+def test_the_schema_takes_its_tool_names_and_ior_apis_from_the_registry():
+    bench = load_schema()["properties"]["benchmarks"]["properties"]
+    assert tuple(bench["tool"]["enum"]) == tools.CHOICES
+    assert set(tools.CHOICES) - {"auto"} <= set(tools.TOOLS)
+    assert {f"{name}_path" for name in tools.TOOLS} <= set(bench)
+    assert tuple(bench["patterns"]["additionalProperties"]["properties"]["api"]["enum"]) == ior.APIS
+
+
+def test_every_tool_module_has_the_registrys_functions():
+    for name, module in tools.TOOLS.items():
+        assert module.NAME == name
+        for function in ("parse", "guess_can_open", "unsupported", "version"):
+            assert callable(getattr(module, function)), f"{name}.{function}"
+
+
+SAMPLES = sorted(p for p in DATA.rglob("*") if p.is_file())
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=[p.name for p in SAMPLES])
+def test_at_most_one_reader_claims_each_sample(path):
+    claims = [reader.__name__ for reader in (fieldio, *tools.TOOLS.values()) if reader.guess_can_open(path)]
+    assert len(claims) <= 1, claims
+    if path.suffix == ".json" and "error-" not in path.name and "limit-" not in path.name:
+        assert claims == ["cycleio.benchmarks.tools." + ("fio" if path.parent.name == "fio" else "ior")]
+    if path.name.startswith("mdtest-") and path.name.endswith(".stdout.txt"):
+        assert claims == ["cycleio.benchmarks.tools.mdtest"]
+
+
+def test_the_empty_summary_of_a_failed_ior_run_is_iors():
+    assert ior.guess_can_open(DATA / "ior" / "error-invalid-blocksize-1rank.json")
 
 
 # ------------------------------------------------------------------------- the runner

@@ -1,6 +1,6 @@
-"""What the benchmark plan, its points and the field-I/O benchmark share: the error they raise, the
-columns of their rows, the launcher's words, and the one runner of every tool, which bounds it in time
-and keeps its raw output.
+"""What the benchmark tools, points, replay and field I/O share: the error they raise, the columns of
+their rows, the launcher's words, and the one runner of every tool, which bounds it in time and keeps
+its raw output.
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from ..process import run_command
-from .benchparse import ROW_KEYS
+from .rows import ROW_KEYS, BenchmarkOutputError
 
 CONTEXT_COLUMNS = ("study", "benchmark", "pattern", "tier", "tier_kind", "fs_type", "host")
 EXTRA_COLUMNS = ("cache_risk", "t_start")
@@ -120,3 +121,14 @@ def tool_failure(tool: str, run: Run, detail: str = "", output: Path | None = No
     if detail:
         message += f"; {detail}"
     return BenchmarkError(message + f" (command: {shlex.join(run.argv)})")
+
+
+def parse_run(parser: Callable, path: Path, tool: str, run: Run, **kwargs) -> list[dict]:
+    """A run's rows from its output ``path``; a failed run or an unusable output fails with the tool's words."""
+    try:
+        rows = parser(path, **kwargs)
+    except BenchmarkOutputError as err:
+        raise tool_failure(tool, run, str(err), output=path) from None
+    if run.returncode != 0:
+        raise tool_failure(tool, run, output=path)
+    return rows
