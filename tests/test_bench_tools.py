@@ -1,19 +1,118 @@
-"""The benchmark tools' registry and the one tool runner."""
+"""The benchmark tools' registry, the one tool runner, and the benchmark checks made when the config
+is loaded (before any job)."""
 
 from __future__ import annotations
 
+import stat
 import time
 from pathlib import Path
 
 import psutil
 import pytest
 
+from conftest import with_changes
 from cycleio.benchmarks import fieldio, tools
 from cycleio.benchmarks.common import BenchmarkError, run_tool
 from cycleio.benchmarks.tools import ior
-from cycleio.config.settings import load_schema
+from cycleio.config.settings import ConfigError, load_schema, load_study, validate_config
 
 DATA = Path(__file__).parent / "data"
+
+
+def fake_tool(folder: Path, name: str) -> Path:
+    """An executable named like a benchmark tool (found, never run by these tests)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text("#!/bin/sh\nexit 0\n")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return path
+
+
+@pytest.fixture
+def bare_path(tmp_path, monkeypatch):
+    """PATH with only what a test puts in tmp_path/bin (no ior, mdtest, fio)."""
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    monkeypatch.setenv("PATH", str(folder))
+    return folder
+
+
+# ------------------------------------------------------------------------- checks when the config is loaded
+
+
+def test_tool_ior_without_ior_is_refused_when_the_config_is_loaded(default_config, bare_path):
+    config = with_changes(default_config, benchmarks__tool="ior")
+    message = (r"config key 'benchmarks.ior_path': benchmarks.tool is 'ior' but ior was not found "
+               r".*set benchmarks.ior_path, or set benchmarks.tool to auto or fio")
+    with pytest.raises(ConfigError, match=message):
+        load_study(config)
+
+
+def test_tool_ior_needs_mdtest_only_when_metadata_patterns_run(default_config, bare_path):
+    ior_path = fake_tool(bare_path, "ior")
+    config = with_changes(default_config, benchmarks__tool="ior", benchmarks__ior_path=str(ior_path))
+    with pytest.raises(ConfigError, match=r"config key 'benchmarks.mdtest_path': benchmarks.tool is 'ior' but mdtest "
+                                          r"was not found"):
+        load_study(config)
+    load_study(with_changes(config, benchmarks__metadata_patterns=[]))
+    fake_tool(bare_path, "mdtest")
+    load_study(config)  # both on PATH
+
+
+def test_a_configured_tool_path_must_be_an_executable(default_config, tmp_path):
+    not_executable = tmp_path / "ior"
+    not_executable.write_text("")
+    config = with_changes(default_config, benchmarks__ior_path=str(not_executable))
+    with pytest.raises(ConfigError, match=rf"config key 'benchmarks.ior_path': '{not_executable}' is not an "
+                                          "executable file"):
+        validate_config(config)
+    with pytest.raises(ConfigError, match=r"config key 'benchmarks.fio_path': 'no-such-fio' is not found on PATH"):
+        validate_config(with_changes(default_config, benchmarks__tool="fio", benchmarks__fio_path="no-such-fio"))
+
+
+def test_an_api_fio_cannot_stand_for_is_refused_where_ior_is_missing(default_config, bare_path):
+    fake_tool(bare_path, "fio")
+    config = with_changes(default_config, benchmarks__patterns__hard__api="HDF5")
+    with pytest.raises(ConfigError, match=r"config key 'benchmarks.patterns.hard.api': HDF5 needs IOR, but IOR was not "
+                                          r"found \(set benchmarks.ior_path\) \(fio stands for POSIX, MMAP only\)"):
+        validate_config(config)
+    fake_tool(bare_path, "ior")
+    validate_config(config)
+
+
+def test_no_fio_where_fio_stands_in_is_refused(default_config, bare_path):
+    with pytest.raises(ConfigError, match=r"config key 'benchmarks.fio_path': fio was not found on PATH"):
+        validate_config(default_config)
+
+
+def test_tools_are_not_looked_for_when_benchmarks_are_off(default_config, bare_path):
+    validate_config(with_changes(default_config, benchmarks__enabled=False, benchmarks__tool="ior"))
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"benchmarks__patterns__easy__transfer_size": 1001, "benchmarks__patterns__easy__block_size": 1001},
+         r"config key 'benchmarks.patterns.easy.transfer_size': 1001 bytes is not a multiple of 8 bytes, "
+         r"as IOR requires"),
+        ({"benchmarks__patterns__hard__transfer_size": "47004", "benchmarks__patterns__hard__block_size": "47004"},
+         r"config key 'benchmarks.patterns.hard.transfer_size': 47004 bytes is not a multiple of 8 bytes"),
+        ({"benchmarks__patterns__easy__block_size": "3m"},
+         r"config key 'benchmarks.patterns.easy.block_size': 3145728 bytes is not a multiple of transfer_size "
+         r"\(2097152 bytes\), as IOR requires"),
+        ({"benchmarks__replay__transfer_size": 1001},
+         r"config key 'benchmarks.replay.transfer_size': 1001 bytes is not a multiple of 8 bytes, as IOR requires"),
+    ],
+)
+def test_iors_size_rules_are_checked_when_the_config_is_loaded(default_config, changes, message):
+    with pytest.raises(ConfigError, match=message):
+        load_study(with_changes(default_config, **changes))
+
+
+def test_sizes_iors_rules_allow_are_accepted(default_config):
+    config = with_changes(default_config, benchmarks__patterns__easy__transfer_size="47008",
+                          benchmarks__patterns__easy__block_size=47008 * 10, benchmarks__replay__transfer_size="64k")
+    load_study(config)
 
 
 # ------------------------------------------------------------------------- the registry

@@ -11,7 +11,8 @@ like with like.
 Tool choice ``auto | ior | fio`` (:mod:`cycleio.benchmarks.tools`, one module per tool): IOR and
 mdtest when found (a configured path, else PATH), otherwise fio runs the equivalent pattern
 (sequential blocks, ``numjobs`` tasks, direct I/O, fsync; the ``filecreate``/``filestat``/
-``filedelete`` engines for metadata). IOR and mdtest start through the study's launcher
+``filedelete`` engines for metadata). The plan finds the tools when the config is loaded, so a
+missing one stops the study before its first job. IOR and mdtest start through the study's launcher
 template (``mpiexec -n {ntasks}``, ``srun -n {ntasks}``). Raw outputs (JSON, stdout, stderr, and a
 ``.meta.json`` with the exact command line) stay beside the parsed rows; a failed run fails with the
 tool's own message.
@@ -42,7 +43,7 @@ from .points import TierSite, context, finish, fresh, log_rows, summarize
 from .replay import run_replay
 from .rows import MiB
 from .specs import FieldIOSpec, IOPattern, MetadataPattern, PointSettings, ReplaySpec
-from .tools import CHOICES, choose_tool, fio, ior, mdtest
+from .tools import CHOICES, NATIVE, choose_tool, fio, ior, mdtest
 
 log = logging.getLogger("cycleio")
 
@@ -73,6 +74,9 @@ def io_pattern_from_config(name: str, spec: dict, key: str) -> IOPattern:
         raise ConfigError(f"config key '{key}.reorder': {reorder!r} is not allowed; expected one of: {', '.join(REORDERS)}")
     transfer = parse_size(spec.get("transfer_size", "2m"), f"{key}.transfer_size")
     block = parse_size(spec.get("block_size", "64m"), f"{key}.block_size")
+    if transfer % ior.WORD_BYTES:
+        raise ConfigError(f"config key '{key}.transfer_size': {transfer} bytes is not a multiple of "
+                          f"{ior.WORD_BYTES} bytes, as IOR requires")
     if block % transfer:
         raise ConfigError(
             f"config key '{key}.block_size': {block} bytes is not a multiple of transfer_size ({transfer} bytes), "
@@ -120,7 +124,8 @@ class BenchmarkPlan:
 
     @classmethod
     def from_config(cls, config: dict) -> "BenchmarkPlan":
-        """Validate ``config["benchmarks"]`` (defaults filled) across keys; errors name the key."""
+        """Validate ``config["benchmarks"]`` (defaults filled) across keys, IOR's size rules included, and
+        find the tools its points will run; errors name the key. ``validate_config`` calls it."""
         bench = config.get("benchmarks") or {}
         tiers_cfg = config["tiers"]
         names = bench.get("tiers") or list(dict.fromkeys([*persistent_tiers(config), *config["scratch_tiers"]]))
@@ -158,9 +163,6 @@ class BenchmarkPlan:
             if not NAME.match(name):
                 raise ConfigError(f"config key '{key}': pattern names are letters, digits and _")
             pattern = io_pattern_from_config(name, patterns[name], key)
-            if tool == "fio" and pattern.api not in fio.ENGINES:
-                raise ConfigError(f"config key '{key}.api': {pattern.api} needs IOR, but benchmarks.tool is fio "
-                                  f"(fio stands for {', '.join(fio.ENGINES)} only)")
             plan._add("io", name, asdict(pattern), reps(patterns[name]),
                       _task_list(patterns[name].get("tasks"), tasks, f"{key}.tasks"))
         metadata = bench.get("metadata") or {}
@@ -206,13 +208,29 @@ class BenchmarkPlan:
         replay_cfg = bench.get("replay") or {}
         plan.replay = bool(replay_cfg.get("enabled", True))
         if plan.replay:
-            spec = ReplaySpec(
-                transfer_size_bytes=0 if replay_cfg.get("transfer_size", "auto") == "auto" else parse_size(
-                    replay_cfg["transfer_size"], "benchmarks.replay.transfer_size"),
-                max_files=int(replay_cfg.get("max_files", 100)),
-            )
+            transfer = replay_cfg.get("transfer_size", "auto")
+            if transfer != "auto":
+                transfer = parse_size(transfer, "benchmarks.replay.transfer_size")
+                if transfer % ior.WORD_BYTES:
+                    raise ConfigError(f"config key 'benchmarks.replay.transfer_size': {transfer} bytes is not a multiple "
+                                      f"of {ior.WORD_BYTES} bytes, as IOR requires (or use auto)")
+            spec = ReplaySpec(transfer_size_bytes=0 if transfer == "auto" else transfer,
+                              max_files=int(replay_cfg.get("max_files", 100)))
             plan.specs[("replay", "steps")] = (asdict(spec), reps(replay_cfg))
+        if plan.enabled:
+            plan._check_tools()
         return plan
+
+    def _check_tools(self) -> None:
+        """Find now, as each job will, the tool of every benchmark that needs one, so that a study whose
+        tools are missing (or cannot run a pattern) stops before its first job."""
+        needs = [(kind, IOPattern(**spec) if kind == "io" else None)
+                 for (kind, _), (spec, _) in self.specs.items() if kind in NATIVE]
+        for kind, pattern in needs:
+            try:
+                choose_tool(self.tool, kind, self.paths, pattern)
+            except BenchmarkError as err:
+                raise ConfigError(str(err)) from None
 
     def _add(self, benchmark: str, pattern: str, spec: dict, repetitions: int, tasks: list[int]) -> None:
         self.specs[(benchmark, pattern)] = (spec, repetitions)

@@ -1,7 +1,8 @@
 """Study configuration: validation with messages that name the key, and the arms of a study.
 
 The JSON Schema (config/schemas/config.schema.yaml) gives every key its type, description and
-default; this module adds the checks that span keys (end after start, tier names that exist).
+default; this module adds the checks that span keys (end after start, tier names that exist), and
+has the benchmark plan check its section (patterns, IOR's size rules, the tools found), all before any job.
 """
 
 from __future__ import annotations
@@ -87,6 +88,9 @@ def validate_config(config: dict, schema: dict | None = None) -> dict:
     if errors:
         raise ConfigError(_describe(errors[0]))
     _check_across_keys(filled)
+    from ..benchmarks.tierbench import BenchmarkPlan  # here: jobs import this module for ArmSettings alone
+
+    BenchmarkPlan.from_config(filled)
     return filled
 
 
