@@ -50,7 +50,9 @@ from cycleio.surrogates.grid import Grid  # noqa: E402
 from cycleio.surrogates.inventory import ForecastSettings  # noqa: E402
 from cycleio.surrogates.jobs import run_arrival, run_cleanup, run_coldstart, run_step  # noqa: E402
 from cycleio.report.records import read_records  # noqa: E402
-from cycleio.benchmarks.tierbench import ReplaySpec, fio_replay_command, replay_specs  # noqa: E402
+from cycleio.benchmarks.replay import replay_specs  # noqa: E402
+from cycleio.benchmarks.specs import ReplaySpec  # noqa: E402
+from cycleio.benchmarks.tools.fio import replay_command as fio_replay_command  # noqa: E402
 from cycleio.storage.pagecache import evict  # noqa: E402
 from cycleio.storage.tiers import Tier  # noqa: E402
 

@@ -13,11 +13,12 @@ import pytest
 import yaml
 
 from conftest import require_tool, with_changes
-from cycleio.benchmarks import common
+from cycleio.benchmarks import common, replay, tools
 from cycleio.benchmarks import tierbench as tb
+from cycleio.benchmarks.tools import fio, ior, mdtest
 from cycleio.cli import main
 from cycleio.config.settings import ConfigError, validate_config
-from cycleio.storage.tiers import Tier
+from cycleio.storage.tiers import Tier, filesystem_type
 
 DATA = Path(__file__).parent / "data"
 MIB = 2**20
@@ -47,7 +48,7 @@ def test_sizes_read_like_ior(value, expected):
 
 
 def test_ior_size_spelling():
-    assert [tb.ior_size(n) for n in (MIB, 256 * MIB, 4096, 47008, 2**30)] == ["1m", "256m", "4k", "47008", "1g"]
+    assert [ior.spell_size(n) for n in (MIB, 256 * MIB, 4096, 47008, 2**30)] == ["1m", "256m", "4k", "47008", "1g"]
 
 
 def test_default_plan_covers_every_study_tier_pattern_and_task_count(default_config):
@@ -140,7 +141,7 @@ def test_ior_command_reproduces_the_real_runs(sample):
         name="x", api=opts["-a"], file_per_proc="-F" in argv, transfer_size_bytes=tb.parse_size(opts["-t"], "t"),
         block_size_bytes=tb.parse_size(opts["-b"], "b"), fsync="-e" in argv,
         reorder="constant" if "-C" in argv else "none", random="-z" in argv, direct_io="--posix.odirect" in argv)
-    built = tb.ior_command("ior", pattern, 1, int(opts["-i"]), Path(opts["-o"]), Path(summary), "mpiexec -n {ntasks}")
+    built = ior.command("ior", pattern, 1, int(opts["-i"]), Path(opts["-o"]), Path(summary), "mpiexec -n {ntasks}")
     assert Path(built[0]).name == "mpiexec" and built[1:3] == ["-n", "1"]
     assert shlex.join(built[3:]) == command
 
@@ -148,7 +149,7 @@ def test_ior_command_reproduces_the_real_runs(sample):
 def test_ior_command_for_hard_pattern_with_segments_and_stonewall():
     pattern = tb.IOPattern(name="hard", file_per_proc=False, transfer_size_bytes=47008, block_size_bytes=47008,
                            segments=1000, stonewall_s=30, reorder="random")
-    argv = tb.ior_command("/opt/ior", pattern, 8, 3, Path("/lus/t/f"), Path("/r/s.json"), "srun -n {ntasks}")
+    argv = ior.command("/opt/ior", pattern, 8, 3, Path("/lus/t/f"), Path("/r/s.json"), "srun -n {ntasks}")
     text = shlex.join(argv)
     assert text.startswith("srun -n 8 /opt/ior -a POSIX -w -r -t 47008 -b 47008 -s 1000 -e -Z -D 30 -i 3 -o /lus/t/f")
 
@@ -156,7 +157,7 @@ def test_ior_command_for_hard_pattern_with_segments_and_stonewall():
 def test_fio_shared_file_follows_ior_segment_layout(tmp_path):
     pattern = tb.IOPattern(name="hard", file_per_proc=False, transfer_size_bytes=47008, block_size_bytes=47008,
                            segments=10)
-    argv = tb.fio_io_command("fio", pattern, 4, tmp_path, tmp_path / "o.json")
+    argv = fio.io_command("fio", pattern, 4, tmp_path, tmp_path / "o.json")
     assert "--filename=shared.dat" in argv and "--offset_increment=47008" in argv
     assert "--zoneskip=141024" in argv  # the 3 other tasks' blocks of each segment
     assert f"--size={9 * 4 * 47008 + 47008}" in argv and f"--io_size={10 * 47008}" in argv
@@ -164,22 +165,22 @@ def test_fio_shared_file_follows_ior_segment_layout(tmp_path):
 
 def test_mdtest_command():
     hard = tb.MetadataPattern(name="hard", files_per_task=500, file_size_bytes=3901, unique_dir=False)
-    argv = tb.mdtest_command("mdtest", hard, 4, Path("/x/md"), "mpiexec -n {ntasks}")
+    argv = mdtest.command("mdtest", hard, 4, Path("/x/md"), "mpiexec -n {ntasks}")
     assert shlex.join(argv[3:]) == "mdtest -n 500 -i 1 -d /x/md -F -P -N 1 -w 3901 -e 3901"
     easy = tb.MetadataPattern(name="easy", files_per_task=10)
-    assert "-u" in tb.mdtest_command("mdtest", easy, 1, Path("/x"), "mpiexec -n {ntasks}")
+    assert "-u" in mdtest.command("mdtest", easy, 1, Path("/x"), "mpiexec -n {ntasks}")
 
 
 def test_tool_choice(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))  # no ior, mdtest nor fio here
     with pytest.raises(common.BenchmarkError, match="benchmarks.tool is 'ior' but ior was not found.*set benchmarks.ior_path"):
-        tb.choose_tool("ior", "io", {"ior": ""})
+        tools.choose_tool("ior", "io", {"ior": ""})
     with pytest.raises(common.BenchmarkError, match=r"config key 'benchmarks.ior_path': '/no/ior' is not an executable file"):
-        tb.choose_tool("auto", "io", {"ior": "/no/ior"})
+        tools.choose_tool("auto", "io", {"ior": "/no/ior"})
     fio = shutil.which("fio", path="/usr/bin:/usr/local/bin")
     if fio:
-        assert tb.choose_tool("auto", "io", {"fio": fio}) == tb.Tool("fio", fio)
-        assert tb.choose_tool("fio", "metadata", {"fio": fio}).name == "fio"
+        assert tools.choose_tool("auto", "io", {"fio": fio}) == tools.Tool("fio", fio)
+        assert tools.choose_tool("fio", "metadata", {"fio": fio}).name == "fio"
 
 
 def test_failed_ior_run_reports_iors_own_error(tmp_path):
@@ -193,7 +194,7 @@ def test_failed_ior_run_reports_iors_own_error(tmp_path):
     from cycleio.benchmarks import benchparse
 
     with pytest.raises(common.BenchmarkError) as err:
-        tb._parse(benchparse.parse_ior_json, tmp_path / "error-unwritable-dir-1rank.json", "IOR", run,
+        common.parse_run(benchparse.parse_ior_json, tmp_path / "error-unwritable-dir-1rank.json", "IOR", run,
                   stdout_path=stdout)
     assert 'IOR failed (exit code 255): ERROR: open64("/proc/nonexistent/testfile", 66, 0664) failed' in str(err.value)
     assert "JSONDecodeError" not in str(err.value)
@@ -216,11 +217,11 @@ def test_fio_easy_pattern_on_two_tiers(where, tmp_path, shm_dir):
     reps = frame[frame["aggregate"] == "rep"]
     assert len(reps) == 2 * 2 and set(reps["operation"]) == {"write", "read"}
     assert (reps["bytes"] == 2 * 4 * MIB).all() and (reps["bw_MiB_per_s"] > 0).all()
-    assert set(frame["tool"]) == {"fio"} and set(frame["tool_version"]) == {tb.fio_version(shutil.which("fio"))}
+    assert set(frame["tool"]) == {"fio"} and set(frame["tool_version"]) == {fio.version(shutil.which("fio"))}
     assert set(frame["tier"]) == {where} and set(frame["tasks"]) == {2}
     assert frame.loc[frame["operation"] == "read", "cache_risk"].all()
     assert not frame.loc[frame["operation"] == "write", "cache_risk"].any()
-    assert frame["fs_type"].iloc[0] == ("tmpfs" if where == "shm" else tb.filesystem_type(tmp_path))
+    assert frame["fs_type"].iloc[0] == ("tmpfs" if where == "shm" else filesystem_type(tmp_path))
     summary = frame[frame["aggregate"] != "rep"]
     assert sorted(summary["aggregate"]) == ["max", "max", "mean", "mean", "min", "min"]
     for op in ("write", "read"):
@@ -270,7 +271,7 @@ def test_replay_repeats_each_steps_files(tmp_path):
         "op": ["write", "write", "read", "write", "write"],
         "bytes": [300_000, 100_000, 50_000, 1_000_000, 9], "seconds": [0.1] * 5,
     })
-    specs = tb.replay_specs(events, "disk", tb.ReplaySpec(transfer_size_bytes=65536, max_files=10))
+    specs = replay.replay_specs(events, "disk", tb.ReplaySpec(transfer_size_bytes=65536, max_files=10))
     assert [(s["step"], s["op"], s["files"], s["file_bytes"], s["transfer_bytes"]) for s in specs] == [
         ("fcst", "read", 1, 50_000, 50_000),  # a file smaller than the transfer size is one transfer
         ("fcst", "write", 2, 196608, 65536),  # the mean size, rounded down to whole transfers
@@ -293,17 +294,17 @@ def test_replay_reads_from_storage_when_the_steps_reads_did():
         "bytes": [3_000_000, 1_000_000, 1_000_000, 1_000_000], "seconds": [0.1] * 4,
         "cached_fraction": [0.0, 1.0, 0.9, None],
     })
-    plans = {(p["step"], p["op"]): p for p in tb.replay_specs(events, "disk", tb.ReplaySpec())}
+    plans = {(p["step"], p["op"]): p for p in replay.replay_specs(events, "disk", tb.ReplaySpec())}
     assert plans[("anal", "read")]["cached_fraction"] == pytest.approx(0.25)  # byte-weighted
     assert plans[("anal", "read")]["cold"] and not plans[("post", "read")]["cold"]
     assert plans[("fcst", "write")]["cached_fraction"] is None and not plans[("fcst", "write")]["cold"]
-    unmeasured = tb.replay_specs(events.drop(columns="cached_fraction"), "disk", tb.ReplaySpec())
+    unmeasured = replay.replay_specs(events.drop(columns="cached_fraction"), "disk", tb.ReplaySpec())
     assert not any(p["cold"] for p in unmeasured)  # records of older studies: the page cache, as before
 
 
 def test_fio_replay_drops_the_files_pages_for_a_cold_read(tmp_path):
-    warm = tb.fio_replay_command("fio", 2, 2**20, 2**16, tmp_path, tmp_path / "o.json", read=True)
-    cold = tb.fio_replay_command("fio", 2, 2**20, 2**16, tmp_path, tmp_path / "o.json", read=True, cold=True)
+    warm = fio.replay_command("fio", 2, 2**20, 2**16, tmp_path, tmp_path / "o.json", read=True)
+    cold = fio.replay_command("fio", 2, 2**20, 2**16, tmp_path, tmp_path / "o.json", read=True, cold=True)
     assert "--invalidate=0" in warm and "--invalidate=1" in cold
 
 

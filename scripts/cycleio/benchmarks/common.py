@@ -1,5 +1,6 @@
-"""What the benchmark plan, its points and the field-I/O benchmark share: the error they raise, the
-columns of their rows, the launcher's words, and the runner that keeps each tool's raw output.
+"""What the benchmark tools, points, replay and field I/O share: the error they raise, the columns of
+their rows, the launcher's words, and the one runner of every tool, which bounds it in time and keeps
+its raw output.
 """
 
 from __future__ import annotations
@@ -15,19 +16,24 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
-from .benchparse import ROW_KEYS
+from ..process import run_command
+from .rows import ROW_KEYS, BenchmarkOutputError
 
 CONTEXT_COLUMNS = ("study", "benchmark", "pattern", "tier", "tier_kind", "fs_type", "host")
 EXTRA_COLUMNS = ("cache_risk", "t_start")
 COLUMNS = CONTEXT_COLUMNS + ROW_KEYS + EXTRA_COLUMNS
+
+TIMEOUT_VARIABLE = "CYCLEIO_TOOL_TIMEOUT_S"
 
 
 class BenchmarkError(RuntimeError):
     """A benchmark that could not run or failed; the message carries the tool's own words."""
 
 
-def _which(name: str) -> str | None:
+def which(name: str) -> str | None:
+    """``name`` on PATH, else beside this Python (the mpich wheel's mpiexec, a venv's tools)."""
     return shutil.which(name) or shutil.which(name, path=str(Path(sys.executable).parent))
 
 
@@ -38,8 +44,16 @@ def launcher_argv(template: str, tasks: int) -> list[str]:
     except (KeyError, IndexError, ValueError) as err:
         raise BenchmarkError(f"config key 'launcher': {template!r} is not a valid template ({err})") from None
     if argv and os.sep not in argv[0] and not shutil.which(argv[0]):
-        argv[0] = _which(argv[0]) or argv[0]  # e.g. the mpich wheel's mpiexec beside this Python
+        argv[0] = which(argv[0]) or argv[0]
     return argv
+
+
+def time_limit(nbytes: float = 0, operations: float = 0) -> float:
+    """A generous bound on one tool run: 10 minutes, plus its bytes at 2 MiB/s, plus its file or I/O
+    calls at 50 per second; the environment variable CYCLEIO_TOOL_TIMEOUT_S sets it instead."""
+    if os.environ.get(TIMEOUT_VARIABLE):
+        return float(os.environ[TIMEOUT_VARIABLE])
+    return 600.0 + nbytes / 2**21 + operations / 50.0
 
 
 @dataclass
@@ -51,22 +65,36 @@ class Run:
     stderr: Path
 
 
-def run_tool(argv: list[str], raw_dir: Path, name: str, cwd: Path | None = None,
+def run_tool(tool: str, argv: list[str], raw_dir: Path, name: str, timeout: float, cwd: Path | None = None,
              env: dict | None = None) -> Run:
-    """Run a command, its stdout and stderr to NAME.stdout.txt / NAME.stderr.txt, and its exact
-    command line, exit code and timing to NAME.meta.json, all in ``raw_dir``."""
+    """Run ``tool`` (its name in errors) with stdout and stderr to NAME.stdout.txt / NAME.stderr.txt, and
+    its exact command line, exit code and timing to NAME.meta.json, all in ``raw_dir``.
+
+    A run that cannot start, or outlives ``timeout`` seconds (its whole process tree is then stopped),
+    raises BenchmarkError; a non-zero exit is the caller's to judge (see :func:`parse_run`).
+    """
     stdout, stderr = raw_dir / f"{name}.stdout.txt", raw_dir / f"{name}.stderr.txt"
     t_start, t0 = time.time(), time.perf_counter()
+    timed_out = False
     try:
         with open(stdout, "w") as out, open(stderr, "w") as err:
-            result = subprocess.run(argv, stdout=out, stderr=err, cwd=cwd, env=env)
+            returncode = run_command(argv, timeout=timeout, stdout=out, stderr=err, cwd=cwd, env=env).returncode
+    except subprocess.TimeoutExpired:
+        timed_out, returncode = True, None
     except OSError as err:  # the executable itself cannot start
-        raise BenchmarkError(f"cannot run {argv[0]}: {err.strerror}") from None
+        raise BenchmarkError(f"{tool} could not start: {err.strerror} (command: {shlex.join(argv)})") from None
     seconds = time.perf_counter() - t0
     meta = {"name": name, "command_line": shlex.join(argv), "argv": argv, "host": socket.gethostname(),
-            "t_start": t_start, "wall_seconds": round(seconds, 6), "exit_code": result.returncode}
+            "t_start": t_start, "wall_seconds": round(seconds, 6), "exit_code": returncode,
+            "timeout_s": timeout, "timed_out": timed_out}
     (raw_dir / f"{name}.meta.json").write_text(json.dumps(meta, indent=2) + "\n")
-    return Run(argv, result.returncode, seconds, stdout, stderr)
+    if timed_out:
+        said = _tail(stderr) or _tail(stdout)
+        raise BenchmarkError(
+            f"{tool} did not finish within {timeout:.0f} s and was stopped with its child processes (set "
+            f"{TIMEOUT_VARIABLE} to allow longer); its last words: {' | '.join(said) or 'none'} "
+            f"(command: {shlex.join(argv)})")
+    return Run(argv, returncode, seconds, stdout, stderr)
 
 
 def _tail(path: Path, lines: int = 6) -> list[str]:
@@ -93,3 +121,14 @@ def tool_failure(tool: str, run: Run, detail: str = "", output: Path | None = No
     if detail:
         message += f"; {detail}"
     return BenchmarkError(message + f" (command: {shlex.join(run.argv)})")
+
+
+def parse_run(parser: Callable, path: Path, tool: str, run: Run, **kwargs) -> list[dict]:
+    """A run's rows from its output ``path``; a failed run or an unusable output fails with the tool's words."""
+    try:
+        rows = parser(path, **kwargs)
+    except BenchmarkOutputError as err:
+        raise tool_failure(tool, run, str(err), output=path) from None
+    if run.returncode != 0:
+        raise tool_failure(tool, run, output=path)
+    return rows

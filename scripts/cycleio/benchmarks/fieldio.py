@@ -21,7 +21,7 @@ Every operation is timed (the library call, open to close: its latency); the glo
 an operation is all tasks' bytes over the time from the first call's start to the last call's end,
 with times taken from a barrier every task leaves together. Rank 0 writes everything to one JSON
 file (the raw output, with each operation's latency), parsed by
-:func:`cycleio.benchmarks.benchparse.parse_fieldio_json`.
+:func:`parse_fieldio_json`.
 """
 
 from __future__ import annotations
@@ -29,20 +29,23 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import shutil
 import socket
 import sys
 import time
 import traceback
 from pathlib import Path
+from typing import Any
 
 from ..storage.fsutil import landing
+from .common import BenchmarkError, launcher_argv, run_tool, time_limit, tool_failure
+from .rows import MiB, BenchmarkOutputError, as_int, decode_json_object, make_row, read_text
 
 log = logging.getLogger("cycleio")
 PATTERNS = ("0A", "0B", "1", "2B")
 LAYOUTS = ("file_per_field", "appended")
 TOOL = "cycleio-fieldio"
-MiB = 2**20
 
 
 def tool_version() -> str:
@@ -296,9 +299,6 @@ def rank_command(launcher: list[str], directory: Path, patterns, layouts, fields
 def run_fieldio(directory: Path, spec, tasks: int, repetitions: int, launcher: str, raw_dir: Path, name: str,
                 label: str = "[fieldio]") -> list[dict]:
     """Launch the field-I/O program on ``tasks`` ranks through the launcher; return parsed rows."""
-    from .benchparse import BenchmarkOutputError, parse_fieldio_json
-    from .common import BenchmarkError, launcher_argv, run_tool, tool_failure
-
     directory.mkdir(parents=True, exist_ok=True)
     out = raw_dir / f"{name}.json"
     argv = rank_command(launcher_argv(launcher, tasks), directory, spec.patterns, spec.layouts, spec.fields_per_task,
@@ -309,7 +309,8 @@ def run_fieldio(directory: Path, spec, tasks: int, repetitions: int, launcher: s
     package_root = str(Path(__file__).resolve().parents[2])
     env = dict(os.environ)
     env["PYTHONPATH"] = package_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    run = run_tool(argv, raw_dir, name, env=env)
+    calls = 2 * tasks * spec.fields_per_task * len(spec.patterns) * len(spec.layouts) * repetitions  # writes, reads
+    run = run_tool("field I/O", argv, raw_dir, name, time_limit(calls * spec.field_size_bytes, calls), env=env)
     if run.returncode != 0:
         raise tool_failure("field I/O", run)
     try:
@@ -321,3 +322,64 @@ def run_fieldio(directory: Path, spec, tasks: int, repetitions: int, launcher: s
         log.info("%s %s %s rep %d: %s %s, mean latency %.3f ms", label, row["job"], row["api"], row["repetition"],
                  row["operation"], rate, (row["latency_s"] or 0) * 1e3)
     return rows
+
+
+def parse_fieldio_json(path: str | Path) -> list[dict[str, Any]]:
+    """Parse the JSON output of ``cycleio fieldio`` into rows.
+
+    One ``aggregate="rep"`` row per run (access pattern x layout x repetition) and operation:
+    ``job`` is the access pattern ("0A", "0B", "1", "2B"), ``api`` the layout
+    ("file_per_field", "appended"), ``bw_MiB_per_s`` the global bandwidth (all tasks' bytes over
+    the first call's start to the last call's end), ``ops_per_s`` calls per second over the same
+    time, ``latency_s`` the mean time of one call, ``seconds`` that global time, ``bytes`` all
+    tasks' bytes.  Each call's own latency stays in the file.
+    """
+    path = Path(path)
+    text = read_text(path)
+    if not text.strip():
+        raise BenchmarkOutputError(f"{path}: field I/O output is empty (the run failed before writing results)")
+    data, reason = decode_json_object(text)
+    if data is None:
+        raise BenchmarkOutputError(f"{path}: field I/O JSON output is unusable: {reason}")
+    if data.get("tool") != "cycleio-fieldio" or not isinstance(data.get("runs"), list):
+        raise BenchmarkOutputError(f"{path}: not cycleio field I/O output (no 'tool': 'cycleio-fieldio' with 'runs')")
+    rows: list[dict[str, Any]] = []
+    for run in data["runs"]:
+        ops = run.get("ops") or {}
+        columns = ("op", "bytes", "start_s", "seconds")
+        if not all(isinstance(ops.get(c), list) for c in columns):
+            raise BenchmarkOutputError(f"{path}: run {run.get('pattern')}/{run.get('layout')} has no operations")
+        for operation in ("write", "read"):
+            picked = [i for i, op in enumerate(ops["op"]) if op == operation]
+            if not picked:
+                continue
+            start = min(ops["start_s"][i] for i in picked)
+            end = max(ops["start_s"][i] + ops["seconds"][i] for i in picked)
+            wall = end - start
+            nbytes = sum(int(ops["bytes"][i]) for i in picked)
+            rows.append(make_row(
+                source=path.name, tool=TOOL, tool_version=data.get("version"),
+                api=run.get("layout"), job=str(run.get("pattern")), operation=operation, aggregate="rep",
+                repetition=as_int(run.get("repetition")), repetitions=as_int(data.get("repetitions")),
+                tasks=as_int(data.get("tasks")), nodes=as_int(data.get("nodes")), file_per_proc=None, random=False,
+                transfer_size_bytes=as_int(data.get("field_size_bytes")),
+                block_size_bytes=as_int(data.get("field_size_bytes")),
+                segments=as_int(data.get("fields_per_task")), direct_io=False, fsync=bool(data.get("fsync")),
+                reorder=None, stonewall_s=None,
+                bw_MiB_per_s=nbytes / MiB / wall if wall > 0 else None,
+                ops_per_s=len(picked) / wall if wall > 0 else None,
+                latency_s=sum(ops["seconds"][i] for i in picked) / len(picked),
+                seconds=wall, bytes=nbytes,
+            ))
+    if not rows:
+        raise BenchmarkOutputError(f"{path}: field I/O output has no operations")
+    return rows
+
+
+parse = parse_fieldio_json
+
+
+def guess_can_open(path: str | Path, text: str | None = None) -> bool:
+    """The JSON that ``cycleio fieldio`` writes, judged by content."""
+    text = read_text(Path(path)) if text is None else text
+    return bool(re.search(r'"tool"\s*:\s*"cycleio-fieldio"', text.lstrip()[:4000]))

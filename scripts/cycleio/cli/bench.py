@@ -16,7 +16,8 @@ _NOT_OUTPUTS = (".meta.json", ".stderr.txt", ".mdtest.csv", ".ops.csv")
 
 
 def cmd_bench(args) -> None:
-    from ..benchmarks.tierbench import PointSettings, run_point, write_rows
+    from ..benchmarks.specs import PointSettings
+    from ..benchmarks.tierbench import run_point, write_rows
 
     settings = PointSettings.from_json(_settings_text(args.settings))
     rows = run_point(settings, Path(args.raw), Path(args.events) if args.events else None)
@@ -34,9 +35,12 @@ def cmd_fieldio(args) -> None:
     import socket
     import time
 
-    from ..benchmarks.fieldio import run_fieldio
     from ..benchmarks.common import COLUMNS
-    from ..benchmarks.tierbench import FieldIOSpec, parse_size, summarize, write_rows
+    from ..benchmarks.fieldio import run_fieldio
+    from ..benchmarks.points import summarize
+    from ..benchmarks.specs import FieldIOSpec
+    from ..benchmarks.tierbench import write_rows
+    from ..config.sizes import parse_size
     from ..storage.tiers import filesystem_type
 
     spec = FieldIOSpec(patterns=tuple(args.patterns), layouts=tuple(args.layouts), fields_per_task=args.fields,

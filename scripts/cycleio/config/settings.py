@@ -1,7 +1,8 @@
 """Study configuration: validation with messages that name the key, and the arms of a study.
 
 The JSON Schema (config/schemas/config.schema.yaml) gives every key its type, description and
-default; this module adds the checks that span keys (end after start, tier names that exist).
+default; this module adds the checks that span keys (end after start, tier names that exist), and
+has the benchmark plan check its section (patterns, IOR's size rules, the tools found), all before any job.
 """
 
 from __future__ import annotations
@@ -18,15 +19,12 @@ import yaml
 
 from .calendar import cycles as calendar_cycles
 from .calendar import parse_cycle
+from .keys import ConfigError, persistent_tiers
 from ..surrogates.inventory import ForecastSettings
 from ..surrogates.kinds import Compression
 from ..storage.tiers import JOB_TIME_VARIABLES, Tier, TierError, expand_tier_path
 
 SCHEMA_PATH = Path(__file__).resolve().parents[3] / "config" / "schemas" / "config.schema.yaml"
-
-
-class ConfigError(ValueError):
-    """A study configuration that cannot run; the message names the key and what is expected."""
 
 
 def read_config_file(path: str | Path) -> dict:
@@ -117,6 +115,9 @@ def validate_config(config: dict, schema: dict | None = None) -> dict:
     if errors:
         raise ConfigError(_describe(errors[0]))
     _check_across_keys(filled)
+    from ..benchmarks.tierbench import BenchmarkPlan  # here: jobs import this module for ArmSettings alone
+
+    BenchmarkPlan.from_config(filled)
     return filled
 
 
@@ -256,12 +257,6 @@ class Study:
 
 def _tier(name: str, spec: dict) -> Tier:
     return Tier(name=name, **spec)
-
-
-def persistent_tiers(config: dict) -> list[str]:
-    """``persistent_tier`` as a list: one name, or the names a study sweeps."""
-    value = config["persistent_tier"]
-    return list(value) if isinstance(value, list) else [value]
 
 
 def arm_axes(scratch_tiers: list[str], persistent: str | list[str], granularities: list[str],

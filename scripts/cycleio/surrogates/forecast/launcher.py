@@ -9,13 +9,13 @@ import logging
 import os
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from ...process import run_command
 from ..inventory import FileSpec
 from ..kinds import expected_bytes
 from ..ncfiles import WriteContext
@@ -49,16 +49,6 @@ def default_timeout(settings, writes: list[FileSpec], ctx: WriteContext) -> floa
     compute = settings.compute_seconds_per_hour * settings.forecast.forecast_hours
     nbytes = sum(expected_bytes(spec, ctx.grid, ctx.compression) for spec in writes)
     return 600.0 + 2.0 * compute + nbytes / 2**21
-
-
-def _stop(process: subprocess.Popen) -> None:
-    """End the launcher (it ends its ranks); kill it if it does not go."""
-    process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
 
 
 def _mpich_segments() -> set[Path]:
@@ -155,20 +145,16 @@ def run_forecast_mpi(settings, cycle: str, workdir: Path, writes: list[FileSpec]
         t0 = time.perf_counter()
         segments = _mpich_segments()
         with open(output, "w") as out:
-            process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
             try:
-                returncode = process.wait(timeout=timeout)
+                returncode = run_command(argv, timeout=timeout, stdout=out, stderr=subprocess.STDOUT,
+                                         env=env).returncode
             except subprocess.TimeoutExpired:
-                _stop(process)
                 _remove_orphaned_segments(segments)
                 raise ForecastError(
                     f"{label} the MPI forecast ({layout.describe()}) did not finish within {timeout:.0f} s and was "
                     f"stopped (set {TIMEOUT_VARIABLE} to allow longer); launcher output: "
                     f"{output.read_text(errors='replace')[-1000:].strip()}"
                 ) from None
-            except BaseException:
-                _stop(process)
-                raise
         if returncode != 0 or not (tmp / "records.jsonl").exists():
             _remove_orphaned_segments(segments)
             message, details = _failure_message(tmp / "errors", output, returncode, layout.ntasks, workdir)

@@ -1,0 +1,227 @@
+"""fio: the command lines that stand for IOR and mdtest where they are absent (a bandwidth pattern,
+a metadata pattern, a replay), its JSON output to rows, its version, and what ``cycleio parse``
+needs to recognise its outputs.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from ...config.sizes import size_or_none
+from ...process import run_command
+from ..rows import MiB, BenchmarkOutputError, as_bool, as_int, decode_json_object, make_row, num, read_text
+from ..specs import IOPattern, MetadataPattern
+
+NAME = "fio"
+LABEL = "fio"
+ENGINES = {"POSIX": "psync", "MMAP": "mmap"}  # the IOR APIs fio can stand for
+
+
+def io_command(fio: str, pattern: IOPattern, tasks: int, directory: Path, json_out: Path) -> list[str]:
+    """fio's equivalent of the IOR pattern: ``tasks`` jobs write, then (stonewall) read back.
+
+    File per process: each job its own file of block x segments bytes. Shared file: job k writes
+    IOR's layout, block k of every segment (fio zones: a block, then skip the other tasks' blocks).
+    """
+    block, segments, n = pattern.block_size_bytes, pattern.segments, tasks
+    argv = [fio, "--output-format=json", f"--output={json_out}", f"--directory={directory}",
+            f"--ioengine={ENGINES[pattern.api]}", f"--bs={pattern.transfer_size_bytes}", f"--numjobs={n}",
+            "--group_reporting", "--fallocate=none"]
+    if pattern.direct_io:
+        argv.append("--direct=1")
+    if pattern.file_per_proc:
+        argv += ["--filename_format=cycleio.$jobnum", f"--size={block * segments}"]
+    else:
+        argv.append("--filename=shared.dat")
+        if n == 1:
+            argv.append(f"--size={block * segments}")
+        elif segments == 1:
+            argv += [f"--size={block}", f"--offset_increment={block}"]
+        else:
+            argv += [f"--size={(segments - 1) * n * block + block}", f"--io_size={segments * block}",
+                     f"--offset_increment={block}", "--zonemode=strided", f"--zonerange={block}",
+                     f"--zonesize={block}", f"--zoneskip={(n - 1) * block}"]
+    if pattern.stonewall_s > 0:
+        argv.append(f"--runtime={int(round(pattern.stonewall_s * 1000))}ms")
+    rw_write, rw_read = ("randwrite", "randread") if pattern.random else ("write", "read")
+    argv += ["--name=write", f"--rw={rw_write}"] + (["--end_fsync=1"] if pattern.fsync else [])
+    argv += ["--name=read", "--stonewall", f"--rw={rw_read}"]
+    return argv
+
+
+def metadata_command(fio: str, pattern: MetadataPattern, tasks: int, directory: Path, json_out: Path) -> list[str]:
+    """fio's equivalent of mdtest on files: create, then stat, then remove every file."""
+    name_format = "d$jobnum/f.$filenum" if pattern.unique_dir else "f.$jobnum.$filenum"
+    return [fio, "--output-format=json", f"--output={json_out}", f"--directory={directory}", f"--numjobs={tasks}",
+            "--group_reporting", f"--nrfiles={pattern.files_per_task}", "--filesize=4k", "--bs=4k",
+            "--openfiles=1", f"--filename_format={name_format}",
+            "--name=create", "--ioengine=filecreate", "--rw=write", "--create_on_open=1", "--fallocate=none",
+            "--name=stat", "--stonewall", "--ioengine=filestat", "--rw=read",
+            "--name=remove", "--stonewall", "--ioengine=filedelete", "--rw=read"]
+
+
+def replay_command(fio: str, files: int, file_bytes: int, transfer: int, directory: Path, json_out: Path,
+                   read: bool = False, cold: bool = False) -> list[str]:
+    """One task writes ``files`` files one after the other (fsync at close, as the steps land
+    files); with ``read``, then reads them back, from the page cache as a step reads what an earlier
+    step just wrote, or with ``cold`` from storage (fio drops the files' cached pages first), as the
+    step's reads were (see replay_specs)."""
+    argv = [fio, "--output-format=json", f"--output={json_out}", f"--directory={directory}", "--ioengine=psync",
+            f"--invalidate={int(cold)}",
+            f"--bs={transfer}", f"--nrfiles={files}", f"--filesize={file_bytes}", f"--size={files * file_bytes}",
+            "--file_service_type=sequential", "--openfiles=1", "--fallocate=none", "--filename_format=replay.$filenum",
+            "--name=write", "--rw=write", "--create_on_open=1", "--fsync_on_close=1"]
+    return argv + (["--name=read", "--stonewall", "--rw=read"] if read else [])
+
+
+def _fio_bs_for(bs: Any, operation: str) -> int | None:
+    """fio bs may be "4k" or per-direction "read,write[,trim]"; pick the op's value."""
+    if bs is None:
+        return None
+    parts = str(bs).split(",")
+    index = {"read": 0, "write": 1, "trim": 2}.get(operation, 0)
+    if len(parts) == 1:
+        return size_or_none(parts[0])
+    if index < len(parts) and parts[index].strip():
+        return size_or_none(parts[index])
+    return size_or_none(parts[0])
+
+
+def _fio_seconds(value: Any) -> float | None:
+    """Parse a fio time option (default unit seconds; us/ms/s/m/h/d suffixes)."""
+    if value is None:
+        return None
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(us|usec|ms|msec|s|sec|m|min|h|d)?\s*", str(value), re.I)
+    if not match:
+        return None
+    scale = {
+        None: 1.0, "us": 1e-6, "usec": 1e-6, "ms": 1e-3, "msec": 1e-3, "s": 1.0,
+        "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0,
+    }[match.group(2).lower() if match.group(2) else None]
+    return float(match.group(1)) * scale
+
+
+_FIO_META_ENGINES = {
+    "filecreate": "create", "filestat": "stat", "filedelete": "remove",
+    "dircreate": "dir_create", "dirstat": "dir_stat", "dirdelete": "dir_remove",
+}
+
+
+def _fio_latency_s(op: dict[str, Any]) -> float | None:
+    """Mean latency (s) of a fio op: lat_ns (total) if sampled, else clat_ns."""
+    for key in ("lat_ns", "clat_ns"):
+        stats = op.get(key)
+        if isinstance(stats, dict) and (stats.get("N") or 0) > 0 and num(stats.get("mean")):
+            return float(stats["mean"]) / 1e9
+    for key, scale in (("lat", 1e6), ("clat", 1e6)):  # fio < 3: microseconds
+        stats = op.get(key)
+        if isinstance(stats, dict) and num(stats.get("mean")):
+            return float(stats["mean"]) / scale
+    return None
+
+
+def parse(path: str | Path) -> list[dict[str, Any]]:
+    """Parse ``fio --output-format=json`` (or json+) output into rows.
+
+    One row per job entry (``aggregate="group"`` when group_reporting merged
+    ``numjobs`` > 1 jobs into it, else ``"job"``) and per operation
+    (read/write/trim) with I/O done.  ``bw_MiB_per_s = bw_bytes / 2**20``,
+    ``ops_per_s = iops``, ``latency_s`` = mean lat_ns (clat_ns if lat_ns is
+    not sampled) in seconds, ``seconds`` = op runtime.  Metadata engines
+    (filecreate, filestat, ...) give operation "create"/"stat"/... with
+    bandwidth and bytes set to None (fio counts nominal bytes there).
+    Non-JSON lines before the JSON (fio warnings) are skipped.
+    """
+    path = Path(path)
+    text = read_text(path)
+    if not text.strip():
+        raise BenchmarkOutputError(f"{path}: fio output is empty")
+    data, reason = decode_json_object(text)
+    if data is None:
+        first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+        raise BenchmarkOutputError(f"{path}: fio JSON output is unusable: {reason}; first line: {first[:200]!r}")
+    jobs = data.get("jobs")
+    if not isinstance(jobs, list):
+        raise BenchmarkOutputError(f"{path}: not fio JSON output (no 'jobs' list)")
+    version = str(data.get("fio version", "")).removeprefix("fio-") or None
+    global_opts = data.get("global options") or {}
+
+    rows: list[dict[str, Any]] = []
+    for job in jobs:
+        if not isinstance(job, dict):
+            continue
+        opts = {**global_opts, **(job.get("job options") or {})}
+        name = job.get("jobname")
+        if as_int(job.get("error")):
+            code = as_int(job["error"]) or 0
+            raise BenchmarkOutputError(
+                f"{path}: fio job {name!r} failed with error {code} ({os.strerror(code)})")
+        numjobs = as_int(opts.get("numjobs")) or 1
+        siblings = sum(1 for j in jobs if isinstance(j, dict)
+                       and j.get("jobname") == name and j.get("groupid") == job.get("groupid"))
+        grouped = numjobs > 1 and siblings < numjobs
+        engine = opts.get("ioengine")
+        rw = str(opts.get("rw", opts.get("readwrite", "read")))
+        meta_op = _FIO_META_ENGINES.get(str(engine)) if engine else None
+        fsync = any(as_bool(opts.get(k)) for k in ("end_fsync", "fsync", "fdatasync", "fsync_on_close"))
+        direct = as_bool(opts.get("direct"))
+        if direct is None and "buffered" in opts:
+            direct = not as_bool(opts.get("buffered"))
+        for op_name in ("read", "write", "trim"):
+            op = job.get(op_name)
+            if not isinstance(op, dict):
+                continue
+            io_bytes = as_int(op.get("io_bytes"))
+            if io_bytes is None:
+                io_kib = num(op.get("io_kbytes"))
+                io_bytes = int(io_kib * 1024) if io_kib is not None else None
+            if not io_bytes and not as_int(op.get("total_ios")):
+                continue
+            bw_bytes = num(op.get("bw_bytes"))
+            if bw_bytes is None and num(op.get("bw")) is not None:
+                bw_bytes = float(op["bw"]) * 1024  # fio's bw is KiB/s
+            runtime_ms = num(op.get("runtime"))
+            rows.append(make_row(
+                source=path.name, tool="fio", tool_version=version, api=engine, job=name,
+                operation=meta_op or op_name, aggregate="group" if grouped else "job", repetition=0,
+                tasks=numjobs if grouped else 1, nodes=1,
+                file_per_proc="filename" not in opts,
+                random=rw.startswith("rand"),
+                transfer_size_bytes=_fio_bs_for(opts.get("bs", opts.get("blocksize")), op_name),
+                block_size_bytes=size_or_none(opts.get("size")),
+                direct_io=bool(direct), fsync=fsync,
+                stonewall_s=_fio_seconds(opts.get("runtime")),
+                bw_MiB_per_s=None if meta_op else (bw_bytes / MiB if bw_bytes is not None else None),
+                ops_per_s=num(op.get("iops")),
+                latency_s=_fio_latency_s(op),
+                seconds=runtime_ms / 1000.0 if runtime_ms is not None else None,
+                bytes=None if meta_op else io_bytes,
+            ))
+    if not rows:
+        raise BenchmarkOutputError(f"{path}: fio JSON output has no job with I/O done")
+    return rows
+
+
+def guess_can_open(path: str | Path, text: str | None = None) -> bool:
+    """fio's JSON output (``--output-format=json``), judged by content."""
+    text = read_text(Path(path)) if text is None else text
+    head = text.lstrip()[:4000]
+    return '"fio version"' in head or bool(re.search(r'"jobs"\s*:\s*\[', head) and '"job options"' in text)
+
+
+def unsupported(text: str) -> str | None:
+    """What a fio file that this package does not read is, or None."""
+    if re.search(r"^\S+: \(groupid=\d+", text, re.M):
+        return "fio normal (text) output; run fio with --output-format=json"
+    return None
+
+
+def version(path: str) -> str:
+    """``fio --version`` without its ``fio-`` prefix, e.g. 3.33."""
+    result = run_command([path, "--version"], timeout=60, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                         text=True)
+    return result.stdout.strip().removeprefix("fio-")

@@ -1,0 +1,29 @@
+"""Reading study config keys outside settings.py: the error that names a key, the did-you-mean hint,
+and the tiers of the persistent role.
+
+They live apart from settings.py because settings.py validates the benchmarks through their plan
+(benchmarks.tierbench), which needs them too: this way neither imports the other back.
+"""
+
+from __future__ import annotations
+
+import difflib
+
+
+class ConfigError(ValueError):
+    """A study configuration that cannot run; the message names the key and what is expected."""
+
+
+def unknown_choice(key: str, value, allowed: list[str], what: str) -> ConfigError:
+    """``'hrad' is not a pattern (did you mean 'hard'?); expected one of: ...`` for ``key``."""
+    close = difflib.get_close_matches(str(value), allowed, n=1)
+    hint = f" (did you mean '{close[0]}'?)" if close else ""
+    return ConfigError(
+        f"config key '{key}': {value!r} is not {what}{hint}; expected one of: {', '.join(allowed) or '(none defined)'}"
+    )
+
+
+def persistent_tiers(config: dict) -> list[str]:
+    """``persistent_tier`` as a list: one name, or the names a study sweeps."""
+    value = config["persistent_tier"]
+    return list(value) if isinstance(value, list) else [value]

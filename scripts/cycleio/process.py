@@ -1,0 +1,76 @@
+"""Run a command bounded in time: on timeout, or when the caller is interrupted, its whole process tree
+ends (an MPI launcher's ranks, a shell's children), not only the process started."""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import time
+from typing import IO, Any
+
+import psutil
+
+GRACE_S = 10.0
+
+
+def stop_tree(process: subprocess.Popen, grace: float = GRACE_S) -> None:
+    """SIGTERM the process and every descendant, SIGKILL what is left after ``grace`` seconds, reap.
+
+    Descendants are listed before anything is signalled: once a parent dies its children are
+    reparented and can no longer be found from it.
+    """
+    try:
+        parent = psutil.Process(process.pid)
+        procs = [parent, *parent.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        procs = []
+    for signal_them in (psutil.Process.terminate, psutil.Process.kill):
+        for proc in procs:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                signal_them(proc)
+        procs = _wait_gone(procs, grace)
+        if not procs:
+            break
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=grace)
+
+
+def _wait_gone(procs: list[psutil.Process], seconds: float) -> list[psutil.Process]:
+    """The processes still running after up to ``seconds``. A zombie counts as gone: an orphan's is
+    reaped by whoever adopted it, which may be slow to do so."""
+    deadline = time.monotonic() + seconds
+    while True:
+        alive = [proc for proc in procs if _running(proc)]
+        if not alive or time.monotonic() >= deadline:
+            return alive
+        time.sleep(0.05)
+
+
+def _running(proc: psutil.Process) -> bool:
+    try:
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def run_command(argv: list[str], *, timeout: float, stdout: int | IO | None = None, stderr: int | IO | None = None,
+                stdin: int | IO | None = subprocess.DEVNULL, cwd: Any = None, env: dict | None = None,
+                text: bool = False) -> subprocess.CompletedProcess:
+    """``subprocess.run`` with a timeout that ends the whole tree, then raises ``subprocess.TimeoutExpired``.
+
+    The command stays in the caller's process group (no new session), so a signal that Snakemake or
+    a terminal sends to the job's group still reaches the tool directly. Starting failures raise
+    OSError, as Popen does.
+    """
+    process = subprocess.Popen(argv, stdin=stdin, stdout=stdout, stderr=stderr, cwd=cwd, env=env, text=text)
+    try:
+        out, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        stop_tree(process)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.communicate(timeout=GRACE_S)  # closes the pipes, if any
+        raise subprocess.TimeoutExpired(argv, timeout) from None
+    except BaseException:
+        stop_tree(process)
+        raise
+    return subprocess.CompletedProcess(argv, process.returncode, out, err)

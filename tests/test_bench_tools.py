@@ -1,0 +1,195 @@
+"""The benchmark tools' registry, the one tool runner, and the benchmark checks made when the config
+is loaded (before any job)."""
+
+from __future__ import annotations
+
+import stat
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from conftest import with_changes
+from cycleio.benchmarks import fieldio, tools
+from cycleio.benchmarks.common import BenchmarkError, run_tool
+from cycleio.benchmarks.tools import ior
+from cycleio.config.settings import ConfigError, load_schema, load_study, validate_config
+
+DATA = Path(__file__).parent / "data"
+
+
+def fake_tool(folder: Path, name: str) -> Path:
+    """An executable named like a benchmark tool (found, never run by these tests)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text("#!/bin/sh\nexit 0\n")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return path
+
+
+@pytest.fixture
+def bare_path(tmp_path, monkeypatch):
+    """PATH with only what a test puts in tmp_path/bin (no ior, mdtest, fio)."""
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    monkeypatch.setenv("PATH", str(folder))
+    return folder
+
+
+# ------------------------------------------------------------------------- checks when the config is loaded
+
+
+def test_tool_ior_without_ior_is_refused_when_the_config_is_loaded(default_config, bare_path):
+    config = with_changes(default_config, benchmarks__tool="ior")
+    message = (r"config key 'benchmarks.ior_path': benchmarks.tool is 'ior' but ior was not found "
+               r".*set benchmarks.ior_path, or set benchmarks.tool to auto or fio")
+    with pytest.raises(ConfigError, match=message):
+        load_study(config)
+
+
+def test_tool_ior_needs_mdtest_only_when_metadata_patterns_run(default_config, bare_path):
+    ior_path = fake_tool(bare_path, "ior")
+    config = with_changes(default_config, benchmarks__tool="ior", benchmarks__ior_path=str(ior_path))
+    with pytest.raises(ConfigError, match=r"config key 'benchmarks.mdtest_path': benchmarks.tool is 'ior' but mdtest "
+                                          r"was not found"):
+        load_study(config)
+    load_study(with_changes(config, benchmarks__metadata_patterns=[]))
+    fake_tool(bare_path, "mdtest")
+    load_study(config)  # both on PATH
+
+
+def test_a_configured_tool_path_must_be_an_executable(default_config, tmp_path):
+    not_executable = tmp_path / "ior"
+    not_executable.write_text("")
+    config = with_changes(default_config, benchmarks__ior_path=str(not_executable))
+    with pytest.raises(ConfigError, match=rf"config key 'benchmarks.ior_path': '{not_executable}' is not an "
+                                          "executable file"):
+        validate_config(config)
+    with pytest.raises(ConfigError, match=r"config key 'benchmarks.fio_path': 'no-such-fio' is not found on PATH"):
+        validate_config(with_changes(default_config, benchmarks__tool="fio", benchmarks__fio_path="no-such-fio"))
+
+
+def test_an_api_fio_cannot_stand_for_is_refused_where_ior_is_missing(default_config, bare_path):
+    fake_tool(bare_path, "fio")
+    config = with_changes(default_config, benchmarks__patterns__hard__api="HDF5")
+    with pytest.raises(ConfigError, match=r"config key 'benchmarks.patterns.hard.api': HDF5 needs IOR, but IOR was not "
+                                          r"found \(set benchmarks.ior_path\) \(fio stands for POSIX, MMAP only\)"):
+        validate_config(config)
+    fake_tool(bare_path, "ior")
+    validate_config(config)
+
+
+def test_no_fio_where_fio_stands_in_is_refused(default_config, bare_path):
+    with pytest.raises(ConfigError, match=r"config key 'benchmarks.fio_path': fio was not found on PATH"):
+        validate_config(default_config)
+
+
+def test_tools_are_not_looked_for_when_benchmarks_are_off(default_config, bare_path):
+    validate_config(with_changes(default_config, benchmarks__enabled=False, benchmarks__tool="ior"))
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"benchmarks__patterns__easy__transfer_size": 1001, "benchmarks__patterns__easy__block_size": 1001},
+         r"config key 'benchmarks.patterns.easy.transfer_size': 1001 bytes is not a multiple of 8 bytes, "
+         r"as IOR requires"),
+        ({"benchmarks__patterns__hard__transfer_size": "47004", "benchmarks__patterns__hard__block_size": "47004"},
+         r"config key 'benchmarks.patterns.hard.transfer_size': 47004 bytes is not a multiple of 8 bytes"),
+        ({"benchmarks__patterns__easy__block_size": "3m"},
+         r"config key 'benchmarks.patterns.easy.block_size': 3145728 bytes is not a multiple of transfer_size "
+         r"\(2097152 bytes\), as IOR requires"),
+        ({"benchmarks__replay__transfer_size": 1001},
+         r"config key 'benchmarks.replay.transfer_size': 1001 bytes is not a multiple of 8 bytes, as IOR requires"),
+    ],
+)
+def test_iors_size_rules_are_checked_when_the_config_is_loaded(default_config, changes, message):
+    with pytest.raises(ConfigError, match=message):
+        load_study(with_changes(default_config, **changes))
+
+
+def test_sizes_iors_rules_allow_are_accepted(default_config):
+    config = with_changes(default_config, benchmarks__patterns__easy__transfer_size="47008",
+                          benchmarks__patterns__easy__block_size=47008 * 10, benchmarks__replay__transfer_size="64k")
+    load_study(config)
+
+
+# ------------------------------------------------------------------------- the registry
+
+
+def test_the_schema_takes_its_tool_names_and_ior_apis_from_the_registry():
+    bench = load_schema()["properties"]["benchmarks"]["properties"]
+    assert tuple(bench["tool"]["enum"]) == tools.CHOICES
+    assert set(tools.CHOICES) - {"auto"} <= set(tools.TOOLS)
+    assert {f"{name}_path" for name in tools.TOOLS} <= set(bench)
+    assert tuple(bench["patterns"]["additionalProperties"]["properties"]["api"]["enum"]) == ior.APIS
+
+
+def test_every_tool_module_has_the_registrys_functions():
+    for name, module in tools.TOOLS.items():
+        assert module.NAME == name
+        for function in ("parse", "guess_can_open", "unsupported", "version"):
+            assert callable(getattr(module, function)), f"{name}.{function}"
+
+
+SAMPLES = sorted(p for p in DATA.rglob("*") if p.is_file())
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=[p.name for p in SAMPLES])
+def test_at_most_one_reader_claims_each_sample(path):
+    claims = [reader.__name__ for reader in (fieldio, *tools.TOOLS.values()) if reader.guess_can_open(path)]
+    assert len(claims) <= 1, claims
+    if path.suffix == ".json" and "error-" not in path.name and "limit-" not in path.name:
+        assert claims == ["cycleio.benchmarks.tools." + ("fio" if path.parent.name == "fio" else "ior")]
+    if path.name.startswith("mdtest-") and path.name.endswith(".stdout.txt"):
+        assert claims == ["cycleio.benchmarks.tools.mdtest"]
+
+
+def test_the_empty_summary_of_a_failed_ior_run_is_iors():
+    assert ior.guess_can_open(DATA / "ior" / "error-invalid-blocksize-1rank.json")
+
+
+# ------------------------------------------------------------------------- the runner
+
+
+def test_a_tool_past_its_time_limit_is_stopped_with_its_children(tmp_path):
+    pid_file = tmp_path / "child.pid"
+    argv = ["sh", "-c", f"echo started; sleep 60 & echo $! > {pid_file}; wait"]
+    t0 = time.monotonic()
+    with pytest.raises(BenchmarkError) as err:
+        run_tool("mytool", argv, tmp_path, "slow", timeout=1)
+    assert time.monotonic() - t0 < 30
+    message = str(err.value)
+    assert message.startswith("mytool did not finish within 1 s and was stopped with its child processes")
+    assert "its last words: started" in message and "(command: sh -c 'echo started;" in message
+    child = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while psutil.pid_exists(child) and psutil.Process(child).status() != psutil.STATUS_ZOMBIE:
+        assert time.monotonic() < deadline, "the tool's child is still running"
+        time.sleep(0.05)
+    assert '"timed_out": true' in (tmp_path / "slow.meta.json").read_text()
+
+
+def test_a_failed_tool_names_itself_its_exit_code_and_command(tmp_path):
+    from cycleio.benchmarks.common import tool_failure
+
+    run = run_tool("mytool", ["sh", "-c", "echo one; echo two >&2; exit 3"], tmp_path, "fails", timeout=60)
+    assert run.returncode == 3
+    message = str(tool_failure("mytool", run))
+    assert message == "mytool failed (exit code 3): two (command: sh -c 'echo one; echo two >&2; exit 3')"
+
+
+def test_a_tool_that_cannot_start_is_named(tmp_path):
+    with pytest.raises(BenchmarkError, match=r"mytool could not start: No such file or directory \(command: "
+                                             r"/no/such/tool -x\)"):
+        run_tool("mytool", ["/no/such/tool", "-x"], tmp_path, "missing", timeout=60)
+
+
+def test_the_time_limit_grows_with_the_work_and_the_environment_sets_it(monkeypatch):
+    from cycleio.benchmarks.common import TIMEOUT_VARIABLE, time_limit
+
+    monkeypatch.delenv(TIMEOUT_VARIABLE, raising=False)
+    assert time_limit() == 600 and time_limit(nbytes=2**31, operations=500) == 600 + 1024 + 10
+    monkeypatch.setenv(TIMEOUT_VARIABLE, "5")
+    assert time_limit(nbytes=2**40) == 5
