@@ -51,12 +51,16 @@ def _same(a, b) -> bool:
 def _default_differences(default, value, path: str) -> list[str]:
     """Where a schema default and config.yaml's value differ, named down to the innermost key."""
     if isinstance(default, dict) and isinstance(value, dict):
-        out = [f"{_join(path, k)}: in the schema's default, not in config.yaml" for k in sorted(default.keys() - value.keys())]
-        out += [f"{_join(path, k)}: in config.yaml, not in the schema's default" for k in sorted(value.keys() - default.keys())]
+        out = [f"{_join(path, k)}: in the schema's default, not in config.yaml"
+               for k in sorted(default.keys() - value.keys())]
+        out += [f"{_join(path, k)}: in config.yaml, not in the schema's default"
+                for k in sorted(value.keys() - default.keys())]
         for k in sorted(default.keys() & value.keys()):
             out += _default_differences(default[k], value[k], _join(path, k))
         return out
-    return [] if _same(default, value) else [f"{path}: the schema's default {default!r} differs from config.yaml's {value!r}"]
+    if _same(default, value):
+        return []
+    return [f"{path}: the schema's default {default!r} differs from config.yaml's {value!r}"]
 
 
 def _sub_schemas(schema: dict, path: str = ""):
