@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
-from conftest import require_tool
+from conftest import assert_axes_carry_data, assert_png_drawn, bar_sizes, require_tool
 
 from cycleio.surrogates import ncfiles
 from cycleio.config.settings import ArmSettings
@@ -275,7 +275,7 @@ def synthetic_events() -> pd.DataFrame:
     return events
 
 
-def test_write_times_and_figure_from_tables(tmp_path):
+def test_write_times_and_figure_from_tables(tmp_path, drawn_figures):
     table = write_times(synthetic_events())
     quilt = table[table["arm"] == "shm_quilt"].iloc[0]
     serial = table[table["arm"] == "shm_serial"].iloc[0]
@@ -285,4 +285,10 @@ def test_write_times_and_figure_from_tables(tmp_path):
     assert np.all(table["io_share"].between(0, 1))
     out = tmp_path / "write_strategies.png"
     write_strategy_figure(table, out, "test")
-    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    (fig,) = drawn_figures
+    assert_png_drawn(out, (13, 0.9 * 3 + 3.2))
+    assert_axes_carry_data(fig)
+    # effective, actual and final seconds per forecast: quilt 3 x 0.05, 3 x 1.0 by its writer, 1.0; serial 3 x 1.0,
+    # 3 x 0.8, 1.0
+    assert sorted(bar_sizes(fig.axes[0], horizontal=True)) == pytest.approx(sorted([0.15, 3.0, 1.0, 3.0, 2.4, 1.0]))
+
