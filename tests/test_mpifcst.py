@@ -292,3 +292,13 @@ def test_write_times_and_figure_from_tables(tmp_path, drawn_figures):
     # 3 x 0.8, 1.0
     assert sorted(bar_sizes(fig.axes[0], horizontal=True)) == pytest.approx(sorted([0.15, 3.0, 1.0, 3.0, 2.4, 1.0]))
 
+
+def test_write_strategy_figure_says_when_no_forecast_has_mpi_records(tmp_path, drawn_figures):
+    events = synthetic_events()
+    table = write_times(events[~events["op"].isin(["write_effective", "write_final"])])
+    assert table.empty  # and without columns
+    out = tmp_path / "none.png"
+    write_strategy_figure(table, out, "test")
+    assert_png_drawn(out, (13, 0.9 * 3 + 3.2), min_inked=0.001)
+    assert [t.get_text() for ax in drawn_figures[0].axes for t in ax.texts] == [
+        "no forecast written by the MPI program"] * 2
