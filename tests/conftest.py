@@ -55,3 +55,79 @@ def with_changes(config: dict, **changes) -> dict:
             target = target[key]
         target[last] = value
     return out
+
+
+# ------------------------------------------------------------------------------------------------ figures
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+FIGURE_DPI = 120  # what the figure modules save with
+
+
+@pytest.fixture
+def drawn_figures(monkeypatch) -> list:
+    """Every matplotlib Figure the code under test makes with plt.subplots, to look at its axes after saving.
+
+    The figure modules call ``plt.subplots`` through the pyplot module, so recording it there catches them all;
+    a closed figure keeps its axes and artists.
+    """
+    import matplotlib.pyplot as plt
+
+    figures = []
+    subplots = plt.subplots
+
+    def recording(*args, **kwargs):
+        fig, axes = subplots(*args, **kwargs)
+        figures.append(fig)
+        return fig, axes
+
+    monkeypatch.setattr(plt, "subplots", recording)
+    return figures
+
+
+def assert_png_drawn(path: Path, size_inches: tuple[float, float] | None, dpi: int = FIGURE_DPI,
+                     min_inked: float = 0.03):
+    """The file is a PNG of the figure's size in pixels (when given), and not blank: some share of its pixels
+    differ from the background (the corner pixel) by more than anti-aliasing noise. Returns the decoded pixels."""
+    import numpy as np
+    from matplotlib import image
+
+    assert path.read_bytes()[:8] == PNG_MAGIC, f"{path} is not a PNG"
+    pixels = image.imread(path)
+    if size_inches is not None:
+        width, height = (round(inches * dpi) for inches in size_inches)
+        shown = f"{pixels.shape[1]}x{pixels.shape[0]}"
+        assert pixels.shape[:2] == (height, width), f"{path}: {shown} px, not {width}x{height}"
+    rgb = pixels[..., :3]
+    inked = float(np.any(np.abs(rgb - rgb[0, 0]) > 0.1, axis=-1).mean())
+    assert inked >= min_inked, f"{path} is nearly blank: {inked:.1%} of its pixels differ from the background"
+    return pixels
+
+
+def drawn_bars(ax) -> list:
+    """The axes' bars (Rectangle patches) that show a value: finite and of nonzero width and height."""
+    import math
+
+    from matplotlib.patches import Rectangle
+
+    return [p for p in ax.patches if isinstance(p, Rectangle)
+            and all(math.isfinite(v) and v != 0 for v in (p.get_width(), p.get_height()))]
+
+
+def bar_sizes(ax, horizontal: bool = False) -> list[float]:
+    """Heights of the axes' bars left to right, or for barh their widths top to bottom (in data coordinates)."""
+    bars = drawn_bars(ax)
+    if horizontal:
+        return [p.get_width() for p in sorted(bars, key=lambda p: p.get_y())]
+    return [p.get_height() for p in sorted(bars, key=lambda p: p.get_x())]
+
+
+def assert_axes_carry_data(fig) -> None:
+    """Every axes of the figure shows data, bars or lines with finite points, or says in words that there is none
+    (a text starting "no ")."""
+    import numpy as np
+
+    assert fig.axes, "the figure has no axes"
+    for ax in fig.axes:
+        lines = [line for line in ax.get_lines() if np.isfinite(np.asarray(line.get_ydata(), float)).any()]
+        said = [t.get_text() for t in ax.texts if t.get_text().startswith("no ")]
+        assert drawn_bars(ax) or lines or said, f"axes {ax.get_title()!r} shows no data"

@@ -125,13 +125,50 @@ def test_inventory_command_prints_each_step_with_sizes():
     assert re.search(r"18 x fv_core.res\s+45\d\d\.\d MiB", text)  # about 4.8 GB per tile
 
 
-def test_burn_compute_stand_in_uses_the_cpu():
-    from cycleio.surrogates.compute import burn_cpu
+def runnable_seconds() -> float | None:
+    """Seconds this thread has spent on a CPU or in a run queue waiting for one (Linux schedstat; None elsewhere).
 
-    cpu0, wall0 = time.process_time(), time.perf_counter()
-    burn_cpu(0.3)
-    assert time.perf_counter() - wall0 >= 0.3
-    assert time.process_time() - cpu0 > 0.15  # busy, not asleep
+    Unlike CPU time, this does not shrink when other processes share the cores: a busy thread is runnable all
+    the time whether or not it gets a core, a sleeping one is not."""
+    import threading
+
+    try:
+        with open(f"/proc/self/task/{threading.get_native_id()}/schedstat") as handle:
+            on_cpu, waiting = map(int, handle.read().split()[:2])
+    except (OSError, ValueError):
+        return None
+    return (on_cpu + waiting) / 1e9
+
+
+def test_compute_stand_in_burns_or_sleeps_for_the_seconds_it_is_given():
+    """A step's compute stand-in lasts the seconds asked for, not more (a stand-in that overran would inflate the
+    job's wall time and shrink its I/O share), and its record times it; burn keeps the CPU busy all that time while
+    sleep leaves it idle, so each kind's check would fail for the other."""
+    from cycleio.report.records import RecordLog
+    from cycleio.surrogates.jobs import _compute
+
+    class Scratch:  # the tier a record names
+        @staticmethod
+        def fields() -> dict:
+            return {"tier": "shm", "tier_kind": "memory", "fs_type": "tmpfs"}
+
+    seconds, busy = 0.3, {}
+    for kind in ("sleep", "burn"):
+        records = RecordLog(study="s", arm="shm", cycle=CYCLE)
+        runnable0, cpu0, wall0 = runnable_seconds(), time.process_time(), time.perf_counter()
+        _compute(seconds, records, Scratch(), "prep", kind)
+        wall = time.perf_counter() - wall0
+        runnable = runnable_seconds()
+        busy[kind] = (runnable - runnable0 if runnable is not None else time.process_time() - cpu0) / wall
+        (record,) = records.records
+        assert (record.step, record.phase, record.op, record.n_files) == ("prep", "run", "compute", 0)
+        # the stand-in stops once its time is up: a step of burn_cpu's loop or a wake-up late, well under the
+        # half second allowed here for a machine busy with other work
+        assert seconds <= record.seconds <= wall < seconds + 0.5, (kind, record.seconds, wall)
+    assert busy["burn"] > 0.9, busy  # runnable all the time: computing, or waiting for a core
+    assert busy["sleep"] < 0.1, busy  # asleep
+    _compute(0.0, records, Scratch(), "prep", "burn")
+    assert len(records.records) == 1  # no compute, no record
 
 
 def test_ensemble_jobs_write_every_members_history_with_data_of_its_own(tmp_path):

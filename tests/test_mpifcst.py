@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
-from conftest import require_tool
+from conftest import assert_axes_carry_data, assert_png_drawn, bar_sizes, require_tool
 
 from cycleio.surrogates import ncfiles
 from cycleio.config.settings import ArmSettings
@@ -197,27 +197,46 @@ def test_every_strategy_writes_the_same_data_and_its_records(mpiexec, reference,
 @pytest.mark.tool
 @pytest.mark.timeout(120)
 def test_quilt_hides_the_writes_and_serial_waits_for_them(mpiexec, workdir):
-    """Compute per output hour (3 x 0.25 s) is longer than an hour's writes: the write group keeps up."""
+    """Compute per output hour (3 x 0.25 s) is longer than an hour's writes: the write group keeps up.
+
+    The first output hour comes before any compute: there the compute ranks of both strategies wait until every
+    rank has started, a skew that on oversubscribed cores (3 ranks on 2 here) can reach tenths of a second and
+    says nothing of hiding writes. The claims are made over the sum of the hours after compute: quilt's compute
+    ranks wait less than half of what serial's wait for the same writes, and less than half of what quilt's
+    writers spend writing (a quilt that made its compute ranks wait for the writes would fail both). An hour's
+    compute that ends late shows the ranks were kept off the cores; that lateness is allowed on top.
+    """
+    compute_s, hour_s = 0.25, 0.25 * 3
     totals = {}
     for strategy in ("quilt", "serial"):
         root = workdir / strategy
-        records = run(settings(strategy, ranks=2, levels=4, compute_s=0.25), root)
-        per_hour = defaultdict(float)
+        records = run(settings(strategy, ranks=2, levels=4, compute_s=compute_s), root)
+        per_hour = defaultdict(float)  # output hour: the longest any compute rank was kept from computing
         for r in records:
             if r["op"] == "write_effective":
                 per_hour[r["file"]] = max(per_hour[r["file"]], r["seconds"])
+        first = min(per_hour)
+        assert sorted(per_hour) == ["f000", "f003", "f006"] and first == "f000"
         busy = defaultdict(float)  # the writer ranks' storage I/O and the library's work for it
         for r in records:
             if r["op"] in WRITER_OPS:
                 busy[r["rank"]] += r["seconds"]
-        actual = max(busy.values())
-        final = sum(r["seconds"] for r in records if r["op"] == "write_final")
-        totals[strategy] = (sum(per_hour.values()), actual, final)
-    quilt_effective, quilt_actual, _ = totals["quilt"]
-    serial_effective, serial_actual, serial_final = totals["serial"]
-    assert quilt_actual > 0 and quilt_effective < 0.5 * quilt_actual, totals
-    assert serial_effective >= serial_actual, totals
-    assert serial_final > 0
+        computes = defaultdict(list)  # per rank, each hour's compute in order
+        for r in sorted(records, key=lambda r: r["t_start"]):
+            if r["op"] == "compute":
+                computes[r["rank"]].append(r["seconds"])
+        assert all(len(hours) == 2 for hours in computes.values()), computes
+        late = sum(max(max(hours) - hour_s, 0.0) for hours in zip(*computes.values()))
+        totals[strategy] = {"all": sum(per_hour.values()), "after_compute": sum(per_hour.values()) - per_hour[first],
+                            "actual": max(busy.values()), "late": late,
+                            "final": sum(r["seconds"] for r in records if r["op"] == "write_final")}
+    quilt, serial = totals["quilt"], totals["serial"]
+    margin = quilt["late"] + serial["late"]
+    assert quilt["actual"] > 0 and serial["after_compute"] > 0, totals
+    assert quilt["after_compute"] < 0.5 * serial["after_compute"] + margin, totals
+    assert quilt["after_compute"] < 0.5 * quilt["actual"] + margin, totals
+    assert serial["all"] >= serial["actual"], totals  # rank 1 waits while rank 0 gathers and writes
+    assert serial["final"] > 0
 
 
 @pytest.mark.tool
@@ -275,7 +294,7 @@ def synthetic_events() -> pd.DataFrame:
     return events
 
 
-def test_write_times_and_figure_from_tables(tmp_path):
+def test_write_times_and_figure_from_tables(tmp_path, drawn_figures):
     table = write_times(synthetic_events())
     quilt = table[table["arm"] == "shm_quilt"].iloc[0]
     serial = table[table["arm"] == "shm_serial"].iloc[0]
@@ -285,4 +304,20 @@ def test_write_times_and_figure_from_tables(tmp_path):
     assert np.all(table["io_share"].between(0, 1))
     out = tmp_path / "write_strategies.png"
     write_strategy_figure(table, out, "test")
-    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    (fig,) = drawn_figures
+    assert_png_drawn(out, (13, 0.9 * 3 + 3.2))
+    assert_axes_carry_data(fig)
+    # effective, actual and final seconds per forecast: quilt 3 x 0.05, 3 x 1.0 by its writer, 1.0; serial 3 x 1.0,
+    # 3 x 0.8, 1.0
+    assert sorted(bar_sizes(fig.axes[0], horizontal=True)) == pytest.approx(sorted([0.15, 3.0, 1.0, 3.0, 2.4, 1.0]))
+
+
+def test_write_strategy_figure_says_when_no_forecast_has_mpi_records(tmp_path, drawn_figures):
+    events = synthetic_events()
+    table = write_times(events[~events["op"].isin(["write_effective", "write_final"])])
+    assert table.empty  # and without columns
+    out = tmp_path / "none.png"
+    write_strategy_figure(table, out, "test")
+    assert_png_drawn(out, (13, 0.9 * 3 + 3.2), min_inked=0.001)
+    assert [t.get_text() for ax in drawn_figures[0].axes for t in ax.texts] == [
+        "no forecast written by the MPI program"] * 2

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import require_tool, with_changes
+from conftest import assert_axes_carry_data, assert_png_drawn, require_tool, with_changes
 from cycleio.benchmarks import common, replay, tools
 from cycleio.benchmarks import tierbench as tb
 from cycleio.benchmarks.tools import fio, ior, mdtest
@@ -312,7 +312,7 @@ def test_fio_replay_drops_the_files_pages_for_a_cold_read(tmp_path):
 
 
 @pytest.mark.tool
-def test_bench_cli_tables_and_figures(tmp_path, shm_dir, default_config):
+def test_bench_cli_tables_and_figures(tmp_path, shm_dir, default_config, drawn_figures):
     require_tool("fio", "the benchmark runs fio where IOR is absent")
     require_tool("mpiexec", "field I/O runs under the MPI launcher (pip install mpich)")
     config = with_changes(default_config, study="t",
@@ -358,5 +358,12 @@ def test_bench_cli_tables_and_figures(tmp_path, shm_dir, default_config):
     figures = tmp_path / "figures"
     assert main(["bench-figures", "--table", str(tables / "benchmarks.csv"), "--scaling", str(figures / "s.png"),
                  "--fieldio", str(figures / "f.png")]) == 0
-    for name in ("s.png", "f.png"):
-        assert (figures / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    scaling, fieldio = drawn_figures
+    assert_png_drawn(figures / "s.png", (17, 5.2))
+    assert_png_drawn(figures / "f.png", (15, 4.3 * 1 + 1))  # one field layout: one row of panels
+    for fig in drawn_figures:
+        assert_axes_carry_data(fig)
+    # the write panel draws the mean write MiB/s of every tier and task count (easy pattern only)
+    means = bench[(bench["benchmark"] == "io") & (bench["aggregate"] == "mean") & (bench["operation"] == "write")]
+    drawn = [y for c in scaling.axes[0].containers for y in c.lines[0].get_ydata()]
+    assert sorted(drawn) == pytest.approx(sorted(means["bw_MiB_per_s"]))

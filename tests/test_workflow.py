@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
+from conftest import assert_axes_carry_data, assert_png_drawn, bar_sizes
 
 from cycleio.storage import fsutil
 
@@ -119,10 +120,25 @@ def test_real_outputs_match_the_study_inventory(smoke):
     assert checked == len(inventory)
 
 
-def test_figure_is_a_png(smoke):
+def test_figures_show_the_tables(smoke, tmp_path, drawn_figures):
+    """Every figure of the study is a PNG with something drawn; the throughput figure, drawn again here from the
+    study's tables, has a bar per arm and activity with the table's MiB/s."""
+    from cycleio.report.figures import ACTIVITY_ORDER, throughput_figure
+
     _, workdir = smoke
-    figure = workdir / "results/smoke/figures/throughput_by_arm_and_phase.png"
-    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    figures = workdir / "results/smoke/figures"
+    assert sorted(p.name for p in figures.glob("*.png")) == [
+        "benchmark_scaling.png", "fieldio_vs_ior.png", "throughput_by_arm_and_phase.png", "write_strategies.png"]
+    for png in figures.glob("*.png"):
+        assert_png_drawn(png, (13, 5) if png.name == "throughput_by_arm_and_phase.png" else None)
+    tables = workdir / "results/smoke/tables"
+    throughput = pd.read_csv(tables / "phase_throughput.csv")
+    throughput_figure(throughput, pd.read_csv(tables / "step_summary.csv", dtype={"cycle": str}),
+                      tmp_path / "again.png", "smoke")
+    (fig,) = drawn_figures
+    assert_axes_carry_data(fig)
+    shown = throughput[throughput["activity"].isin(ACTIVITY_ORDER)]
+    assert sorted(bar_sizes(fig.axes[0])) == pytest.approx(sorted(shown["MiB_per_s"]))
 
 
 def test_rerun_does_nothing_and_a_deleted_manifest_reruns_only_it_and_dependants(smoke):

@@ -77,7 +77,8 @@ def _arm_order(table: pd.DataFrame) -> list[str]:
 
 def write_strategy_figure(table: pd.DataFrame, path: Path, title: str) -> None:
     """Left: effective, actual and final write seconds per forecast by arm. Right: where the forecast's run time goes."""
-    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 0.9 * max(table["arm"].nunique(), 3) + 3.2),
+    arms = table["arm"].nunique() if "arm" in table else 0  # write_times gives no columns when it has no rows
+    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 0.9 * max(arms, 3) + 3.2),
                                       gridspec_kw={"width_ratios": [3, 2]})
     if table.empty:
         for ax in (left, right):
