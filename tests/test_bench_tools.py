@@ -133,7 +133,9 @@ def test_every_tool_module_has_the_registrys_functions():
             assert callable(getattr(module, function)), f"{name}.{function}"
 
 
-SAMPLES = sorted(p for p in DATA.rglob("*") if p.is_file())
+# the tools' real outputs (tests/data/records and points are the report's fixtures: claimed by none)
+SAMPLES = sorted(p for tool in ("ior", "fio") for p in (DATA / tool).rglob("*") if p.is_file())
+FIXTURES = sorted(p for p in DATA.rglob("*") if p.is_file() and p.parent.name not in ("ior", "fio"))
 
 
 @pytest.mark.parametrize("path", SAMPLES, ids=[p.name for p in SAMPLES])
@@ -144,6 +146,11 @@ def test_at_most_one_reader_claims_each_sample(path):
         assert claims == ["cycleio.benchmarks.tools." + ("fio" if path.parent.name == "fio" else "ior")]
     if path.name.startswith("mdtest-") and path.name.endswith(".stdout.txt"):
         assert claims == ["cycleio.benchmarks.tools.mdtest"]
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=[p.name for p in FIXTURES])
+def test_no_tool_claims_the_reports_fixtures(path):
+    assert not any(reader.guess_can_open(path) for reader in (fieldio, *tools.TOOLS.values()))
 
 
 def test_the_empty_summary_of_a_failed_ior_run_is_iors():
