@@ -17,7 +17,7 @@ shell.prefix(
 
 from cycleio.config.settings import ConfigError, load_study
 from cycleio.storage.preflight import check_study
-from cycleio.workflow.environment import job_python_problem
+from cycleio.workflow.environment import job_python_problem, launcher_problem
 
 
 configfile: os.path.join(workflow.basedir, "config", "config.yaml")
@@ -34,6 +34,8 @@ try:
             print(f"cycleio: {note}", file=sys.stderr)
         if "CONDA" not in str(workflow.deployment_settings.deployment_method).upper():
             problem = job_python_problem()
+            if not problem and workflow.local_exec:
+                problem = launcher_problem(config["launcher"])
             if problem:
                 raise ConfigError(problem)
 except ConfigError as err:

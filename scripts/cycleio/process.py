@@ -1,14 +1,43 @@
 """Run a command bounded in time: on timeout, or when the caller is interrupted, its whole process tree
-ends (an MPI launcher's ranks, a shell's children), not only the process started."""
+ends (an MPI launcher's ranks, a shell's children), not only the process started. And the MPI
+launcher's command line, made from the config's template in this one place."""
 
 from __future__ import annotations
 
 import contextlib
+import os
+import shlex
+import shutil
 import subprocess
+import sys
 import time
+from pathlib import Path
 from typing import IO, Any
 
 import psutil
+
+LAUNCHER_EXAMPLE = "e.g. 'mpiexec -n {ntasks}' or 'srun -n {ntasks}'"
+
+
+def which(name: str) -> str | None:
+    """``name`` on PATH, else beside this Python (the mpich wheel's mpiexec, a venv's tools)."""
+    return shutil.which(name) or shutil.which(name, path=str(Path(sys.executable).parent))
+
+
+def launcher_argv(template: str, ntasks: int) -> list[str]:
+    """The launcher's words for ``ntasks`` ranks (the config key ``launcher``); a bare program name
+    not on PATH is looked up beside Python. ValueError for a template that cannot start N tasks."""
+    try:
+        argv = shlex.split(template.format(ntasks=ntasks))
+    except (KeyError, IndexError, ValueError) as err:
+        raise ValueError(f"{template!r} is not a valid template ({err}); expected a command with {{ntasks}}, "
+                         f"{LAUNCHER_EXAMPLE}") from None
+    if not argv or "{ntasks}" not in template:
+        raise ValueError(f"{template!r} does not say how many tasks to start; expected a command with {{ntasks}}, "
+                         f"{LAUNCHER_EXAMPLE}")
+    if os.sep not in argv[0] and not shutil.which(argv[0]):
+        argv[0] = which(argv[0]) or argv[0]
+    return argv
 
 GRACE_S = 10.0
 

@@ -9,16 +9,15 @@ import json
 import os
 import re
 import shlex
-import shutil
 import socket
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ..process import run_command
+from .. import process
+from ..process import run_command, which
 from .rows import ROW_KEYS, BenchmarkOutputError
 
 CONTEXT_COLUMNS = ("study", "benchmark", "pattern", "tier", "tier_kind", "fs_type", "host")
@@ -32,20 +31,12 @@ class BenchmarkError(RuntimeError):
     """A benchmark that could not run or failed; the message carries the tool's own words."""
 
 
-def which(name: str) -> str | None:
-    """``name`` on PATH, else beside this Python (the mpich wheel's mpiexec, a venv's tools)."""
-    return shutil.which(name) or shutil.which(name, path=str(Path(sys.executable).parent))
-
-
 def launcher_argv(template: str, tasks: int) -> list[str]:
-    """The launcher's words for ``tasks`` ranks; a bare launcher name is also looked up beside Python."""
+    """The launcher's words for ``tasks`` ranks (process.launcher_argv), as a benchmark's error."""
     try:
-        argv = shlex.split(template.format(ntasks=tasks))
-    except (KeyError, IndexError, ValueError) as err:
-        raise BenchmarkError(f"config key 'launcher': {template!r} is not a valid template ({err})") from None
-    if argv and os.sep not in argv[0] and not shutil.which(argv[0]):
-        argv[0] = which(argv[0]) or argv[0]
-    return argv
+        return process.launcher_argv(template, tasks)
+    except ValueError as err:
+        raise BenchmarkError(f"config key 'launcher': {err}") from None
 
 
 def time_limit(nbytes: float = 0, operations: float = 0) -> float:

@@ -20,6 +20,7 @@ import yaml
 from .calendar import cycles as calendar_cycles
 from .calendar import parse_cycle
 from .keys import ConfigError, persistent_tiers
+from ..process import launcher_argv
 from ..surrogates.inventory import ForecastSettings
 from ..surrogates.kinds import Compression
 from ..storage.tiers import JOB_TIME_VARIABLES, Tier, TierError, expand_tier_path
@@ -177,13 +178,10 @@ def _check_across_keys(config: dict) -> None:
 
 def _check_launcher(template: str) -> None:
     """The MPI launcher is a command template that takes the task count: checked here, used in jobs."""
-    expected = "expected a command with {ntasks}, e.g. 'mpiexec -n {ntasks}' or 'srun -n {ntasks}'"
     try:
-        words = shlex.split(template.format(ntasks=1))
-    except (KeyError, IndexError, ValueError) as err:
-        raise ConfigError(f"config key 'launcher': {template!r} is not a valid template ({err}); {expected}") from None
-    if not words or "{ntasks}" not in template:
-        raise ConfigError(f"config key 'launcher': {template!r} does not say how many tasks to start; {expected}")
+        launcher_argv(template, 1)
+    except ValueError as err:
+        raise ConfigError(f"config key 'launcher': {err}") from None
 
 
 def default_compression(resolution: str, zlib_level: int | None, quantize_nsd: int | None) -> Compression:

@@ -25,3 +25,42 @@ def job_python_problem(python: str = "python", modules: tuple[str, ...] = JOB_MO
         return (f"the jobs run `python -m cycleio` with {found}, which lacks {what}; run through make "
                 "(make study), or put the project's environment first on PATH (source .venv/bin/activate)")
     return None
+
+
+MPI_PROBE = ("from mpi4py import MPI; print('cycleio-probe', MPI.COMM_WORLD.Get_size(), "
+             "MPI.Get_library_version().strip().splitlines()[0], flush=True)")
+
+
+def launcher_problem(template: str, python: str = "python", ntasks: int = 2, timeout: float = 120) -> str | None:
+    """Why the ``launcher`` cannot start the forecast's ranks as one MPI world; None if it can.
+
+    Another MPI's mpiexec first on PATH (a site module, Debian's OpenMPI) starts ranks that are not
+    of the MPI mpi4py was built with: they fail, or each runs as its own world of one and would write
+    every file whole. One short run of ``ntasks`` ranks tells.
+    """
+    import re
+    import subprocess
+
+    from ..process import launcher_argv, run_command
+
+    argv = [*launcher_argv(template, ntasks), shutil.which(python) or python, "-c", MPI_PROBE]
+    try:
+        result = run_command(argv, timeout=timeout, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        output = result.stdout or ""
+        returncode = result.returncode
+    except (OSError, subprocess.TimeoutExpired) as err:
+        output, returncode = str(err), -1
+    worlds = [line.split(" ", 2)[1:] for line in output.splitlines() if line.startswith("cycleio-probe ")]
+    if returncode == 0 and len(worlds) == ntasks and all(int(size) == ntasks for size, _ in worlds):
+        return None
+    ours = subprocess.run([shutil.which(python) or python, "-c", MPI_PROBE], capture_output=True, text=True,
+                          timeout=timeout).stdout.split(" ", 2)[2:] or ["(mpi4py cannot start)"]
+    if worlds:
+        found = f"{len(worlds)} processes in worlds of size {sorted({int(size) for size, _ in worlds})}"
+    else:
+        tail = re.sub(r"\s+", " ", output.strip())[-300:]
+        found = f"no rank (exit code {returncode}: {tail or 'no output'})"
+    library = " ".join(ours[0].split())
+    return (f"config key 'launcher': {template!r} ({shutil.which(argv[0]) or argv[0]}) started {found} instead of "
+            f"{ntasks} ranks of one world of the MPI that mpi4py uses ({library}); put that MPI's launcher first on "
+            "PATH or give its full path in `launcher`")

@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ...process import run_command
+from ...process import launcher_argv, run_command
 from ..inventory import FileSpec
 from ..kinds import expected_bytes
 from ..ncfiles import WriteContext
@@ -30,12 +30,10 @@ SHM_DIR = Path("/dev/shm")
 
 def _launch_command(launcher: str, ntasks: int) -> list[str]:
     try:
-        words = shlex.split(launcher.format(ntasks=ntasks))
-    except (KeyError, IndexError, ValueError) as err:
-        raise ForecastError(f"launcher {launcher!r} is not a valid template with {{ntasks}}: {err}") from None
-    if not words:
-        raise ForecastError("the launcher template is empty; expected e.g. 'mpiexec -n {ntasks}'")
-    found = shutil.which(words[0]) or shutil.which(words[0], path=str(Path(sys.executable).parent))
+        words = launcher_argv(launcher, ntasks)
+    except ValueError as err:
+        raise ForecastError(f"launcher {err}") from None
+    found = shutil.which(words[0])
     if not found:
         raise ForecastError(f"launcher program {words[0]!r} (from launcher {launcher!r}) is not on PATH nor beside "
                             f"{sys.executable}; install an MPI (the mpich wheel) or set `launcher` in the config")
