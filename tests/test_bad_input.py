@@ -1,0 +1,99 @@
+"""Every bad input is refused through the real entry point (`make study`), before any job, in one line
+that names the key or file and what is expected. The README's "Inputs refused before any job" lists
+these cases; keep the two in step."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+# (name, the study file's text, the line expected); the study file is laid over config/config.yaml
+CASES = [
+    ("a misspelt top-level key", "scrach_tiers: [shm]\n",
+     "unknown key 'scrach_tiers' (did you mean 'scratch_tiers'?) at the top level"),
+    ("a misspelt nested key", "cycles: {strat: '2026010100'}\n", "unknown key 'strat' (did you mean 'start'?) in 'cycles'"),
+    ("a word for a number", "levels: many\n", "config key 'levels': expected integer, got 'many'"),
+    ("a fraction for an integer", "seed: 1.5\n", "config key 'seed': expected integer, got 1.5"),
+    ("a resolution that does not exist", "resolution: C50\n", "config key 'resolution': 'C50' is not allowed"),
+    ("a study name with a space", "study: 'my study'\n", "config key 'study': 'my study' does not match"),
+    ("a scratch tier that is not defined", "scratch_tiers: [nvme]\n", "config key 'scratch_tiers[0]': 'nvme' is not a tier"),
+    ("a non-persistent tier in the persistent role", "persistent_tier: shm\n",
+     "config key 'persistent_tier': tier 'shm' has persistent: false"),
+    ("cycles that end before they start", "cycles: {end: '2025123118'}\n",
+     "config key 'cycles.end': 2025123118 is before cycles.start 2026010100"),
+    ("a cycle that is not a date", "cycles: {end: '2026013200'}\n", "config key 'cycles.end': cycle '2026013200' is not a valid date"),
+    ("a cycle without its hour", "cycles: {start: '20260101'}\n", "config key 'cycles.start': '20260101' does not match"),
+    ("a misspelt tier key", "tiers: {shm: {pth: /x}}\n", "unknown key 'pth' (did you mean 'path'?) in 'tiers.shm'"),
+    ("a tier path with a variable that is not set", "tiers: {bb: {kind: burst_buffer, path: '$NO_SUCH_VAR_X/bb'}}\n",
+     "config key 'tiers.bb.path': tier 'bb': path '$NO_SUCH_VAR_X/bb' uses $NO_SUCH_VAR_X, which is not set"),
+    ("restart hours without the cycle interval", "forecast: {restart_hours: [3, 9]}\n",
+     "config key 'forecast.restart_hours': [3, 9] must include cycles.interval_hours (6)"),
+    ("restart hours off the output cadence", "cycles: {interval_hours: 5}\nforecast: {restart_hours: [3, 5, 6, 9]}\n",
+     "config key 'forecast.restart_hours': [5] are not output hours"),
+    ("a launcher without {ntasks}", "launcher: mpiexec -n 4\n",
+     "config key 'launcher': 'mpiexec -n 4' does not say how many tasks to start"),
+    ("a launcher template with an unknown field", "launcher: 'mpiexec -n {tasks}'\n",
+     "config key 'launcher': 'mpiexec -n {tasks}' is not a valid template"),
+    ("IOR asked for but not installed", "benchmarks: {tool: ior}\n", "config key 'benchmarks.ior_path': benchmarks.tool is 'ior' but ior was not found"),
+    ("an IOR path that is not a program", "benchmarks: {ior_path: /nonexistent/ior}\n",
+     "config key 'benchmarks.ior_path': '/nonexistent/ior' is not an executable file"),
+    ("a transfer size IOR refuses", "benchmarks: {patterns: {easy: {transfer_size: 47001}}}\n",
+     "config key 'benchmarks.patterns.easy.transfer_size': 47001 bytes is not a multiple of 8 bytes"),
+    ("a block size that is not whole transfers", "benchmarks: {patterns: {easy: {transfer_size: 1m, block_size: 1536k}}}\n",
+     "config key 'benchmarks.patterns.easy.block_size': 1572864 bytes is not a multiple of transfer_size"),
+    ("a benchmark pattern that is not defined", "benchmarks: {io_patterns: [nosuch]}\n",
+     "config key 'benchmarks.io_patterns[0]': 'nosuch' is not a pattern in benchmarks.patterns"),
+    ("a staging granularity that does not exist", "staging: {granularity: [hour]}\n",
+     "config key 'staging.granularity[0]': 'hour' is not allowed; expected one of: step, cycle"),
+    ("no copy streams", "staging: {streams: 0}\n", "config key 'staging.streams': 0 is less than the minimum of 1"),
+    ("a negative ensemble", "ensemble: {members: -2}\n", "config key 'ensemble.members': -2 is less than the minimum of 0"),
+    ("a batch-system variable in a local run", "tiers: {node_local: {path: '${SLURM_TMPDIR}/x'}}\n",
+     "uses $SLURM_TMPDIR, which is not set; set it, or give a default as ${SLURM_TMPDIR:-/some/path}; this run executes its jobs here"),
+    ("a tier under a file", "tiers: {node_local: {path: '{tmp}/a-file/scratch'}}\n",
+     "tier 'node_local': path '{tmp}/a-file/scratch' cannot be written"),
+    ("a study larger than the disk", "resolution: C1152\n",
+     "the study needs about"),
+    ("a study file that is not YAML", "cycles:\n  start: \"2026010100\n", "line 3, column 1: not valid YAML"),
+    ("an empty study file", "", "is empty; expected config keys (key: value)"),
+    ("a list instead of keys", "- a\n- b\n", "holds a list at the top level; expected config keys"),
+]
+
+
+def refuse(case, tmp_path: Path) -> tuple[str, subprocess.CompletedProcess, str]:
+    name, text, expected = case
+    folder = tmp_path / name.replace(" ", "-").replace("{", "").replace("}", "")
+    folder.mkdir()
+    (folder / "a-file").write_text("x")
+    study = folder / "study.yaml"
+    study.write_text(text.replace("{tmp}", str(folder)))
+    env = {k: v for k, v in os.environ.items() if k not in ("SLURM_TMPDIR", "MAKEFLAGS", "MAKELEVEL")}
+    run = subprocess.run(["make", "-s", "--no-print-directory", "study", f"STUDY={study}", "ARGS=-n"], cwd=REPO,
+                         env=env, capture_output=True, text=True, timeout=300)
+    return name, run, expected.replace("{tmp}", str(folder))
+
+
+@pytest.mark.e2e
+def test_every_bad_input_is_refused_before_any_job_in_one_line(tmp_path):
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(lambda case: refuse(case, tmp_path), CASES))
+    failures = []
+    for name, run, expected in results:
+        output = run.stdout + run.stderr
+        if run.returncode == 0 or not any(expected in line for line in output.splitlines()):
+            failures.append(f"{name}: exit {run.returncode}, expected {expected!r} in:\n{output[-800:]}")
+        if "Job stats" in output or "rule " in output:
+            failures.append(f"{name}: jobs were planned before the refusal:\n{output[-800:]}")
+    assert not failures, "\n\n".join(failures)
+    assert len(CASES) >= 25
+
+
+def test_the_readme_lists_every_refused_input():
+    readme = (REPO / "README.md").read_text()
+    missing = [name for name, _, _ in CASES if f"- {name}" not in readme]
+    assert not missing, f"README's 'Inputs refused before any job' lacks: {missing}"
