@@ -52,8 +52,8 @@ include: "rules/report.smk"
 rule all:
     default_target: True
     input:
-        all_step_manifests(),
-        all_cleanups(),
+        job_files(JOBS.step_jobs()),
+        job_files(JOBS.cleanups()),
         study_tables(),
         study_figures(),
         out("figures", "write_strategies.png"),

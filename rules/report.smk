@@ -3,8 +3,8 @@
 
 rule aggregate:
     input:
-        records=all_job_files("records.jsonl"),
-        manifests=all_job_files("manifest.json"),
+        records=job_files(JOBS.measured_jobs(), "records.jsonl"),
+        manifests=job_files(JOBS.measured_jobs(), "manifest.json"),
     output:
         events=report(
             out("tables", "io_events.parquet"),
