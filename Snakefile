@@ -45,8 +45,8 @@ wildcard_constraints:
 
 include: "rules/common.smk"
 include: "rules/cycle.smk"
-include: "rules/bench.smk"
 include: "rules/report.smk"
+include: "rules/bench.smk"
 
 
 rule all:
@@ -54,7 +54,8 @@ rule all:
     input:
         job_files(JOBS.step_jobs()),
         job_files(JOBS.cleanups()),
-        study_tables(),
-        study_figures(),
-        out("figures", "write_strategies.png"),
+        rules.aggregate.output,
+        rules.inventory.output,
+        rules.figures.output,
+        rules.write_strategy_figure.output,
         benchmark_outputs(),

@@ -52,18 +52,8 @@ def study_json(wildcards):
     )
 
 
-TABLES = [
-    "inventory.csv",
-    "io_events.parquet",
-    "io_events.csv",
-    "step_summary.csv",
-    "phase_throughput.csv",
-]
-
-
-def study_tables():
-    return [out("tables", name) for name in TABLES]
-
-
-def study_figures():
-    return [out("figures", "throughput_by_arm_and_phase.png")]
+def benchmark_outputs():
+    """The benchmarks' tables and figures (rules/bench.smk), which the default target asks for."""
+    if not BENCH.enabled:
+        return []
+    return [*rules.benchmark_tables.output, *rules.benchmark_figures.output]
