@@ -41,6 +41,8 @@ wildcard_constraints:
     arm=r"[A-Za-z][A-Za-z0-9_]*",
     cycle=r"\d{10}",
     step=r"prep|anal|fcst|post|cycle|efcs\d\d",
+    tier=r"[A-Za-z][A-Za-z0-9_]*",
+    ntasks=r"\d+",
 
 
 include: "rules/common.smk"

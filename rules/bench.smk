@@ -20,10 +20,8 @@ rule bench_point:
     benchmark:
         out("benchmarks", "bench", "{tier}", "{kind}", "{pattern}.n{ntasks}.tsv")
     wildcard_constraints:
-        tier=r"[A-Za-z][A-Za-z0-9_]*",
         kind="io|metadata",
         pattern=r"[A-Za-z0-9][A-Za-z0-9_]*",
-        ntasks=r"\d+",
     conda:
         "../envs/cycleio.yaml"
     resources:
@@ -48,9 +46,6 @@ rule bench_fieldio:
         out("logs", "bench", "{tier}", "fieldio", "n{ntasks}.log"),
     benchmark:
         out("benchmarks", "bench", "{tier}", "fieldio", "n{ntasks}.tsv")
-    wildcard_constraints:
-        tier=r"[A-Za-z][A-Za-z0-9_]*",
-        ntasks=r"\d+",
     conda:
         "../envs/cycleio.yaml"
     resources:
@@ -77,8 +72,6 @@ rule bench_replay:
         out("logs", "bench", "{tier}", "replay.log"),
     benchmark:
         out("benchmarks", "bench", "{tier}", "replay.tsv")
-    wildcard_constraints:
-        tier=r"[A-Za-z][A-Za-z0-9_]*",
     conda:
         "../envs/cycleio.yaml"
     resources:
