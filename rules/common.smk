@@ -31,8 +31,14 @@ def job_files(jobs, suffix="manifest.json"):
     return [job_file(job, suffix) for job in jobs]
 
 
-def arm_settings(wildcards):
-    return STUDY.arms[wildcards.arm].to_json()
+def job_settings(job=None):
+    """params: the settings an arm's job reads (its step from the wildcards unless named here), so
+    that a changed setting marks only the jobs that read it for a rerun."""
+
+    def settings(wildcards):
+        return STUDY.arms[wildcards.arm].job_json(job or wildcards.step)
+
+    return settings
 
 
 def step_dependencies(wildcards):
@@ -46,10 +52,9 @@ def cleanup_dependencies(wildcards):
 
 
 def study_json(wildcards):
-    """The study's cycles and every arm's settings, for the inventory table."""
-    return json.dumps(
-        {"cycles": STUDY.cycles, "arms": [arm.to_json() for arm in STUDY.arms.values()]}
-    )
+    """The study's cycles and what the inventory table reads of every arm's settings."""
+    arms = [arm.job_json("inventory") for arm in STUDY.arms.values()]
+    return json.dumps({"cycles": STUDY.cycles, "arms": arms})
 
 
 def benchmark_outputs():

@@ -110,7 +110,7 @@ def test_the_snakefile_imports_stay_light():
     imports = dag_time_imports()
     assert any("check_study" in line for line in imports) and any("rule_resources" in line for line in imports)
     # What the Snakefile and rules do with them at DAG time: plan the default study, its jobs and what
-    # each waits for, size its jobs for Slurm, and plan its benchmarks.
+    # each waits for, size its jobs for Slurm, give each its settings, and plan its benchmarks.
     program = "\n".join([
         "import json, sys, yaml",
         *imports,
@@ -124,6 +124,7 @@ def test_the_snakefile_imports_stay_light():
         "for arm in study.arms.values():",
         "    for step in ('prep', 'anal', 'fcst', 'post'):",
         "        slurm_resources(arm, step, study.cycles[-1])",
+        "        arm.job_json(step)",
         "BenchmarkPlan.from_config(config)",
         "print(json.dumps(sorted(sys.modules)))",
     ])
