@@ -1,7 +1,7 @@
 # The cycled steps of every arm: cold start once, then prep -> anal -> fcst -> post per cycle.
-# Slurm resources (nodes, tasks, memory, runtime, burst buffer) come from each arm's settings;
-# each job gets as params only the settings it reads.
-from cycleio.workflow.slurm import rule_resources
+# Slurm resources (nodes, tasks, CPUs, memory, runtime, burst buffer) and threads come from each
+# arm's settings; each job gets as params only the settings it reads.
+from cycleio.workflow.slurm import rule_resources, rule_threads
 
 
 rule coldstart:
@@ -60,6 +60,7 @@ rule cycle_step:
         out("benchmarks", "{arm}", "{cycle}", "{step}.tsv")
     conda:
         "../envs/cycleio.yaml"
+    threads: rule_threads(STUDY.arms)
     resources:
         **rule_resources(STUDY.arms),
         io_lock=1,

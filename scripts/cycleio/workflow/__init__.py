@@ -1,2 +1,2 @@
 """Workflow glue: what the Snakefile and rules need at DAG time (the study's jobs and what each
-waits for, each rule's Slurm resources)."""
+waits for, each rule's threads and Slurm resources)."""
