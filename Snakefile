@@ -49,20 +49,23 @@ wildcard_constraints:
     arm=r"[A-Za-z][A-Za-z0-9_]*",
     cycle=r"\d{10}",
     step=r"prep|anal|fcst|post|cycle|efcs\d\d",
+    tier=r"[A-Za-z][A-Za-z0-9_]*",
+    ntasks=r"\d+",
 
 
 include: "rules/common.smk"
 include: "rules/cycle.smk"
-include: "rules/bench.smk"
 include: "rules/report.smk"
+include: "rules/bench.smk"
 
 
 rule all:
     default_target: True
     input:
-        all_step_manifests(),
-        all_cleanups(),
-        study_tables(),
-        study_figures(),
-        out("figures", "write_strategies.png"),
+        job_files(JOBS.step_jobs()),
+        job_files(JOBS.cleanups()),
+        rules.aggregate.output,
+        rules.inventory.output,
+        rules.figures.output,
+        rules.write_strategy_figure.output,
         benchmark_outputs(),

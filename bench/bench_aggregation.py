@@ -6,7 +6,7 @@ with every field of cycleio.report.records.Record) into 105 record files laid ou
 them out (results/<study>/arms/<arm>/<cycle>/<step>.records.jsonl: 3 arms x 7 cycles x prep, anal,
 fcst, post and the obs dump), with the mix of phases, ops, tiers and sizes of the default study's
 jobs (the lustre arm unstaged), then times the rule's command, `python -m cycleio aggregate
---out-dir ... FILES` (rules/report.smk), in a child process. The baseline of its seconds is the
+--events ... --tiers ... FILES` (rules/report.smk), in a child process. The baseline of its seconds is the
 absolute goal of 10 s: ratio = seconds / 10, lower is better. Its peak RSS is reported against
 the size of the record files (no goal). Three repeats (--quick: one).
 
@@ -103,7 +103,11 @@ def write_records(root: Path, n_records: int, seed: int = 1) -> list[Path]:
 def aggregate(paths: list[Path], out_dir: Path) -> tuple[float, float]:
     """Wall seconds and peak RSS (MiB) of the aggregate command in a child process."""
     env = {**os.environ, "PYTHONPATH": str(REPO / "scripts")}
-    argv = [sys.executable, "-m", "cycleio", "aggregate", "--out-dir", str(out_dir), *map(str, paths)]
+    tables = {"--events": "io_events.parquet", "--events-csv": "io_events.csv", "--summary": "step_summary.csv",
+              "--throughput": "phase_throughput.csv", "--staging": "staging.csv", "--tiers": "tiers.csv"}
+    argv = [sys.executable, "-m", "cycleio", "aggregate", *(arg for option, name in tables.items()
+                                                            for arg in (option, str(out_dir / name))),
+            *map(str, paths)]
     t0 = time.perf_counter()
     child = subprocess.Popen(argv, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(child.pid, 0)

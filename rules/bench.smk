@@ -1,8 +1,7 @@
 # Benchmarks on every tier: IOR/mdtest (or fio's equivalents), field I/O, and replays of the
 # steps' I/O, one job per tier x pattern x tasks; then the benchmarks and efficiency tables and
-# figures. The plan (points, settings, paths) lives in cycleio.benchmarks.tierbench; its errors name the key.
-from functools import partial
-
+# figures. The plan (points, their settings and CSV paths) lives in cycleio.benchmarks.tierbench; its
+# errors name the key. The rules name the tables and figures.
 from cycleio.config.settings import ConfigError
 from cycleio.benchmarks.tierbench import BenchmarkPlan
 
@@ -10,8 +9,6 @@ try:
     BENCH = BenchmarkPlan.from_config(config)
 except ConfigError as err:
     sys.exit(f"cycleio: invalid configuration: {err}")
-
-benchmark_outputs = partial(BENCH.outputs, out)
 
 
 rule bench_point:
@@ -23,10 +20,8 @@ rule bench_point:
     benchmark:
         out("benchmarks", "bench", "{tier}", "{kind}", "{pattern}.n{ntasks}.tsv")
     wildcard_constraints:
-        tier=r"[A-Za-z][A-Za-z0-9_]*",
         kind="io|metadata",
         pattern=r"[A-Za-z0-9][A-Za-z0-9_]*",
-        ntasks=r"\d+",
     conda:
         "../envs/cycleio.yaml"
     resources:
@@ -51,9 +46,6 @@ rule bench_fieldio:
         out("logs", "bench", "{tier}", "fieldio", "n{ntasks}.log"),
     benchmark:
         out("benchmarks", "bench", "{tier}", "fieldio", "n{ntasks}.tsv")
-    wildcard_constraints:
-        tier=r"[A-Za-z][A-Za-z0-9_]*",
-        ntasks=r"\d+",
     conda:
         "../envs/cycleio.yaml"
     resources:
@@ -72,7 +64,7 @@ rule bench_fieldio:
 
 rule bench_replay:
     input:
-        events=out("tables", "io_events.parquet"),
+        events=rules.aggregate.output.events,
     output:
         rows=out("bench", "{tier}", "replay.csv"),
         raw=directory(out("bench", "{tier}", "replay.raw")),
@@ -80,8 +72,6 @@ rule bench_replay:
         out("logs", "bench", "{tier}", "replay.log"),
     benchmark:
         out("benchmarks", "bench", "{tier}", "replay.tsv")
-    wildcard_constraints:
-        tier=r"[A-Za-z][A-Za-z0-9_]*",
     conda:
         "../envs/cycleio.yaml"
     resources:
@@ -99,7 +89,7 @@ rule bench_replay:
 rule benchmark_tables:
     input:
         points=BENCH.point_files(out),
-        events=out("tables", "io_events.parquet"),
+        events=rules.aggregate.output.events,
     output:
         table=report(
             out("tables", "benchmarks.csv"),
@@ -118,17 +108,17 @@ rule benchmark_tables:
         "../envs/cycleio.yaml"
     params:
         n_points=lambda wildcards, input: len(input.points),
-        out_dir=lambda wildcards, output: os.path.dirname(output.table),
     message:
         "benchmark tables from {params.n_points} benchmark points"
     shell:
         "python -m cycleio --log {log:q} bench-tables --events {input.events:q}"
-        " --out-dir {params.out_dir:q} {input.points:q}"
+        " --benchmarks {output.table:q} --benchmarks-parquet {output.parquet:q}"
+        " --efficiency {output.efficiency:q} {input.points:q}"
 
 
 rule benchmark_figures:
     input:
-        table=out("tables", "benchmarks.csv"),
+        table=rules.benchmark_tables.output.table,
     output:
         scaling=report(
             out("figures", "benchmark_scaling.png"),

@@ -1,6 +1,7 @@
 # The cycled steps of every arm: cold start once, then prep -> anal -> fcst -> post per cycle.
-# Slurm resources (nodes, tasks, memory, runtime, burst buffer) come from each arm's settings.
-from cycleio.workflow.slurm import rule_resources
+# Slurm resources (nodes, tasks, CPUs, memory, runtime, burst buffer) and threads come from each
+# arm's settings; each job gets as params only the settings it reads.
+from cycleio.workflow.slurm import rule_resources, rule_threads
 
 
 rule coldstart:
@@ -17,7 +18,7 @@ rule coldstart:
         **rule_resources(STUDY.arms, step="coldstart"),
         io_lock=1,
     params:
-        settings=arm_settings,
+        settings=job_settings("coldstart"),
     message:
         "cold start of arm {wildcards.arm}"
     shell:
@@ -39,7 +40,7 @@ rule obs_dump:
         **rule_resources(STUDY.arms, step="dump"),
         io_lock=1,
     params:
-        settings=arm_settings,
+        settings=job_settings("dump"),
     message:
         "observation dumps of cycle {wildcards.cycle} arrive for arm {wildcards.arm}"
     shell:
@@ -59,12 +60,13 @@ rule cycle_step:
         out("benchmarks", "{arm}", "{cycle}", "{step}.tsv")
     conda:
         "../envs/cycleio.yaml"
+    threads: rule_threads(STUDY.arms)
     resources:
         **rule_resources(STUDY.arms),
         io_lock=1,
         attempt=lambda wildcards, attempt: attempt,
     params:
-        settings=arm_settings,
+        settings=job_settings(),
     message:
         "{wildcards.step} of cycle {wildcards.cycle}, arm {wildcards.arm}"
     shell:
@@ -89,7 +91,7 @@ rule cleanup_cycle:
     resources:
         io_lock=1,
     params:
-        settings=arm_settings,
+        settings=job_settings("cleanup"),
     message:
         "cleanup: cycle {wildcards.cycle} of arm {wildcards.arm} leaves the persistent tier"
     shell:

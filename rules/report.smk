@@ -3,8 +3,8 @@
 
 rule aggregate:
     input:
-        records=all_job_files("records.jsonl"),
-        manifests=all_job_files("manifest.json"),
+        records=job_files(JOBS.measured_jobs(), "records.jsonl"),
+        manifests=job_files(JOBS.measured_jobs(), "manifest.json"),
     output:
         events=report(
             out("tables", "io_events.parquet"),
@@ -38,11 +38,13 @@ rule aggregate:
         "../envs/cycleio.yaml"
     params:
         n_files=lambda wildcards, input: len(input.records),
-        out_dir=lambda wildcards, output: os.path.dirname(output.summary),
     message:
         "aggregating {params.n_files} record files into tables"
     shell:
-        "python -m cycleio --log {log:q} aggregate --out-dir {params.out_dir:q} {input.records:q}"
+        "python -m cycleio --log {log:q} aggregate --events {output.events:q}"
+        " --events-csv {output.events_csv:q} --summary {output.summary:q}"
+        " --throughput {output.throughput:q} --staging {output.staging:q} --tiers {output.tiers:q}"
+        " {input.records:q} --manifests {input.manifests:q}"
 
 
 rule inventory:
@@ -64,8 +66,8 @@ rule inventory:
 
 rule figures:
     input:
-        summary=out("tables", "step_summary.csv"),
-        throughput=out("tables", "phase_throughput.csv"),
+        summary=rules.aggregate.output.summary,
+        throughput=rules.aggregate.output.throughput,
     output:
         report(
             out("figures", "throughput_by_arm_and_phase.png"),
@@ -77,17 +79,16 @@ rule figures:
     conda:
         "../envs/cycleio.yaml"
     params:
-        tables=lambda wildcards, input: os.path.dirname(input.summary),
         title=f"cycleio study '{STUDY.name}': {config['resolution']} L{config['levels']}, {len(STUDY.cycles)} cycles",
     shell:
-        "python -m cycleio --log {log:q} figures --tables {params.tables:q} --out {output:q}"
-        " --title {params.title:q}"
+        "python -m cycleio --log {log:q} figures --summary {input.summary:q}"
+        " --throughput {input.throughput:q} --out {output:q} --title {params.title:q}"
 
 
 rule write_strategy_figure:
     input:
-        events=out("tables", "io_events.parquet"),
-        summary=out("tables", "step_summary.csv"),
+        events=rules.aggregate.output.events,
+        summary=rules.aggregate.output.summary,
     output:
         report(
             out("figures", "write_strategies.png"),

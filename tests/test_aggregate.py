@@ -11,7 +11,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from cycleio.report.aggregate import MiB, aggregate, covered_seconds, load_events
+from cycleio.report.aggregate import MiB, StudyTables, aggregate, covered_seconds, load_events
 from cycleio.report.records import RECORD_FIELDS, Record
 
 T0 = 1_800_000_000.0
@@ -84,6 +84,13 @@ def study_records() -> dict[str, list[dict]]:
     return files
 
 
+def tables_in(folder: Path) -> StudyTables:
+    """The tables under the names the workflow gives them (rules/report.smk)."""
+    return StudyTables(events=folder / "io_events.parquet", events_csv=folder / "io_events.csv",
+                       summary=folder / "step_summary.csv", throughput=folder / "phase_throughput.csv",
+                       staging=folder / "staging.csv", tiers=folder / "tiers.csv")
+
+
 def write_study(root: Path) -> list[Path]:
     paths = []
     for name, records in study_records().items():
@@ -98,7 +105,7 @@ def write_study(root: Path) -> list[Path]:
 def study(tmp_path_factory) -> tuple[list[Path], Path]:
     root = tmp_path_factory.mktemp("study")
     paths = write_study(root)
-    aggregate(paths, root / "tables")
+    aggregate(paths, tables_in(root / "tables"))
     return paths, root / "tables"
 
 
@@ -226,7 +233,7 @@ def test_a_malformed_record_stops_aggregation_naming_file_and_line(tmp_path):
     lines = paths[1].read_text().splitlines()
     paths[1].write_text("\n".join(lines[:4] + [lines[4][:-20]] + lines[5:]) + "\n")
     with pytest.raises(ValueError, match=rf"{paths[1].name}, line 5, column \d+: not JSON"):
-        aggregate(paths, tmp_path / "tables")
+        aggregate(paths, tables_in(tmp_path / "tables"))
     assert not (tmp_path / "tables").exists()
 
 
@@ -234,4 +241,4 @@ def test_aggregate_without_records_says_so(tmp_path):
     empty = tmp_path / "a.records.jsonl"
     empty.write_text("")
     with pytest.raises(ValueError, match="no records to aggregate"):
-        aggregate([empty], tmp_path / "tables")
+        aggregate([empty], tables_in(tmp_path / "tables"))

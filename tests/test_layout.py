@@ -109,8 +109,8 @@ def dag_time_imports() -> list[str]:
 def test_the_snakefile_imports_stay_light():
     imports = dag_time_imports()
     assert any("check_study" in line for line in imports) and any("rule_resources" in line for line in imports)
-    # What the Snakefile and rules do with them at DAG time: plan the default study, size its jobs
-    # for Slurm, and plan its benchmarks.
+    # What the Snakefile and rules do with them at DAG time: plan the default study, its jobs and what
+    # each waits for, size its jobs for Slurm, give each its settings, and plan its benchmarks.
     program = "\n".join([
         "import json, sys, yaml",
         *imports,
@@ -118,9 +118,13 @@ def test_the_snakefile_imports_stay_light():
         "from cycleio.workflow.slurm import slurm_resources",
         f"config, study = load_study(yaml.safe_load(open({str(REPO / 'config' / 'config.yaml')!r})))",
         "study_needs(study)",
+        "jobs = CycledJobs.of_study(study)",
+        "for job in jobs.step_jobs():",
+        "    jobs.dependencies(*job)",
         "for arm in study.arms.values():",
         "    for step in ('prep', 'anal', 'fcst', 'post'):",
         "        slurm_resources(arm, step, study.cycles[-1])",
+        "        arm.job_json(step)",
         "BenchmarkPlan.from_config(config)",
         "print(json.dumps(sorted(sys.modules)))",
     ])

@@ -14,8 +14,10 @@ from cycleio.workflow.slurm import (
     SlurmResourceError,
     burst_buffer_request,
     job_bytes,
+    job_threads,
     mem_mb,
     rule_resources,
+    rule_threads,
     runtime_minutes,
     slurm_resources,
 )
@@ -45,7 +47,8 @@ def test_every_step_gets_every_resource_with_valid_values():
         for step in ("coldstart", "dump", "prep", "anal", "fcst", "post"):
             res = slurm_resources(arm, step, FULL_CYCLE)
             assert set(res) == set(RESOURCE_KEYS)
-            assert res["cpus_per_task"] == 1
+            staged = step not in ("coldstart", "dump") and arm.staged  # one CPU per copy stream (4 by default)
+            assert res["cpus_per_task"] * res["tasks"] == (4 if staged else res["tasks"])
             assert isinstance(res["runtime"], int) and res["runtime"] >= 10
             assert isinstance(res["mem_mb"], int) and 1000 <= res["mem_mb"] / res["tasks"] <= 4000
             if step == "fcst":  # the forecast is an MPI program: 2 compute ranks by default
@@ -151,6 +154,28 @@ def test_rule_resources_are_functions_of_the_wildcards():
     assert cold["runtime"](SimpleNamespace(arm="bb"), 1) == slurm_resources(study["bb"], "coldstart")["runtime"]
 
 
+def test_staged_jobs_get_a_cpu_per_copy_stream_as_threads_and_cpus_per_task():
+    study = arms(staging={"streams": 6})
+    for name in ("node_local", "shm", "bb"):
+        for step in ("prep", "anal", "post"):
+            assert job_threads(study[name], step) == 6
+            assert slurm_resources(study[name], step, FULL_CYCLE)["cpus_per_task"] == 6
+        for step in ("fcst", "cycle"):  # 2 ranks, which copy nothing: 3 CPUs each
+            resources = slurm_resources(study[name], step, FULL_CYCLE)
+            assert job_threads(study[name], step) == 6 and (resources["tasks"], resources["cpus_per_task"]) == (2, 3)
+        for step in ("coldstart", "dump"):  # they write the persistent tier only
+            assert job_threads(study[name], step) == 1
+            assert slurm_resources(study[name], step, FULL_CYCLE)["cpus_per_task"] == 1
+    # the baseline copies nothing
+    assert job_threads(study["lustre"], "post") == 1
+    assert slurm_resources(study["lustre"], "post", FULL_CYCLE)["cpus_per_task"] == 1
+    assert slurm_resources(arms(staging={"streams": 5})["shm"], "fcst", FULL_CYCLE)["cpus_per_task"] == 3
+    threads = rule_threads(study)
+    assert threads(SimpleNamespace(arm="shm", cycle=FULL_CYCLE, step="anal")) == 6
+    assert threads(SimpleNamespace(arm="lustre", cycle=FULL_CYCLE, step="anal")) == 1
+    assert rule_threads(study, step="coldstart")(SimpleNamespace(arm="shm")) == 1
+
+
 class FakeJob:
     """Enough of a Snakemake job for the plugin's sbatch builder."""
 
@@ -182,7 +207,7 @@ def test_the_executor_plugin_accepts_them_and_puts_them_on_the_sbatch_line(plugi
     bb = FakeJob(slurm_resources(study["bb"], "post", FULL_CYCLE))
     validation.validate_slurm_extra(bb)
     line = submit.get_submit_command(bb, params)
-    for option in ("-t 10", "--mem 1000", "--nodes=1", "--ntasks=1", "--cpus-per-task=1", f"--bb '{LUA}'"):
+    for option in ("-t 10", "--mem 1000", "--nodes=1", "--ntasks=1", "--cpus-per-task=4", f"--bb '{LUA}'"):
         assert option in line, (option, line)
     quilt = arms(write_strategies=["quilt"], write_component={"ranks": 2, "write_groups": 1})["lustre"]
     mpi = FakeJob(slurm_resources(quilt, "fcst", FULL_CYCLE))

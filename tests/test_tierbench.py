@@ -339,7 +339,10 @@ def test_bench_cli_tables_and_figures(tmp_path, shm_dir, default_config, drawn_f
     })
     events.to_parquet(tmp_path / "io_events.parquet")
     tables = tmp_path / "tables"
-    assert main(["bench-tables", "--events", str(tmp_path / "io_events.parquet"), "--out-dir", str(tables), *points]) == 0
+    assert main(["bench-tables", "--events", str(tmp_path / "io_events.parquet"),
+                 "--benchmarks", str(tables / "benchmarks.csv"),
+                 "--benchmarks-parquet", str(tables / "benchmarks.parquet"),
+                 "--efficiency", str(tables / "efficiency.csv"), *points]) == 0
     bench = pd.read_parquet(tables / "benchmarks.parquet")
     assert len(bench) == len(pd.read_csv(tables / "benchmarks.csv"))
     assert set(bench["benchmark"]) == {"io", "metadata", "fieldio"} and set(bench["tier"]) == {"disk", "shm"}

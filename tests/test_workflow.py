@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -159,6 +160,24 @@ def test_rerun_does_nothing_and_a_deleted_manifest_reruns_only_it_and_dependants
         "shm/2027010100/fcst.manifest.json",
         "shm/2027010100/post.manifest.json",
     }
+
+
+def test_a_changed_launcher_reruns_only_the_forecasts_for_their_params(smoke):
+    """Of the cycles' jobs only the forecasts read the launcher (``--list-changes params`` of Snakemake 9.27
+    cannot tell: it lists the last output of every job), so only they rerun for their params."""
+    repo, workdir = smoke
+    (workdir / "launcher.yaml").write_text(yaml.safe_dump({"launcher": "mpiexec -np {ntasks}"}))
+    study = repo / "config" / "studies" / "smoke.yaml"
+    configs = [str(path) for path in (study, workdir / "tiers.yaml", workdir / "launcher.yaml")]
+    dry = snakemake(repo, workdir, "-n", "--configfile", *configs).stdout
+    by_params = set(re.findall(r"^Job \d+: (.*)\nReason: Params have changed", dry, re.MULTILINE))
+    # Snakemake names one reason per job: the later forecasts' is their inputs (the first forecasts rerun).
+    # The benchmark points start their tasks with the launcher too.
+    assert {message for message in by_params if " of cycle " in message} == {
+        f"fcst of cycle 2026123112, arm {arm}" for arm in ("lustre", "node_local", "shm")}
+    # what follows the first forecasts reruns for its inputs; the cold starts and the dumps do not rerun
+    assert re.search(r"^cycle_step +30$", dry, re.MULTILINE)
+    assert not re.search(r"^(coldstart|obs_dump) ", dry, re.MULTILINE)
 
 
 def test_bad_config_is_refused_before_any_job_runs(smoke, tmp_path):

@@ -291,16 +291,6 @@ class BenchmarkPlan:
             files += [out("bench", tier, "replay.csv") for tier in self.tiers]
         return files
 
-    def table_files(self, out: Callable) -> list[str]:
-        return [out("tables", name) for name in ("benchmarks.csv", "benchmarks.parquet", "efficiency.csv")]
-
-    def figure_files(self, out: Callable) -> list[str]:
-        return [out("figures", name) for name in ("benchmark_scaling.png", "fieldio_vs_ior.png")]
-
-    def outputs(self, out: Callable) -> list[str]:
-        """What ``rule all`` asks for: the tables and figures (which need every point)."""
-        return self.table_files(out) + self.figure_files(out) if self.enabled else []
-
 
 # --------------------------------------------------------------------------- running
 

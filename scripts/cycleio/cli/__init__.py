@@ -43,9 +43,12 @@ def cmd_cleanup(args) -> None:
 
 
 def cmd_aggregate(args) -> None:
-    from ..report.aggregate import aggregate
+    from ..report.aggregate import StudyTables, aggregate
 
-    for name, path in aggregate(args.records, Path(args.out_dir)).items():
+    tables = StudyTables(events=Path(args.events), events_csv=Path(args.events_csv), summary=Path(args.summary),
+                         throughput=Path(args.throughput), staging=Path(args.staging), tiers=Path(args.tiers))
+    aggregate(args.records, tables, args.manifests)
+    for path in vars(tables).values():
         log.info("wrote %s", path)
 
 
@@ -54,9 +57,7 @@ def cmd_figures(args) -> None:
 
     from ..report.figures import throughput_figure
 
-    tables = Path(args.tables)
-    throughput_figure(pd.read_csv(tables / "phase_throughput.csv"), pd.read_csv(tables / "step_summary.csv"),
-                      Path(args.out), args.title)
+    throughput_figure(pd.read_csv(args.throughput), pd.read_csv(args.summary), Path(args.out), args.title)
 
 
 def cmd_write_figure(args) -> None:
@@ -208,14 +209,21 @@ def main(argv: list[str] | None = None) -> int:
     clean.add_argument("--manifest", required=True)
     clean.set_defaults(func=cmd_cleanup)
 
-    agg = sub.add_parser("aggregate", help="records to tidy tables")
-    agg.add_argument("--out-dir", required=True)
-    agg.add_argument("records", nargs="+")
+    agg = sub.add_parser("aggregate", help="records to tidy tables (each table's file named by its option)")
+    agg.add_argument("--events", required=True, help="Parquet to write: every record (io_events)")
+    agg.add_argument("--events-csv", required=True, help="CSV to write: the same records")
+    agg.add_argument("--summary", required=True, help="CSV to write: one row per job (step_summary)")
+    agg.add_argument("--throughput", required=True, help="CSV to write: MiB/s per arm, tier and activity")
+    agg.add_argument("--staging", required=True, help="CSV to write: the copies per job and direction")
+    agg.add_argument("--tiers", required=True, help="CSV to write: the tiers as the jobs found them")
+    agg.add_argument("--manifests", nargs="*", default=[], help="the jobs' manifests (for the tiers table)")
+    agg.add_argument("records", nargs="+", help="the jobs' JSON-lines records")
     agg.set_defaults(func=cmd_aggregate)
 
-    fig = sub.add_parser("figures", help="figures from the tables")
-    fig.add_argument("--tables", required=True)
-    fig.add_argument("--out", required=True)
+    fig = sub.add_parser("figures", help="throughput figure from the tables")
+    fig.add_argument("--summary", required=True, help="step_summary.csv")
+    fig.add_argument("--throughput", required=True, help="phase_throughput.csv")
+    fig.add_argument("--out", required=True, help="the figure (PNG)")
     fig.add_argument("--title", default="cycleio study")
     fig.set_defaults(func=cmd_figures)
 

@@ -117,7 +117,9 @@ def cmd_parse(args) -> None:
 def cmd_bench_tables(args) -> None:
     from ..report.benchtables import write_benchmark_tables
 
-    for path in write_benchmark_tables(args.points, Path(args.events), Path(args.out_dir)).values():
+    write_benchmark_tables(args.points, Path(args.events), benchmarks_csv=Path(args.benchmarks),
+                           benchmarks_parquet=Path(args.benchmarks_parquet), efficiency=Path(args.efficiency))
+    for path in (args.benchmarks, args.benchmarks_parquet, args.efficiency):
         log.info("wrote %s", path)
 
 
@@ -175,7 +177,9 @@ def register(sub) -> None:
 
     tables = sub.add_parser("bench-tables", help="benchmark points to the benchmarks and efficiency tables")
     tables.add_argument("--events", required=True, help="the study's io_events.parquet")
-    tables.add_argument("--out-dir", required=True)
+    tables.add_argument("--benchmarks", required=True, help="CSV to write: every benchmark row")
+    tables.add_argument("--benchmarks-parquet", required=True, help="Parquet to write: the same rows")
+    tables.add_argument("--efficiency", required=True, help="CSV to write: the steps' MiB/s over their references")
     tables.add_argument("points", nargs="*", help="CSV files of benchmark points")
     tables.set_defaults(func=cmd_bench_tables)
 

@@ -56,8 +56,10 @@ def is_half_cycle(cycle: str, start: str | int) -> bool:
     return parse_cycle(cycle) == parse_cycle(start)
 
 
-def steps_of_cycle(cycle: str, start: str | int) -> tuple[str, ...]:
-    return HALF_CYCLE_STEPS if is_half_cycle(cycle, start) else FULL_CYCLE_STEPS
+def steps_of_cycle(cycle: str, start: str | int, ensemble_jobs: tuple[str, ...] | list[str] = ()) -> tuple[str, ...]:
+    """The steps of a cycle: the half cycle's fcst and post, or prep, anal, fcst, post and the
+    ensemble forecast jobs (efcs01, ...), which start from the cycle's analysis as the EnKF's do."""
+    return HALF_CYCLE_STEPS if is_half_cycle(cycle, start) else (*FULL_CYCLE_STEPS, *ensemble_jobs)
 
 
 def com_dir(cycle: str, run: str = "gdas") -> str:

@@ -201,9 +201,28 @@ class StagingSettings:
     drop_caches: bool = False
 
 
+# The settings each kind of an arm's jobs reads; the rules pass a job only these (ArmSettings.job_json),
+# so that a changed setting marks only the jobs that read it for a rerun (Snakemake's params trigger;
+# the jobs after them follow through their inputs).
+# Every job: who and where it is, the grid and seed of its data, the write strategy its records carry.
+_EVERY_JOB = ("study", "arm", "start", "seed", "resolution", "levels", "persistent", "strategy")
+# A step's job: the files it writes (compression) and their inventory (forecast), staging, its compute stand-in.
+_STEP = (*_EVERY_JOB, "compression", "forecast", "scratch", "staging", "granularity", "compute_kind")
+JOB_SETTINGS = {
+    "coldstart": (*_EVERY_JOB, "compression"),
+    "dump": (*_EVERY_JOB, "compression", "forecast"),
+    "cleanup": _EVERY_JOB,
+    "step": (*_STEP, "step_compute_seconds"),  # prep, anal, post, efcsNN: the compute of its own step only
+    # the forecast is an MPI program: its launcher, ranks and writer groups, its compute per hour
+    "fcst": (*_STEP, "compute_seconds_per_hour", "launcher", "write_component"),
+    "cycle": (*_STEP, "step_compute_seconds", "compute_seconds_per_hour", "launcher", "write_component"),
+    "inventory": (*_EVERY_JOB, "compression", "forecast", "granularity"),  # the expected-files table
+}
+
+
 @dataclass
 class ArmSettings:
-    """Everything one arm's jobs need; rules pass it to ``cycleio`` as JSON."""
+    """Everything one arm's jobs need; rules pass each job its part as JSON (:meth:`job_json`)."""
 
     study: str
     arm: str
@@ -212,7 +231,7 @@ class ArmSettings:
     resolution: str
     levels: int
     persistent: Tier
-    scratch: Tier
+    scratch: Tier | None = None  # None in the settings of jobs that use no scratch (cold start, dumps, cleanup)
     strategy: str = "serial"
     forecast: ForecastSettings = field(default_factory=ForecastSettings)
     compression: Compression = field(default_factory=Compression)
@@ -226,22 +245,41 @@ class ArmSettings:
 
     @property
     def staged(self) -> bool:
-        return self.scratch.name != self.persistent.name
+        return self.scratch is not None and self.scratch.name != self.persistent.name
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
 
+    def job_settings(self, job: str) -> dict:
+        """The settings one job of the arm reads (``job``: a step, ``cycle``, ``coldstart``, ``dump``,
+        ``cleanup`` or ``inventory``); :meth:`from_json` gives the others their defaults."""
+        kind = job if job in JOB_SETTINGS else "step"
+        settings = {key: value for key, value in asdict(self).items() if key in JOB_SETTINGS[kind]}
+        if kind == "step":  # its own step's compute stand-in
+            own = self.step_compute_seconds
+            settings["step_compute_seconds"] = {job: own[job]} if job in own else {}
+        return settings
+
+    def job_json(self, job: str) -> str:
+        """What a rule passes its job as ``params``: :meth:`job_settings` as JSON."""
+        return json.dumps(self.job_settings(job), sort_keys=True, separators=(",", ":"))
+
     @classmethod
     def from_json(cls, text: str) -> "ArmSettings":
+        """The settings from :meth:`to_json` or :meth:`job_json` (absent keys take their defaults)."""
         raw = json.loads(text)
         raw["persistent"] = Tier(**raw["persistent"])
-        raw["scratch"] = Tier(**raw["scratch"])
-        forecast = raw["forecast"]
-        forecast["restart_hours"] = tuple(forecast["restart_hours"])
-        forecast["product_grids"] = tuple(forecast["product_grids"])
-        raw["forecast"] = ForecastSettings(**forecast)
-        raw["compression"] = Compression(**raw["compression"])
-        raw["staging"] = StagingSettings(**raw["staging"])
+        if "scratch" in raw:
+            raw["scratch"] = Tier(**raw["scratch"])
+        if "forecast" in raw:
+            forecast = raw["forecast"]
+            forecast["restart_hours"] = tuple(forecast["restart_hours"])
+            forecast["product_grids"] = tuple(forecast["product_grids"])
+            raw["forecast"] = ForecastSettings(**forecast)
+        if "compression" in raw:
+            raw["compression"] = Compression(**raw["compression"])
+        if "staging" in raw:
+            raw["staging"] = StagingSettings(**raw["staging"])
         return cls(**raw)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -178,32 +179,43 @@ def write_table(frame: pd.DataFrame, path: Path) -> None:
             frame.to_csv(tmp, index=False)
 
 
-def _write_events(table: pa.Table, out_dir: Path) -> None:
+@dataclass(frozen=True)
+class StudyTables:
+    """Where ``aggregate`` writes each table: the rule names every file (rules/report.smk)."""
+
+    events: Path  # every record, Parquet
+    events_csv: Path  # the same, CSV
+    summary: Path  # step_summary
+    throughput: Path  # phase_throughput
+    staging: Path  # staging
+    tiers: Path  # tiers (from the manifests)
+
+
+def _write_events(table: pa.Table, tables: StudyTables) -> None:
     """Every event, as parquet and as CSV (Arrow's writer: pandas' takes seconds per million rows)."""
-    with landing(out_dir / "io_events.parquet") as tmp:
+    with landing(Path(tables.events)) as tmp:
         pq.write_table(table, tmp)
-    with landing(out_dir / "io_events.csv") as tmp:
+    with landing(Path(tables.events_csv)) as tmp:
         pa_csv.write_csv(table, tmp)
 
 
-def aggregate(record_files: list[str | Path], out_dir: Path) -> dict[str, Path]:
+def aggregate(record_files: list[str | Path], tables: StudyTables, manifest_files: list[str | Path] = ()) -> None:
+    """Turn the jobs' records into the study's tables; the manifests give the tiers table."""
     events = load_events(record_files)
     if events.empty:
         raise ValueError("no records to aggregate: the study has produced no record files yet")
     # The cycles' own jobs, with the columns their tables read: copying file names and the like would be waste.
     cycle_events = events.loc[~events["step"].isin(ARRIVALS), CYCLE_TABLE_COLUMNS]
-    manifests = [Path(str(p).replace(".records.jsonl", ".manifest.json")) for p in record_files]
     with ThreadPoolExecutor(1) as background:
         # The files of every event take longest, mostly in Arrow code that releases the GIL (and in fsync): they
         # are written while pandas makes the summaries, from an Arrow table made here.
-        events_written = background.submit(_write_events, pa.Table.from_pandas(events, preserve_index=False), out_dir)
-        tables = {
-            "step_summary.csv": step_summary(cycle_events),
-            "phase_throughput.csv": phase_throughput(events),
-            "staging.csv": staging_table(cycle_events),
-            "tiers.csv": tiers_table([p for p in manifests if p.exists()]),
+        events_written = background.submit(_write_events, pa.Table.from_pandas(events, preserve_index=False), tables)
+        frames = {
+            tables.summary: step_summary(cycle_events),
+            tables.throughput: phase_throughput(events),
+            tables.staging: staging_table(cycle_events),
+            tables.tiers: tiers_table([Path(path) for path in manifest_files]),
         }
-        for name, frame in tables.items():
-            write_table(frame, out_dir / name)
+        for path, frame in frames.items():
+            write_table(frame, Path(path))
         events_written.result()
-    return {name: out_dir / name for name in ("io_events.parquet", "io_events.csv", *tables)}

@@ -129,16 +129,11 @@ def efficiency_table(bench: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
         ["arm", "tier", "step", "activity", "reference"], kind="stable").reset_index(drop=True)
 
 
-def write_benchmark_tables(point_files: list[str | Path], events_path: Path, out_dir: Path) -> dict[str, Path]:
+def write_benchmark_tables(point_files: list[str | Path], events_path: Path, *, benchmarks_csv: Path,
+                           benchmarks_parquet: Path, efficiency: Path) -> None:
+    """The benchmarks table (CSV and Parquet) and the efficiency table, where the caller names them."""
     bench = benchmark_table(load_points(point_files))
     events = pd.read_parquet(events_path)
-    tables = {
-        "benchmarks.parquet": bench,
-        "benchmarks.csv": bench,
-        "efficiency.csv": efficiency_table(bench, events),
-    }
-    written = {}
-    for name, frame in tables.items():
-        write_table(frame, out_dir / name)
-        written[name] = out_dir / name
-    return written
+    for path, frame in ((benchmarks_parquet, bench), (benchmarks_csv, bench),
+                        (efficiency, efficiency_table(bench, events))):
+        write_table(frame, Path(path))

@@ -6,19 +6,17 @@ from ..config.settings import ArmSettings, Study
 from .grid import Grid
 from .inventory import cycle_steps, coldstart_files, step_io
 from .kinds import expected_bytes
+from ..workflow.dependencies import jobs_of_cycle
 
 
 def arm_jobs(arm: ArmSettings, cycles: list[str]) -> list[tuple[str, str, list[str]]]:
     """(cycle, job name, steps) of every job of an arm, arrivals (cold start, dumps) first in each cycle."""
     jobs = [(cycles[0], "coldstart", [])]
     for cycle in cycles:
-        steps = list(cycle_steps(cycle, arm.start, arm.forecast))
         if cycle != cycles[0]:
             jobs.append((cycle, "dump", []))
-        if arm.granularity == "cycle" and arm.staged:
-            jobs.append((cycle, "cycle", steps))
-        else:
-            jobs += [(cycle, step, [step]) for step in steps]
+        for job in jobs_of_cycle(cycle, cycles[0], arm.granularity, tuple(arm.forecast.ensemble_jobs)):
+            jobs.append((cycle, job, list(cycle_steps(cycle, arm.start, arm.forecast)) if job == "cycle" else [job]))
     return jobs
 
 

@@ -196,10 +196,8 @@ def ensemble_files(cycle: str, member: int) -> list[FileSpec]:
 
 
 def cycle_steps(cycle: str, start: str, settings: ForecastSettings) -> tuple[str, ...]:
-    """The steps of a cycle: the half cycle's fcst and post, or prep, anal, fcst, post and the
-    ensemble forecast jobs (efcs01, ...), which start from the cycle's analysis as the EnKF's do."""
-    steps = steps_of_cycle(cycle, start)
-    return steps if is_half_cycle(cycle, start) else (*steps, *settings.ensemble_jobs)
+    """The steps of a cycle (config.calendar.steps_of_cycle) with the arm's ensemble forecast jobs."""
+    return steps_of_cycle(cycle, start, settings.ensemble_jobs)
 
 
 def step_io(step: str, cycle: str, start: str, settings: ForecastSettings) -> StepIO:

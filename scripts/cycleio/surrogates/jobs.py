@@ -68,7 +68,8 @@ class TierContext:
         return self.tier.kind == "memory" or self.fs_type in ("tmpfs", "ramfs")
 
 
-def provenance(settings: ArmSettings, tiers: dict[str, TierContext]) -> dict:
+def provenance(settings: ArmSettings, tiers: dict[str, TierContext], **job) -> dict:
+    """Where and with what the job ran; ``job``: what only some jobs have (a step's staging settings)."""
     import netCDF4
     import numpy
 
@@ -84,8 +85,7 @@ def provenance(settings: ArmSettings, tiers: dict[str, TierContext]) -> dict:
         "tiers": {role: ctx.describe() for role, ctx in tiers.items()},
         "resolution": settings.resolution,
         "levels": settings.levels,
-        "staging": asdict(settings.staging),
-        "granularity": settings.granularity,
+        **job,
     }
 
 
@@ -235,7 +235,8 @@ def run_step(settings: ArmSettings, cycle: str, step: str, records_path: Path, m
         "root": str(persistent.root.resolve()),
         "inputs": [spec.path for spec in inputs],
         "outputs": [{"path": path, "bytes": size, "xxh3_64": checksum} for path, (size, checksum) in landed.items()],
-        "provenance": provenance(settings, {"persistent": persistent, "scratch": scratch}),
+        "provenance": provenance(settings, {"persistent": persistent, "scratch": scratch},
+                                 staging=asdict(settings.staging), granularity=settings.granularity),
     }
     records.write(records_path)
     write_json_atomic(manifest_path, manifest)  # last: its presence means the step is complete

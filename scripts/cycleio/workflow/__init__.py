@@ -1,1 +1,2 @@
-"""Workflow glue: what the Snakefile and rules need at DAG time (Slurm resources of each rule)."""
+"""Workflow glue: what the Snakefile and rules need at DAG time (the study's jobs and what each
+waits for, each rule's threads and Slurm resources)."""

@@ -14,6 +14,9 @@ job's shell runs directly in the allocation, so it can start its ranks with ``sr
   strategy and ``write_component``); the other steps are one task. A job with more than one task
   gets ``mpi``, so the plugin runs its shell in the allocation and the arm's launcher
   (``srun -n {ntasks}`` on Slurm) starts the ranks;
+- **cpus_per_task** follows the staging of a staged job: one CPU per copy stream
+  (``staging.streams``), spread over the job's tasks (the copies run before and after the
+  forecast's ranks, never beside them); Snakemake's ``threads`` of the job are the same number;
 - **nodes** is 1 whenever the scratch tier is not shared (node-local disk, memory): the job stages
   on one node, so all its ranks must see that node's scratch;
 - **slurm_extra** carries ``--bb '<directive>'`` when the scratch tier is a job burst buffer
@@ -114,6 +117,21 @@ def compute_seconds(settings, step: str, cycle: str | None = None) -> float:
         else:
             total += (settings.step_compute_seconds or {}).get(name, 0.0)
     return total
+
+
+def job_threads(settings, step: str) -> int:
+    """CPUs one job keeps busy at once: a staged job's copy streams (each reads, hashes and writes;
+    the write-behind thread and the job's main thread mostly wait on storage), else one."""
+    if step in PERSISTENT_ONLY or not settings.staged:
+        return 1
+    return max(1, settings.staging.streams)
+
+
+def cpus_per_task(settings, step: str, cycle: str | None = None) -> int:
+    """``cpus_per_task`` of one job: its threads spread over its tasks, so the job holds at least as
+    many CPUs as it has copy streams (with ``nodes: 1`` for non-shared scratch, all on the node
+    where it stages)."""
+    return math.ceil(job_threads(settings, step) / job_tasks(settings, step, cycle))
 
 
 def runtime_minutes(settings, step: str, cycle: str | None = None, attempt: int = 1,
@@ -217,7 +235,7 @@ def slurm_resources(settings, step: str, cycle: str | None = None, attempt: int 
     return {
         "nodes": 1 if tasks == 1 or not shared_scratch else None,
         "tasks": tasks,
-        "cpus_per_task": 1,
+        "cpus_per_task": cpus_per_task(settings, step, cycle),
         "mem_mb": mem_mb(settings, step, cycle, attempt, scale),
         "runtime": runtime_minutes(settings, step, cycle, attempt, scale),
         "mpi": "srun" if tasks > 1 else None,
@@ -241,3 +259,13 @@ def rule_resources(arms: Mapping[str, object], step: str | None = None) -> dict[
         return value
 
     return {key: resource(key) for key in RESOURCE_KEYS}
+
+
+def rule_threads(arms: Mapping[str, object], step: str | None = None) -> Callable:
+    """``threads`` of a rule with an ``{arm}`` wildcard (and ``{step}`` unless ``step`` is given):
+    ``threads: rule_threads(STUDY.arms)``. Local runs give a job at most ``--cores``."""
+
+    def threads(wildcards) -> int:
+        return job_threads(arms[wildcards.arm], step or wildcards.step)
+
+    return threads
