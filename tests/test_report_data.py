@@ -19,7 +19,7 @@ import pytest
 from conftest import assert_axes_carry_data, assert_png_drawn, bar_sizes
 
 from cycleio.benchmarks.common import COLUMNS
-from cycleio.report.aggregate import aggregate, load_events
+from cycleio.report.aggregate import StudyTables, aggregate, load_events
 from cycleio.report.benchfigures import fieldio_figure, scaling_figure
 from cycleio.report.benchtables import benchmark_table, efficiency_table, load_points, write_benchmark_tables
 from cycleio.report.figures import throughput_figure
@@ -50,7 +50,12 @@ def point_files() -> list[Path]:
 @pytest.fixture(scope="module")
 def tables(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("fx") / "tables"
-    aggregate(record_files(), out)
+    records = record_files()
+    manifests = [p.with_name(p.name.replace(".records.jsonl", ".manifest.json")) for p in records]
+    aggregate(records, StudyTables(events=out / "io_events.parquet", events_csv=out / "io_events.csv",
+                                   summary=out / "step_summary.csv", throughput=out / "phase_throughput.csv",
+                                   staging=out / "staging.csv", tiers=out / "tiers.csv"),
+              [p for p in manifests if p.exists()])
     return out
 
 
@@ -243,9 +248,9 @@ def test_benchmark_table_of_the_fixture_points():
 @pytest.fixture(scope="module")
 def efficiency(tables, tmp_path_factory) -> pd.DataFrame:
     out = tmp_path_factory.mktemp("bench")
-    written = write_benchmark_tables(point_files(), tables / "io_events.parquet", out)
-    assert sorted(written) == ["benchmarks.csv", "benchmarks.parquet", "efficiency.csv"]
-    return pd.read_csv(written["efficiency.csv"])
+    write_benchmark_tables(point_files(), tables / "io_events.parquet", benchmarks_csv=out / "benchmarks.csv",
+                           benchmarks_parquet=out / "benchmarks.parquet", efficiency=out / "efficiency.csv")
+    return pd.read_csv(out / "efficiency.csv")
 
 
 def test_efficiency_of_the_fixture_by_hand(efficiency):
