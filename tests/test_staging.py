@@ -198,6 +198,7 @@ def test_full_persistent_tier_fails_stage_out_with_the_os_error_then_rerun_succe
             run_step(settings, "2026010100", "fcst", tmp_path / "r.jsonl", tmp_path / "m.json")
         assert not (tmp_path / "m.json").exists() and not (tmp_path / "r.jsonl").exists()
         assert no_temporaries(lustre)
+        assert not list((tmp_path / "scratch").rglob(".job.*")), "the failed attempt's scratch folder is left"
         filler.unlink()
         manifest = run_step(settings, "2026010100", "fcst", tmp_path / "r.jsonl", tmp_path / "m.json")
         root = Path(manifest["root"])

@@ -8,6 +8,7 @@ long as the job. Every phase is timed into records.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import platform
@@ -203,31 +204,38 @@ def run_step(settings: ArmSettings, cycle: str, step: str, records_path: Path, m
     if settings.staged:
         remove_tree(workdir)  # leftovers of a killed attempt
         workdir.mkdir(parents=True)
-        _stage(inputs, persistent.root, workdir, "stage_in", step, persistent, scratch, records, options, label)
-    else:  # the steps write straight onto the persistent tier: sweep a killed attempt's temporaries
-        remove_stale_temporaries([persistent.root / spec.path for spec in outputs])
+    try:
+        if settings.staged:
+            _stage(inputs, persistent.root, workdir, "stage_in", step, persistent, scratch, records, options, label)
+        else:  # the steps write straight onto the persistent tier: sweep a killed attempt's temporaries
+            remove_stale_temporaries([persistent.root / spec.path for spec in outputs])
 
-    cache_cold = False
-    if settings.staging.drop_caches:
-        cache_cold = drop_page_cache()
-        if not cache_cold:
-            log.warning("%s drop_caches is set but needs root: reads may come from the page cache", label)
-    for name in steps:
-        _run_step(settings, name, per_step[name], workdir, ctx, records, scratch, cache_cold, label)
+        cache_cold = False
+        if settings.staging.drop_caches:
+            cache_cold = drop_page_cache()
+            if not cache_cold:
+                log.warning("%s drop_caches is set but needs root: reads may come from the page cache", label)
+        for name in steps:
+            _run_step(settings, name, per_step[name], workdir, ctx, records, scratch, cache_cold, label)
 
-    if settings.staged:
-        landed = _stage(outputs, workdir, persistent.root, "stage_out", step, scratch, persistent, records, options,
-                        label)
-        with records.timed(phase="cleanup", op="remove", **scratch.fields()) as event:
-            event["n_files"] = remove_tree(workdir)
-    else:
-        landed = {}
-        for spec in outputs:
-            path = persistent.root / spec.path
-            with records.timed(phase="verify", op="checksum", file=spec.path, cache_risk=True,
-                               **persistent.fields()) as event:
-                event["bytes"] = path.stat().st_size
-                landed[spec.path] = (event["bytes"], checksum_file(path, options))
+        if settings.staged:
+            landed = _stage(outputs, workdir, persistent.root, "stage_out", step, scratch, persistent, records,
+                            options, label)
+            with records.timed(phase="cleanup", op="remove", **scratch.fields()) as event:
+                event["n_files"] = remove_tree(workdir)
+        else:
+            landed = {}
+            for spec in outputs:
+                path = persistent.root / spec.path
+                with records.timed(phase="verify", op="checksum", file=spec.path, cache_risk=True,
+                                   **persistent.fields()) as event:
+                    event["bytes"] = path.stat().st_size
+                    landed[spec.path] = (event["bytes"], checksum_file(path, options))
+    except BaseException:
+        if settings.staged:  # a failed attempt's scratch goes now: under Slurm its path holds the job id
+            with contextlib.suppress(OSError):
+                remove_tree(workdir)
+        raise
 
     manifest = {
         "study": settings.study, "arm": settings.arm, "cycle": cycle, "step": step, "steps": steps,
