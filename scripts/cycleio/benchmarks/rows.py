@@ -65,6 +65,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ..units import MiB
+
 ROW_KEYS: tuple[str, ...] = (
     "source",
     "tool",
@@ -93,7 +95,6 @@ ROW_KEYS: tuple[str, ...] = (
     "bytes",
 )
 
-MiB = 2**20
 
 
 class BenchmarkOutputError(ValueError):

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from ..logs import setup_logging
+from ..units import MiB
 
 log = logging.getLogger("cycleio")
 
@@ -102,7 +103,7 @@ def cmd_inventory(args) -> None:
         for kind, files in group.groupby("kind", sort=False):
             example = files["name"].iloc[0]
             each = files["expected_bytes"]
-            size = f"{each.iloc[0] / 2**20:10.1f} MiB" if each.nunique() == 1 else f"{each.sum() / 2**20:10.1f} MiB total"
+            size = f"{each.iloc[0] / MiB:10.1f} MiB" if each.nunique() == 1 else f"{each.sum() / MiB:10.1f} MiB total"
             print(f"  {len(files):4d} x {kind:<15} {size}   e.g. {example}")
 
 

@@ -15,8 +15,8 @@ import pyarrow.parquet as pq
 
 from ..storage.fsutil import landing
 from .records import read_record_table, record_schema
+from ..units import MiB
 
-MiB = 2**20
 # sync: making a batch of copies durable, then renaming; combine: per_rank pieces into one file
 # rename: landing a written file safely (rename and directory sync), cycleio's own durability
 IO_OPS = ("read", "write", "copy", "sync", "checksum", "combine", "rename")

@@ -10,8 +10,8 @@ import pandas as pd
 
 from .aggregate import write_table
 from ..benchmarks.common import COLUMNS
+from ..units import MiB
 
-MiB = 2**20
 BOOL_COLUMNS = ("file_per_proc", "random", "direct_io", "fsync", "cache_risk")
 INT_COLUMNS = ("repetition", "repetitions", "tasks", "nodes", "transfer_size_bytes", "block_size_bytes", "segments",
                "bytes")

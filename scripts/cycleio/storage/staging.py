@@ -31,6 +31,7 @@ from typing import Callable
 import xxhash
 
 from .tiers import filesystem_type
+from ..units import MiB
 from .fsutil import (BLOCK_BYTES, CHUNK_BYTES, BlockHasher, combine_block_digests, fsync_dir, fsync_file, is_temporary,
                      temp_name)
 
@@ -493,7 +494,7 @@ def remove_stale_temporaries(dests: list[Path]) -> int:
                     removed, example = removed + 1, entry.path
     if removed:
         log.info("removed %d temporaries (%.1f MiB) left by an interrupted run, e.g. %s", removed,
-                 removed_bytes / 2**20, example)
+                 removed_bytes / MiB, example)
     return removed
 
 

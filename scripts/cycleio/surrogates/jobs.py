@@ -29,9 +29,9 @@ from ..storage.staging import (StagingOptions, checksum_file, copy_and_verify, r
                                remove_tree)
 from ..storage.tiers import apply_striping, check_writable, probe_tier
 from .compute import burn_cpu
+from ..units import MiB
 
 log = logging.getLogger("cycleio")
-MiB = 2**20
 
 
 class StepError(RuntimeError):

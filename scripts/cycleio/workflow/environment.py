@@ -27,8 +27,9 @@ def job_python_problem(python: str = "python", modules: tuple[str, ...] = JOB_MO
     return None
 
 
-MPI_PROBE = ("from mpi4py import MPI; print('cycleio-probe', MPI.COMM_WORLD.Get_size(), "
-             "MPI.Get_library_version().strip().splitlines()[0], flush=True)")
+# Rank 0 of each world says its size (the launcher may interleave the output of several ranks).
+MPI_PROBE = ("from mpi4py import MPI; c = MPI.COMM_WORLD; c.Get_rank() or print('cycleio-probe', c.Get_size(), "
+             "'|', ' '.join(MPI.Get_library_version().split()[:3]), flush=True)")
 
 
 def launcher_problem(template: str, python: str = "python", ntasks: int = 2, timeout: float = 120) -> str | None:
@@ -50,13 +51,14 @@ def launcher_problem(template: str, python: str = "python", ntasks: int = 2, tim
         returncode = result.returncode
     except (OSError, subprocess.TimeoutExpired) as err:
         output, returncode = str(err), -1
-    worlds = [line.split(" ", 2)[1:] for line in output.splitlines() if line.startswith("cycleio-probe ")]
-    if returncode == 0 and len(worlds) == ntasks and all(int(size) == ntasks for size, _ in worlds):
+    worlds = [int(size) for size in re.findall(r"cycleio-probe (\d+)", output)]
+    if returncode == 0 and worlds == [ntasks]:
         return None
-    ours = subprocess.run([shutil.which(python) or python, "-c", MPI_PROBE], capture_output=True, text=True,
-                          timeout=timeout).stdout.split(" ", 2)[2:] or ["(mpi4py cannot start)"]
+    alone = subprocess.run([shutil.which(python) or python, "-c", MPI_PROBE], capture_output=True, text=True,
+                           timeout=timeout).stdout
+    ours = [alone.split("|", 1)[1]] if "|" in alone else ["(mpi4py cannot start)"]
     if worlds:
-        found = f"{len(worlds)} processes in worlds of size {sorted({int(size) for size, _ in worlds})}"
+        found = f"worlds of sizes {sorted(worlds)}"
     else:
         tail = re.sub(r"\s+", " ", output.strip())[-300:]
         found = f"no rank (exit code {returncode}: {tail or 'no output'})"

@@ -41,8 +41,8 @@ from ..surrogates.forecast.layout import forecast_ntasks
 from ..surrogates.grid import Grid
 from ..surrogates.inventory import cycle_steps, FileSpec, coldstart_files, step_io
 from ..surrogates.kinds import Compression, expected_bytes
+from ..units import MiB
 
-MiB = 2**20
 RESOURCE_KEYS = ("nodes", "tasks", "cpus_per_task", "mem_mb", "runtime", "mpi", "slurm_extra")
 PERSISTENT_ONLY = ("coldstart", "dump")  # jobs that write the persistent tier and stage nothing
 
