@@ -30,16 +30,27 @@ try:
     )
     # Jobs parse this file again (on cluster nodes too): check the tiers once, up front.
     if workflow.is_main_process:
-        for note in check_study(STUDY, local_exec=workflow.local_exec):
+        for note in check_study(STUDY):
             print(f"cycleio: {note}", file=sys.stderr)
         if "CONDA" not in str(workflow.deployment_settings.deployment_method).upper():
             problem = job_python_problem()
-            if not problem and workflow.local_exec:
-                problem = launcher_problem(config["launcher"])
             if problem:
                 raise ConfigError(problem)
 except ConfigError as err:
     sys.exit(f"cycleio: cannot start the study: {err}")
+
+
+onstart:
+    # Where the jobs run is known once the workflow starts: a local run's jobs run here, with this
+    # environment and MPI launcher, so those are checked now, before the first job.
+    if workflow.local_exec:
+        try:
+            check_study(STUDY, jobs_here=True)
+            problem = launcher_problem(config["launcher"])
+            if problem:
+                raise ConfigError(problem)
+        except ConfigError as err:
+            sys.exit(f"cycleio: cannot start the study: {err}")
 
 
 report: "report/workflow.rst"

@@ -436,6 +436,6 @@ def test_a_batch_system_variable_in_a_tier_path_is_refused_for_a_local_run(repo,
     config["tiers"]["node_local"]["path"] = "${SLURM_TMPDIR}/scratch"
     study = build_study(validate_config(config))  # valid: under Slurm each job has it
     with pytest.raises(ConfigError, match=r"uses \$SLURM_TMPDIR, which is not set.*executes its jobs here"):
-        check_study(study, local_exec=True)
+        check_study(study, jobs_here=True)
     notes = check_study(study, local_exec=False)
     assert any("tier 'node_local' is checked inside each job" in note for note in notes)

@@ -76,8 +76,12 @@ def _existing_bytes(root: Path) -> int:
     return total
 
 
-def check_study(study: Study, local_exec: bool = True) -> list[str]:
-    """Raise ConfigError on a tier that cannot be written or cannot hold the study; return notes."""
+def check_study(study: Study, local_exec: bool = True, jobs_here: bool = False) -> list[str]:
+    """Raise ConfigError on a tier that cannot be written or cannot hold the study; return notes.
+
+    ``local_exec``: the node-local tiers are this host's. ``jobs_here``: the jobs are known to run
+    here (Snakemake tells once the workflow starts), so a batch system's variable unset here stays unset.
+    """
     tiers = {arm.persistent.name: arm.persistent for arm in study.arms.values()}
     tiers.update({arm.scratch.name: arm.scratch for arm in study.arms.values()})
     needs = study_needs(study)
@@ -86,11 +90,11 @@ def check_study(study: Study, local_exec: bool = True) -> list[str]:
     for name, tier in tiers.items():
         try:
             path = expand_tier_path(name, tier.path, study.name, tolerate=JOB_TIME_VARIABLES)
-            if local_exec:  # the jobs run here, with this environment: a job-time variable unset here stays unset
+            if jobs_here:
                 expand_tier_path(name, tier.path, study.name)
         except TierError as err:
             hint = ("; this run executes its jobs here, not under a batch system: run it under one "
-                    "(--profile profiles/slurm) or give the variable a default" if local_exec else "")
+                    "(--profile profiles/slurm) or give the variable a default" if jobs_here else "")
             raise ConfigError(f"{err}{hint}") from None
         if "$" in str(path) or not (local_exec or tier.shared):
             notes.append(f"tier '{name}' is checked inside each job (its path or node is known only there)")
