@@ -16,6 +16,7 @@ import os
 _libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
 _libc.mincore.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p)
 _PAGE = mmap.PAGESIZE
+_RESIDENT_BIT = bytes(value & 1 for value in range(256))  # mincore sets bit 0; the others are reserved
 
 
 def cached_fraction(path: str | os.PathLike) -> float | None:
@@ -39,7 +40,7 @@ def cached_fraction(path: str | os.PathLike) -> float | None:
             failed = _libc.mincore(ctypes.c_void_p(ctypes.addressof(anchor)), ctypes.c_size_t(size), vector)
         finally:
             del anchor
-        return None if failed else sum(byte & 1 for byte in bytes(vector)) / pages
+        return None if failed else bytes(vector).translate(_RESIDENT_BIT).count(1) / pages
     finally:
         mapped.close()
 
