@@ -40,7 +40,7 @@ from typing import Any
 
 from ..storage.fsutil import landing
 from .common import BenchmarkError, launcher_argv, run_tool, time_limit, tool_failure
-from .rows import MiB, BenchmarkOutputError, as_int, decode_json_object, make_row, read_text
+from .rows import MiB, BenchmarkOutputError, as_int, make_row, read_json_object, read_text
 
 log = logging.getLogger("cycleio")
 PATTERNS = ("0A", "0B", "1", "2B")
@@ -335,12 +335,7 @@ def parse_fieldio_json(path: str | Path) -> list[dict[str, Any]]:
     tasks' bytes.  Each call's own latency stays in the file.
     """
     path = Path(path)
-    text = read_text(path)
-    if not text.strip():
-        raise BenchmarkOutputError(f"{path}: field I/O output is empty (the run failed before writing results)")
-    data, reason = decode_json_object(text)
-    if data is None:
-        raise BenchmarkOutputError(f"{path}: field I/O JSON output is unusable: {reason}")
+    data = read_json_object(path, "field I/O", " (the run failed before writing results)")
     if data.get("tool") != "cycleio-fieldio" or not isinstance(data.get("runs"), list):
         raise BenchmarkOutputError(f"{path}: not cycleio field I/O output (no 'tool': 'cycleio-fieldio' with 'runs')")
     rows: list[dict[str, Any]] = []

@@ -163,6 +163,19 @@ def snake(name: str) -> str:
 _BARE_NONFINITE = re.compile(r"(?<=[:\[,])(\s*)[-+]?(?:nan|inf(?:inity)?)\b", re.I)
 
 
+def read_json_object(path: Path, what: str, empty_reason: str = "") -> dict[str, Any]:
+    """The JSON object a tool wrote to ``path``; BenchmarkOutputError naming the file, ``what`` wrote
+    it, and why it cannot be read (empty, truncated, not JSON: with its first line)."""
+    text = read_text(path)
+    if not text.strip():
+        raise BenchmarkOutputError(f"{path}: {what} output is empty{empty_reason}")
+    data, reason = decode_json_object(text)
+    if data is None:
+        first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+        raise BenchmarkOutputError(f"{path}: {what} JSON output is unusable: {reason}; first line: {first[:200]!r}")
+    return data
+
+
 def decode_json_object(text: str) -> tuple[dict[str, Any] | None, str]:
     """Decode the JSON object in ``text``, skipping leading non-JSON lines.
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from ...config.sizes import size_or_none
 from ...process import run_command
-from ..rows import MiB, BenchmarkOutputError, as_bool, as_int, decode_json_object, make_row, num, read_text
+from ..rows import MiB, BenchmarkOutputError, as_bool, as_int, make_row, num, read_json_object, read_text
 from ..specs import IOPattern, MetadataPattern
 
 NAME = "fio"
@@ -137,13 +137,7 @@ def parse(path: str | Path) -> list[dict[str, Any]]:
     Non-JSON lines before the JSON (fio warnings) are skipped.
     """
     path = Path(path)
-    text = read_text(path)
-    if not text.strip():
-        raise BenchmarkOutputError(f"{path}: fio output is empty")
-    data, reason = decode_json_object(text)
-    if data is None:
-        first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
-        raise BenchmarkOutputError(f"{path}: fio JSON output is unusable: {reason}; first line: {first[:200]!r}")
+    data = read_json_object(path, "fio")
     jobs = data.get("jobs")
     if not isinstance(jobs, list):
         raise BenchmarkOutputError(f"{path}: not fio JSON output (no 'jobs' list)")
