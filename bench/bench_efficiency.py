@@ -3,7 +3,7 @@
 The question every figure of a study must survive is "is this the tier or is this our overhead?".
 Here each surrogate step runs as the study runs it (cycleio.surrogates.jobs, unstaged, so it reads and writes
 on the tier under test), and right after each step fio replays what it did: the files of the
-step (count and mean size), the same transfer size (bytes over the storage calls the records count),
+step (in size classes: count, mean size), the same transfer size (bytes over the storage calls the records count),
 fsync per file; reads read such files back in the page-cache state the step's reads met (each read
 record's ``cached_fraction``): from memory on /dev/shm, from the disk on ext4, where the benchmark
 drops the tier's files from the page cache before each step (fio: ``--invalidate=1``).
@@ -50,7 +50,7 @@ from cycleio.surrogates.grid import Grid  # noqa: E402
 from cycleio.surrogates.inventory import ForecastSettings  # noqa: E402
 from cycleio.surrogates.jobs import run_arrival, run_cleanup, run_coldstart, run_step  # noqa: E402
 from cycleio.report.records import read_records  # noqa: E402
-from cycleio.benchmarks.replay import replay_specs  # noqa: E402
+from cycleio.benchmarks.replay import replay_specs, replay_totals  # noqa: E402
 from cycleio.benchmarks.specs import ReplaySpec  # noqa: E402
 from cycleio.benchmarks.tools.fio import replay_command as fio_replay_command  # noqa: E402
 from cycleio.storage.pagecache import evict  # noqa: E402
@@ -119,7 +119,7 @@ def step_rates(records: list[dict]) -> dict[tuple[str, str], dict]:
 
 
 def replay(records: list[dict], tier_name: str, root: Path, raw: Path, fio: str) -> dict[tuple[str, str], float]:
-    """fio's MiB/s for each (step, op) of these records: same files, mean size and transfer size."""
+    """fio's MiB/s for each (step, op) of these records: the same files (size classes), bytes and transfer sizes."""
     events = pd.DataFrame(records)
     events["arm"], events["cycle"] = events.get("arm", "a"), events["cycle"]
     out = {}
@@ -128,10 +128,9 @@ def replay(records: list[dict], tier_name: str, root: Path, raw: Path, fio: str)
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
         json_out = raw / f"replay-{plan['step']}-{plan['op']}.json"
-        argv = fio_replay_command(fio, plan["files"], plan["file_bytes"], plan["transfer_bytes"], folder, json_out,
-                                  read=plan["op"] == "read", cold=plan["cold"])
+        argv = fio_replay_command(fio, plan["classes"], folder, json_out, read=plan["op"] == "read")
         subprocess.run(argv, check=True, capture_output=True)
-        rows = [r for r in benchparse.parse_fio_json(json_out) if r["operation"] == plan["op"]]
+        rows = [r for r in replay_totals(benchparse.parse_fio_json(json_out), plan) if r["operation"] == plan["op"]]
         out[(plan["step"], plan["op"])] = rows[0]["bw_MiB_per_s"]
         shutil.rmtree(folder, ignore_errors=True)
     return out

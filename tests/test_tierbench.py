@@ -6,6 +6,7 @@ import json
 import os
 import shlex
 import shutil
+import subprocess
 from pathlib import Path
 
 import pandas as pd
@@ -272,18 +273,19 @@ def test_replay_repeats_each_steps_files(tmp_path):
         "bytes": [300_000, 100_000, 50_000, 1_000_000, 9], "seconds": [0.1] * 5,
     })
     specs = replay.replay_specs(events, "disk", tb.ReplaySpec(transfer_size_bytes=65536, max_files=10))
-    assert [(s["step"], s["op"], s["files"], s["file_bytes"], s["transfer_bytes"]) for s in specs] == [
-        ("fcst", "read", 1, 50_000, 50_000),  # a file smaller than the transfer size is one transfer
-        ("fcst", "write", 2, 196608, 65536),  # the mean size, rounded down to whole transfers
-        ("post", "write", 1, 983040, 65536),
-    ]
+    assert [(s["step"], s["op"], s["files"], s["bytes"]) for s in specs] == [
+        ("fcst", "read", 1, 50_000), ("fcst", "write", 2, 262144 + 65536), ("post", "write", 1, 983040)]
+    # a file smaller than the transfer size is one transfer; files keep their size class, rounded down to
+    # whole transfers
+    assert [(c["files"], c["file_bytes"], c["transfer_bytes"]) for c in specs[0]["classes"] + specs[1]["classes"]] == [
+        (1, 50_000, 50_000), (1, 65536, 65536), (1, 262144, 65536)]
     events.to_parquet(tmp_path / "io_events.parquet")
     tier = Tier(name="disk", kind="posix", path=str(tmp_path / "tier"))
     point = settings("replay", tier, tb.ReplaySpec(transfer_size_bytes=65536, max_files=10), tasks=1, repetitions=1)
     rows = pd.DataFrame(tb.run_point(point, tmp_path / "raw", tmp_path / "io_events.parquet"))
     reps = rows[rows["aggregate"] == "rep"].set_index(["pattern", "operation"])
     assert sorted(reps.index) == [("fcst", "read"), ("fcst", "write"), ("post", "write")]
-    assert reps.loc[("fcst", "write"), "bytes"] == 2 * 196608
+    assert reps.loc[("fcst", "write"), "bytes"] == 262144 + 65536
     assert reps.loc[("fcst", "read"), "cache_risk"]
 
 
@@ -302,10 +304,52 @@ def test_replay_reads_from_storage_when_the_steps_reads_did():
     assert not any(p["cold"] for p in unmeasured)  # records of older studies: the page cache, as before
 
 
-def test_fio_replay_drops_the_files_pages_for_a_cold_read(tmp_path):
-    warm = fio.replay_command("fio", 2, 2**20, 2**16, tmp_path, tmp_path / "o.json", read=True)
-    cold = fio.replay_command("fio", 2, 2**20, 2**16, tmp_path, tmp_path / "o.json", read=True, cold=True)
-    assert "--invalidate=0" in warm and "--invalidate=1" in cold
+def test_replay_keeps_the_steps_file_sizes_and_cache_states_apart():
+    """Four big files and twenty small ones are not 24 files of the mean size; cached and uncached reads
+    of one step are replayed each as they were."""
+    big, small = 300 * 2**20, 4 * 2**20
+    sizes = [big] * 4 + [small] * 20
+    events = pd.DataFrame({
+        "arm": "a", "cycle": "2026010100", "tier": "disk", "phase": "run", "step": "post",
+        "op": ["write"] * 24 + ["read"] * 24, "bytes": sizes * 2, "seconds": 0.1, "transfers": [10] * 4 + [1] * 20 + [1] * 24,
+        "cached_fraction": [None] * 24 + [0.0] * 4 + [1.0] * 20,
+    })
+    plans = {p["op"]: p for p in replay.replay_specs(events, "disk", tb.ReplaySpec(max_files=100))}
+    write = plans["write"]["classes"]
+    assert [(c["files"], c["file_bytes"], c["transfer_bytes"], c["cold"]) for c in write] == [
+        (20, small, small, False), (4, big, big // 10 // 8 * 8, False)]
+    read = plans["read"]["classes"]
+    assert [(c["files"], c["file_bytes"], c["cold"]) for c in read] == [(20, small, False), (4, big, True)]
+    assert plans["read"]["cold"] and plans["read"]["cached_fraction"] == pytest.approx(20 * small / sum(sizes))
+    capped = replay.replay_specs(events, "disk", tb.ReplaySpec(max_files=12))
+    assert [c["files"] for c in capped[1]["classes"]] == [10, 2]  # in proportion, at least one each
+
+
+def test_fio_replay_runs_a_job_per_size_class_and_drops_pages_only_for_cold_reads(tmp_path):
+    classes = [{"files": 20, "file_bytes": 2**20, "transfer_bytes": 2**16, "cold": False},
+               {"files": 4, "file_bytes": 2**24, "transfer_bytes": 2**20, "cold": True}]
+    argv = fio.replay_command("fio", classes, tmp_path, tmp_path / "o.json", read=True)
+    jobs = " ".join(argv).split(" --name=")[1:]
+    assert [job.split()[0] for job in jobs] == ["write.0", "write.1", "read.0", "read.1"]
+    assert all("--stonewall" in job for job in jobs)
+    assert "--invalidate=0" in jobs[2] and "--invalidate=1" in jobs[3]
+    assert "--filename_format=replay.1.$filenum" in jobs[1] and "--filename_format=replay.1.$filenum" in jobs[3]
+    assert "--fsync_on_close=1" in jobs[0] and "--fsync_on_close=1" not in jobs[2]
+
+
+@pytest.mark.tool
+def test_fio_replay_of_size_classes_adds_up_to_the_steps_bytes(tmp_path):
+    require_tool("fio", "the test runs fio")
+    classes = [{"files": 3, "file_bytes": 2**16, "transfer_bytes": 2**14, "cold": False},
+               {"files": 2, "file_bytes": 2**20, "transfer_bytes": 2**18, "cold": True}]
+    plan = {"files": 5, "bytes": 3 * 2**16 + 2 * 2**20, "classes": classes}
+    argv = fio.replay_command(shutil.which("fio"), classes, tmp_path, tmp_path / "o.json", read=True)
+    subprocess.run(argv, check=True, capture_output=True)
+    totals = {r["operation"]: r for r in replay.replay_totals(fio.parse(tmp_path / "o.json"), plan)}
+    for op in ("write", "read"):
+        assert totals[op]["bytes"] == plan["bytes"] and totals[op]["seconds"] > 0
+        assert totals[op]["bw_MiB_per_s"] == pytest.approx(plan["bytes"] / 2**20 / totals[op]["seconds"])
+        assert totals[op]["transfer_size_bytes"] == plan["bytes"] // (3 * 4 + 2 * 4)
 
 
 # ------------------------------------------------------------------------- CLI, tables and figures

@@ -1,6 +1,6 @@
 """The replay of the steps' I/O on a tier: for each surrogate step and operation, the files of one of
-its jobs (count, mean size) written, and read back, with IOR or fio, so the efficiency table
-compares each step with the storage doing the same work.
+its jobs (in size classes: count, mean size, transfer size) written, and read back, with IOR or fio,
+so the efficiency table compares each step with the storage doing the same work.
 """
 
 from __future__ import annotations
@@ -17,35 +17,61 @@ from .tools import choose_tool, fio, ior
 
 log = logging.getLogger("cycleio")
 
+COLD_BELOW = 0.5  # a read whose file had less than this share of its bytes cached is replayed from storage
+
 
 def replay_specs(events, tier: str, spec: ReplaySpec) -> list[dict]:
-    """Per surrogate step and operation on a tier: the files of one job, their mean size and transfer size.
+    """Per surrogate step and operation on a tier: the files of one job in size classes.
 
-    ``events`` are the study's records (io_events); only the run phase's reads and writes count.
-    The transfer size is the surrogates' own (bytes over storage calls, from the records' ``transfers``),
-    rounded down to a multiple of 8 bytes (IOR's rule), unless the spec fixes one. A read plan is
-    ``cold`` when under half of the step's bytes were in the page cache as its reads began (the
-    records' ``cached_fraction``): its replay then reads from storage too.
+    ``events`` are the study's records (io_events), one per file and operation; only the run
+    phase's reads and writes count. A step's files fall into classes by size (powers of two) and, for
+    reads, by page-cache state; each class gives its files per job (at least one), their mean size
+    and transfer size (bytes over storage calls, from the records' ``transfers``, rounded down to a
+    multiple of 8 bytes, IOR's rule, unless the spec fixes one), and ``cold``: whether under half of
+    a file's bytes were cached as the step began reading it (``cached_fraction``), so the replay
+    reads such files from storage. Mean sizes alone would not do: on a disk whose write cache absorbs
+    bursts, four 300 MiB files land at a third of the speed of 24 files of 57 MiB, the same bytes.
+    A plan keeps the step's share of cached bytes (``cached_fraction``) and ``cold`` if any class is.
     """
+    import numpy as np
+
     run = events[(events["tier"] == tier) & (events["phase"] == "run") & events["op"].isin(["read", "write"])
-                 & (events["step"] != "coldstart") & (events["bytes"] > 0)]
+                 & (events["step"] != "coldstart") & (events["bytes"] > 0)].copy()
+    run["size_class"] = np.floor(np.log2(run["bytes"].astype(float))).astype(int)
+    cached = run["cached_fraction"] if "cached_fraction" in run else None
+    run["cold"] = (run["op"] == "read") & (cached < COLD_BELOW) if cached is not None else False
     out = []
     for (step, op), group in run.groupby(["step", "op"], sort=True):
-        per_job = group.groupby(["arm", "cycle"])["bytes"].agg(["size", "sum"])
-        files = int(round(float(per_job["size"].median())))
-        file_bytes = int(group["bytes"].sum() // len(group))
-        transfer = spec.transfer_size_bytes
-        if not transfer:
-            calls = int(group["transfers"].sum()) if "transfers" in group else 0
-            transfer = int(group["bytes"].sum() // calls) if calls > 0 else MiB
-        word = ior.WORD_BYTES
-        transfer = max(word, min(transfer, file_bytes) // word * word)
-        file_bytes = max(transfer, file_bytes - file_bytes % transfer)
-        cached = _cached_share(group) if op == "read" else None
-        out.append({"step": step, "op": op, "files": max(1, min(files, spec.max_files)), "files_per_job": files,
-                    "file_bytes": file_bytes, "transfer_bytes": transfer, "cached_fraction": cached,
-                    "cold": cached is not None and cached < 0.5})
+        jobs = max(1, len(group.groupby(["arm", "cycle"])))
+        classes = [_size_class(members, jobs, spec) for _, members in group.groupby(["size_class", "cold"], sort=True)]
+        _cap_files(classes, spec.max_files)
+        share = _cached_share(group) if op == "read" else None
+        out.append({"step": step, "op": op, "classes": classes,
+                    "files": sum(c["files"] for c in classes), "files_per_job": sum(c["files_per_job"] for c in classes),
+                    "bytes": sum(c["files"] * c["file_bytes"] for c in classes),
+                    "cached_fraction": share, "cold": any(c["cold"] for c in classes)})
     return out
+
+
+def _size_class(members, jobs: int, spec: ReplaySpec) -> dict:
+    files = max(1, int(round(len(members) / jobs)))
+    file_bytes = int(members["bytes"].sum() // len(members))
+    transfer = spec.transfer_size_bytes
+    if not transfer:
+        calls = int(members["transfers"].sum()) if "transfers" in members else 0
+        transfer = int(members["bytes"].sum() // calls) if calls > 0 else MiB
+    word = ior.WORD_BYTES
+    transfer = max(word, min(transfer, file_bytes) // word * word)
+    return {"files": files, "files_per_job": files, "file_bytes": max(transfer, file_bytes - file_bytes % transfer),
+            "transfer_bytes": transfer, "cold": bool(members["cold"].iloc[0])}
+
+
+def _cap_files(classes: list[dict], max_files: int) -> None:
+    """At most ``max_files`` files in all, each class keeping at least one, in proportion."""
+    total = sum(c["files"] for c in classes)
+    if total > max_files:
+        for c in classes:
+            c["files"] = max(1, c["files"] * max_files // total)
 
 
 def _cached_share(reads) -> float | None:
@@ -55,6 +81,27 @@ def _cached_share(reads) -> float | None:
     known = reads[reads["cached_fraction"].notna()]
     total = known["bytes"].sum()
     return float((known["cached_fraction"] * known["bytes"]).sum() / total) if total > 0 else None
+
+
+def replay_totals(parsed: list[dict], plan: dict) -> list[dict]:
+    """One row per operation from a replay's per-class rows (fio jobs, IOR runs): bytes over seconds."""
+    out = []
+    for op in ("write", "read"):
+        rows = [r for r in parsed if r["operation"] == op and r["aggregate"] in ("rep", "job")]
+        if not rows:
+            continue
+        nbytes = sum(r["bytes"] or 0 for r in rows)
+        seconds = sum(r["seconds"] or 0 for r in rows)
+        calls = sum((r["bytes"] or 0) / r["transfer_size_bytes"] for r in rows if r["transfer_size_bytes"])
+        latency = [r["latency_s"] for r in rows if r["latency_s"] is not None]
+        out.append({**rows[0], "aggregate": "rep", "segments": plan["files"],
+                    "block_size_bytes": plan["bytes"] // plan["files"],
+                    "transfer_size_bytes": int(nbytes / calls) if calls else rows[0]["transfer_size_bytes"],
+                    "bw_MiB_per_s": nbytes / MiB / seconds if seconds else None,
+                    "ops_per_s": calls / seconds if seconds else None,
+                    "latency_s": sum(latency) / len(latency) if latency else None, "seconds": seconds,
+                    "bytes": nbytes, "fsync": True})
+    return out
 
 
 def run_replay(settings: PointSettings, raw_dir: Path, events_path: Path) -> list[dict]:
@@ -78,42 +125,39 @@ def run_replay(settings: PointSettings, raw_dir: Path, events_path: Path) -> lis
     t_start = time.time()
     try:
         for plan in plans:
-            # the step's files (count and mean size) are written (and for a read plan read back);
-            # the step's own operation is kept
             step, op = plan["step"], plan["op"]
-            site.require_space(plan["files"] * plan["file_bytes"], f"replay of {step}")
-            log.info("%s %s %s: %d files of %.2f MiB (the step's jobs %s %d), transfer %d bytes", label, step, op,
-                     plan["files"], plan["file_bytes"] / MiB, op, plan["files_per_job"], plan["transfer_bytes"])
-            if plan["cold"]:
-                log.info("%s %s read: %.0f%% of the step's bytes were cached as it read them: the replay reads from "
-                         "storage%s", label, step, 100 * plan["cached_fraction"],
-                         "" if tool.name == "fio" else " where it can (IOR cannot drop its files' pages: it reads warm)")
+            site.require_space(plan["bytes"], f"replay of {step}")
+            log.info("%s %s %s: %d files, %.1f MiB in %d size classes (%s), the step's jobs %s %d files", label, step,
+                     op, plan["files"], plan["bytes"] / MiB, len(plan["classes"]), _describe(plan["classes"]), op,
+                     plan["files_per_job"])
+            if plan["cold"] and tool.name != "fio":
+                log.info("%s %s read: %.0f%% of the step's bytes were cached as it read them; IOR cannot drop its "
+                         "files' pages: the replay reads warm", label, step, 100 * (plan["cached_fraction"] or 0))
             name = f"replay-{step}-{op}"
-            nbytes = plan["files"] * plan["file_bytes"] * (2 if op == "read" else 1)
-            limit = time_limit(nbytes, nbytes / plan["transfer_bytes"])
+            nbytes = plan["bytes"] * (2 if op == "read" else 1)
+            limit = time_limit(nbytes, sum(c["files"] * c["file_bytes"] / c["transfer_bytes"] for c in plan["classes"]))
             step_rows: list[dict] = []
-            if tool.name == "ior":
+            for rep in range(1 if tool.name == "ior" else reps):
                 fresh(site.root)
-                summary = raw_dir / f"{name}.json"
-                argv = ior.replay_command(tool.path, plan["files"], plan["file_bytes"], plan["transfer_bytes"],
-                                         site.root / "replay", summary, settings.launcher, read=op == "read")
-                run = run_tool(tool.label, argv, raw_dir, name, limit)
-                parsed = parse_run(ior.parse_json, summary, tool.label, run, stdout_path=run.stdout)
-                step_rows = _replay_totals(parsed, plan, reps)
-            else:
-                for rep in range(reps):
-                    fresh(site.root)
+                parsed: list[dict] = []
+                if tool.name == "ior":  # IOR's -m: one repetition per file; one run per size class
+                    for index, group in enumerate(plan["classes"]):
+                        summary = raw_dir / f"{name}.{index}.json"
+                        argv = ior.replay_command(tool.path, group["files"], group["file_bytes"],
+                                                  group["transfer_bytes"], site.root / f"replay.{index}", summary,
+                                                  settings.launcher, read=op == "read")
+                        run = run_tool(tool.label, argv, raw_dir, f"{name}.{index}", limit)
+                        parsed += parse_run(ior.parse_json, summary, tool.label, run, stdout_path=run.stdout)
+                else:
                     rep_name = f"{name}.rep{rep}"
-                    argv = fio.replay_command(tool.path, plan["files"], plan["file_bytes"], plan["transfer_bytes"],
-                                              site.root, raw_dir / f"{rep_name}.json", read=op == "read",
-                                              cold=plan["cold"])
+                    argv = fio.replay_command(tool.path, plan["classes"], site.root, raw_dir / f"{rep_name}.json",
+                                              read=op == "read")
                     run = run_tool(tool.label, argv, raw_dir, rep_name, limit)
                     parsed = parse_run(fio.parse, raw_dir / f"{rep_name}.json", tool.label, run)
-                    step_rows += [{**r, "aggregate": "rep", "repetition": rep, "repetitions": reps,
-                                   "tool_version": r["tool_version"] or version, "segments": plan["files"],
-                                   "block_size_bytes": plan["file_bytes"], "fsync": True} for r in parsed]
-            step_rows = [{**r, "cold_cache": plan["cold"] and tool.name == "fio"} for r in step_rows
-                         if r["operation"] == op]
+                step_rows += [{**r, "repetition": rep, "repetitions": 1 if tool.name == "ior" else reps,
+                               "tool_version": r["tool_version"] or version,
+                               "cold_cache": op == "read" and tool.name == "fio" and all(c["cold"] for c in plan["classes"])}
+                              for r in replay_totals(parsed, plan) if r["operation"] == op]
             rows += finish(step_rows, context(settings, site, pattern=step), t_start)
     finally:
         site.cleanup()
@@ -121,20 +165,5 @@ def run_replay(settings: PointSettings, raw_dir: Path, events_path: Path) -> lis
     return rows + summarize(rows)
 
 
-def _replay_totals(parsed: list[dict], plan: dict, reps: int) -> list[dict]:
-    """IOR's -m replay gives a repetition per file: one rep row per operation, bytes over seconds."""
-    out = []
-    per_file = [r for r in parsed if r["aggregate"] == "rep"]
-    for op in ("write", "read"):
-        rows = [r for r in per_file if r["operation"] == op]
-        if not rows:
-            continue
-        nbytes = sum(r["bytes"] or 0 for r in rows)
-        seconds = sum(r["seconds"] or 0 for r in rows)
-        latency = [r["latency_s"] for r in rows if r["latency_s"] is not None]
-        out.append({**rows[0], "aggregate": "rep", "repetition": 0, "repetitions": 1, "segments": plan["files"],
-                    "bw_MiB_per_s": nbytes / MiB / seconds if seconds else None,
-                    "ops_per_s": nbytes / plan["transfer_bytes"] / seconds if seconds else None,
-                    "latency_s": sum(latency) / len(latency) if latency else None, "seconds": seconds,
-                    "bytes": nbytes})
-    return out
+def _describe(classes: list[dict]) -> str:
+    return ", ".join(f"{c['files']} x {c['file_bytes'] / MiB:.3g} MiB" + (" cold" if c["cold"] else "") for c in classes)

@@ -64,18 +64,24 @@ def metadata_command(fio: str, pattern: MetadataPattern, tasks: int, directory: 
             "--name=remove", "--stonewall", "--ioengine=filedelete", "--rw=read"]
 
 
-def replay_command(fio: str, files: int, file_bytes: int, transfer: int, directory: Path, json_out: Path,
-                   read: bool = False, cold: bool = False) -> list[str]:
-    """One task writes ``files`` files one after the other (fsync at close, as the steps land
-    files); with ``read``, then reads them back, from the page cache as a step reads what an earlier
-    step just wrote, or with ``cold`` from storage (fio drops the files' cached pages first), as the
-    step's reads were (see replay_specs)."""
+def replay_command(fio: str, classes: list[dict], directory: Path, json_out: Path, read: bool = False) -> list[str]:
+    """One task writes the files of each size class in turn (``classes``: files, file_bytes,
+    transfer_bytes, cold), one after the other, fsync at close, as the steps land files; with
+    ``read``, then reads them back in the same order: from the page cache as a step reads what an
+    earlier step just wrote, or for a ``cold`` class from storage (fio drops the files' cached pages
+    first), as the step's reads of such files were (see replay.replay_specs). One fio job per class
+    and operation, run one at a time (stonewall)."""
     argv = [fio, "--output-format=json", f"--output={json_out}", f"--directory={directory}", "--ioengine=psync",
-            f"--invalidate={int(cold)}",
-            f"--bs={transfer}", f"--nrfiles={files}", f"--filesize={file_bytes}", f"--size={files * file_bytes}",
-            "--file_service_type=sequential", "--openfiles=1", "--fallocate=none", "--filename_format=replay.$filenum",
-            "--name=write", "--rw=write", "--create_on_open=1", "--fsync_on_close=1"]
-    return argv + (["--name=read", "--stonewall", "--rw=read"] if read else [])
+            "--file_service_type=sequential", "--openfiles=1", "--fallocate=none"]
+    for op in ("write", "read") if read else ("write",):
+        for index, group in enumerate(classes):
+            files, size = group["files"], group["file_bytes"]
+            argv += [f"--name={op}.{index}", "--stonewall", f"--rw={op}", f"--bs={group['transfer_bytes']}",
+                     f"--nrfiles={files}", f"--filesize={size}", f"--size={files * size}",
+                     f"--filename_format=replay.{index}.$filenum", f"--invalidate={int(group.get('cold', False))}"]
+            if op == "write":
+                argv += ["--create_on_open=1", "--fsync_on_close=1"]
+    return argv
 
 
 def _fio_bs_for(bs: Any, operation: str) -> int | None:
