@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from cycleio.storage.pagecache import cached_fraction, evict
+from cycleio.storage.pagecache import cache_risk, cached_fraction, evict, memory_backed
 from cycleio.storage.tiers import probe_tier
 
 
@@ -38,3 +38,13 @@ def test_tmpfs_files_stay_cached_and_unknowns_are_none(tmp_path, shm_dir):
     empty = tmp_path / "empty"
     empty.touch()
     assert cached_fraction(empty) is None and cached_fraction(tmp_path / "missing") is None
+
+
+def test_one_rule_says_which_reads_the_page_cache_may_have_served():
+    disk = memory_backed("posix", "ext4")
+    assert cache_risk("read", memory=disk) and cache_risk("checksum", memory=disk)
+    assert not cache_risk("write", memory=disk)
+    assert not cache_risk("read", memory=disk, direct_io=True) and not cache_risk("read", memory=disk, dropped=True)
+    # memory is the tier: a tmpfs path of a posix tier too
+    assert memory_backed("memory", "ext4") and memory_backed("posix", "tmpfs")
+    assert not cache_risk("read", memory=memory_backed("posix", "tmpfs"))

@@ -220,7 +220,8 @@ def test_fio_easy_pattern_on_two_tiers(where, tmp_path, shm_dir):
     assert (reps["bytes"] == 2 * 4 * MIB).all() and (reps["bw_MiB_per_s"] > 0).all()
     assert set(frame["tool"]) == {"fio"} and set(frame["tool_version"]) == {fio.version(shutil.which("fio"))}
     assert set(frame["tier"]) == {where} and set(frame["tasks"]) == {2}
-    assert frame.loc[frame["operation"] == "read", "cache_risk"].all()
+    # on disk the page cache may serve fio's reads; on /dev/shm memory is the tier
+    assert (frame.loc[frame["operation"] == "read", "cache_risk"] == (where == "disk")).all()
     assert not frame.loc[frame["operation"] == "write", "cache_risk"].any()
     assert frame["fs_type"].iloc[0] == ("tmpfs" if where == "shm" else filesystem_type(tmp_path))
     summary = frame[frame["aggregate"] != "rep"]
@@ -399,7 +400,8 @@ def test_bench_cli_tables_and_figures(tmp_path, shm_dir, default_config, drawn_f
     assert fcst["efficiency"].item() == pytest.approx(8.0 / reference)
     assert fcst["surrogate_cached_fraction"].isna().all()
     reads = efficiency[efficiency["activity"] == "run:read"]
-    assert (reads["surrogate_cached_fraction"] == 0.5).all() and reads["reference_from_cache"].all()
+    # on /dev/shm memory is the tier: its benchmark reads are the tier's, not the page cache's
+    assert (reads["surrogate_cached_fraction"] == 0.5).all() and not reads["reference_from_cache"].any()
     copy_rows = efficiency[efficiency["activity"] == "stage_out:copy"]
     assert set(copy_rows["tier"]) == {"disk"} and set(copy_rows["reference_operation"]) == {"write"}
     figures = tmp_path / "figures"

@@ -44,7 +44,6 @@ from .rows import MiB, BenchmarkOutputError, as_int, make_row, read_json_object,
 
 log = logging.getLogger("cycleio")
 PATTERNS = ("0A", "0B", "1", "2B")
-LAYOUTS = ("file_per_field", "appended")
 TOOL = "cycleio-fieldio"
 
 
@@ -168,11 +167,15 @@ class Appended(FieldStore):
         os.close(self.index_fd)
 
 
+# The layouts (config key benchmarks.fieldio.layouts) and the store that writes each.
+STORES: dict[str, type[FieldStore]] = {"file_per_field": FilePerField, "appended": Appended}
+LAYOUTS = tuple(STORES)
+
+
 def make_store(layout: str, root: Path, rank: int, fsync: bool) -> FieldStore:
-    stores = {"file_per_field": FilePerField, "appended": Appended}
-    if layout not in stores:
-        raise ValueError(f"unknown field layout {layout!r}; expected one of: {', '.join(LAYOUTS)}")
-    return stores[layout](root, rank, fsync)
+    if layout not in STORES:
+        raise ValueError(f"unknown field layout {layout!r}; expected one of: {', '.join(STORES)}")
+    return STORES[layout](root, rank, fsync)
 
 
 def plan(pattern: str, rank: int, size: int, fields: int) -> tuple[list, list[list[tuple[str, str, int]]]]:

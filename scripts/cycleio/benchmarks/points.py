@@ -9,13 +9,12 @@ import shutil
 import socket
 from pathlib import Path
 
-from ..storage.tiers import Tier, apply_striping, check_writable, filesystem_type, free_bytes
-from .common import COLUMNS, BenchmarkError
-from .rows import MiB
+from ..storage.pagecache import cache_risk, memory_backed
+from ..storage.tiers import Tier, TierSite
+from .common import COLUMNS
 from .specs import PointSettings
 
 log = logging.getLogger("cycleio")
-READ_OPERATIONS = ("read", "file_read")  # reads that the page cache may serve
 
 
 def fresh(path: Path) -> Path:
@@ -25,29 +24,11 @@ def fresh(path: Path) -> Path:
     return path
 
 
-class TierSite:
-    """A tier resolved where the job runs: its benchmark folder and probed filesystem type."""
-
-    def __init__(self, tier: Tier, study: str, label: str):
-        self.tier = tier
-        self.base = tier.resolve(study)
-        check_writable(tier.name, self.base)
-        self.fs_type = filesystem_type(self.base)
-        self.root = self.base / study / "bench" / label
-        self.root.parent.mkdir(parents=True, exist_ok=True)
-        done = apply_striping(tier, self.root.parent)  # Lustre striping for new files
-        if done:
-            log.info("tier %s: %s", tier.name, done)
-
-    def require_space(self, nbytes: int, what: str) -> None:
-        free = free_bytes(self.base)
-        if nbytes > 0.9 * free:
-            raise BenchmarkError(
-                f"tier '{self.tier.name}' ({self.base}): {what} needs {nbytes / MiB:.1f} MiB but only "
-                f"{free / MiB:.1f} MiB are free; lower the sizes in benchmarks or free space")
-
-    def cleanup(self) -> None:
-        shutil.rmtree(self.root, ignore_errors=True)
+def benchmark_folder(tier: Tier, study: str, name: str) -> tuple[TierSite, Path]:
+    """The tier where the point runs and a folder of the study's benchmark folder for it (emptied by
+    :func:`fresh` before each run, removed after)."""
+    site = TierSite(tier, study, "bench")
+    return site, site.root / name
 
 
 def context(settings: PointSettings, site: TierSite, pattern: str | None = None) -> dict:
@@ -61,8 +42,8 @@ def finish(rows: list[dict], context: dict, t_start: float, overrides: dict | No
     for row in rows:
         row = {**row, **(overrides or {})}
         full = {**context, **row}
-        full["cache_risk"] = (row["operation"] in READ_OPERATIONS and not row.get("direct_io")
-                              and not row.get("cold_cache"))
+        full["cache_risk"] = cache_risk(row["operation"], memory=memory_backed(full["tier_kind"], full["fs_type"]),
+                                        direct_io=bool(row.get("direct_io")), dropped=bool(row.get("cold_cache")))
         full["t_start"] = round(t_start, 3)
         out.append({key: full.get(key) for key in COLUMNS})
     return out

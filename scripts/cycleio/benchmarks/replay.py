@@ -6,11 +6,12 @@ so the efficiency table compares each step with the storage doing the same work.
 from __future__ import annotations
 
 import logging
+import shutil
 import time
 from pathlib import Path
 
 from .common import parse_run, run_tool, time_limit
-from .points import TierSite, context, finish, fresh, log_rows, summarize
+from .points import benchmark_folder, context, finish, fresh, log_rows, summarize
 from .rows import MiB
 from .specs import PointSettings, ReplaySpec
 from .tools import choose_tool, fio, ior
@@ -115,7 +116,7 @@ def run_replay(settings: PointSettings, raw_dir: Path, events_path: Path) -> lis
                                           "cached_fraction") if c in events]]
     plans = replay_specs(events, settings.tier.name, spec)
     tool = choose_tool(settings.tool, "replay", settings.paths)
-    site = TierSite(settings.tier, settings.study, "replay")
+    site, work = benchmark_folder(settings.tier, settings.study, "replay")
     label = f"[{settings.tier.name} replay {tool.name}]"
     if not plans:
         log.info("%s no step ran on this tier: nothing to replay", label)
@@ -138,19 +139,19 @@ def run_replay(settings: PointSettings, raw_dir: Path, events_path: Path) -> lis
             limit = time_limit(nbytes, sum(c["files"] * c["file_bytes"] / c["transfer_bytes"] for c in plan["classes"]))
             step_rows: list[dict] = []
             for rep in range(1 if tool.name == "ior" else reps):
-                fresh(site.root)
+                fresh(work)
                 parsed: list[dict] = []
                 if tool.name == "ior":  # IOR's -m: one repetition per file; one run per size class
                     for index, group in enumerate(plan["classes"]):
                         summary = raw_dir / f"{name}.{index}.json"
                         argv = ior.replay_command(tool.path, group["files"], group["file_bytes"],
-                                                  group["transfer_bytes"], site.root / f"replay.{index}", summary,
+                                                  group["transfer_bytes"], work / f"replay.{index}", summary,
                                                   settings.launcher, read=op == "read")
                         run = run_tool(tool.label, argv, raw_dir, f"{name}.{index}", limit)
                         parsed += parse_run(ior.parse_json, summary, tool.label, run, stdout_path=run.stdout)
                 else:
                     rep_name = f"{name}.rep{rep}"
-                    argv = fio.replay_command(tool.path, plan["classes"], site.root, raw_dir / f"{rep_name}.json",
+                    argv = fio.replay_command(tool.path, plan["classes"], work, raw_dir / f"{rep_name}.json",
                                               read=op == "read")
                     run = run_tool(tool.label, argv, raw_dir, rep_name, limit)
                     parsed = parse_run(fio.parse, raw_dir / f"{rep_name}.json", tool.label, run)
@@ -160,7 +161,7 @@ def run_replay(settings: PointSettings, raw_dir: Path, events_path: Path) -> lis
                               for r in replay_totals(parsed, plan) if r["operation"] == op]
             rows += finish(step_rows, context(settings, site, pattern=step), t_start)
     finally:
-        site.cleanup()
+        shutil.rmtree(work, ignore_errors=True)
     log_rows(label, rows)
     return rows + summarize(rows)
 

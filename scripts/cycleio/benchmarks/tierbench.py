@@ -29,6 +29,7 @@ import csv
 import json
 import logging
 import re
+import shutil
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -39,7 +40,7 @@ from ..config.sizes import parse_size
 from ..storage.fsutil import landing
 from ..storage.tiers import Tier
 from .common import COLUMNS, BenchmarkError, parse_run, run_tool, time_limit
-from .points import TierSite, context, finish, fresh, log_rows, summarize
+from .points import benchmark_folder, context, finish, fresh, log_rows, summarize
 from .replay import run_replay
 from .rows import MiB
 from .specs import FieldIOSpec, IOPattern, MetadataPattern, PointSettings, ReplaySpec
@@ -298,7 +299,7 @@ class BenchmarkPlan:
 def run_io(settings: PointSettings, raw_dir: Path) -> list[dict]:
     pattern, tasks, reps = settings.io_pattern(), settings.tasks, settings.repetitions
     tool = choose_tool(settings.tool, "io", settings.paths, pattern)
-    site = TierSite(settings.tier, settings.study, f"io-{pattern.name}-n{tasks}")
+    site, work = benchmark_folder(settings.tier, settings.study, f"io-{pattern.name}-n{tasks}")
     site.require_space(pattern.bytes_per_task * tasks, f"pattern {pattern.name} with {tasks} tasks")
     label = f"[{settings.tier.name} io {pattern.name} n{tasks} {tool.name}]"
     name = f"{pattern.name}.n{tasks}"
@@ -311,8 +312,8 @@ def run_io(settings: PointSettings, raw_dir: Path) -> list[dict]:
     try:
         if tool.name == "ior":
             summary = raw_dir / f"{name}.json"
-            fresh(site.root)
-            argv = ior.command(tool.path, pattern, tasks, reps, site.root / "testfile", summary, settings.launcher)
+            fresh(work)
+            argv = ior.command(tool.path, pattern, tasks, reps, work / "testfile", summary, settings.launcher)
             run = run_tool(tool.label, argv, raw_dir, name, time_limit(reps * nbytes, reps * calls))
             rows = parse_run(ior.parse_json, summary, tool.label, run, stdout_path=run.stdout)
             rows = [{**r, "tasks": tasks} for r in rows]
@@ -320,8 +321,8 @@ def run_io(settings: PointSettings, raw_dir: Path) -> list[dict]:
             rows = []
             for rep in range(reps):
                 rep_name = f"{name}.rep{rep}"
-                fresh(site.root)
-                argv = fio.io_command(tool.path, pattern, tasks, site.root, raw_dir / f"{rep_name}.json")
+                fresh(work)
+                argv = fio.io_command(tool.path, pattern, tasks, work, raw_dir / f"{rep_name}.json")
                 run = run_tool(tool.label, argv, raw_dir, rep_name, time_limit(nbytes, calls))
                 parsed = parse_run(fio.parse, raw_dir / f"{rep_name}.json", tool.label, run)
                 rows += [{**r, "aggregate": "rep", "repetition": rep, "repetitions": reps, "tasks": tasks,
@@ -331,7 +332,7 @@ def run_io(settings: PointSettings, raw_dir: Path) -> list[dict]:
                           "segments": pattern.segments, "reorder": "none", "fsync": pattern.fsync,
                           "stonewall_s": pattern.stonewall_s} for r in parsed]
     finally:
-        site.cleanup()
+        shutil.rmtree(work, ignore_errors=True)
     rows = finish(rows, context(settings, site), t_start)
     log_rows(label, rows)
     return rows if tool.name == "ior" else rows + summarize(rows)
@@ -340,7 +341,7 @@ def run_io(settings: PointSettings, raw_dir: Path) -> list[dict]:
 def run_metadata(settings: PointSettings, raw_dir: Path) -> list[dict]:
     pattern, tasks, reps = settings.metadata_pattern(), settings.tasks, settings.repetitions
     tool = choose_tool(settings.tool, "metadata", settings.paths)
-    site = TierSite(settings.tier, settings.study, f"md-{pattern.name}-n{tasks}")
+    site, work = benchmark_folder(settings.tier, settings.study, f"md-{pattern.name}-n{tasks}")
     site.require_space(pattern.files_per_task * tasks * max(pattern.file_size_bytes, 4096), f"metadata {pattern.name}")
     label = f"[{settings.tier.name} metadata {pattern.name} n{tasks} {tool.name}]"
     log.info("%s %d files per task, %d bytes each, %s", label, pattern.files_per_task, pattern.file_size_bytes,
@@ -354,14 +355,14 @@ def run_metadata(settings: PointSettings, raw_dir: Path) -> list[dict]:
     try:
         for rep in range(reps):
             rep_name = f"{name}.rep{rep}"
-            fresh(site.root)
+            fresh(work)
             if tool.name == "mdtest":
-                argv = mdtest.command(tool.path, pattern, tasks, site.root / "mdtest", settings.launcher)
+                argv = mdtest.command(tool.path, pattern, tasks, work / "mdtest", settings.launcher)
                 run = run_tool(tool.label, argv, raw_dir, rep_name, limit)
                 parsed = parse_run(mdtest.parse, run.stdout, tool.label, run)
                 parsed = [r for r in parsed if r["aggregate"] == "mean"]  # -i 1: max = min = mean
             else:
-                argv = fio.metadata_command(tool.path, pattern, tasks, site.root, raw_dir / f"{rep_name}.json")
+                argv = fio.metadata_command(tool.path, pattern, tasks, work, raw_dir / f"{rep_name}.json")
                 run = run_tool(tool.label, argv, raw_dir, rep_name, limit)
                 parsed = parse_run(fio.parse, raw_dir / f"{rep_name}.json", tool.label, run)
             rows += [{**r, "aggregate": "rep", "repetition": rep, "repetitions": reps, "tasks": tasks,
@@ -369,7 +370,7 @@ def run_metadata(settings: PointSettings, raw_dir: Path) -> list[dict]:
                       "block_size_bytes": pattern.file_size_bytes, "segments": pattern.files_per_task}
                      for r in parsed]
     finally:
-        site.cleanup()
+        shutil.rmtree(work, ignore_errors=True)
     rows = finish(rows, context(settings, site), t_start)
     log_rows(label, rows)
     return rows + summarize(rows)
@@ -379,15 +380,15 @@ def run_fieldio_point(settings: PointSettings, raw_dir: Path) -> list[dict]:
     from .fieldio import run_fieldio
 
     spec, tasks = settings.fieldio_spec(), settings.tasks
-    site = TierSite(settings.tier, settings.study, f"fieldio-n{tasks}")
+    site, work = benchmark_folder(settings.tier, settings.study, f"fieldio-n{tasks}")
     site.require_space(spec.fields_per_task * spec.field_size_bytes * tasks * 2, "field I/O")
     label = f"[{settings.tier.name} fieldio n{tasks}]"
     t_start = time.time()
     try:
-        rows = run_fieldio(site.root, spec, tasks, settings.repetitions, settings.launcher, raw_dir,
+        rows = run_fieldio(work, spec, tasks, settings.repetitions, settings.launcher, raw_dir,
                            f"fieldio.n{tasks}", label)
     finally:
-        site.cleanup()
+        shutil.rmtree(work, ignore_errors=True)
     rows = [finish([r], context(settings, site, pattern=r["job"]), t_start)[0] for r in rows]
     return rows + summarize(rows)
 

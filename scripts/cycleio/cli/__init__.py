@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from ..logs import setup_logging
+from ..surrogates.grid import RESOLUTIONS
 from ..units import MiB
 
 log = logging.getLogger("cycleio")
@@ -240,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     check.set_defaults(func=cmd_check_config)
 
     inv = sub.add_parser("inventory", help="print the files each step writes, with expected sizes")
-    inv.add_argument("--resolution", choices=["C12", "C48", "C96", "C192", "C384", "C768", "C1152"])
+    inv.add_argument("--resolution", choices=RESOLUTIONS)
     inv.add_argument("--levels", type=int)
     inv.add_argument("--out", help="also write every file of the study (arms x cycles) as CSV")
     inv.add_argument("configfile", nargs="*", help="study config files (default: config/config.yaml's defaults)")

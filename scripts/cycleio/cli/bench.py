@@ -9,6 +9,8 @@ import shutil
 import sys
 from pathlib import Path
 
+from ..benchmarks.fieldio import LAYOUTS, PATTERNS
+
 log = logging.getLogger("cycleio")
 
 # Files beside benchmark outputs that are not outputs themselves (a folder given to `parse`).
@@ -41,6 +43,7 @@ def cmd_fieldio(args) -> None:
     from ..benchmarks.specs import FieldIOSpec
     from ..benchmarks.tierbench import write_rows
     from ..config.sizes import parse_size
+    from ..storage.pagecache import cache_risk, memory_backed
     from ..storage.tiers import filesystem_type
 
     spec = FieldIOSpec(patterns=tuple(args.patterns), layouts=tuple(args.layouts), fields_per_task=args.fields,
@@ -56,7 +59,7 @@ def cmd_fieldio(args) -> None:
         shutil.rmtree(work, ignore_errors=True)
     context = {"study": "", "benchmark": "fieldio", "tier": args.tier or directory.name, "tier_kind": "",
                "fs_type": filesystem_type(directory), "host": socket.gethostname()}
-    rows = [{key: {**row, **context, "pattern": row["job"], "cache_risk": row["operation"] == "read",
+    rows = [{key: {**row, **context, "pattern": row["job"], "cache_risk": cache_risk(row["operation"], memory=memory_backed(None, context["fs_type"])),
                    "t_start": round(t_start, 3)}.get(key) for key in COLUMNS} for row in rows]
     write_rows(rows + summarize(rows), Path(args.out))
     log.info("wrote %d rows to %s (raw output in %s)", len(rows), args.out, raw)
@@ -147,9 +150,8 @@ def register(sub) -> None:
     fio.add_argument("--dir", required=True, help="folder on the storage to measure")
     fio.add_argument("--tier", default="", help="tier name for the rows (default: the folder's name)")
     fio.add_argument("--tasks", type=int, default=2, help="MPI ranks (default 2)")
-    fio.add_argument("--patterns", nargs="+", default=["0A", "0B", "1", "2B"], choices=["0A", "0B", "1", "2B"])
-    fio.add_argument("--layouts", nargs="+", default=["file_per_field", "appended"],
-                     choices=["file_per_field", "appended"])
+    fio.add_argument("--patterns", nargs="+", default=list(PATTERNS), choices=PATTERNS)
+    fio.add_argument("--layouts", nargs="+", default=list(LAYOUTS), choices=LAYOUTS)
     fio.add_argument("--fields", type=int, default=100, help="fields per task (default 100)")
     fio.add_argument("--field-size", default="1m", help="bytes per field, e.g. 1m, 64k (default 1m)")
     fio.add_argument("--fsync", action=argparse.BooleanOptionalAction, default=True, help="fsync every field")

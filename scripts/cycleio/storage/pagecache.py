@@ -16,7 +16,21 @@ import os
 _libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
 _libc.mincore.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p)
 _PAGE = mmap.PAGESIZE
+READ_OPERATIONS = ("read", "file_read", "checksum")  # the records' and the benchmark rows' reads of file data
+MEMORY_FILESYSTEMS = ("tmpfs", "ramfs")
 _RESIDENT_BIT = bytes(value & 1 for value in range(256))  # mincore sets bit 0; the others are reserved
+
+
+def memory_backed(tier_kind: str | None, fs_type: str | None) -> bool:
+    """A tier whose storage is memory: its reads are the tier's speed, cached or not."""
+    return tier_kind == "memory" or fs_type in MEMORY_FILESYSTEMS
+
+
+def cache_risk(operation: str, *, memory: bool, direct_io: bool = False, dropped: bool = False) -> bool:
+    """Whether the page cache may have served a read instead of the tier: a read of file data on a tier
+    that is not memory, unless it bypassed the cache (O_DIRECT) or the cache was dropped before it.
+    Every record and benchmark row takes its ``cache_risk`` flag from here."""
+    return operation in READ_OPERATIONS and not (memory or direct_io or dropped)
 
 
 def cached_fraction(path: str | os.PathLike) -> float | None:

@@ -35,7 +35,13 @@ from ..units import MiB
 from .fsutil import (BLOCK_BYTES, CHUNK_BYTES, BlockHasher, combine_block_digests, fsync_dir, fsync_file, is_temporary,
                      temp_name)
 
-METHODS = ("cycleio", "cp", "rsync")
+# The staging methods (config key staging.method): this engine, or a command that copies a file
+# into the temporary name, as argv from (the command's path, source, temporary).
+TOOL_COMMANDS: dict[str, Callable[[str, Path, Path], list[str]]] = {
+    "cp": lambda tool, source, tmp: [tool, "--", str(source), str(tmp)],
+    "rsync": lambda tool, source, tmp: [tool, "--whole-file", "--", str(source), str(tmp)],
+}
+METHODS = ("cycleio", *TOOL_COMMANDS)
 log = logging.getLogger(__name__)
 
 
@@ -332,8 +338,7 @@ def _copy_with_tool(source: Path, tmp: Path, method: str) -> None:
     tool = shutil.which(method)
     if tool is None:
         raise StagingError(f"staging method {method!r}: the {method} command is not installed")
-    command = [tool, "--", str(source), str(tmp)] if method == "cp" else [tool, "--whole-file", str(source), str(tmp)]
-    result = subprocess.run(command, capture_output=True, text=True)
+    result = subprocess.run(TOOL_COMMANDS[method](tool, source, tmp), capture_output=True, text=True)
     if result.returncode != 0:
         raise StagingError(f"{method} {source} -> {tmp} failed: {result.stderr.strip()}")
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import getpass
 import hashlib
+import logging
 import os
 import re
 import shutil
@@ -19,11 +20,16 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..units import MiB
+from .pagecache import memory_backed
+
 TIER_KINDS = ("lustre", "burst_buffer", "node_local", "memory", "posix")
 
 # Variables that exist only inside a batch job: a study may name them although the submitting
 # shell lacks them, so validation before the run tolerates them.
 JOB_TIME_VARIABLES = re.compile(r"^(SLURM_\w+|DW_\w+|BB_\w+|PBS_\w+|LSB_\w+)$")
+
+log = logging.getLogger("cycleio")
 
 _VARIABLE = re.compile(r"\$(?:\{(?P<braced>\w+)(?::-(?P<default>[^}]*))?\}|(?P<bare>\w+))")
 
@@ -188,3 +194,40 @@ def writable_without_writing(path: Path) -> str | None:
     if not os.access(target, os.W_OK | os.X_OK):
         return f"{target} is not writable by user {current_user()}"
     return None
+
+
+class TierSite:
+    """A tier resolved where the job runs (variables expanded, checked writable) and the folder of it
+    a job works in, created and striped as configured: an arm's root for the steps (``study/arm``),
+    the study's benchmark folder (``study/bench``). ``fields()`` goes on every record, ``describe()``
+    into the manifest."""
+
+    def __init__(self, tier: Tier, study: str, *folder: str):
+        self.tier = tier
+        self.base = tier.resolve(study)
+        check_writable(tier.name, self.base)
+        self.root = self.base.joinpath(study, *folder)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.striping = apply_striping(tier, self.root)  # new files below inherit it
+        if self.striping:
+            log.info("tier %s: %s", tier.name, self.striping)
+        self.probe = probe_tier(self.root)
+        self.fs_type = self.probe["fs_type"]
+
+    def fields(self) -> dict:
+        return {"tier": self.tier.name, "tier_kind": self.tier.kind, "fs_type": self.fs_type}
+
+    def describe(self) -> dict:
+        return {**self.fields(), **self.probe, "path": str(self.base.resolve()), "template": self.tier.path,
+                "striping": self.striping}
+
+    @property
+    def is_memory(self) -> bool:
+        return memory_backed(self.tier.kind, self.fs_type)
+
+    def require_space(self, nbytes: int, what: str) -> None:
+        """Refuse work that would fill the tier (a 10% margin), naming it and the tier."""
+        free = free_bytes(self.base)
+        if nbytes > 0.9 * free:
+            raise TierError(f"tier '{self.tier.name}' ({self.base}): {what} needs {nbytes / MiB:.1f} MiB but only "
+                            f"{free / MiB:.1f} MiB are free; lower the sizes or free space")

@@ -1,8 +1,10 @@
-"""The compute stand-in of the surrogate steps and the forecast's compute ranks."""
+"""The compute stand-ins of the surrogate steps and the forecast's compute ranks (config key
+``compute_kind``): sleep, or burn the CPU as a model does."""
 
 from __future__ import annotations
 
 import time
+from typing import Callable
 
 
 def burn_cpu(seconds: float) -> None:
@@ -13,3 +15,6 @@ def burn_cpu(seconds: float) -> None:
     deadline = time.perf_counter() + seconds
     while time.perf_counter() < deadline:
         matrix = numpy.tanh(matrix @ matrix)
+
+
+COMPUTE_KINDS: dict[str, Callable[[float], None]] = {"sleep": time.sleep, "burn": burn_cpu}

@@ -27,8 +27,9 @@ from ..report.records import RecordLog
 from ..storage.pagecache import drop_page_cache
 from ..storage.staging import (StagingOptions, checksum_file, copy_and_verify, remove_stale_temporaries,
                                remove_tree)
-from ..storage.tiers import apply_striping, check_writable, probe_tier
-from .compute import burn_cpu
+from ..storage.pagecache import cache_risk
+from ..storage.tiers import TierSite
+from .compute import COMPUTE_KINDS
 from ..units import MiB
 
 log = logging.getLogger("cycleio")
@@ -42,34 +43,7 @@ def _mib_per_s(nbytes: int, seconds: float) -> str:
     return f"{nbytes / MiB / seconds:.1f} MiB/s" if seconds > 0 else "-"
 
 
-class TierContext:
-    """A tier resolved where the job runs: this arm's root on it, and what the probe found."""
-
-    def __init__(self, tier, settings: ArmSettings):
-        self.tier = tier
-        self.base = tier.resolve(settings.study)
-        check_writable(tier.name, self.base)
-        self.root = self.base / settings.study / settings.arm
-        self.root.mkdir(parents=True, exist_ok=True)
-        self.striping = apply_striping(tier, self.root)
-        if self.striping:
-            log.info("tier %s: %s", tier.name, self.striping)
-        self.probe = probe_tier(self.root)
-        self.fs_type = self.probe["fs_type"]
-
-    def fields(self) -> dict:
-        return {"tier": self.tier.name, "tier_kind": self.tier.kind, "fs_type": self.fs_type}
-
-    def describe(self) -> dict:
-        return {**self.fields(), **self.probe, "path": str(self.base.resolve()), "template": self.tier.path,
-                "striping": self.striping}
-
-    @property
-    def is_memory(self) -> bool:
-        return self.tier.kind == "memory" or self.fs_type in ("tmpfs", "ramfs")
-
-
-def provenance(settings: ArmSettings, tiers: dict[str, TierContext], **job) -> dict:
+def provenance(settings: ArmSettings, tiers: dict[str, TierSite], **job) -> dict:
     """Where and with what the job ran; ``job``: what only some jobs have (a step's staging settings)."""
     import netCDF4
     import numpy
@@ -95,8 +69,8 @@ def _options(settings: ArmSettings) -> StagingOptions:
     return StagingOptions(method=staging.method, streams=staging.streams, direct_io_verify=staging.direct_io_verify)
 
 
-def _stage(files: list[FileSpec], src_root: Path, dst_root: Path, phase: str, step: str, src: TierContext,
-           dst: TierContext, records: RecordLog, options: StagingOptions, label: str) -> dict[str, tuple[int, str]]:
+def _stage(files: list[FileSpec], src_root: Path, dst_root: Path, phase: str, step: str, src: TierSite,
+           dst: TierSite, records: RecordLog, options: StagingOptions, label: str) -> dict[str, tuple[int, str]]:
     """Copy files between tiers and verify each landed copy; return path -> (bytes, checksum)."""
     landed: dict[str, tuple[int, str]] = {}
     t0 = time.perf_counter()
@@ -121,7 +95,8 @@ def _stage(files: list[FileSpec], src_root: Path, dst_root: Path, phase: str, st
                         t_start=copied.t_start, seconds=copied.source_checksum_seconds, **src.fields())
         records.add(step=step, phase="verify", op="checksum", file=spec.path, bytes=verified.bytes,
                     t_start=verified.t_start, seconds=verified.seconds,
-                    cache_risk=not (verified.direct_io or dst.is_memory), **dst.fields())
+                    cache_risk=cache_risk("checksum", memory=dst.is_memory, direct_io=verified.direct_io),
+                    **dst.fields())
         landed[spec.path] = (copied.bytes, copied.checksum)
     seconds = time.perf_counter() - t0
     total = sum(size for size, _ in landed.values())
@@ -140,7 +115,7 @@ def _record_transfer(records: RecordLog, op: str, spec: FileSpec, t_start: float
                         **{k: v for k, v in fields.items() if k != "cache_risk"})
 
 
-def _timed_write(path: Path, spec: FileSpec, ctx: WriteContext, records: RecordLog, tier: TierContext,
+def _timed_write(path: Path, spec: FileSpec, ctx: WriteContext, records: RecordLog, tier: TierSite,
                  step: str) -> int:
     """Write one file; the write record times only storage I/O, CPU work gets records of its own."""
     t_start = time.time()
@@ -149,22 +124,22 @@ def _timed_write(path: Path, spec: FileSpec, ctx: WriteContext, records: RecordL
     return transfer.bytes
 
 
-def _compute(seconds: float, records: RecordLog, scratch: TierContext, step: str, kind: str = "sleep") -> None:
+def _compute(seconds: float, records: RecordLog, scratch: TierSite, step: str, kind: str = "sleep") -> None:
     if seconds <= 0:
         return
     with records.timed(step=step, phase="run", op="compute", n_files=0, **scratch.fields()):
-        burn_cpu(seconds) if kind == "burn" else time.sleep(seconds)
+        COMPUTE_KINDS[kind](seconds)
 
 
 def _run_step(settings: ArmSettings, step: str, io, workdir: Path, ctx: WriteContext, records: RecordLog,
-              scratch: TierContext, cache_cold: bool, label: str) -> None:
+              scratch: TierSite, cache_cold: bool, label: str) -> None:
     """A step's own work on scratch: read its inputs, compute, write its outputs at its cadence."""
     reader = FileReader()
     for spec in io.reads:
         t_start = time.time()
         transfer = reader.read(workdir / spec.path, spec.kind)
         _record_transfer(records, "read", spec, t_start, transfer, step=step, phase="run",
-                         cache_risk=not (cache_cold or scratch.is_memory), **scratch.fields())
+                         cache_risk=cache_risk("read", memory=scratch.is_memory, dropped=cache_cold), **scratch.fields())
     if step == "fcst":
         # The forecast is an MPI program (surrogates/forecast): the compute stand-in per forecast hour on
         # the compute ranks, and each output hour's history and restart files by the arm's strategy.
@@ -186,8 +161,8 @@ def run_step(settings: ArmSettings, cycle: str, step: str, records_path: Path, m
     """Run one step of one cycle (``step`` = ``cycle`` runs all the cycle's steps in one job)."""
     steps = list(cycle_steps(cycle, settings.start, settings.forecast)) if step == "cycle" else [step]
     label = f"[{settings.arm} {cycle} {step}]"
-    persistent = TierContext(settings.persistent, settings)
-    scratch = TierContext(settings.scratch, settings) if settings.staged else persistent
+    persistent = TierSite(settings.persistent, settings.study, settings.arm)
+    scratch = TierSite(settings.scratch, settings.study, settings.arm) if settings.staged else persistent
     inputs, outputs, per_step = job_files(settings, cycle, steps)
     missing = [spec.path for spec in inputs if not (persistent.root / spec.path).is_file()]
     if missing:
@@ -227,7 +202,8 @@ def run_step(settings: ArmSettings, cycle: str, step: str, records_path: Path, m
             landed = {}
             for spec in outputs:
                 path = persistent.root / spec.path
-                with records.timed(phase="verify", op="checksum", file=spec.path, cache_risk=True,
+                with records.timed(phase="verify", op="checksum", file=spec.path,
+                                   cache_risk=cache_risk("checksum", memory=persistent.is_memory),
                                    **persistent.fields()) as event:
                     event["bytes"] = path.stat().st_size
                     landed[spec.path] = (event["bytes"], checksum_file(path, options))
@@ -257,7 +233,7 @@ def run_arrival(settings: ArmSettings, cycle: str, kind: str, records_path: Path
     ``coldstart``: the arm's initial conditions (and first bias files), once. ``dump``: a cycle's
     observation dumps, before its prep. Their records are kept apart from the cycle's steps.
     """
-    persistent = TierContext(settings.persistent, settings)
+    persistent = TierSite(settings.persistent, settings.study, settings.arm)
     records = RecordLog(study=settings.study, arm=settings.arm, cycle=cycle, step=kind, strategy=settings.strategy)
     ctx = WriteContext(Grid(settings.resolution, settings.levels), settings.seed, cycle, settings.compression)
     specs = coldstart_files(cycle) if kind == "coldstart" else step_io("dump", cycle, settings.start, settings.forecast).writes
@@ -287,7 +263,7 @@ def run_cleanup(settings: ArmSettings, cycle: str, records_path: Path, manifest_
     As the operational cleanup job does (it keeps 144 h): the workflow runs this only once every job
     that reads the cycle is done, so long studies fit their tier. The manifest lists what went.
     """
-    persistent = TierContext(settings.persistent, settings)
+    persistent = TierSite(settings.persistent, settings.study, settings.arm)
     records = RecordLog(study=settings.study, arm=settings.arm, cycle=cycle, step="cleanup",
                         strategy=settings.strategy)
     removed = []

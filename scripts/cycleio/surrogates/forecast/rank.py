@@ -25,6 +25,7 @@ import numpy as np
 
 from .. import ncfiles
 from ...storage.fsutil import landing
+from ..compute import COMPUTE_KINDS
 from ..grid import Grid
 from ..inventory import FileSpec
 from ..kinds import Compression
@@ -103,11 +104,7 @@ class Forecast:
                                 Compression(**spec["compression"]), buffer_bytes=self.buffer_bytes)
         self.writer_buffer_bytes = int(spec.get("writer_buffer_bytes", WRITER_BUFFER_BYTES))
         self.compute_s_per_hour = float(spec["compute_seconds_per_hour"])
-        self.compute = time.sleep  # the compute stand-in: sleep, or burn the CPU as a model does
-        if spec.get("compute_kind", "sleep") == "burn":
-            from ..compute import burn_cpu
-
-            self.compute = burn_cpu
+        self.compute = COMPUTE_KINDS[spec.get("compute_kind", "sleep")]
         self.hours = [(hour, [file_plan(FileSpec(path, kind, tuple(tuple(p) for p in params)), self.ctx,
                                         self.layout.compute) for path, kind, params in specs])
                       for hour, specs in spec["hours"]]

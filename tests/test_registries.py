@@ -1,0 +1,31 @@
+"""Every name a config key chooses from is a registry in the code: the schema's enums are its keys."""
+
+from cycleio.benchmarks import fieldio
+from cycleio.benchmarks.tools import CHOICES, ior
+from cycleio.config.settings import load_schema
+from cycleio.storage import staging
+from cycleio.storage.tiers import TIER_KINDS
+from cycleio.surrogates.compute import COMPUTE_KINDS
+from cycleio.surrogates.forecast.strategies import STRATEGIES
+from cycleio.surrogates.grid import RESOLUTIONS
+from cycleio.surrogates.kinds import PRODUCT_GRIDS
+
+
+def test_schema_enums_are_the_registries_keys():
+    schema = load_schema()["properties"]
+    bench = schema["benchmarks"]["properties"]
+    pattern = bench["patterns"]["additionalProperties"]["properties"]
+    choices = {
+        "resolution": (schema["resolution"]["enum"], RESOLUTIONS),
+        "forecast.compute_kind": (schema["forecast"]["properties"]["compute_kind"]["enum"], COMPUTE_KINDS),
+        "post.grids": (schema["post"]["properties"]["grids"]["items"]["enum"], PRODUCT_GRIDS),
+        "tiers.<name>.kind": (schema["tiers"]["additionalProperties"]["properties"]["kind"]["enum"], TIER_KINDS),
+        "benchmarks.tool": (bench["tool"]["enum"], CHOICES),
+        "benchmarks.patterns.<name>.api": (pattern["api"]["enum"], ior.APIS),
+        "benchmarks.fieldio.patterns": (bench["fieldio"]["properties"]["patterns"]["items"]["enum"], fieldio.PATTERNS),
+        "benchmarks.fieldio.layouts": (bench["fieldio"]["properties"]["layouts"]["items"]["enum"], fieldio.STORES),
+        "staging.method": (schema["staging"]["properties"]["method"]["enum"], staging.METHODS),
+        "write_strategies": (schema["write_strategies"]["items"]["enum"], STRATEGIES),
+    }
+    for key, (enum, registry) in choices.items():
+        assert set(map(str, enum)) == set(map(str, registry)), key  # YAML may read the pattern "1" as 1
