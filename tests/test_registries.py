@@ -2,12 +2,14 @@
 
 from cycleio.benchmarks import fieldio
 from cycleio.benchmarks.tools import CHOICES, ior
+from cycleio.config.calendar import FULL_CYCLE_STEPS
 from cycleio.config.settings import load_schema
 from cycleio.storage import staging
 from cycleio.storage.tiers import TIER_KINDS
 from cycleio.surrogates.compute import COMPUTE_KINDS
 from cycleio.surrogates.forecast.strategies import STRATEGIES
 from cycleio.surrogates.grid import RESOLUTIONS
+from cycleio.surrogates.inventory import STEPS
 from cycleio.surrogates.kinds import PRODUCT_GRIDS
 
 
@@ -29,3 +31,7 @@ def test_schema_enums_are_the_registries_keys():
     }
     for key, (enum, registry) in choices.items():
         assert set(map(str, enum)) == set(map(str, registry)), key  # YAML may read the pattern "1" as 1
+
+
+def test_every_step_of_a_cycle_has_its_files_defined():
+    assert set(STEPS) == {*FULL_CYCLE_STEPS, "dump"}

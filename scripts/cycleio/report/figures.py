@@ -11,12 +11,13 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
+from ..config.calendar import FULL_CYCLE_STEPS  # noqa: E402
 from ..storage.fsutil import landing  # noqa: E402
 
 # Verification re-reads files that are still in the page cache: its MiB/s would dwarf the rest,
 # so it shows as time in the right panel, not as throughput.
 ACTIVITY_ORDER = ["stage_in:copy", "run:read", "run:write", "stage_out:copy"]
-STEP_ORDER = ["prep", "anal", "fcst", "post"]
+STEP_ORDER = list(FULL_CYCLE_STEPS)
 
 
 def throughput_figure(throughput: pd.DataFrame, summary: pd.DataFrame, path: Path, title: str) -> None:

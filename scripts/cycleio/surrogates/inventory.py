@@ -200,47 +200,70 @@ def cycle_steps(cycle: str, start: str, settings: ForecastSettings) -> tuple[str
     return steps_of_cycle(cycle, start, settings.ensemble_jobs)
 
 
+def _dump_io(cycle: str, start: str, settings: ForecastSettings, io: StepIO) -> None:
+    io.writes = obs_dump_files(cycle, settings.obs_scale)
+
+
+def _prep_io(cycle: str, start: str, settings: ForecastSettings, io: StepIO) -> None:
+    io.reads = obs_dump_files(cycle, settings.obs_scale, "conventional")
+    io.writes = prep_files(cycle, settings.obs_scale)
+
+
+def _anal_io(cycle: str, start: str, settings: ForecastSettings, io: StepIO) -> None:
+    prev = previous_cycle(cycle, settings.interval_hours)
+    io.reads = prep_files(cycle, settings.obs_scale) + obs_dump_files(cycle, settings.obs_scale, "satellite")
+    io.reads += abias_files(prev)
+    for hour in settings.background_hours:
+        io.reads += history_files(prev, hour)[:2]
+    io.reads += [s for s in restart_files(prev, settings.interval_hours) if s.kind == "sfc_data"]
+    io.writes = analysis_files(cycle, settings)
+
+
+def _fcst_io(cycle: str, start: str, settings: ForecastSettings, io: StepIO) -> None:
+    if is_half_cycle(cycle, start):
+        io.reads = [s for s in coldstart_files(cycle) if "abias" not in s.path]
+    else:
+        prev = previous_cycle(cycle, settings.interval_hours)
+        previous_restart = restart_set(
+            f"{com_dir(prev)}/model/atmos/restart", restart_prefix(cycle), sfc_from=sfcanl_prefix(cycle)
+        )
+        increments = [s for s in analysis_files(cycle, settings) if s.kind == "increment"]
+        io.reads = previous_restart + increments
+    for hour in settings.output_hours:
+        io.writes += history_files(cycle, hour)
+        if hour in settings.restart_hours and hour > 0:
+            io.writes += restart_files(cycle, hour)
+
+
+def _post_io(cycle: str, start: str, settings: ForecastSettings, io: StepIO) -> None:
+    for hour in settings.output_hours:
+        io.reads += history_files(cycle, hour)[:2]
+        io.writes += product_files(cycle, hour, settings)
+
+
+def _ensemble_io(step: str, cycle: str, settings: ForecastSettings, io: StepIO) -> None:
+    group = int(step[4:])
+    first = (group - 1) * settings.members_per_job + 1
+    io.reads = [s for s in analysis_files(cycle, settings) if s.path.endswith(".atminc.nc")]
+    for member in range(first, min(first + settings.members_per_job, settings.members + 1)):
+        io.writes += ensemble_files(cycle, member)
+
+
+# The steps (and the dump that arrives before a cycle): what each reads and writes. The ensemble's
+# forecast jobs (efcs01, ...) are numbered by the configuration and share one definition.
+STEPS = {"dump": _dump_io, "prep": _prep_io, "anal": _anal_io, "fcst": _fcst_io, "post": _post_io}
+
+
 def step_io(step: str, cycle: str, start: str, settings: ForecastSettings) -> StepIO:
     """Reads and writes of one step of one cycle, in the order the job does them."""
-    prev = previous_cycle(cycle, settings.interval_hours)
     io = StepIO()
-    if step == "dump":
-        io.writes = obs_dump_files(cycle, settings.obs_scale)
-    elif step == "prep":
-        io.reads = obs_dump_files(cycle, settings.obs_scale, "conventional")
-        io.writes = prep_files(cycle, settings.obs_scale)
-    elif step == "anal":
-        io.reads = prep_files(cycle, settings.obs_scale) + obs_dump_files(cycle, settings.obs_scale, "satellite")
-        io.reads += abias_files(prev)
-        for hour in settings.background_hours:
-            io.reads += history_files(prev, hour)[:2]
-        io.reads += [s for s in restart_files(prev, settings.interval_hours) if s.kind == "sfc_data"]
-        io.writes = analysis_files(cycle, settings)
-    elif step == "fcst":
-        if is_half_cycle(cycle, start):
-            io.reads = [s for s in coldstart_files(cycle) if "abias" not in s.path]
-        else:
-            previous_restart = restart_set(
-                f"{com_dir(prev)}/model/atmos/restart", restart_prefix(cycle), sfc_from=sfcanl_prefix(cycle)
-            )
-            increments = [s for s in analysis_files(cycle, settings) if s.kind == "increment"]
-            io.reads = previous_restart + increments
-        for hour in settings.output_hours:
-            io.writes += history_files(cycle, hour)
-            if hour in settings.restart_hours and hour > 0:
-                io.writes += restart_files(cycle, hour)
-    elif step == "post":
-        for hour in settings.output_hours:
-            io.reads += history_files(cycle, hour)[:2]
-            io.writes += product_files(cycle, hour, settings)
+    if step in STEPS:
+        STEPS[step](cycle, start, settings, io)
     elif step in settings.ensemble_jobs:
-        group = int(step[4:])
-        first = (group - 1) * settings.members_per_job + 1
-        io.reads = [s for s in analysis_files(cycle, settings) if s.path.endswith(".atminc.nc")]
-        for member in range(first, min(first + settings.members_per_job, settings.members + 1)):
-            io.writes += ensemble_files(cycle, member)
+        _ensemble_io(step, cycle, settings, io)
     else:
-        raise ValueError(f"unknown step {step!r}; expected prep, anal, fcst, post or {', '.join(settings.ensemble_jobs) or 'efcsNN with ensemble.members'}")
+        raise ValueError(f"unknown step {step!r}; expected {', '.join(s for s in STEPS if s != 'dump')} or "
+                         f"{', '.join(settings.ensemble_jobs) or 'efcsNN with ensemble.members'}")
     return io
 
 

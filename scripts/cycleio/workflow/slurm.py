@@ -37,6 +37,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
+from ..config.calendar import FULL_CYCLE_STEPS
 from ..surrogates.forecast.layout import forecast_ntasks
 from ..surrogates.grid import Grid
 from ..surrogates.inventory import cycle_steps, FileSpec, coldstart_files, step_io
@@ -82,7 +83,7 @@ def job_steps(settings, step: str, cycle: str | None = None) -> list[str]:
     """The steps one job runs: one step, or all steps of a cycle (granularity ``cycle``)."""
     if step != "cycle":
         return [step]
-    return list(cycle_steps(cycle, settings.start, settings.forecast)) if cycle else ["prep", "anal", "fcst", "post"]
+    return list(cycle_steps(cycle, settings.start, settings.forecast)) if cycle else list(FULL_CYCLE_STEPS)
 
 
 def job_bytes(settings, step: str, cycle: str | None = None) -> tuple[int, int]:
