@@ -7,15 +7,22 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pa_csv
 
 from .aggregate import write_table
 from ..benchmarks.common import COLUMNS
 from ..units import MiB
 
-BOOL_COLUMNS = ("file_per_proc", "random", "direct_io", "fsync", "cache_risk")
-INT_COLUMNS = ("repetition", "repetitions", "tasks", "nodes", "transfer_size_bytes", "block_size_bytes", "segments",
-               "bytes")
-FLOAT_COLUMNS = ("stonewall_s", "bw_MiB_per_s", "ops_per_s", "latency_s", "seconds", "t_start")
+_BOOL_COLUMNS = ("file_per_proc", "random", "direct_io", "fsync", "cache_risk")
+_INT_COLUMNS = ("repetition", "repetitions", "tasks", "nodes", "transfer_size_bytes", "block_size_bytes", "segments",
+                "bytes")
+_FLOAT_COLUMNS = ("stonewall_s", "bw_MiB_per_s", "ops_per_s", "latency_s", "seconds", "t_start")
+# The point files' columns and types (tierbench.write_rows writes them as CSV; an empty cell is null).
+POINT_SCHEMA = pa.schema([(name, pa.bool_() if name in _BOOL_COLUMNS else pa.int64() if name in _INT_COLUMNS
+                           else pa.float64() if name in _FLOAT_COLUMNS else pa.string()) for name in COLUMNS])
+_PANDAS_TYPES = {pa.bool_(): pd.BooleanDtype(), pa.int64(): pd.Int64Dtype(), pa.string(): pd.StringDtype()}
 AGGREGATE_ORDER = {"rep": 0, "max": 1, "min": 2, "mean": 3}
 EFFICIENCY_COLUMNS = (
     "study", "arm", "tier", "step", "activity", "surrogate_bytes", "surrogate_seconds", "surrogate_MiB_per_s",
@@ -24,33 +31,24 @@ EFFICIENCY_COLUMNS = (
 )
 
 
-def _bool(value):
-    if pd.isna(value) or value == "":
-        return pd.NA
-    return str(value).strip().lower() in ("true", "1")
-
-
-def typed(frame: pd.DataFrame) -> pd.DataFrame:
-    """Columns in their types: nullable booleans and integers, floats, strings."""
-    frame = frame.reindex(columns=list(COLUMNS))
-    for column in BOOL_COLUMNS:
-        frame[column] = frame[column].map(_bool).astype("boolean")
-    for column in INT_COLUMNS:
-        frame[column] = pd.to_numeric(frame[column], errors="coerce").round().astype("Int64")
-    for column in FLOAT_COLUMNS:
-        frame[column] = pd.to_numeric(frame[column], errors="coerce").astype("float64")
-    for column in set(COLUMNS) - set(BOOL_COLUMNS) - set(INT_COLUMNS) - set(FLOAT_COLUMNS):
-        frame[column] = frame[column].astype("string")
-    return frame
+def read_points(path: str | Path) -> pa.Table:
+    """One point file as a table of POINT_SCHEMA (columns it lacks, from older versions, are null)."""
+    # integers are read as floats and rounded: a tool may print a count as 4.0
+    read_types = {f.name: pa.float64() if f.type == pa.int64() else f.type for f in POINT_SCHEMA}
+    table = pa_csv.read_csv(path, convert_options=pa_csv.ConvertOptions(
+        column_types=read_types, include_columns=list(COLUMNS), include_missing_columns=True,
+        true_values=["True", "true", "1"], false_values=["False", "false", "0"], null_values=[""],
+        strings_can_be_null=True))
+    columns = [pc.round(column).cast(pa.int64()) if field.type == pa.int64() else column.cast(field.type)
+               for field, column in zip(POINT_SCHEMA, table.columns)]
+    return pa.Table.from_arrays(columns, schema=POINT_SCHEMA)
 
 
 def load_points(paths: list[str | Path]) -> pd.DataFrame:
-    """The rows of every benchmark point's CSV (all columns read as text first, then typed)."""
-    frames = [pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""]) for path in paths]
-    frames = [f for f in frames if not f.empty]
-    if not frames:
-        return typed(pd.DataFrame(columns=list(COLUMNS)))
-    return typed(pd.concat(frames, ignore_index=True))
+    """The rows of every benchmark point's file, in nullable pandas types."""
+    tables = [read_points(path) for path in paths]
+    table = pa.concat_tables(tables) if tables else POINT_SCHEMA.empty_table()
+    return table.to_pandas(types_mapper=_PANDAS_TYPES.get)
 
 
 def benchmark_table(points: pd.DataFrame) -> pd.DataFrame:
@@ -72,7 +70,7 @@ def _references(bench: pd.DataFrame) -> pd.DataFrame:
         refs.append({"tier": row.tier, "step": row.pattern, "reference": "replay", "reference_benchmark": "replay",
                      "reference_pattern": row.pattern, "reference_operation": row.operation,
                      "reference_tool": row.tool, "reference_tasks": row.tasks,
-                     "reference_from_cache": _bool(row.cache_risk), "reference_MiB_per_s": row.bw_MiB_per_s})
+                     "reference_from_cache": row.cache_risk, "reference_MiB_per_s": row.bw_MiB_per_s})
     io = means[means["benchmark"] == "io"]
     for (tier, pattern, operation), group in io.groupby(["tier", "pattern", "operation"], sort=True):
         picks = []
@@ -84,7 +82,7 @@ def _references(bench: pd.DataFrame) -> pd.DataFrame:
             refs.append({"tier": tier, "step": None, "reference": label, "reference_benchmark": "io",
                          "reference_pattern": pattern, "reference_operation": operation,
                          "reference_tool": row["tool"], "reference_tasks": row["tasks"],
-                         "reference_from_cache": _bool(row["cache_risk"]), "reference_MiB_per_s": row["bw_MiB_per_s"]})
+                         "reference_from_cache": row["cache_risk"], "reference_MiB_per_s": row["bw_MiB_per_s"]})
     return pd.DataFrame(refs, columns=["tier", "step", "reference", "reference_benchmark", "reference_pattern",
                                        "reference_operation", "reference_tool", "reference_tasks",
                                        "reference_from_cache", "reference_MiB_per_s"])
