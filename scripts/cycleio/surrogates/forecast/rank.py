@@ -104,7 +104,7 @@ class Forecast:
         self.writer_buffer_bytes = int(spec.get("writer_buffer_bytes", WRITER_BUFFER_BYTES))
         self.compute_s_per_hour = float(spec["compute_seconds_per_hour"])
         self.compute = time.sleep  # the compute stand-in: sleep, or burn the CPU as a model does
-        if spec.get("compute_kind", "sleep") == "burn":
+        if spec["compute_kind"] == "burn":
             from ..compute import burn_cpu
 
             self.compute = burn_cpu
