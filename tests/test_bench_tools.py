@@ -124,6 +124,11 @@ def test_the_schema_takes_its_tool_names_and_ior_apis_from_the_registry():
     assert set(tools.CHOICES) - {"auto"} <= set(tools.TOOLS)
     assert {f"{name}_path" for name in tools.TOOLS} <= set(bench)
     assert tuple(bench["patterns"]["additionalProperties"]["properties"]["api"]["enum"]) == ior.APIS
+    # the plan trusts the schema's enums (it checks them no more): each must be a value the code knows
+    assert tuple(bench["patterns"]["additionalProperties"]["properties"]["reorder"]["enum"]) == ior.REORDERS
+    field_io = bench["fieldio"]["properties"]
+    assert {str(p) for p in field_io["patterns"]["items"]["enum"]} == set(fieldio.PATTERNS)
+    assert tuple(field_io["layouts"]["items"]["enum"]) == fieldio.LAYOUTS
 
 
 def test_every_tool_module_has_the_registrys_functions():

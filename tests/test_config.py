@@ -143,6 +143,60 @@ def test_config_yaml_and_schema_are_in_step(default_config):
     assert fill_defaults({}, schema) == fill_defaults(default_config, schema)
 
 
+def _item_defaults(schema: dict) -> dict:
+    return {name: sub["default"] for name, sub in schema["properties"].items() if "default" in sub}
+
+
+def test_validation_fills_the_schemas_defaults_into_left_out_objects_and_named_entries(default_config):
+    """The schema is the only place defaults are written: validation fills them into an object the config leaves
+    out, and into a tier or pattern it names (the jsonschema default-filling validator), not code."""
+    schema = load_schema()
+    config = with_changes(default_config, tiers__bb={"kind": "posix", "path": "/x"},
+                          benchmarks__patterns__mine={"transfer_size": "4k", "block_size": "1m"})
+    del config["staging"], config["benchmarks"]["fieldio"]
+    before = copy.deepcopy(config)
+    filled = validate_config(config)
+    assert config == before, "validation changed the caller's config"
+    assert filled["staging"] == _item_defaults(schema["properties"]["staging"])
+    assert filled["benchmarks"]["fieldio"] == _item_defaults(schema["properties"]["benchmarks"]["properties"]["fieldio"])
+    tier = schema["properties"]["tiers"]["additionalProperties"]
+    assert filled["tiers"]["bb"] == {**_item_defaults(tier), "kind": "posix", "path": "/x"}
+    pattern = schema["properties"]["benchmarks"]["properties"]["patterns"]["additionalProperties"]
+    assert filled["benchmarks"]["patterns"]["mine"] == {**_item_defaults(pattern), "transfer_size": "4k", "block_size": "1m"}
+    # a default is a copy: filling two configs does not share (and so change) one list
+    filled["scratch_tiers"].append("bb")
+    assert "bb" not in validate_config({})["scratch_tiers"]
+
+
+def test_objects_built_without_a_config_take_the_schemas_defaults():
+    """The settings classes' defaults (tests build them without a config) are what the default study gets."""
+    from dataclasses import asdict
+
+    from cycleio.benchmarks.specs import FieldIOSpec, IOPattern, MetadataPattern
+    from cycleio.benchmarks.tierbench import BenchmarkPlan
+    from cycleio.config.settings import ArmSettings
+    from cycleio.storage.tiers import Tier
+    from cycleio.surrogates.forecast.layout import Layout
+    from cycleio.surrogates.inventory import ForecastSettings
+
+    config = validate_config({})
+    arm = build_study(config).arms["shm"]
+    bare = ArmSettings(study=arm.study, arm=arm.arm, start=arm.start, seed=arm.seed, resolution=arm.resolution,
+                       levels=arm.levels, persistent=arm.persistent)
+    for name in ("strategy", "compute_seconds_per_hour", "compute_kind", "staging", "launcher", "granularity"):
+        assert getattr(bare, name) == getattr(arm, name), name
+    assert Layout.from_settings(arm.strategy, {}) == Layout.from_settings(arm.strategy, arm.write_component)
+    mirrored = ("forecast_hours", "history_interval_hours", "restart_hours", "interval_hours", "iau",
+                "pgrb2_fields", "sflux_fields", "members", "members_per_job")
+    assert {k: getattr(ForecastSettings(), k) for k in mirrored} == {k: getattr(arm.forecast, k) for k in mirrored}
+    tier = fill_defaults({"tiers": {"bb": {"kind": "posix", "path": "/x"}}}, load_schema())["tiers"]["bb"]
+    assert Tier(name="bb", **tier) == Tier(name="bb", kind="posix", path="/x")
+    plan = BenchmarkPlan.from_config(with_changes(config, benchmarks__enabled=False))
+    assert plan.specs[("io", "easy")][0] == asdict(IOPattern(name="easy"))
+    assert plan.specs[("metadata", "easy")][0] == asdict(MetadataPattern(name="easy"))
+    assert plan.specs[("fieldio", "fields")][0] == asdict(FieldIOSpec())
+
+
 def _without(tree: dict, path: tuple) -> dict:
     out = copy.deepcopy(tree)
     target = out

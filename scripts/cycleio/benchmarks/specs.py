@@ -7,8 +7,19 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
+from ..config.schema import schema_default
+from ..config.sizes import parse_size
 from ..storage.tiers import Tier
-from .rows import MiB
+
+
+# The defaults below are the schema's (benchmarks.patterns.<name>.*, benchmarks.metadata.<name>.*, ...), for
+# patterns built without a config (tests); the plan builds them from the validated config.
+def _pattern_default(key: str):
+    return schema_default(f"benchmarks.patterns.<name>.{key}")
+
+
+def _metadata_default(key: str):
+    return schema_default(f"benchmarks.metadata.<name>.{key}")
 
 
 @dataclass(frozen=True)
@@ -16,16 +27,16 @@ class IOPattern:
     """An IOR-style bandwidth pattern; bytes per task = block_size_bytes x segments."""
 
     name: str
-    api: str = "POSIX"
-    file_per_proc: bool = True
-    transfer_size_bytes: int = 2 * MiB
-    block_size_bytes: int = 64 * MiB
-    segments: int = 1
-    fsync: bool = True
-    direct_io: bool = False
-    reorder: str = "constant"
-    stonewall_s: float = 0.0
-    random: bool = False
+    api: str = _pattern_default("api")
+    file_per_proc: bool = _pattern_default("file_per_proc")
+    transfer_size_bytes: int = parse_size(_pattern_default("transfer_size"), "benchmarks.patterns.<name>.transfer_size")
+    block_size_bytes: int = parse_size(_pattern_default("block_size"), "benchmarks.patterns.<name>.block_size")
+    segments: int = _pattern_default("segments")
+    fsync: bool = _pattern_default("fsync")
+    direct_io: bool = _pattern_default("direct_io")
+    reorder: str = _pattern_default("reorder")
+    stonewall_s: float = _pattern_default("stonewall_s")
+    random: bool = _pattern_default("random")
 
     @property
     def bytes_per_task(self) -> int:
@@ -37,24 +48,24 @@ class MetadataPattern:
     """An mdtest-style pattern: files per task, bytes written and read per file, own folder per task."""
 
     name: str
-    files_per_task: int = 1000
-    file_size_bytes: int = 0
-    unique_dir: bool = True
+    files_per_task: int = _metadata_default("files_per_task")
+    file_size_bytes: int = _metadata_default("file_size")  # a number of bytes (0) in the schema
+    unique_dir: bool = _metadata_default("unique_dir")
 
 
 @dataclass(frozen=True)
 class FieldIOSpec:
-    patterns: tuple = ("0A", "0B", "1", "2B")
-    layouts: tuple = ("file_per_field", "appended")
-    fields_per_task: int = 100
-    field_size_bytes: int = MiB
-    fsync: bool = True
+    patterns: tuple = tuple(str(p) for p in schema_default("benchmarks.fieldio.patterns"))
+    layouts: tuple = tuple(schema_default("benchmarks.fieldio.layouts"))
+    fields_per_task: int = schema_default("benchmarks.fieldio.fields_per_task")
+    field_size_bytes: int = parse_size(schema_default("benchmarks.fieldio.field_size"), "benchmarks.fieldio.field_size")
+    fsync: bool = schema_default("benchmarks.fieldio.fsync")
 
 
 @dataclass(frozen=True)
 class ReplaySpec:
-    transfer_size_bytes: int = 0  # 0: the surrogates' own mean transfer per step and operation
-    max_files: int = 100
+    transfer_size_bytes: int = 0  # 0: the surrogates' own mean transfer per step and operation (the schema's auto)
+    max_files: int = schema_default("benchmarks.replay.max_files")
 
 
 @dataclass
@@ -68,9 +79,9 @@ class PointSettings:
     spec: dict
     tasks: int
     repetitions: int
-    tool: str = "auto"
+    tool: str = schema_default("benchmarks.tool")
     paths: dict = field(default_factory=dict)
-    launcher: str = "mpiexec -n {ntasks}"
+    launcher: str = schema_default("launcher")
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))

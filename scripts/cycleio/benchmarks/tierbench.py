@@ -28,7 +28,6 @@ from __future__ import annotations
 import csv
 import json
 import logging
-import re
 import shutil
 import time
 from dataclasses import asdict, dataclass, field
@@ -44,37 +43,30 @@ from .points import benchmark_folder, context, finish, fresh, log_rows, summariz
 from .replay import run_replay
 from .rows import MiB
 from .specs import FieldIOSpec, IOPattern, MetadataPattern, PointSettings, ReplaySpec
-from .tools import CHOICES, NATIVE, choose_tool, fio, ior, mdtest
+from .tools import NATIVE, choose_tool, fio, ior, mdtest
 
 log = logging.getLogger("cycleio")
 
 BENCHMARKS = ("io", "metadata", "fieldio", "replay")
-REORDERS = ("none", "constant", "random")
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_]*$")
 
 
 # --------------------------------------------------------------------------- the plan from config
+# The config has passed the schema (defaults filled in, types, enums and name patterns checked): what is
+# checked here spans keys or needs the tool's rules.
 
 
-def _task_list(value, fallback: list[int], key: str) -> list[int]:
+def _task_list(value: list[int] | None, fallback: list[int], key: str) -> list[int]:
+    """A pattern's own task counts, or the benchmarks' when it gives none (null)."""
     tasks = list(fallback if value is None else value)
-    for index, count in enumerate(tasks):
-        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-            raise ConfigError(f"config key '{key}[{index}]': expected a task count of 1 or more, got {count!r}")
     if not tasks:
         raise ConfigError(f"config key '{key}': expected at least one task count")
     return tasks
 
 
 def io_pattern_from_config(name: str, spec: dict, key: str) -> IOPattern:
-    api = spec.get("api", "POSIX")
-    if api not in ior.APIS:
-        raise ConfigError(f"config key '{key}.api': {api!r} is not allowed; expected one of: {', '.join(ior.APIS)}")
-    reorder = spec.get("reorder", "constant")
-    if reorder not in REORDERS:
-        raise ConfigError(f"config key '{key}.reorder': {reorder!r} is not allowed; expected one of: {', '.join(REORDERS)}")
-    transfer = parse_size(spec.get("transfer_size", "2m"), f"{key}.transfer_size")
-    block = parse_size(spec.get("block_size", "64m"), f"{key}.block_size")
+    api = spec["api"]
+    transfer = parse_size(spec["transfer_size"], f"{key}.transfer_size")
+    block = parse_size(spec["block_size"], f"{key}.block_size")
     if transfer % ior.WORD_BYTES:
         raise ConfigError(f"config key '{key}.transfer_size': {transfer} bytes is not a multiple of "
                           f"{ior.WORD_BYTES} bytes, as IOR requires")
@@ -83,30 +75,20 @@ def io_pattern_from_config(name: str, spec: dict, key: str) -> IOPattern:
             f"config key '{key}.block_size': {block} bytes is not a multiple of transfer_size ({transfer} bytes), "
             "as IOR requires"
         )
-    if spec.get("direct_io", False) and api not in ("POSIX",):
+    if spec["direct_io"] and api not in ("POSIX",):
         raise ConfigError(f"config key '{key}.direct_io': direct I/O is an IOR POSIX option; api is {api!r}")
-    segments = spec.get("segments", 1)
-    stonewall = spec.get("stonewall_s", 0.0)
-    if isinstance(segments, bool) or not isinstance(segments, int) or segments < 1:
-        raise ConfigError(f"config key '{key}.segments': expected an integer of 1 or more, got {segments!r}")
-    if isinstance(stonewall, bool) or not isinstance(stonewall, (int, float)) or stonewall < 0:
-        raise ConfigError(f"config key '{key}.stonewall_s': expected seconds >= 0, got {stonewall!r}")
     return IOPattern(
-        name=name, api=api, file_per_proc=bool(spec.get("file_per_proc", True)), transfer_size_bytes=transfer,
-        block_size_bytes=block, segments=segments, fsync=bool(spec.get("fsync", True)),
-        direct_io=bool(spec.get("direct_io", False)), reorder=reorder, stonewall_s=float(stonewall),
-        random=bool(spec.get("random", False)),
+        name=name, api=api, file_per_proc=spec["file_per_proc"], transfer_size_bytes=transfer,
+        block_size_bytes=block, segments=spec["segments"], fsync=spec["fsync"], direct_io=spec["direct_io"],
+        reorder=spec["reorder"], stonewall_s=float(spec["stonewall_s"]), random=spec["random"],
     )
 
 
 def metadata_pattern_from_config(name: str, spec: dict, key: str) -> MetadataPattern:
-    files = spec.get("files_per_task", 1000)
-    if isinstance(files, bool) or not isinstance(files, int) or files < 1:
-        raise ConfigError(f"config key '{key}.files_per_task': expected an integer of 1 or more, got {files!r}")
-    size = spec.get("file_size", 0)
+    size = spec["file_size"]
     size = 0 if size in (0, "0") else parse_size(size, f"{key}.file_size")
-    return MetadataPattern(name=name, files_per_task=files, file_size_bytes=size,
-                           unique_dir=bool(spec.get("unique_dir", True)))
+    return MetadataPattern(name=name, files_per_task=spec["files_per_task"], file_size_bytes=size,
+                           unique_dir=spec["unique_dir"])
 
 
 @dataclass
@@ -125,72 +107,47 @@ class BenchmarkPlan:
 
     @classmethod
     def from_config(cls, config: dict) -> "BenchmarkPlan":
-        """Validate ``config["benchmarks"]`` (defaults filled) across keys, IOR's size rules included, and
-        find the tools its points will run; errors name the key. ``validate_config`` calls it."""
-        bench = config.get("benchmarks") or {}
+        """Check ``config["benchmarks"]`` of a config the schema has validated (defaults filled) across keys,
+        IOR's size rules included, and find the tools its points will run; errors name the key.
+        ``validate_config`` calls it."""
+        bench = config["benchmarks"]
         tiers_cfg = config["tiers"]
-        names = bench.get("tiers") or list(dict.fromkeys([*persistent_tiers(config), *config["scratch_tiers"]]))
+        names = bench["tiers"] or list(dict.fromkeys([*persistent_tiers(config), *config["scratch_tiers"]]))
         tiers = {}
         for index, name in enumerate(names):
             if name not in tiers_cfg:
                 raise unknown_choice(f"benchmarks.tiers[{index}]", name, sorted(tiers_cfg), "a tier")
             tiers[name] = Tier(name=name, **tiers_cfg[name])
-        tool = bench.get("tool", "auto")
-        if tool not in CHOICES:
-            raise ConfigError(f"config key 'benchmarks.tool': {tool!r} is not allowed; "
-                              f"expected one of: {', '.join(CHOICES)}")
-        launcher = config.get("launcher", "mpiexec -n {ntasks}")
-        try:
-            launcher.format(ntasks=1)
-        except (KeyError, IndexError, ValueError) as err:
-            raise ConfigError(f"config key 'launcher': {launcher!r} is not a valid template ({err}); "
-                              "the only placeholder is {ntasks}") from None
-        plan = cls(enabled=bool(bench.get("enabled", True)), study=config["study"], tool=tool,
-                   paths={name: bench.get(f"{name}_path", "") for name in ("ior", "mdtest", "fio")},
-                   launcher=launcher, tiers=tiers)
-        tasks = _task_list(bench.get("tasks"), [1, 2, 4], "benchmarks.tasks")
-        repetitions = bench.get("repetitions", 3)
+        plan = cls(enabled=bench["enabled"], study=config["study"], tool=bench["tool"],
+                   paths={name: bench[f"{name}_path"] for name in ("ior", "mdtest", "fio")},
+                   launcher=config["launcher"], tiers=tiers)
+        tasks = list(bench["tasks"])
 
         def reps(spec: dict) -> int:
-            value = spec.get("repetitions")
-            return repetitions if value is None else value
+            return bench["repetitions"] if spec["repetitions"] is None else spec["repetitions"]
 
-        patterns = bench.get("patterns") or {}
-        for index, name in enumerate(bench.get("io_patterns", [])):
+        patterns = bench["patterns"]
+        for index, name in enumerate(bench["io_patterns"]):
             if name not in patterns:
                 raise unknown_choice(f"benchmarks.io_patterns[{index}]", name, sorted(patterns),
                                      "a pattern in benchmarks.patterns")
             key = f"benchmarks.patterns.{name}"
-            if not NAME.match(name):
-                raise ConfigError(f"config key '{key}': pattern names are letters, digits and _")
             pattern = io_pattern_from_config(name, patterns[name], key)
             plan._add("io", name, asdict(pattern), reps(patterns[name]),
-                      _task_list(patterns[name].get("tasks"), tasks, f"{key}.tasks"))
-        metadata = bench.get("metadata") or {}
-        for index, name in enumerate(bench.get("metadata_patterns", [])):
+                      _task_list(patterns[name]["tasks"], tasks, f"{key}.tasks"))
+        metadata = bench["metadata"]
+        for index, name in enumerate(bench["metadata_patterns"]):
             if name not in metadata:
                 raise unknown_choice(f"benchmarks.metadata_patterns[{index}]", name, sorted(metadata),
                                      "a pattern in benchmarks.metadata")
             key = f"benchmarks.metadata.{name}"
-            if not NAME.match(name):
-                raise ConfigError(f"config key '{key}': pattern names are letters, digits and _")
             pattern = metadata_pattern_from_config(name, metadata[name], key)
             plan._add("metadata", name, asdict(pattern), reps(metadata[name]),
-                      _task_list(metadata[name].get("tasks"), tasks, f"{key}.tasks"))
-        fio_cfg = bench.get("fieldio") or {}
-        if fio_cfg.get("enabled", True) and fio_cfg.get("patterns", ["0A"]):
-            from .fieldio import LAYOUTS, PATTERNS
-
-            access = [str(p) for p in fio_cfg.get("patterns", list(PATTERNS))]
-            for index, name in enumerate(access):
-                if name not in PATTERNS:
-                    raise unknown_choice(f"benchmarks.fieldio.patterns[{index}]", name, list(PATTERNS),
-                                         "a field-I/O access pattern")
-            layouts = list(fio_cfg.get("layouts", list(LAYOUTS)))
-            for index, name in enumerate(layouts):
-                if name not in LAYOUTS:
-                    raise unknown_choice(f"benchmarks.fieldio.layouts[{index}]", name, list(LAYOUTS), "a field layout")
-            fio_tasks = _task_list(fio_cfg.get("tasks"), [2, 4], "benchmarks.fieldio.tasks")
+                      _task_list(metadata[name]["tasks"], tasks, f"{key}.tasks"))
+        fio_cfg = bench["fieldio"]
+        if fio_cfg["enabled"] and fio_cfg["patterns"]:
+            access = [str(p) for p in fio_cfg["patterns"]]  # the schema takes 1 for "1"
+            fio_tasks = list(fio_cfg["tasks"])
             if "2B" in access:
                 for index, count in enumerate(fio_tasks):
                     if count < 2:
@@ -198,25 +155,21 @@ class BenchmarkPlan:
                             f"config key 'benchmarks.fieldio.tasks[{index}]': {count} task cannot run access pattern 2B "
                             "(half the tasks write while the other half read); use 2 or more, or drop 2B from "
                             "benchmarks.fieldio.patterns")
-            fields_per_task = fio_cfg.get("fields_per_task", 100)
-            if isinstance(fields_per_task, bool) or not isinstance(fields_per_task, int) or fields_per_task < 1:
-                raise ConfigError(f"config key 'benchmarks.fieldio.fields_per_task': expected an integer of 1 or more, "
-                                  f"got {fields_per_task!r}")
-            spec = FieldIOSpec(patterns=tuple(access), layouts=tuple(layouts), fields_per_task=fields_per_task,
-                               field_size_bytes=parse_size(fio_cfg.get("field_size", "1m"), "benchmarks.fieldio.field_size"),
-                               fsync=bool(fio_cfg.get("fsync", True)))
+            spec = FieldIOSpec(patterns=tuple(access), layouts=tuple(fio_cfg["layouts"]),
+                               fields_per_task=fio_cfg["fields_per_task"],
+                               field_size_bytes=parse_size(fio_cfg["field_size"], "benchmarks.fieldio.field_size"),
+                               fsync=fio_cfg["fsync"])
             plan._add("fieldio", "fields", asdict(spec), reps(fio_cfg), fio_tasks)
-        replay_cfg = bench.get("replay") or {}
-        plan.replay = bool(replay_cfg.get("enabled", True))
+        replay_cfg = bench["replay"]
+        plan.replay = replay_cfg["enabled"]
         if plan.replay:
-            transfer = replay_cfg.get("transfer_size", "auto")
+            transfer = replay_cfg["transfer_size"]
             if transfer != "auto":
                 transfer = parse_size(transfer, "benchmarks.replay.transfer_size")
                 if transfer % ior.WORD_BYTES:
                     raise ConfigError(f"config key 'benchmarks.replay.transfer_size': {transfer} bytes is not a multiple "
                                       f"of {ior.WORD_BYTES} bytes, as IOR requires (or use auto)")
-            spec = ReplaySpec(transfer_size_bytes=0 if transfer == "auto" else transfer,
-                              max_files=int(replay_cfg.get("max_files", 100)))
+            spec = ReplaySpec(transfer_size_bytes=0 if transfer == "auto" else transfer, max_files=replay_cfg["max_files"])
             plan.specs[("replay", "steps")] = (asdict(spec), reps(replay_cfg))
         if plan.enabled:
             plan._check_tools()

@@ -70,11 +70,14 @@ def cmd_write_figure(args) -> None:
 
 
 def _read_configs(paths: list[str]) -> dict:
+    """The config files laid over each other in order, as Snakemake lays its --configfile files."""
+    from snakemake.utils import update_config
+
     from ..config.settings import read_config_file
 
     config: dict = {}
     for path in paths:
-        _merge(config, read_config_file(path))
+        update_config(config, read_config_file(path))
     return config
 
 
@@ -85,12 +88,14 @@ def cmd_inventory(args) -> None:
     from ..config.settings import load_study
 
     config = _read_configs(args.configfile) if args.configfile else {}
-    config = {**config, "resolution": args.resolution or config.get("resolution", "C48")}
+    if args.resolution:
+        config["resolution"] = args.resolution
     if args.levels:
         config["levels"] = args.levels
+    # without config files: one arm and one full cycle are enough to list the files
     config.setdefault("scratch_tiers", ["lustre"])
     config.setdefault("cycles", {"start": "2026010100", "end": "2026010106"})
-    _, study = load_study(config)
+    config, study = load_study(config)
     rows = pd.DataFrame(study_inventory(study))
     rows = rows[rows["arm"] == next(iter(study.arms))]
     if args.out:
@@ -124,7 +129,9 @@ def cmd_inventory_table(args) -> None:
 
 def cmd_study_name(args) -> None:
     overrides = command_line_config(shlex.split(args.snakemake_args or ""))
-    print(overrides.get("study") or _read_configs(args.configfile).get("study", "default"))
+    from ..config.schema import schema_default
+
+    print(overrides.get("study") or _read_configs(args.configfile).get("study", schema_default("study")))
 
 
 def command_line_config(argv: list[str]) -> dict[str, str]:
@@ -148,14 +155,6 @@ def cmd_check_config(args) -> None:
     _, study = load_study(_read_configs(args.configfile))
     print(f"study {study.name}: {len(study.cycles)} cycles ({study.cycles[0]} to {study.cycles[-1]}), "
           f"arms: {', '.join(study.arms)}")
-
-
-def _merge(base: dict, update: dict) -> None:
-    for key, value in update.items():
-        if isinstance(value, dict) and isinstance(base.get(key), dict):
-            _merge(base[key], value)
-        else:
-            base[key] = value
 
 
 def cmd_config_docs(args) -> None:

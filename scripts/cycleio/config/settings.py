@@ -1,8 +1,9 @@
 """Study configuration: validation with messages that name the key, and the arms of a study.
 
 The JSON Schema (config/schemas/config.schema.yaml) gives every key its type, description and
-default; this module adds the checks that span keys (end after start, tier names that exist), and
-has the benchmark plan check its section (patterns, IOR's size rules, the tools found), all before any job.
+default, and validation fills the defaults in; this module adds the checks that span keys (end after
+start, tier names that exist), and has the benchmark plan check its section (patterns, IOR's size rules,
+the tools found), all before any job.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from __future__ import annotations
 import copy
 import difflib
 import json
-import shlex
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -20,12 +20,11 @@ import yaml
 from .calendar import cycles as calendar_cycles
 from .calendar import parse_cycle
 from .keys import ConfigError, persistent_tiers
+from .schema import SCHEMA_PATH, load_schema, schema_default
 from ..process import launcher_argv
 from ..surrogates.inventory import ForecastSettings
 from ..surrogates.kinds import Compression
 from ..storage.tiers import JOB_TIME_VARIABLES, Tier, TierError, expand_tier_path
-
-SCHEMA_PATH = Path(__file__).resolve().parents[3] / "config" / "schemas" / "config.schema.yaml"
 
 
 def read_config_file(path: str | Path) -> dict:
@@ -52,11 +51,6 @@ def read_config_file(path: str | Path) -> dict:
         raise ConfigError(f"config file {str(path)!r} holds a {type(config).__name__} at the top level; "
                           "expected config keys (key: value), e.g. study: my_study")
     return config
-
-
-def load_schema(path: str | Path = SCHEMA_PATH) -> dict:
-    with open(path) as handle:
-        return yaml.safe_load(handle)
 
 
 def _key(path) -> str:
@@ -91,28 +85,42 @@ def _describe(error: jsonschema.ValidationError) -> str:
     return f"config key '{key}': {error.message}" + (f" ({description})" if description else "")
 
 
+def _extend_with_defaults(validator_class):
+    """``validator_class`` whose ``properties`` keyword first sets each absent property that has a default,
+    then validates (the jsonschema FAQ's extension): validating a config fills in every default, in objects
+    left out entirely and in named entries (tiers, patterns) too."""
+    validate_properties = validator_class.VALIDATORS["properties"]
+
+    def set_defaults(validator, properties, instance, schema):
+        if validator.is_type(instance, "object"):
+            for name, sub in properties.items():
+                if "default" in sub:
+                    instance.setdefault(name, copy.deepcopy(sub["default"]))
+        yield from validate_properties(validator, properties, instance, schema)
+
+    return jsonschema.validators.extend(validator_class, {"properties": set_defaults})
+
+
+DefaultFillingValidator = _extend_with_defaults(jsonschema.Draft202012Validator)
+
+
+def _fill_and_check(config: dict, schema: dict) -> tuple[dict, list[jsonschema.ValidationError]]:
+    """A copy of config with the schema's defaults filled in, and its schema errors, outermost key first."""
+    filled = copy.deepcopy(config)
+    errors = sorted(DefaultFillingValidator(schema).iter_errors(filled),
+                    key=lambda e: (len(e.absolute_path), _key(e.absolute_path)))
+    return filled, errors
+
+
 def fill_defaults(config: dict, schema: dict) -> dict:
-    """Copy of config with schema defaults filled in, recursively through objects."""
-    out = copy.deepcopy(config)
-    for name, sub in schema.get("properties", {}).items():
-        if name not in out and "default" in sub:
-            out[name] = copy.deepcopy(sub["default"])
-        if isinstance(out.get(name), dict) and sub.get("type") == "object":
-            out[name] = fill_defaults(out[name], sub)
-    extra = schema.get("additionalProperties")
-    if isinstance(extra, dict) and extra.get("type") == "object":
-        for name, value in out.items():
-            if name not in schema.get("properties", {}) and isinstance(value, dict):
-                out[name] = fill_defaults(value, extra)
-    return out
+    """Copy of config with the schema's defaults filled in, as validation fills them."""
+    return _fill_and_check(config, schema)[0]
 
 
 def validate_config(config: dict, schema: dict | None = None) -> dict:
     """Validate and fill defaults; raise ConfigError naming the first problem (by key path)."""
     schema = load_schema() if schema is None else schema
-    filled = fill_defaults(config, schema)
-    validator = jsonschema.Draft202012Validator(schema)
-    errors = sorted(validator.iter_errors(filled), key=lambda e: (len(e.absolute_path), _key(e.absolute_path)))
+    filled, errors = _fill_and_check(config, schema)
     if errors:
         raise ConfigError(_describe(errors[0]))
     _check_across_keys(filled)
@@ -193,12 +201,14 @@ def default_compression(resolution: str, zlib_level: int | None, quantize_nsd: i
     )
 
 
+# The defaults of the settings classes below are the schema's: they serve objects built without a config
+# (tests) and a job's settings that leave out what the job does not read (ArmSettings.from_json).
 @dataclass(frozen=True)
 class StagingSettings:
-    method: str = "cycleio"
-    streams: int = 4
-    direct_io_verify: bool = False
-    drop_caches: bool = False
+    method: str = schema_default("staging.method")
+    streams: int = schema_default("staging.streams")
+    direct_io_verify: bool = schema_default("staging.direct_io_verify")
+    drop_caches: bool = schema_default("staging.drop_caches")
 
 
 # The settings each kind of an arm's jobs reads; the rules pass a job only these (ArmSettings.job_json),
@@ -232,16 +242,17 @@ class ArmSettings:
     levels: int
     persistent: Tier
     scratch: Tier | None = None  # None in the settings of jobs that use no scratch (cold start, dumps, cleanup)
-    strategy: str = "serial"
+    strategy: str = schema_default("write_strategies")[0]
     forecast: ForecastSettings = field(default_factory=ForecastSettings)
     compression: Compression = field(default_factory=Compression)
-    compute_seconds_per_hour: float = 0.0
-    compute_kind: str = "sleep"
+    compute_seconds_per_hour: float = schema_default("forecast.compute_seconds_per_hour")
+    compute_kind: str = schema_default("forecast.compute_kind")
     step_compute_seconds: dict = field(default_factory=dict)
     staging: StagingSettings = field(default_factory=StagingSettings)
-    launcher: str = "mpiexec -n {ntasks}"
-    write_component: dict = field(default_factory=dict)
-    granularity: str = "step"  # stage per step, or per cycle (one job runs the whole cycle on scratch)
+    launcher: str = schema_default("launcher")
+    write_component: dict = field(default_factory=dict)  # Layout.from_settings fills in the schema's defaults
+    # stage per step, or per cycle (one job runs the whole cycle on scratch)
+    granularity: str = schema_default("staging.granularity")[0]
 
     @property
     def staged(self) -> bool:

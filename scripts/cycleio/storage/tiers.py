@@ -20,6 +20,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..config.schema import schema_default
 from ..units import MiB
 from .pagecache import memory_backed
 
@@ -43,11 +44,14 @@ class Tier:
     name: str
     kind: str
     path: str  # template, unexpanded
-    persistent: bool = True
-    shared: bool = True
-    burst_buffer: str = ""  # the batch directive that requests it, e.g. "#DW jobdw ..." or "#BB_LUA ..."
-    stripe_count: int = 0  # Lustre striping set with lfs setstripe before writing (0 = leave as is)
-    stripe_size: str = ""
+    # the defaults are the schema's (tiers.<name>.*)
+    persistent: bool = schema_default("tiers.<name>.persistent")
+    shared: bool = schema_default("tiers.<name>.shared")
+    # the batch directive that requests it, e.g. "#DW jobdw ..." or "#BB_LUA ..."
+    burst_buffer: str = schema_default("tiers.<name>.burst_buffer")
+    # Lustre striping set with lfs setstripe before writing (0 and "" leave it as is)
+    stripe_count: int = schema_default("tiers.<name>.stripe_count")
+    stripe_size: str = schema_default("tiers.<name>.stripe_size")
 
     def resolve(self, study: str, env: dict[str, str] | None = None) -> Path:
         return expand_tier_path(self.name, self.path, study, env)

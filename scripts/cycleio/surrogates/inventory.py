@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..config.calendar import com_dir, is_half_cycle, previous_cycle, shift_cycle, steps_of_cycle
+from ..config.schema import schema_default
 
 TILES = range(1, 7)
 RESTART_TILE_KINDS = ("ca_data", "fv_core.res", "fv_srf_wnd.res", "fv_tracer.res", "phy_data", "sfc_data")
@@ -54,17 +55,20 @@ class StepIO:
 
 @dataclass(frozen=True)
 class ForecastSettings:
-    forecast_hours: int = 9
-    history_interval_hours: int = 3
-    restart_hours: tuple[int, ...] = (3, 6, 9)
-    interval_hours: int = 6
-    obs_scale: float = 1.0
-    iau: bool = True  # incremental analysis update: the analysis also writes atmi003 and atmi009
-    pgrb2_fields: int = 306  # GRIB2 messages per 0.25 and 1.0 degree product file
-    sflux_fields: int = 60
-    product_grids: tuple[str, ...] = ("0p25", "1p00")
-    members: int = 0  # EnKF ensemble members (0 = no ensemble forecasts)
-    members_per_job: int = 8
+    """The forecast's cadence and products (from several config sections: settings.build_study); the defaults
+    of the keys that mirror a config key are the schema's, for settings built without a config (tests)."""
+
+    forecast_hours: int = schema_default("forecast.forecast_hours")
+    history_interval_hours: int = schema_default("forecast.history_interval_hours")
+    restart_hours: tuple[int, ...] = tuple(schema_default("forecast.restart_hours"))
+    interval_hours: int = schema_default("cycles.interval_hours")
+    obs_scale: float = 1.0  # operational volumes (the config's null derives a scale from the resolution)
+    iau: bool = schema_default("forecast.iau")  # incremental analysis update: the analysis also writes atmi003 and atmi009
+    pgrb2_fields: int = schema_default("post.pgrb2_fields")  # GRIB2 messages per 0.25 and 1.0 degree product file
+    sflux_fields: int = schema_default("post.sflux_fields")
+    product_grids: tuple[str, ...] = ("0p25", "1p00")  # both (the config's null derives them from the resolution)
+    members: int = schema_default("ensemble.members")  # EnKF ensemble members (0 = no ensemble forecasts)
+    members_per_job: int = schema_default("ensemble.members_per_job")
 
     @property
     def ensemble_jobs(self) -> list[str]:

@@ -25,6 +25,7 @@ from ..specs import IOPattern
 NAME = "ior"
 LABEL = "IOR"
 APIS = ("POSIX", "MPIIO", "HDF5", "NCMPI", "MMAP")
+REORDERS = ("none", "constant", "random")  # which task reads what another wrote: -C -Q 1 (constant), -Z (random)
 WORD_BYTES = 8  # IOR moves 8-byte words: transfer (and so block) sizes must be multiples of it
 
 

@@ -128,7 +128,7 @@ def run_forecast_mpi(settings, cycle: str, workdir: Path, writes: list[FileSpec]
                                                        "quantize_nsd": ctx.compression.quantize_nsd},
             "strategy": settings.strategy, "write_component": dict(settings.write_component or {}),
             "compute_seconds_per_hour": settings.compute_seconds_per_hour,
-            "compute_kind": getattr(settings, "compute_kind", "sleep"),
+            "compute_kind": settings.compute_kind,
             "hours": [[hour, [[s.path, s.kind, [list(p) for p in s.params]] for s in specs]] for hour, specs in groups],
             "buffer_bytes": ctx.buffer_bytes,
             "records": str(tmp / "records.jsonl"), "errors": str(tmp / "errors"),

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ...config.schema import object_defaults
 from ..grid import Grid
 from .errors import ForecastError
 from .strategies import STRATEGIES
-
-WRITE_COMPONENT_DEFAULTS = {"ranks": 2, "write_groups": 1, "write_tasks_per_group": 1, "combine_per_rank": False}
 
 
 @dataclass(frozen=True)
@@ -20,16 +19,17 @@ class Layout:
     """Ranks of the forecast program: compute ranks first, then the write groups of a strategy with writer ranks."""
 
     strategy: str
-    compute: int = 2
-    write_groups: int = 1
-    tasks_per_group: int = 1
-    combine_at_end: bool = False
+    compute: int
+    write_groups: int
+    tasks_per_group: int
+    combine_at_end: bool
 
     @classmethod
     def from_settings(cls, strategy: str, write_component: dict) -> "Layout":
+        """The layout of the config's ``write_component``; keys it leaves out take the schema's defaults."""
         if strategy not in STRATEGIES:
             raise ForecastError(f"write strategy {strategy!r} is not one of {', '.join(STRATEGIES)}")
-        wc = {**WRITE_COMPONENT_DEFAULTS, **(write_component or {})}
+        wc = {**object_defaults("write_component"), **(write_component or {})}
         for key in ("ranks", "write_groups", "write_tasks_per_group"):
             if int(wc[key]) < 1:
                 raise ForecastError(f"write_component.{key} must be at least 1, got {wc[key]}")

@@ -104,7 +104,7 @@ class Forecast:
                                 Compression(**spec["compression"]), buffer_bytes=self.buffer_bytes)
         self.writer_buffer_bytes = int(spec.get("writer_buffer_bytes", WRITER_BUFFER_BYTES))
         self.compute_s_per_hour = float(spec["compute_seconds_per_hour"])
-        self.compute = COMPUTE_KINDS[spec.get("compute_kind", "sleep")]
+        self.compute = COMPUTE_KINDS[spec["compute_kind"]]
         self.hours = [(hour, [file_plan(FileSpec(path, kind, tuple(tuple(p) for p in params)), self.ctx,
                                         self.layout.compute) for path, kind, params in specs])
                       for hour, specs in spec["hours"]]

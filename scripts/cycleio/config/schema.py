@@ -1,0 +1,47 @@
+"""The study config's JSON Schema (config/schemas/config.schema.yaml): the one place where each key's type,
+description and default are written.
+
+Validation fills the defaults into a config (:func:`cycleio.config.settings.validate_config`); an object built
+without a config (in tests, or from a job's settings that leave out what the job does not read) takes its
+defaults from here, never from a copy in code.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+from pathlib import Path
+
+import yaml
+
+SCHEMA_PATH = Path(__file__).resolve().parents[3] / "config" / "schemas" / "config.schema.yaml"
+
+
+def load_schema(path: str | Path = SCHEMA_PATH) -> dict:
+    with open(path) as handle:  # libyaml's safe loader where built: jobs read the schema too
+        return yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
+@functools.cache
+def _study_schema() -> dict:
+    return load_schema()
+
+
+def _sub_schema(key: str) -> dict:
+    sub = _study_schema()
+    for part in key.split("."):
+        sub = sub["additionalProperties"] if part == "<name>" else sub["properties"][part]
+    return sub
+
+
+def schema_default(key: str):
+    """The schema's default of a config key such as ``staging.streams``, or ``tiers.<name>.shared`` for a key
+    of every named entry (a copy, which the caller may change)."""
+    return copy.deepcopy(_sub_schema(key)["default"])
+
+
+def object_defaults(key: str) -> dict:
+    """The schema's default of every key of the object ``key`` (e.g. ``write_component``), as validation fills
+    them into a config that leaves the object out."""
+    return {name: copy.deepcopy(sub["default"])
+            for name, sub in _sub_schema(key)["properties"].items() if "default" in sub}
