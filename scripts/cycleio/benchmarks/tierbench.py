@@ -280,10 +280,11 @@ def run_io(settings: PointSettings, raw_dir: Path) -> list[dict]:
                 parsed = parse_run(fio.parse, raw_dir / f"{rep_name}.json", tool.label, run)
                 rows += [{**r, "aggregate": "rep", "repetition": rep, "repetitions": reps, "tasks": tasks,
                           "tool_version": r["tool_version"] or version,
-                          # the pattern's parameters, so rows compare across tools (fio cannot reorder)
+                          # the pattern's parameters, so rows compare across tools
                           "file_per_proc": pattern.file_per_proc, "block_size_bytes": pattern.block_size_bytes,
-                          "segments": pattern.segments, "reorder": "none", "fsync": pattern.fsync,
-                          "stonewall_s": pattern.stonewall_s} for r in parsed]
+                          "segments": pattern.segments, "reorder": pattern.reorder, "fsync": pattern.fsync,
+                          "stonewall_s": pattern.stonewall_s, "cold_cache": fio.reads_from_storage(pattern)}
+                         for r in parsed]
     finally:
         shutil.rmtree(work, ignore_errors=True)
     rows = finish(rows, context(settings, site), t_start)

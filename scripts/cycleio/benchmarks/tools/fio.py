@@ -49,8 +49,16 @@ def io_command(fio: str, pattern: IOPattern, tasks: int, directory: Path, json_o
         argv.append(f"--runtime={int(round(pattern.stonewall_s * 1000))}ms")
     rw_write, rw_read = ("randwrite", "randread") if pattern.random else ("write", "read")
     argv += ["--name=write", f"--rw={rw_write}"] + (["--end_fsync=1"] if pattern.fsync else [])
-    argv += ["--name=read", "--stonewall", f"--rw={rw_read}"]
+    # IOR's reordering makes a task read what another wrote, so reads miss the writer's page cache
+    # (on other nodes); fio stands for it by dropping the files' pages before reading
+    argv += ["--name=read", "--stonewall", f"--rw={rw_read}", f"--invalidate={int(reads_from_storage(pattern))}"]
     return argv
+
+
+def reads_from_storage(pattern: IOPattern) -> bool:
+    """Whether fio's reads of an io pattern come from storage: the pattern reorders tasks (IOR's -C or
+    -Z, emulated by dropping the page cache) or bypasses the cache (O_DIRECT)."""
+    return pattern.reorder != "none" or pattern.direct_io
 
 
 def metadata_command(fio: str, pattern: MetadataPattern, tasks: int, directory: Path, json_out: Path) -> list[str]:
