@@ -348,3 +348,21 @@ def test_a_config_file_that_is_not_a_mapping_is_named_with_its_line(tmp_path, te
         read_config_file(path)
     with pytest.raises(ConfigError, match=r"config file '.*missing.yaml' cannot be read: No such file or directory"):
         read_config_file(tmp_path / "missing.yaml")
+
+
+def test_nested_command_line_values_are_read_as_yaml_reads_them(default_config):
+    """Snakemake keeps nested --config scalars as strings (YAML's base loader): staging={drop_caches: false}."""
+    from snakemake.cli import parse_config
+
+    given = parse_config(["staging={drop_caches: false, streams: 2}", "benchmarks={enabled: false}",
+                          "tiers={shm: {path: /dev/shm/x, shared: true}}"])
+    assert given["staging"]["drop_caches"] == "false"  # what the workflow receives
+    config = with_changes(default_config, staging__drop_caches=given["staging"]["drop_caches"],
+                          staging__streams=given["staging"]["streams"], benchmarks__enabled="false",
+                          tiers__shm__path="/dev/shm/x", tiers__shm__shared="true")
+    filled = validate_config(config)
+    assert filled["staging"]["drop_caches"] is False and filled["staging"]["streams"] == 2
+    assert filled["benchmarks"]["enabled"] is False and filled["tiers"]["shm"]["shared"] is True
+    assert filled["tiers"]["shm"]["path"] == "/dev/shm/x"
+    with pytest.raises(ConfigError, match=r"config key 'staging.streams': expected integer, got 'two'"):
+        validate_config(with_changes(default_config, staging__streams="two"))

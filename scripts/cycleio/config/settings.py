@@ -104,9 +104,38 @@ def _extend_with_defaults(validator_class):
 DefaultFillingValidator = _extend_with_defaults(jsonschema.Draft202012Validator)
 
 
+_YAML_TYPES = {"boolean": (bool,), "integer": (int,), "number": (int, float), "null": (type(None),),
+               "array": (list,), "object": (dict,)}
+
+
+def _typed_scalars(value, schema: dict):
+    """``value`` with strings that stand for another type the schema expects read as YAML reads them.
+
+    Snakemake reads nested ``--config`` values (``staging={drop_caches: false}``) with YAML's base
+    loader, which keeps every scalar a string; the same text in a config file is a boolean.
+    """
+    if isinstance(value, dict):
+        properties, other = schema.get("properties", {}), schema.get("additionalProperties")
+        return {key: _typed_scalars(item, properties.get(key, other if isinstance(other, dict) else {}))
+                for key, item in value.items()}
+    if isinstance(value, list):
+        return [_typed_scalars(item, schema.get("items", {})) for item in value]
+    types = schema.get("type")
+    types = [types] if isinstance(types, str) else types or []
+    if isinstance(value, str) and types and "string" not in types:
+        try:
+            parsed = yaml.safe_load(value)
+        except yaml.YAMLError:
+            return value
+        if any(isinstance(parsed, _YAML_TYPES.get(name, ())) and not (name in ("integer", "number") and
+                                                                       isinstance(parsed, bool)) for name in types):
+            return parsed
+    return value
+
+
 def _fill_and_check(config: dict, schema: dict) -> tuple[dict, list[jsonschema.ValidationError]]:
     """A copy of config with the schema's defaults filled in, and its schema errors, outermost key first."""
-    filled = copy.deepcopy(config)
+    filled = _typed_scalars(copy.deepcopy(config), schema)
     errors = sorted(DefaultFillingValidator(schema).iter_errors(filled),
                     key=lambda e: (len(e.absolute_path), _key(e.absolute_path)))
     return filled, errors
