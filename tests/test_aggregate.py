@@ -11,7 +11,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from cycleio.report.aggregate import MiB, StudyTables, aggregate, covered_seconds, load_events
+from cycleio.report.aggregate import MiB, StudyTables, aggregate, load_events
 from cycleio.report.records import RECORD_FIELDS, Record
 
 T0 = 1_800_000_000.0
@@ -220,12 +220,6 @@ def test_io_events_csv_reads_back_as_the_events(study):
     assert back["file"].tolist().count(ODD_NAME) == events["file"].tolist().count(ODD_NAME) > 0
     pd.testing.assert_series_equal(back["bytes"], events["bytes"], check_dtype=False)
     pd.testing.assert_series_equal(back["seconds"], events["seconds"], check_dtype=False)
-
-
-def test_covered_seconds_counts_overlaps_once():
-    frame = pd.DataFrame({"t_start": [5.0, 0.0, 1.0, 1.0, 10.0, 12.0], "t_end": [6.0, 2.0, 3.0, 1.5, 12.0, 12.0]})
-    assert covered_seconds(frame) == 3.0 + 1.0 + 2.0
-    assert covered_seconds(frame.iloc[:0]) == 0.0
 
 
 def test_a_malformed_record_stops_aggregation_naming_file_and_line(tmp_path):

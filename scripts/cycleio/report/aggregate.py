@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
+from ..intervals import covered_per_group
 from ..storage.fsutil import landing
 from .records import read_record_table, record_schema
 from ..units import MiB
@@ -44,32 +45,7 @@ def load_events(record_files: list[str | Path]) -> pd.DataFrame:
     return events
 
 
-def _covered_per_group(group: np.ndarray, start: np.ndarray, stop: np.ndarray, n_groups: int) -> np.ndarray:
-    """Per group (codes 0 .. n_groups-1; -1: none), the length of the union of the intervals [start, stop).
-
-    Sweeps each group's intervals in order of (start, stop), adding what reaches past the furthest stop so far.
-    np.bincount sums the additions one by one in that order: each total is the float a plain loop would give.
-    An interval without a start or stop (NaN) covers nothing.
-    """
-    order = np.lexsort((stop, start, group))
-    order = order[(group[order] >= 0) & ~np.isnan(start[order]) & ~np.isnan(stop[order])]
-    if len(order) == 0:
-        return np.zeros(n_groups)
-    group, start, stop = group[order], start[order], stop[order]
-    furthest = pd.Series(stop).groupby(group).cummax().to_numpy()
-    furthest_before = np.concatenate([[-np.inf], furthest[:-1]])
-    furthest_before[np.concatenate([[True], group[1:] != group[:-1]])] = -np.inf  # each group starts afresh
-    added = np.maximum(stop - np.maximum(start, furthest_before), 0.0)
-    return np.bincount(group, weights=added, minlength=n_groups)
-
-
-def covered_seconds(frame: pd.DataFrame) -> float:
-    """Length of the union of the events' time intervals: overlapping (parallel) copies count once."""
-    group = np.zeros(len(frame), dtype=np.int64)
-    return float(_covered_per_group(group, frame["t_start"].to_numpy(), frame["t_end"].to_numpy(), 1)[0])
-
-
-def _group_codes(groups: pd.api.typing.DataFrameGroupBy) -> np.ndarray:
+def group_codes(groups: pd.api.typing.DataFrameGroupBy) -> np.ndarray:
     """Each row's group number in the (sorted) order of the groups; -1 for rows with a missing key."""
     return groups.ngroup().fillna(-1).to_numpy(dtype=np.int64)
 
@@ -83,13 +59,13 @@ def step_summary(events: pd.DataFrame) -> pd.DataFrame:
         t_end=("t_end", "max"),
     )
     # Each event's row of out: the many subsets below are grouped by this number, not by four strings.
-    job = _group_codes(groups)
+    job = group_codes(groups)
     t_start, t_end = events["t_start"].to_numpy(), events["t_end"].to_numpy()
     phase, op = events["phase"], events["op"]
 
     def covered(mask: pd.Series) -> np.ndarray:
         mask = mask.to_numpy()
-        return _covered_per_group(job[mask], t_start[mask], t_end[mask], len(out))
+        return covered_per_group(job[mask], t_start[mask], t_end[mask], len(out))
 
     def summed(column: str, mask: pd.Series) -> np.ndarray:
         """Per job, the column's sum over the masked events; NaN for a job without any."""
@@ -135,8 +111,8 @@ def phase_throughput(events: pd.DataFrame) -> pd.DataFrame:
     keys = ["study", "arm", "tier", "activity"]
     groups = io.groupby(keys, sort=True)
     table = groups.agg(bytes=("bytes", "sum"), summed_s=("seconds", "sum"), n_events=("bytes", "size"))
-    table["seconds"] = _covered_per_group(_group_codes(groups), io["t_start"].to_numpy(), io["t_end"].to_numpy(),
-                                          len(table))
+    table["seconds"] = covered_per_group(group_codes(groups), io["t_start"].to_numpy(), io["t_end"].to_numpy(),
+                                         len(table))
     table["MiB_per_s"] = (table["bytes"] / MiB / table["seconds"]).where(table["seconds"] > 0)
     return table.reset_index()
 
