@@ -19,11 +19,13 @@ import pytest
 from conftest import assert_axes_carry_data, assert_png_drawn, bar_sizes
 
 from cycleio.benchmarks.common import COLUMNS
+from cycleio.benchmarks.replay import replay_specs
+from cycleio.benchmarks.specs import ReplaySpec
 from cycleio.report.aggregate import StudyTables, aggregate, load_events
 from cycleio.report.benchfigures import fieldio_figure, scaling_figure
 from cycleio.report.benchtables import benchmark_table, efficiency_table, load_points, write_benchmark_tables
 from cycleio.report.figures import throughput_figure
-from cycleio.report.records import RECORD_FIELDS
+from cycleio.report.records import ARRIVALS, RECORD_FIELDS
 from cycleio.report.writefigures import write_strategy_figure, write_times
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -230,8 +232,8 @@ def test_tiers_table_takes_each_arms_first_job_per_role(tables):
 def test_benchmark_table_of_the_fixture_points():
     bench = benchmark_table(load_points(point_files()))
     # per tier: io 2 points x (4 reps + 6 max/min/mean), metadata 6 + 9, field I/O 8 + 12, replay 5 rows a plan
-    # (6 plans on shm; lustre also replays the dump)
-    assert len(bench) == 2 * (2 * 10 + 15 + 20) + 5 * 6 + 5 * 7
+    # (6 plans: prep, fcst, post x read, write)
+    assert len(bench) == 2 * (2 * 10 + 15 + 20 + 5 * 6)
     assert list(bench.columns) == list(COLUMNS)
     assert str(bench["tasks"].dtype) == "Int64" and str(bench["cache_risk"].dtype) == "boolean"
     keys = ["tier", "benchmark", "pattern", "api", "tasks", "operation"]
@@ -276,11 +278,36 @@ def test_efficiency_of_the_fixture_by_hand(efficiency):
     copies = efficiency[efficiency["activity"].str.endswith(":copy")]
     assert set(zip(copies["activity"], copies["tier"])) == {("stage_in:copy", "shm"), ("stage_out:copy", "lustre")}
     assert set(copies["reference_operation"]) == {"write"} and "replay" not in set(copies["reference"])
-    assert "coldstart" not in set(efficiency["step"])
     # every surrogate group (arm, tier, step, activity) against both easy references, run groups also against their
-    # replay: shm has 9 groups on shm (prep, fcst, post x read, write, stage-in copy), 3 stage-out copies and the
-    # dump on lustre, 7 with a replay; the baseline 6 run groups and the dump on lustre, all 7 with a replay
-    assert len(efficiency) == (13 * 2 + 7) + (7 * 2 + 7)
+    # replay: shm has 9 groups on shm (prep, fcst, post x read, write, stage-in copy) and 3 stage-out copies on
+    # lustre, 6 with a replay; the baseline 6 run groups on lustre, all with a replay
+    assert len(efficiency) == (12 * 2 + 6) + (6 * 2 + 6)
+
+
+def test_every_table_counts_the_same_records_the_cycles_own(tables, efficiency):
+    """The cold start and the dumps (records.ARRIVALS) stay in io_events, and no table of the cycles' I/O nor the
+    replay counts them: step_summary, staging, efficiency and the replay plans hold the same jobs' bytes."""
+    events = pd.read_parquet(tables / "io_events.parquet")
+    assert set(events["step"]) & set(ARRIVALS) == set(ARRIVALS)  # both arrive on lustre, run:write, in the fixture
+    summary, staging = read_csv(tables, "step_summary.csv"), read_csv(tables, "staging.csv")
+    steps = set(summary["step"])
+    assert steps == {"prep", "fcst", "post"}
+    assert set(staging["step"]) <= steps and set(efficiency["step"]) <= steps
+    for tier in ("lustre", "shm"):
+        plans = replay_specs(events, tier, ReplaySpec())
+        assert {plan["step"] for plan in plans} == steps, tier
+    # the same records: each arm's run bytes per step in efficiency are step_summary's, summed over the cycles
+    groups = efficiency.drop_duplicates(["arm", "tier", "step", "activity"]).set_index(["arm", "step", "activity"])
+    by_step = summary.groupby(["arm", "step"])[["bytes_read", "bytes_written", "bytes_staged_in"]].sum()
+    for (arm, step), row in by_step.iterrows():
+        assert groups.loc[(arm, step, "run:read"), "surrogate_bytes"] == row["bytes_read"], (arm, step)
+        assert groups.loc[(arm, step, "run:write"), "surrogate_bytes"] == row["bytes_written"], (arm, step)
+        if row["bytes_staged_in"]:
+            assert groups.loc[(arm, step, "stage_in:copy"), "surrogate_bytes"] == row["bytes_staged_in"], (arm, step)
+    # phase_throughput counts the same writes: each arm's run writes over both cycles
+    throughput = read_csv(tables, "phase_throughput.csv")
+    run_writes = throughput[throughput["activity"] == "run:write"].groupby("arm")["bytes"].sum()
+    assert run_writes.to_dict() == summary.groupby("arm")["bytes_written"].sum().to_dict()
 
 
 def test_efficiency_without_matching_benchmarks_is_empty_with_its_columns(tables):

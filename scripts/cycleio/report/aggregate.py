@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 
 from ..intervals import covered_per_group
 from ..storage.fsutil import landing
-from .records import read_record_table, record_schema
+from .records import cycle_records, read_record_table, record_schema
 from ..units import MiB
 
 # sync: making a batch of copies durable, then renaming; combine: per_rank pieces into one file
@@ -27,11 +27,10 @@ COMPUTE_OPS = ("compute",)  # the model's compute stand-in
 # file's structure when writing, finding its chunks when reading).
 CPU_OPS = {"generate": "generate_s", "encode": "codec_s", "decode": "codec_s", "define": "metadata_s",
            "locate": "metadata_s"}
-ARRIVALS = ("coldstart", "dump")  # data that arrive from outside the cycle: not part of its I/O
 PHASE_COLUMNS = ("stage_in", "run", "stage_out", "verify", "cleanup")
 EVENT_ORDER = ("arm", "cycle", "step", "t_start")
 CYCLE_TABLE_COLUMNS = ["study", "arm", "cycle", "step", "phase", "op", "tool", "tier", "fs_type", "bytes", "seconds",
-                       "t_start", "t_end"]  # what step_summary and staging_table read
+                       "t_start", "t_end"]  # what step_summary, phase_throughput and staging_table read
 
 
 def load_events(record_files: list[str | Path]) -> pd.DataFrame:
@@ -51,7 +50,11 @@ def group_codes(groups: pd.api.typing.DataFrameGroupBy) -> np.ndarray:
 
 
 def step_summary(events: pd.DataFrame) -> pd.DataFrame:
-    """Per study x arm x cycle x step: wall, phase and I/O seconds, bytes, I/O share and MiB/s."""
+    """Per study x arm x cycle x step: wall, phase and I/O seconds, bytes, I/O share and MiB/s.
+
+    ``events``: the cycles' records (records.cycle_records). Seconds are covered time: what a job's events
+    of a kind overlap (parallel copies, ranks writing at once) counts once.
+    """
     keys = ["study", "arm", "cycle", "step"]
     groups = events.groupby(keys, sort=True)
     out = groups.agg(
@@ -102,10 +105,11 @@ def step_summary(events: pd.DataFrame) -> pd.DataFrame:
 def phase_throughput(events: pd.DataFrame) -> pd.DataFrame:
     """MiB/s per arm, tier and phase:op: total bytes over the time the cycles' I/O events cover.
 
+    ``events``: the cycles' records (records.cycle_records), as for step_summary and staging_table.
     Parallel copies overlap, so the covered time, not the sum of the events' seconds, divides the bytes.
     """
     columns = ["study", "arm", "tier", "phase", "op", "bytes", "seconds", "t_start", "t_end"]
-    io = events.loc[events["op"].isin(IO_OPS) & ~events["step"].isin(ARRIVALS), columns]
+    io = events.loc[events["op"].isin(IO_OPS), columns]
     # A batch's sync belongs to copying: a copy is done when it is durable under its final name.
     io["activity"] = io["phase"] + ":" + io["op"].replace({"sync": "copy"})
     keys = ["study", "arm", "tier", "activity"]
@@ -181,14 +185,14 @@ def aggregate(record_files: list[str | Path], tables: StudyTables, manifest_file
     if events.empty:
         raise ValueError("no records to aggregate: the study has produced no record files yet")
     # The cycles' own jobs, with the columns their tables read: copying file names and the like would be waste.
-    cycle_events = events.loc[~events["step"].isin(ARRIVALS), CYCLE_TABLE_COLUMNS]
+    cycle_events = cycle_records(events)[CYCLE_TABLE_COLUMNS]
     with ThreadPoolExecutor(1) as background:
         # The files of every event take longest, mostly in Arrow code that releases the GIL (and in fsync): they
         # are written while pandas makes the summaries, from an Arrow table made here.
         events_written = background.submit(_write_events, pa.Table.from_pandas(events, preserve_index=False), tables)
         frames = {
             tables.summary: step_summary(cycle_events),
-            tables.throughput: phase_throughput(events),
+            tables.throughput: phase_throughput(cycle_events),
             tables.staging: staging_table(cycle_events),
             tables.tiers: tiers_table([Path(path) for path in manifest_files]),
         }

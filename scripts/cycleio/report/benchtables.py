@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from .aggregate import write_table
+from .records import cycle_records
 from ..benchmarks.common import COLUMNS
 from ..units import MiB
 
@@ -95,8 +96,8 @@ def efficiency_table(bench: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
 
     Reads compare with reads; writes and staging copies (timed on the tier they land on) with writes.
     """
-    io = events[events["op"].isin(["read", "write", "copy"]) & (events["step"] != "coldstart")
-                & (events["bytes"] > 0)].copy()
+    events = cycle_records(events)
+    io = events[events["op"].isin(["read", "write", "copy"]) & (events["bytes"] > 0)].copy()
     if io.empty:
         return pd.DataFrame(columns=list(EFFICIENCY_COLUMNS))
     io["activity"] = io["phase"] + ":" + io["op"]
