@@ -11,8 +11,12 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from cycleio.report.aggregate import MiB, StudyTables, aggregate, covered_seconds, load_events
+from cycleio.config.calendar import com_dir
+from cycleio.config.settings import ArmSettings
+from cycleio.report.aggregate import MiB, StudyTables, aggregate, load_events
 from cycleio.report.records import RECORD_FIELDS, Record
+from cycleio.storage.tiers import Tier
+from cycleio.surrogates.jobs import run_cleanup
 
 T0 = 1_800_000_000.0
 STAGED = {"a1": ("ssd", "node_local", "ext4"), "a2": ("shm", "memory", "tmpfs")}
@@ -222,10 +226,37 @@ def test_io_events_csv_reads_back_as_the_events(study):
     pd.testing.assert_series_equal(back["seconds"], events["seconds"], check_dtype=False)
 
 
-def test_covered_seconds_counts_overlaps_once():
-    frame = pd.DataFrame({"t_start": [5.0, 0.0, 1.0, 1.0, 10.0, 12.0], "t_end": [6.0, 2.0, 3.0, 1.5, 12.0, 12.0]})
-    assert covered_seconds(frame) == 3.0 + 1.0 + 2.0
-    assert covered_seconds(frame.iloc[:0]) == 0.0
+def test_a_cleanup_jobs_records_reach_io_events_and_step_summary(tmp_path):
+    """The cleanup job (cycles.keep) removes a cycle from the persistent tier in its cleanup phase: the rules pass
+    its records to aggregate (workflow.dependencies.measured_jobs) and the tables keep them as a job of the cycle."""
+    lustre = Tier("lustre", "lustre", str(tmp_path / "lustre"))
+    arm = ArmSettings(study="s", arm="a1", start="2026010100", seed=7, resolution="C12", levels=4, persistent=lustre)
+    for run, n_files in (("gdas", 3), ("enkfgdas", 2)):
+        folder = tmp_path / "lustre" / "s" / "a1" / com_dir("2026010100", run) / "model"
+        folder.mkdir(parents=True)
+        for index in range(n_files):
+            (folder / f"f{index}.nc").write_bytes(b"x" * MiB)
+    records, manifest = tmp_path / "cleanup.records.jsonl", tmp_path / "cleanup.manifest.json"
+    run_cleanup(arm, "2026010100", records, manifest)
+    paths = write_study(tmp_path / "study")
+    aggregate([*paths, records], tables_in(tmp_path / "tables"), [manifest])
+
+    events = pd.read_parquet(tmp_path / "tables" / "io_events.parquet")
+    removed = events[events["step"] == "cleanup"]
+    assert removed[["arm", "cycle", "phase", "op", "tier"]].drop_duplicates().values.tolist() == [
+        ["a1", "2026010100", "cleanup", "remove", "lustre"]]
+    assert (removed["n_files"].sum(), removed["bytes"].sum()) == (5, 5 * MiB)
+    summary = read_table(tmp_path / "tables", "step_summary.csv")
+    row = summary[summary["step"] == "cleanup"]
+    assert row[["arm", "cycle"]].values.tolist() == [["a1", "2026010100"]]
+    row = row.iloc[0]
+    # one removal after the other: the cleanup phase is their seconds, the job's wall from the first to the last
+    # (to a microsecond: covered time is taken from ends at epoch seconds)
+    assert row["cleanup_s"] == pytest.approx(removed["seconds"].sum(), abs=1e-6) and row["cleanup_s"] > 0
+    end = (removed["t_start"] + removed["seconds"]).max()
+    assert row["wall_s"] == pytest.approx(end - removed["t_start"].min(), abs=1e-6)
+    assert (row["io_s"], row["bytes_written"], row["run_s"]) == (0.0, 0, 0.0)
+    assert len(summary) == 2 * 2 * 2 + 1 + 1  # arms x cycles x (prep, fcst), a1's post, and the cleanup
 
 
 def test_a_malformed_record_stops_aggregation_naming_file_and_line(tmp_path):

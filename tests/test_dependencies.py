@@ -70,12 +70,17 @@ def test_unknown_cycles_and_jobs_are_refused_with_their_names():
         dag.dependencies("b", C1, "fcst")
 
 
-def test_measured_jobs_are_the_cold_starts_the_dumps_and_the_steps():
+def test_measured_jobs_are_the_cold_starts_the_dumps_the_steps_and_the_cleanups():
     dag = plan(("a", ArmJobs()), ("b", ArmJobs()))
     jobs = dag.measured_jobs()
     assert jobs[:2] == [Job("a", None, "coldstart"), Job("b", None, "coldstart")]
     assert jobs[2:6] == [Job("a", C1, "dump"), Job("b", C1, "dump"), Job("a", C2, "dump"), Job("b", C2, "dump")]
     assert jobs[6:] == dag.step_jobs()
+    # with cycles.keep, the cleanup jobs' records (their cleanup phase) reach the tables too (rules/report.smk)
+    kept = plan(("a", ArmJobs()), ("b", ArmJobs()), keep=1)
+    assert kept.measured_jobs() == jobs + kept.cleanups()
+    assert kept.cleanups() == [Job("a", C0, "cleanup"), Job("b", C0, "cleanup"), Job("a", C1, "cleanup"),
+                               Job("b", C1, "cleanup")]
 
 
 def test_no_cleanup_unless_cycles_keep_is_set():
@@ -110,4 +115,7 @@ def test_a_study_gives_the_same_jobs_as_the_inventory(default_config):
     assert dag.arms["lustre"] == ArmJobs("step", ("efcs01", "efcs02"))  # the baseline stages nothing: per step
     for name, arm in study.arms.items():
         inventory = {(cycle if job != "coldstart" else None, job) for cycle, job, _ in arm_jobs(arm, study.cycles)}
-        assert inventory == {(cycle, job) for a, cycle, job in dag.measured_jobs() if a == name}, name
+        # the inventory lists the jobs that write files: every measured job but the cleanups
+        measured = {(cycle, job) for a, cycle, job in dag.measured_jobs() if a == name}
+        assert inventory == {(cycle, job) for cycle, job in measured if job != "cleanup"}, name
+        assert {job for _, job in measured - inventory} == {"cleanup"}, name

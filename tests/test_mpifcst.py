@@ -12,6 +12,7 @@ import shutil
 import tempfile
 import time
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 
 import netCDF4
@@ -192,6 +193,33 @@ def test_every_strategy_writes_the_same_data_and_its_records(mpiexec, reference,
     for r in by_op["write"] + by_op["combine"]:
         if (workdir / r["file"]).exists():  # pieces are gone once combined
             assert r["bytes"] == (workdir / r["file"]).stat().st_size
+
+
+@pytest.mark.tool
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("strategy, extra", [
+    ("per_rank", {"combine_per_rank": True}),  # every split file combined at the end of the forecast
+    ("per_rank", {}),  # after each hour
+    ("serial", {}),
+])
+def test_each_files_record_counts_its_own_bytes_and_transfers(mpiexec, workdir, tmp_path, strategy, extra):
+    """A file's write or combine record has the bytes on storage and the transfers writing that file takes in
+    process. Small transfers (16 KiB) make every netCDF file several: a count left from an earlier file (the
+    hour's pieces before the first combine at the end) cannot hide behind the floor of one transfer."""
+    arm = settings(strategy, ranks=2, **extra)
+    ctx = replace(context(arm), buffer_bytes=16 * 2**10)
+    transfers = {}  # what each file takes when written whole in process, in the same transfers
+    for spec in fcst_writes():
+        written = write_file(tmp_path / spec.path, spec, replace(ctx, times=ncfiles.Overheads()))
+        transfers[spec.path] = written.cpu.transfers
+    records = run_forecast_mpi(arm, CYCLE, workdir, fcst_writes(), ctx, timeout=TIMEOUT_S, label="[test]")
+    landed = [r for r in records if r["op"] in ("write", "combine") and r["file"] in transfers]
+    assert sorted(r["file"] for r in landed) == sorted(transfers)  # each file once, whole or combined
+    assert max(transfers.values()) > 1
+    for r in landed:
+        assert (r["bytes"], r["transfers"]) == ((workdir / r["file"]).stat().st_size, transfers[r["file"]]), r
+    if strategy == "per_rank":
+        assert {r["op"] for r in landed} == {"write", "combine"}
 
 
 @pytest.mark.tool

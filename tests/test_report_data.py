@@ -19,11 +19,14 @@ import pytest
 from conftest import assert_axes_carry_data, assert_png_drawn, bar_sizes
 
 from cycleio.benchmarks.common import COLUMNS
+from cycleio.benchmarks.replay import replay_specs
+from cycleio.benchmarks.specs import ReplaySpec
 from cycleio.report.aggregate import StudyTables, aggregate, load_events
 from cycleio.report.benchfigures import fieldio_figure, scaling_figure
-from cycleio.report.benchtables import benchmark_table, efficiency_table, load_points, write_benchmark_tables
+from cycleio.report.benchtables import (EFFICIENCY_COLUMNS, benchmark_table, efficiency_table, load_points,
+                                        write_benchmark_tables)
 from cycleio.report.figures import throughput_figure
-from cycleio.report.records import RECORD_FIELDS
+from cycleio.report.records import ARRIVALS, RECORD_FIELDS
 from cycleio.report.writefigures import write_strategy_figure, write_times
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -230,8 +233,8 @@ def test_tiers_table_takes_each_arms_first_job_per_role(tables):
 def test_benchmark_table_of_the_fixture_points():
     bench = benchmark_table(load_points(point_files()))
     # per tier: io 2 points x (4 reps + 6 max/min/mean), metadata 6 + 9, field I/O 8 + 12, replay 5 rows a plan
-    # (6 plans on shm; lustre also replays the dump)
-    assert len(bench) == 2 * (2 * 10 + 15 + 20) + 5 * 6 + 5 * 7
+    # (6 plans: prep, fcst, post x read, write)
+    assert len(bench) == 2 * (2 * 10 + 15 + 20 + 5 * 6)
     assert list(bench.columns) == list(COLUMNS)
     assert str(bench["tasks"].dtype) == "Int64" and str(bench["cache_risk"].dtype) == "boolean"
     keys = ["tier", "benchmark", "pattern", "api", "tasks", "operation"]
@@ -259,7 +262,7 @@ def test_efficiency_of_the_fixture_by_hand(efficiency):
     writes = shm_fcst[shm_fcst["activity"] == "run:write"].set_index("reference")
     # two forecasts of 2 x 16 MiB, each written in 2 x 1 s: 64 MiB in 4 s = 16 MiB/s; shm's fcst write replay has a
     # mean of (60 + 68) / 2 = 64 MiB/s, its easy pattern (480 + 544) / 2 = 512 at 1 task and 1024 at 2 (the best)
-    assert (writes.loc["replay", "surrogate_bytes"], writes.loc["replay", "surrogate_seconds"]) == (64 * MiB, 4.0)
+    assert (writes.loc["replay", "surrogate_bytes"], writes.loc["replay", "surrogate_covered_s"]) == (64 * MiB, 4.0)
     assert writes["surrogate_MiB_per_s"].tolist() == [16.0] * 3
     assert writes["reference_MiB_per_s"].to_dict() == {"easy, 1 task": 512.0, "easy, best": 1024.0, "replay": 64.0}
     assert writes["efficiency"].to_dict() == {"easy, 1 task": 16 / 512, "easy, best": 16 / 1024, "replay": 0.25}
@@ -276,11 +279,62 @@ def test_efficiency_of_the_fixture_by_hand(efficiency):
     copies = efficiency[efficiency["activity"].str.endswith(":copy")]
     assert set(zip(copies["activity"], copies["tier"])) == {("stage_in:copy", "shm"), ("stage_out:copy", "lustre")}
     assert set(copies["reference_operation"]) == {"write"} and "replay" not in set(copies["reference"])
-    assert "coldstart" not in set(efficiency["step"])
+    # parallel copies count once per job, as in step_summary: shm's prep copies 2 MiB [0, 0.5] and 1 MiB [0, 0.25]
+    # side by side, 3 MiB in 0.5 s (0.75 s added up); each forecast copies out 2 x 16 MiB side by side in 1 s
+    columns = ["surrogate_jobs", "surrogate_bytes", "surrogate_summed_s", "surrogate_covered_s", "surrogate_MiB_per_s"]
+    prep_in = row_of(efficiency, arm="shm", step="prep", activity="stage_in:copy", reference="easy, 1 task")
+    assert prep_in[columns].tolist() == [1, 3 * MiB, 0.75, 0.5, 6.0]
+    fcst_out = row_of(efficiency, arm="shm", step="fcst", activity="stage_out:copy", reference="easy, 1 task")
+    assert fcst_out[columns].tolist() == [2, 64 * MiB, 4.0, 2.0, 32.0]
+    assert fcst_out["efficiency"] == 32 / 128  # lustre's easy write at 1 task: (96 + 160) / 2
     # every surrogate group (arm, tier, step, activity) against both easy references, run groups also against their
-    # replay: shm has 9 groups on shm (prep, fcst, post x read, write, stage-in copy), 3 stage-out copies and the
-    # dump on lustre, 7 with a replay; the baseline 6 run groups and the dump on lustre, all 7 with a replay
-    assert len(efficiency) == (13 * 2 + 7) + (7 * 2 + 7)
+    # replay: shm has 9 groups on shm (prep, fcst, post x read, write, stage-in copy) and 3 stage-out copies on
+    # lustre, 6 with a replay; the baseline 6 run groups on lustre, all with a replay
+    assert len(efficiency) == (12 * 2 + 6) + (6 * 2 + 6)
+
+
+def test_every_table_counts_the_same_records_the_cycles_own(tables, efficiency):
+    """The cold start and the dumps (records.ARRIVALS) stay in io_events, and no table of the cycles' I/O nor the
+    replay counts them: step_summary, staging, efficiency and the replay plans hold the same jobs' bytes."""
+    events = pd.read_parquet(tables / "io_events.parquet")
+    assert set(events["step"]) & set(ARRIVALS) == set(ARRIVALS)  # both arrive on lustre, run:write, in the fixture
+    summary, staging = read_csv(tables, "step_summary.csv"), read_csv(tables, "staging.csv")
+    steps = set(summary["step"])
+    assert steps == {"prep", "fcst", "post"}
+    assert set(staging["step"]) <= steps and set(efficiency["step"]) <= steps
+    for tier in ("lustre", "shm"):
+        plans = replay_specs(events, tier, ReplaySpec())
+        assert {plan["step"] for plan in plans} == steps, tier
+    # the same records: each arm's run bytes per step in efficiency are step_summary's, summed over the cycles
+    groups = efficiency.drop_duplicates(["arm", "tier", "step", "activity"]).set_index(["arm", "step", "activity"])
+    by_step = summary.groupby(["arm", "step"])[["bytes_read", "bytes_written", "bytes_staged_in"]].sum()
+    for (arm, step), row in by_step.iterrows():
+        assert groups.loc[(arm, step, "run:read"), "surrogate_bytes"] == row["bytes_read"], (arm, step)
+        assert groups.loc[(arm, step, "run:write"), "surrogate_bytes"] == row["bytes_written"], (arm, step)
+        if row["bytes_staged_in"]:
+            assert groups.loc[(arm, step, "stage_in:copy"), "surrogate_bytes"] == row["bytes_staged_in"], (arm, step)
+    # phase_throughput counts the same writes: each arm's run writes over both cycles
+    throughput = read_csv(tables, "phase_throughput.csv")
+    run_writes = throughput[throughput["activity"] == "run:write"].groupby("arm")["bytes"].sum()
+    assert run_writes.to_dict() == summary.groupby("arm")["bytes_written"].sum().to_dict()
+
+
+def test_efficiency_counts_a_jobs_overlapping_events_once_and_adds_up_the_jobs():
+    """Within a job, events that overlap (ranks or streams writing at once) cover their union; two jobs that ran at
+    the same time (two arms' or cycles' jobs) are two jobs' worth of seconds."""
+    def write(cycle, start, seconds):
+        return {"study": "fx", "arm": "shm", "cycle": cycle, "step": "fcst", "phase": "run", "op": "write",
+                "tier": "shm", "bytes": 2 * MiB, "t_start": T0 + start, "seconds": seconds, "cached_fraction": math.nan}
+
+    # job C0: [0, 2] and [1, 3] by two ranks, 3 s covered; job C1: [1, 4], beside C0, 3 s; a dump is no job's
+    events = pd.DataFrame([write(C0, 0.0, 2.0), write(C0, 1.0, 2.0), write(C1, 1.0, 3.0),
+                           {**write(C1, 5.0, 1.0), "step": "dump"}])
+    table = efficiency_table(benchmark_table(load_points(point_files())), events)
+    assert list(table.columns) == list(EFFICIENCY_COLUMNS) and set(table["step"]) == {"fcst"}
+    row = row_of(table, reference="replay")
+    assert (row["surrogate_jobs"], row["surrogate_bytes"], row["surrogate_summed_s"], row["surrogate_covered_s"]) == (
+        2, 6 * MiB, 7.0, 6.0)
+    assert row["surrogate_MiB_per_s"] == 6 / 6.0 and row["efficiency"] == 1.0 / 64
 
 
 def test_efficiency_without_matching_benchmarks_is_empty_with_its_columns(tables):

@@ -394,6 +394,7 @@ def test_bench_cli_tables_and_figures(tmp_path, shm_dir, default_config, drawn_f
         "study": ["t"] * 3, "arm": ["shm"] * 3, "cycle": ["2026010100"] * 3, "step": ["fcst", "fcst", "post"],
         "phase": ["run", "run", "stage_out"], "op": ["write", "read", "copy"], "tier": ["shm", "shm", "disk"],
         "bytes": [4 * MIB, 2 * MIB, 8 * MIB], "seconds": [0.5, 0.25, 0.1], "cached_fraction": [None, 0.5, None],
+        "t_start": [1_800_000_000.0, 1_800_000_001.0, 1_800_000_002.0],
     })
     events.to_parquet(tmp_path / "io_events.parquet")
     tables = tmp_path / "tables"

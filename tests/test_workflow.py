@@ -254,9 +254,18 @@ def test_cleanup_keeps_only_the_cycles_still_read_and_a_rerun_does_nothing(repo,
         snakemake(repo, tmp_path)
         persistent = tmp_path / "results/tiers/lustre/smoke/shm"
         assert sorted(p.relative_to(persistent).as_posix() for p in persistent.glob("gdas.*/*")) == ["gdas.20270101/00"]
+        tables = tmp_path / "results/smoke/tables"
+        events = pd.read_parquet(tables / "io_events.parquet")
+        summary = pd.read_csv(tables / "step_summary.csv", dtype={"cycle": str})
         for cycle in ("2026123112", "2026123118"):
             manifest = json.loads((tmp_path / f"results/smoke/arms/shm/{cycle}/cleanup.manifest.json").read_text())
             assert manifest["removed"] and all(r["files"] > 0 and r["bytes"] > 0 for r in manifest["removed"])
+            # the cleanup's records reach the tables: its removals in io_events, its cleanup phase in step_summary
+            removed = events[(events["arm"] == "shm") & (events["cycle"] == cycle) & (events["step"] == "cleanup")]
+            assert sorted(removed["file"]) == sorted(r["folder"] for r in manifest["removed"])
+            assert removed["n_files"].sum() == sum(r["files"] for r in manifest["removed"])
+            row = summary[(summary["arm"] == "shm") & (summary["cycle"] == cycle) & (summary["step"] == "cleanup")]
+            assert len(row) == 1 and row["cleanup_s"].iloc[0] > 0
         fcst = json.loads((tmp_path / "results/smoke/arms/shm/2027010100/fcst.manifest.json").read_text())
         assert all((persistent / o["path"]).stat().st_size == o["bytes"] for o in fcst["outputs"])
         assert "Nothing to be done" in snakemake(repo, tmp_path, "-n").stdout

@@ -25,8 +25,9 @@ def replay_specs(events, tier: str, spec: ReplaySpec) -> list[dict]:
     """Per surrogate step and operation on a tier: the files of one job in size classes.
 
     ``events`` are the study's records (io_events), one per file and operation; only the run
-    phase's reads and writes count. A step's files fall into classes by size (powers of two) and, for
-    reads, by page-cache state; each class gives its files per job (at least one), their mean size
+    phase's reads and writes of the cycles' own jobs count (report.records.cycle_records: no cold
+    start or dumps). A step's files fall into classes by size (powers of two) and, for reads, by
+    page-cache state; each class gives its files per job (at least one), their mean size
     and transfer size (bytes over storage calls, from the records' ``transfers``, rounded down to a
     multiple of 8 bytes, IOR's rule, unless the spec fixes one), and ``cold``: whether under half of
     a file's bytes were cached as the step began reading it (``cached_fraction``), so the replay
@@ -36,8 +37,11 @@ def replay_specs(events, tier: str, spec: ReplaySpec) -> list[dict]:
     """
     import numpy as np
 
+    from ..report.records import cycle_records  # here: the Snakefile imports this module, records loads pyarrow
+
+    events = cycle_records(events)
     run = events[(events["tier"] == tier) & (events["phase"] == "run") & events["op"].isin(["read", "write"])
-                 & (events["step"] != "coldstart") & (events["bytes"] > 0)].copy()
+                 & (events["bytes"] > 0)].copy()
     run["size_class"] = np.floor(np.log2(run["bytes"].astype(float))).astype(int)
     cached = run["cached_fraction"] if "cached_fraction" in run else None
     run["cold"] = (run["op"] == "read") & (cached < COLD_BELOW) if cached is not None else False

@@ -13,8 +13,9 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
+from ..intervals import covered_per_group
 from ..storage.fsutil import landing
-from .records import read_record_table, record_schema
+from .records import cycle_records, read_record_table, record_schema
 from ..units import MiB
 
 # sync: making a batch of copies durable, then renaming; combine: per_rank pieces into one file
@@ -26,11 +27,10 @@ COMPUTE_OPS = ("compute",)  # the model's compute stand-in
 # file's structure when writing, finding its chunks when reading).
 CPU_OPS = {"generate": "generate_s", "encode": "codec_s", "decode": "codec_s", "define": "metadata_s",
            "locate": "metadata_s"}
-ARRIVALS = ("coldstart", "dump")  # data that arrive from outside the cycle: not part of its I/O
 PHASE_COLUMNS = ("stage_in", "run", "stage_out", "verify", "cleanup")
 EVENT_ORDER = ("arm", "cycle", "step", "t_start")
 CYCLE_TABLE_COLUMNS = ["study", "arm", "cycle", "step", "phase", "op", "tool", "tier", "fs_type", "bytes", "seconds",
-                       "t_start", "t_end"]  # what step_summary and staging_table read
+                       "t_start", "t_end"]  # what step_summary, phase_throughput and staging_table read
 
 
 def load_events(record_files: list[str | Path]) -> pd.DataFrame:
@@ -44,38 +44,17 @@ def load_events(record_files: list[str | Path]) -> pd.DataFrame:
     return events
 
 
-def _covered_per_group(group: np.ndarray, start: np.ndarray, stop: np.ndarray, n_groups: int) -> np.ndarray:
-    """Per group (codes 0 .. n_groups-1; -1: none), the length of the union of the intervals [start, stop).
-
-    Sweeps each group's intervals in order of (start, stop), adding what reaches past the furthest stop so far.
-    np.bincount sums the additions one by one in that order: each total is the float a plain loop would give.
-    An interval without a start or stop (NaN) covers nothing.
-    """
-    order = np.lexsort((stop, start, group))
-    order = order[(group[order] >= 0) & ~np.isnan(start[order]) & ~np.isnan(stop[order])]
-    if len(order) == 0:
-        return np.zeros(n_groups)
-    group, start, stop = group[order], start[order], stop[order]
-    furthest = pd.Series(stop).groupby(group).cummax().to_numpy()
-    furthest_before = np.concatenate([[-np.inf], furthest[:-1]])
-    furthest_before[np.concatenate([[True], group[1:] != group[:-1]])] = -np.inf  # each group starts afresh
-    added = np.maximum(stop - np.maximum(start, furthest_before), 0.0)
-    return np.bincount(group, weights=added, minlength=n_groups)
-
-
-def covered_seconds(frame: pd.DataFrame) -> float:
-    """Length of the union of the events' time intervals: overlapping (parallel) copies count once."""
-    group = np.zeros(len(frame), dtype=np.int64)
-    return float(_covered_per_group(group, frame["t_start"].to_numpy(), frame["t_end"].to_numpy(), 1)[0])
-
-
-def _group_codes(groups: pd.api.typing.DataFrameGroupBy) -> np.ndarray:
+def group_codes(groups: pd.api.typing.DataFrameGroupBy) -> np.ndarray:
     """Each row's group number in the (sorted) order of the groups; -1 for rows with a missing key."""
     return groups.ngroup().fillna(-1).to_numpy(dtype=np.int64)
 
 
 def step_summary(events: pd.DataFrame) -> pd.DataFrame:
-    """Per study x arm x cycle x step: wall, phase and I/O seconds, bytes, I/O share and MiB/s."""
+    """Per study x arm x cycle x step: wall, phase and I/O seconds, bytes, I/O share and MiB/s.
+
+    ``events``: the cycles' records (records.cycle_records). Seconds are covered time: what a job's events
+    of a kind overlap (parallel copies, ranks writing at once) counts once.
+    """
     keys = ["study", "arm", "cycle", "step"]
     groups = events.groupby(keys, sort=True)
     out = groups.agg(
@@ -83,13 +62,13 @@ def step_summary(events: pd.DataFrame) -> pd.DataFrame:
         t_end=("t_end", "max"),
     )
     # Each event's row of out: the many subsets below are grouped by this number, not by four strings.
-    job = _group_codes(groups)
+    job = group_codes(groups)
     t_start, t_end = events["t_start"].to_numpy(), events["t_end"].to_numpy()
     phase, op = events["phase"], events["op"]
 
     def covered(mask: pd.Series) -> np.ndarray:
         mask = mask.to_numpy()
-        return _covered_per_group(job[mask], t_start[mask], t_end[mask], len(out))
+        return covered_per_group(job[mask], t_start[mask], t_end[mask], len(out))
 
     def summed(column: str, mask: pd.Series) -> np.ndarray:
         """Per job, the column's sum over the masked events; NaN for a job without any."""
@@ -126,17 +105,18 @@ def step_summary(events: pd.DataFrame) -> pd.DataFrame:
 def phase_throughput(events: pd.DataFrame) -> pd.DataFrame:
     """MiB/s per arm, tier and phase:op: total bytes over the time the cycles' I/O events cover.
 
+    ``events``: the cycles' records (records.cycle_records), as for step_summary and staging_table.
     Parallel copies overlap, so the covered time, not the sum of the events' seconds, divides the bytes.
     """
     columns = ["study", "arm", "tier", "phase", "op", "bytes", "seconds", "t_start", "t_end"]
-    io = events.loc[events["op"].isin(IO_OPS) & ~events["step"].isin(ARRIVALS), columns]
+    io = events.loc[events["op"].isin(IO_OPS), columns]
     # A batch's sync belongs to copying: a copy is done when it is durable under its final name.
     io["activity"] = io["phase"] + ":" + io["op"].replace({"sync": "copy"})
     keys = ["study", "arm", "tier", "activity"]
     groups = io.groupby(keys, sort=True)
     table = groups.agg(bytes=("bytes", "sum"), summed_s=("seconds", "sum"), n_events=("bytes", "size"))
-    table["seconds"] = _covered_per_group(_group_codes(groups), io["t_start"].to_numpy(), io["t_end"].to_numpy(),
-                                          len(table))
+    table["seconds"] = covered_per_group(group_codes(groups), io["t_start"].to_numpy(), io["t_end"].to_numpy(),
+                                         len(table))
     table["MiB_per_s"] = (table["bytes"] / MiB / table["seconds"]).where(table["seconds"] > 0)
     return table.reset_index()
 
@@ -205,14 +185,14 @@ def aggregate(record_files: list[str | Path], tables: StudyTables, manifest_file
     if events.empty:
         raise ValueError("no records to aggregate: the study has produced no record files yet")
     # The cycles' own jobs, with the columns their tables read: copying file names and the like would be waste.
-    cycle_events = events.loc[~events["step"].isin(ARRIVALS), CYCLE_TABLE_COLUMNS]
+    cycle_events = cycle_records(events)[CYCLE_TABLE_COLUMNS]
     with ThreadPoolExecutor(1) as background:
         # The files of every event take longest, mostly in Arrow code that releases the GIL (and in fsync): they
         # are written while pandas makes the summaries, from an Arrow table made here.
         events_written = background.submit(_write_events, pa.Table.from_pandas(events, preserve_index=False), tables)
         frames = {
             tables.summary: step_summary(cycle_events),
-            tables.throughput: phase_throughput(events),
+            tables.throughput: phase_throughput(cycle_events),
             tables.staging: staging_table(cycle_events),
             tables.tiers: tiers_table([Path(path) for path in manifest_files]),
         }

@@ -11,7 +11,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
-from .aggregate import write_table
+from ..intervals import covered_per_group
+from .aggregate import group_codes, write_table
+from .records import cycle_records
 from ..benchmarks.common import COLUMNS
 from ..units import MiB
 
@@ -25,9 +27,10 @@ POINT_SCHEMA = pa.schema([(name, pa.bool_() if name in _BOOL_COLUMNS else pa.int
 _PANDAS_TYPES = {pa.bool_(): pd.BooleanDtype(), pa.int64(): pd.Int64Dtype(), pa.string(): pd.StringDtype()}
 AGGREGATE_ORDER = {"rep": 0, "max": 1, "min": 2, "mean": 3}
 EFFICIENCY_COLUMNS = (
-    "study", "arm", "tier", "step", "activity", "surrogate_bytes", "surrogate_seconds", "surrogate_MiB_per_s",
-    "surrogate_cached_fraction", "reference", "reference_benchmark", "reference_pattern", "reference_operation",
-    "reference_tool", "reference_tasks", "reference_from_cache", "reference_MiB_per_s", "efficiency",
+    "study", "arm", "tier", "step", "activity", "surrogate_jobs", "surrogate_bytes", "surrogate_summed_s",
+    "surrogate_covered_s", "surrogate_MiB_per_s", "surrogate_cached_fraction", "reference", "reference_benchmark",
+    "reference_pattern", "reference_operation", "reference_tool", "reference_tasks", "reference_from_cache",
+    "reference_MiB_per_s", "efficiency",
 )
 
 
@@ -91,10 +94,14 @@ def _references(bench: pd.DataFrame) -> pd.DataFrame:
 def efficiency_table(bench: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
     """One row per arm x tier x step x I/O activity x reference: surrogate MiB/s over benchmark MiB/s.
 
-    Reads compare with reads; writes and staging copies (timed on the tier they land on) with writes.
+    The surrogate's seconds are those of step_summary and phase_throughput: per job (arm, cycle, step), the
+    time its events of the activity cover, overlapping events (parallel copies, ranks writing at once)
+    once; summed over the jobs (``surrogate_covered_s``, which divides the bytes). ``surrogate_summed_s``
+    adds every event's seconds up. Reads compare with reads; writes and staging copies (timed on the
+    tier they land on) with writes.
     """
-    io = events[events["op"].isin(["read", "write", "copy"]) & (events["step"] != "coldstart")
-                & (events["bytes"] > 0)].copy()
+    events = cycle_records(events)
+    io = events[events["op"].isin(["read", "write", "copy"]) & (events["bytes"] > 0)].copy()
     if io.empty:
         return pd.DataFrame(columns=list(EFFICIENCY_COLUMNS))
     io["activity"] = io["phase"] + ":" + io["op"]
@@ -102,14 +109,19 @@ def efficiency_table(bench: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
         io["cached_fraction"] = float("nan")
     io["cached_bytes"] = io["cached_fraction"] * io["bytes"]
     io["measured_bytes"] = io["bytes"].where(io["cached_fraction"].notna(), 0)
-    surrogate = io.groupby(["study", "arm", "tier", "step", "activity"], sort=True).agg(
-        surrogate_bytes=("bytes", "sum"), surrogate_seconds=("seconds", "sum"), cached_bytes=("cached_bytes", "sum"),
-        measured_bytes=("measured_bytes", "sum")).reset_index()
+    keys = ["study", "arm", "tier", "step", "activity"]
+    per_job = io.groupby([*keys, "cycle"], sort=True)
+    jobs = per_job.agg(surrogate_bytes=("bytes", "sum"), surrogate_summed_s=("seconds", "sum"),
+                       cached_bytes=("cached_bytes", "sum"), measured_bytes=("measured_bytes", "sum"))
+    jobs["surrogate_covered_s"] = covered_per_group(group_codes(per_job), io["t_start"].to_numpy(),
+                                                    (io["t_start"] + io["seconds"]).to_numpy(), len(jobs))
+    jobs["surrogate_jobs"] = 1
+    surrogate = jobs.groupby(level=keys, sort=True).sum().reset_index()
     # reads: the share of their bytes the page cache held as they began (blank where not measured)
     surrogate["surrogate_cached_fraction"] = (surrogate["cached_bytes"] / surrogate["measured_bytes"]).where(
         surrogate["measured_bytes"] > 0)
-    surrogate["surrogate_MiB_per_s"] = (surrogate["surrogate_bytes"] / MiB / surrogate["surrogate_seconds"]).where(
-        surrogate["surrogate_seconds"] > 0)
+    surrogate["surrogate_MiB_per_s"] = (surrogate["surrogate_bytes"] / MiB / surrogate["surrogate_covered_s"]).where(
+        surrogate["surrogate_covered_s"] > 0)
     surrogate["reference_operation"] = surrogate["activity"].map(lambda a: "read" if a.endswith(":read") else "write")
     refs = _references(bench)
     replay = refs[refs["reference"] == "replay"]

@@ -1,6 +1,12 @@
 """Records: one timed I/O event each, written as JSON lines.
 
 Everything the study measures is a record. Throughput is derived later as MiB/s (2**20 bytes).
+
+Which records count: io_events holds every record. Every table of the cycles' I/O (step_summary,
+phase_throughput, staging, efficiency) and the benchmarks' replay of the steps take only the
+cycles' own jobs (``cycle_records``): the steps and, with ``cycles.keep``, the cleanups. The cold
+start and the observation dumps (``ARRIVALS``) write data that arrive from outside the cycle; their
+records are kept, but no table counts them as a cycle's I/O.
 """
 
 from __future__ import annotations
@@ -20,6 +26,15 @@ import pyarrow.json as arrow_json
 from ..storage.fsutil import landing
 
 PHASES = ("stage_in", "run", "stage_out", "verify", "cleanup")
+ARRIVALS = ("coldstart", "dump")  # jobs (a record's ``step``) whose data arrive from outside the cycle
+
+
+def cycle_records(events):
+    """The records of the cycles' own jobs, without ``ARRIVALS``: what every table of the cycles' I/O counts.
+
+    ``events``: a pandas DataFrame of records (io_events, or a selection of its columns with ``step``).
+    """
+    return events[~events["step"].isin(ARRIVALS)]
 
 
 @dataclass

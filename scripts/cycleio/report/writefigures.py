@@ -21,7 +21,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from .aggregate import covered_seconds  # noqa: E402
+from ..intervals import covered_seconds  # noqa: E402
 from ..storage.fsutil import landing  # noqa: E402
 from ..surrogates.forecast.strategies import STRATEGIES  # noqa: E402
 
@@ -54,7 +54,7 @@ def write_times(events: pd.DataFrame, summary: pd.DataFrame | None = None) -> pd
             "writer_s": float(writes["seconds"].sum()),
             "final_s": float(final),
             "blocked_s": float(per_hour.drop(last_hour).sum() + final),
-            "compute_s": covered_seconds(compute) if not compute.empty else 0.0,
+            "compute_s": covered_seconds(compute["t_start"], compute["t_end"]),
             "wall_s": float(group["t_end"].max() - group["t_start"].min()),
         })
     table = pd.DataFrame(rows)

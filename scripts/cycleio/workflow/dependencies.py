@@ -82,10 +82,10 @@ class CycledJobs:
                 for name in self.jobs_of_cycle(arm, cycle)]
 
     def measured_jobs(self) -> list[Job]:
-        """The jobs whose records the study's tables hold: cold starts, observation dumps, steps."""
+        """The jobs whose records the study's tables hold: cold starts, observation dumps, steps, cleanups."""
         arrivals = [Job(arm, None, "coldstart") for arm in self.arms]
         arrivals += [Job(arm, cycle, "dump") for cycle in self.cycles[1:] for arm in self.arms]
-        return arrivals + self.step_jobs()
+        return arrivals + self.step_jobs() + self.cleanups()
 
     @cached_property
     def _position(self) -> dict[str, int]:

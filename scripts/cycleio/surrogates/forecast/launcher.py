@@ -15,6 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from ...intervals import covered_seconds
 from ...process import launcher_argv, run_command
 from ..inventory import FileSpec
 from ..kinds import expected_bytes
@@ -169,22 +170,14 @@ def run_forecast_mpi(settings, cycle: str, workdir: Path, writes: list[FileSpec]
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _union_seconds(intervals: list[tuple[float, float]]) -> float:
-    total, end = 0.0, float("-inf")
-    for start, stop in sorted(intervals):
-        if stop > end:
-            total += stop - max(start, end)
-            end = stop
-    return total
-
-
 def _log_summary(records: list[dict], label: str, wall: float) -> None:
     effective: dict[str, float] = {}
     for record in records:
         if record["op"] == "write_effective":
             effective[record["file"]] = max(effective.get(record["file"], 0.0), record["seconds"])
-    writes = [(r["t_start"], r["t_start"] + r["seconds"]) for r in records if r["op"] in ("write", "combine")]
+    writes = [r for r in records if r["op"] in ("write", "combine")]
+    busy = covered_seconds([r["t_start"] for r in writes], [r["t_start"] + r["seconds"] for r in writes])
     final = sum(r["seconds"] for r in records if r["op"] == "write_final")
     log.info("%s fcst MPI program %.2f s: effective write %.3f s over %d output hours (slowest compute rank), "
              "actual write %.3f s (writers busy), final un-overlapped write %.3f s",
-             label, wall, sum(effective.values()), len(effective), _union_seconds(writes), final)
+             label, wall, sum(effective.values()), len(effective), busy, final)

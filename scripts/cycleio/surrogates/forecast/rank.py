@@ -136,7 +136,12 @@ class Forecast:
         self.transfer_mark = self.ctx.times.transfers
 
     def take_overheads(self) -> ncfiles.Overheads:
-        """The CPU work booked apart since the last take; counting starts again (transfers too)."""
+        """The CPU work booked apart since the last take; counting starts again (transfers too).
+
+        Always take through here, never ``ctx.times.take()``: that zeroes the transfers but not the mark of
+        the last write record, and the next write record (per_rank's first combine at the end) would count
+        its transfers less those of the hour's last write.
+        """
         cpu = self.ctx.times.take()
         self.transfer_mark = 0
         return cpu
@@ -277,7 +282,7 @@ class Forecast:
             if index == last:
                 final_start, final_t0 = t_start, t0
             nbytes = self.strategy.output(index, plans)
-            cpu = self.ctx.times.take()
+            cpu = self.take_overheads()
             self.record("write_effective", t_start, time.perf_counter() - t0 - cpu.total, f"f{hour:03d}", nbytes,
                         n_files=len(plans))
             self.record_overheads(cpu, t_start, f"f{hour:03d}", always=("generate",))

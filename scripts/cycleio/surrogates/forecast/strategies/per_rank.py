@@ -57,7 +57,7 @@ class PerRank(WriteStrategy):
             return 0.0
         t_start = time.time()
         self.combine(self.deferred)
-        cpu = self.fc.ctx.times.take()
+        cpu = self.fc.take_overheads()
         self.fc.record_overheads(cpu, t_start, "combine")
         return cpu.total
 
