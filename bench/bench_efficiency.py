@@ -8,7 +8,8 @@ fsync per file; reads read such files back in the page-cache state the step's re
 record's ``cached_fraction``): from memory on /dev/shm, from the disk on ext4, where the benchmark
 drops the tier's files from the page cache before each step (fio: ``--invalidate=1``).
 The ratio is the step's bytes over its storage seconds (records ``read``/``write``: codec work,
-netCDF metadata building and data generation are records of their own), over the replay's MiB/s.
+netCDF metadata building and data generation are records of their own; the time they cover, so
+ranks writing at once count once, as in efficiency.csv), over the replay's MiB/s.
 
 Cases: C48 and C96 at L127 (the default study's grid and the next), on disk (ext4 under results/,
 the embedded "lustre") and on /dev/shm; the serial forecast and the in-process writers of prep,
@@ -46,6 +47,7 @@ import pandas as pd  # noqa: E402
 from cycleio.benchmarks import benchparse  # noqa: E402
 from cycleio.config.calendar import shift_cycle  # noqa: E402
 from cycleio.config.settings import ArmSettings  # noqa: E402
+from cycleio.intervals import covered_seconds  # noqa: E402
 from cycleio.surrogates.grid import Grid  # noqa: E402
 from cycleio.surrogates.inventory import ForecastSettings  # noqa: E402
 from cycleio.surrogates.jobs import run_arrival, run_cleanup, run_coldstart, run_step  # noqa: E402
@@ -105,16 +107,21 @@ def arm(resolution: str, tier_name: str, root: Path, strategy: str = "serial") -
 
 
 def step_rates(records: list[dict]) -> dict[tuple[str, str], dict]:
-    """Per (step, op): bytes, storage seconds and calls of the run phase's reads and writes."""
+    """Per (step, op): bytes, storage seconds and cached share of the run phase's reads and writes.
+
+    The seconds are the time the records cover, as in efficiency.csv: ranks writing at once (per_rank,
+    quilt) count once, so the rate is the step's aggregate MiB/s."""
     out: dict[tuple[str, str], dict] = {}
     for r in records:
         if r["phase"] == "run" and r["op"] in ("read", "write") and r["bytes"] > 0:
-            entry = out.setdefault((r["step"], r["op"]), {"bytes": 0, "seconds": 0.0, "cached_bytes": 0.0})
+            entry = out.setdefault((r["step"], r["op"]), {"bytes": 0, "intervals": [], "cached_bytes": 0.0})
             entry["bytes"] += r["bytes"]
-            entry["seconds"] += r["seconds"]
+            entry["intervals"].append((r["t_start"], r["t_start"] + r["seconds"]))
             entry["cached_bytes"] += (r.get("cached_fraction") or 0.0) * r["bytes"]
     for entry in out.values():
         entry["cached"] = entry.pop("cached_bytes") / entry["bytes"]
+        starts, stops = zip(*entry.pop("intervals"))
+        entry["seconds"] = covered_seconds(starts, stops)
     return out
 
 
