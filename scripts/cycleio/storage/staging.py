@@ -31,6 +31,7 @@ from typing import Callable
 import xxhash
 
 from .tiers import filesystem_type
+from ..process import run_command
 from ..units import MiB
 from .fsutil import (BLOCK_BYTES, CHUNK_BYTES, BlockHasher, combine_block_digests, fsync_dir, fsync_file, is_temporary,
                      temp_name)
@@ -42,6 +43,7 @@ TOOL_COMMANDS: dict[str, Callable[[str, Path, Path], list[str]]] = {
     "rsync": lambda tool, source, tmp: [tool, "--whole-file", "--", str(source), str(tmp)],
 }
 METHODS = ("cycleio", *TOOL_COMMANDS)
+TOOL_TIMEOUT_S = 600
 log = logging.getLogger(__name__)
 
 
@@ -338,7 +340,12 @@ def _copy_with_tool(source: Path, tmp: Path, method: str) -> None:
     tool = shutil.which(method)
     if tool is None:
         raise StagingError(f"staging method {method!r}: the {method} command is not installed")
-    result = subprocess.run(TOOL_COMMANDS[method](tool, source, tmp), capture_output=True, text=True)
+    timeout = TOOL_TIMEOUT_S + os.stat(source).st_size / MiB  # at least 1 MiB/s after a start-up allowance
+    try:
+        result = run_command(TOOL_COMMANDS[method](tool, source, tmp), timeout=timeout, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    except subprocess.TimeoutExpired:
+        raise StagingError(f"{method} {source} -> {tmp} did not finish within {timeout:.0f} s; stopped") from None
     if result.returncode != 0:
         raise StagingError(f"{method} {source} -> {tmp} failed: {result.stderr.strip()}")
 

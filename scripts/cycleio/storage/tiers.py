@@ -21,9 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..config.schema import schema_default
+from ..process import run_command
 from ..units import MiB
 from .pagecache import memory_backed
 
+LFS_TIMEOUT_S = 120  # lfs getstripe/setstripe: metadata calls, seconds when the file system is well
 TIER_KINDS = ("lustre", "burst_buffer", "node_local", "memory", "posix")
 
 # Variables that exist only inside a batch job: a study may name them although the submitting
@@ -161,8 +163,12 @@ def probe_tier(path: str | os.PathLike) -> dict:
     }
     lfs = shutil.which("lfs")
     if lfs and fs_type == "lustre":
-        result = subprocess.run([lfs, "getstripe", "-d", str(target)], capture_output=True, text=True)
-        probe["lfs_getstripe"] = (result.stdout or result.stderr).strip()
+        try:
+            result = run_command([lfs, "getstripe", "-d", str(target)], timeout=LFS_TIMEOUT_S, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+            probe["lfs_getstripe"] = (result.stdout or result.stderr).strip()
+        except subprocess.TimeoutExpired:
+            probe["lfs_getstripe"] = f"lfs getstripe did not answer within {LFS_TIMEOUT_S} s"
     return probe
 
 
@@ -178,7 +184,12 @@ def apply_striping(tier: Tier, folder: Path) -> str:
         command += ["-c", str(tier.stripe_count)]
     if tier.stripe_size:
         command += ["-S", tier.stripe_size]
-    result = subprocess.run([*command, str(folder)], capture_output=True, text=True)
+    try:
+        result = run_command([*command, str(folder)], timeout=LFS_TIMEOUT_S, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    except subprocess.TimeoutExpired:
+        raise TierError(f"tier '{tier.name}': {' '.join(command)} {folder} did not finish within {LFS_TIMEOUT_S} s "
+                        "(is the Lustre client hung?)") from None
     if result.returncode != 0:
         raise TierError(f"tier '{tier.name}': {' '.join(command)} {folder} failed: {result.stderr.strip()}")
     return " ".join(command)

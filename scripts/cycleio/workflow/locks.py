@@ -15,6 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ..process import run_command
+
 log = logging.getLogger(__name__)
 
 
@@ -75,8 +77,8 @@ def remove_stale_lock(workdir: Path, snakemake_args: list[str]) -> str:
     if live:
         listed = "; ".join(f"pid {pid}: {cmd[:120]}" for pid, cmd in live[:5])
         raise RuntimeError(f"{workdir} is locked by a run that is still going ({listed}); wait for it or stop it")
-    result = subprocess.run([sys.executable, "-m", "snakemake", "--unlock", *snakemake_args], cwd=workdir,
-                            capture_output=True, text=True, timeout=600)
+    result = run_command([sys.executable, "-m", "snakemake", "--unlock", *snakemake_args], cwd=workdir,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=600)
     if result.returncode != 0:
         raise RuntimeError(f"snakemake --unlock failed (exit code {result.returncode}): "
                            f"{(result.stderr or result.stdout).strip()[-2000:]}")
