@@ -35,3 +35,19 @@ def test_schema_enums_are_the_registries_keys():
 
 def test_every_step_of_a_cycle_has_its_files_defined():
     assert set(STEPS) == {*FULL_CYCLE_STEPS, "dump"}
+
+
+def test_every_file_the_inventory_names_has_a_kind_with_a_writer_and_a_size():
+    from cycleio.surrogates import ncfiles
+    from cycleio.surrogates.grid import Grid
+    from cycleio.surrogates.inventory import ForecastSettings, coldstart_files, step_io
+    from cycleio.surrogates.kinds import FILE_KINDS, expected_bytes
+
+    forecast = ForecastSettings()
+    named = {spec.kind for spec in coldstart_files("2026010100")}
+    for step in STEPS:
+        io = step_io(step, "2026010106", "2026010100", forecast)
+        named |= {spec.kind for spec in io.reads + io.writes}
+    assert named <= FILE_KINDS and set(ncfiles.WRITERS) == FILE_KINDS
+    for spec in [*coldstart_files("2026010100"), *step_io("post", "2026010106", "2026010100", forecast).writes]:
+        assert expected_bytes(spec, Grid("C12", 4)) > 0

@@ -127,6 +127,9 @@ def grib_shape(spec: FileSpec, grid: Grid) -> tuple[int, int]:
 
 # Kinds written as netCDF-4 (ncfiles.LAYOUTS has a layout for each).
 NETCDF_KINDS = frozenset({"atm_history", "sfc_history", *TILE_LAYOUTS, "fv_core_axes", "increment", "dtfanl"})
+GRIB_KINDS = frozenset({"grib_master", "grib_sflux", "grib_pgrb2", "grib_index"})
+# Every kind of file the inventory names: ncfiles.WRITERS writes each, expected_bytes sizes each.
+FILE_KINDS = NETCDF_KINDS | GRIB_KINDS | {"bytes", "text_table", "log", "coupler"}
 NETCDF_FILE_OVERHEAD_BYTES = 16 * 1024  # HDF5 superblock and root group
 NETCDF_VARIABLE_OVERHEAD_BYTES = 4 * 1024  # object header, attributes and chunk index of a data variable
 NETCDF_COORDINATE_OVERHEAD_BYTES = 512  # a small contiguous coordinate variable

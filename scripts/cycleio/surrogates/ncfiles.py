@@ -24,7 +24,7 @@ from ..storage.fsutil import landing
 from ..storage.pagecache import cached_fraction
 from .grid import Grid
 from .inventory import FileSpec
-from .kinds import (ATM_2D, ATM_3D, DTFANL_2D, GRIB_BITS_PER_VALUE, INCREMENT_3D, NETCDF_KINDS,
+from .kinds import (ATM_2D, ATM_3D, DTFANL_2D, FILE_KINDS, GRIB_BITS_PER_VALUE, INCREMENT_3D, NETCDF_KINDS,
                     SFC_2D, SOIL_LEVELS, TILE_LAYOUTS, Compression, grib_fields, grib_shape)
 
 # Data go to HDF5 as whole chunks (direct chunk I/O), so netCDF's chunk cache (64 MiB per variable
@@ -717,6 +717,7 @@ WRITERS = {
     "coupler": write_coupler,
 }
 assert set(LAYOUTS) == NETCDF_KINDS, "kinds.NETCDF_KINDS must name the netCDF layouts"
+assert set(WRITERS) == FILE_KINDS, "kinds.FILE_KINDS must name the writers' kinds"
 
 
 @dataclass(frozen=True)
