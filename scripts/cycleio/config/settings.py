@@ -20,8 +20,9 @@ import yaml
 from .calendar import cycles as calendar_cycles
 from .calendar import parse_cycle
 from .keys import ConfigError, persistent_tiers
+from ..faults import arm_faults, check_faults, faults_for_job
 from ..process import launcher_argv
-from ..surrogates.inventory import ForecastSettings
+from ..surrogates.inventory import ForecastSettings, cycle_steps
 from ..surrogates.kinds import Compression
 from ..storage.tiers import JOB_TIME_VARIABLES, Tier, TierError, expand_tier_path
 
@@ -99,6 +100,9 @@ def fill_defaults(config: dict, schema: dict) -> dict:
             out[name] = copy.deepcopy(sub["default"])
         if isinstance(out.get(name), dict) and sub.get("type") == "object":
             out[name] = fill_defaults(out[name], sub)
+        items = sub.get("items")
+        if isinstance(out.get(name), list) and isinstance(items, dict) and items.get("type") == "object":
+            out[name] = [fill_defaults(item, items) if isinstance(item, dict) else item for item in out[name]]
     extra = schema.get("additionalProperties")
     if isinstance(extra, dict) and extra.get("type") == "object":
         for name, value in out.items():
@@ -206,8 +210,9 @@ class StagingSettings:
 # the jobs after them follow through their inputs).
 # Every job: who and where it is, the grid and seed of its data, the write strategy its records carry.
 _EVERY_JOB = ("study", "arm", "start", "seed", "resolution", "levels", "persistent", "strategy")
-# A step's job: the files it writes (compression) and their inventory (forecast), staging, its compute stand-in.
-_STEP = (*_EVERY_JOB, "compression", "forecast", "scratch", "staging", "granularity", "compute_kind")
+# A step's job: the files it writes (compression) and their inventory (forecast), staging, its compute stand-in,
+# and the faults aimed at it (fault injection; only its own, see ArmSettings.job_settings).
+_STEP = (*_EVERY_JOB, "compression", "forecast", "scratch", "staging", "granularity", "compute_kind", "faults")
 JOB_SETTINGS = {
     "coldstart": (*_EVERY_JOB, "compression"),
     "dump": (*_EVERY_JOB, "compression", "forecast"),
@@ -242,6 +247,7 @@ class ArmSettings:
     launcher: str = "mpiexec -n {ntasks}"
     write_component: dict = field(default_factory=dict)
     granularity: str = "step"  # stage per step, or per cycle (one job runs the whole cycle on scratch)
+    faults: dict = field(default_factory=dict)  # fault injection (config `faults`): the entries aimed at this arm
 
     @property
     def staged(self) -> bool:
@@ -250,19 +256,23 @@ class ArmSettings:
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
 
-    def job_settings(self, job: str) -> dict:
+    def job_settings(self, job: str, cycle: str | None = None) -> dict:
         """The settings one job of the arm reads (``job``: a step, ``cycle``, ``coldstart``, ``dump``,
-        ``cleanup`` or ``inventory``); :meth:`from_json` gives the others their defaults."""
+        ``cleanup`` or ``inventory``); :meth:`from_json` gives the others their defaults. Of the arm's
+        faults (fault injection), a step's or cycle's job gets those aimed at it in ``cycle``."""
         kind = job if job in JOB_SETTINGS else "step"
         settings = {key: value for key, value in asdict(self).items() if key in JOB_SETTINGS[kind]}
         if kind == "step":  # its own step's compute stand-in
             own = self.step_compute_seconds
             settings["step_compute_seconds"] = {job: own[job]} if job in own else {}
+        if "faults" in settings:
+            steps = cycle_steps(cycle, self.start, self.forecast) if job == "cycle" and cycle else (job,)
+            settings["faults"] = faults_for_job(self.faults, job, steps, cycle, self.staged)
         return settings
 
-    def job_json(self, job: str) -> str:
+    def job_json(self, job: str, cycle: str | None = None) -> str:
         """What a rule passes its job as ``params``: :meth:`job_settings` as JSON."""
-        return json.dumps(self.job_settings(job), sort_keys=True, separators=(",", ":"))
+        return json.dumps(self.job_settings(job, cycle), sort_keys=True, separators=(",", ":"))
 
     @classmethod
     def from_json(cls, text: str) -> "ArmSettings":
@@ -364,8 +374,11 @@ def build_study(config: dict) -> Study:
             strategy=strategy,
             launcher=config["launcher"],
             write_component=dict(config["write_component"]),
+            faults=arm_faults(config["faults"], name),
         )
-    return Study(config["study"], calendar_cycles(start, cyc["end"], cyc["interval_hours"]), arms, cyc["keep"])
+    study = Study(config["study"], calendar_cycles(start, cyc["end"], cyc["interval_hours"]), arms, cyc["keep"])
+    check_faults(config, study)
+    return study
 
 
 def load_study(config: dict, schema_path: str | Path = SCHEMA_PATH) -> tuple[dict, Study]:
