@@ -32,11 +32,14 @@ def job_files(jobs, suffix="manifest.json"):
 
 
 def job_settings(job=None):
-    """params: the settings an arm's job reads (its step from the wildcards unless named here), so
-    that a changed setting marks only the jobs that read it for a rerun."""
+    """params: the settings an arm's job reads (its step from the wildcards unless named here), with
+    the faults aimed at its cycle's job, so that a changed setting marks only the jobs that read it
+    for a rerun."""
 
     def settings(wildcards):
-        return STUDY.arms[wildcards.arm].job_json(job or wildcards.step)
+        return STUDY.arms[wildcards.arm].job_json(
+            job or wildcards.step, wildcards.get("cycle")
+        )
 
     return settings
 

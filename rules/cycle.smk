@@ -67,12 +67,15 @@ rule cycle_step:
         attempt=lambda wildcards, attempt: attempt,
     params:
         settings=job_settings(),
+        # a failed attempt's records, kept here (not outputs: Snakemake would remove them)
+        failed_attempts=step_file("{arm}", "{cycle}", "{step}", "failed-attempts"),
     message:
         "{wildcards.step} of cycle {wildcards.cycle}, arm {wildcards.arm}"
     shell:
         "python -m cycleio --log {log:q} step --arm-settings {params.settings:q}"
         " --cycle {wildcards.cycle} --step {wildcards.step} --attempt {resources.attempt}"
         " --records {output.records:q} --manifest {output.manifest:q}"
+        " --failed-attempts {params.failed_attempts:q}"
 
 
 rule cleanup_cycle:

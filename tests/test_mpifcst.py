@@ -29,7 +29,6 @@ from cycleio.surrogates.inventory import ForecastSettings, step_io
 from cycleio.surrogates.forecast.layout import ForecastError, Layout, row_bounds, tile_blocks, tile_owner
 from cycleio.surrogates.forecast.launcher import run_forecast_mpi
 from cycleio.surrogates.forecast.plan import file_plan, hour_groups
-from cycleio.surrogates.forecast.rank import FAIL_RANK_VARIABLE
 from cycleio.surrogates.kinds import Compression
 from cycleio.surrogates.ncfiles import WriteContext, write_file
 from cycleio.storage.tiers import Tier
@@ -71,9 +70,9 @@ def fcst_writes():
     return step_io("fcst", CYCLE, START, FORECAST).writes
 
 
-def run(arm: ArmSettings, root: Path, writes=None) -> list[dict]:
+def run(arm: ArmSettings, root: Path, writes=None, fail_rank: int | None = None) -> list[dict]:
     return run_forecast_mpi(arm, CYCLE, root, fcst_writes() if writes is None else writes, context(arm),
-                            timeout=TIMEOUT_S, label="[test]")
+                            timeout=TIMEOUT_S, label="[test]", fail_rank=fail_rank)
 
 
 def assert_same_files(reference: Path, other: Path) -> None:
@@ -269,17 +268,20 @@ def test_quilt_hides_the_writes_and_serial_waits_for_them(mpiexec, workdir):
 
 @pytest.mark.tool
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("strategy, fail_rank, extra", [
-    ("quilt", 2, {}),  # the write group's only rank
-    ("per_rank", 1, {}),
-    ("serial", 0, {}),
+@pytest.mark.parametrize("strategy, fail_rank, where", [
+    ("quilt", 2, "as it lands"),  # the write group's only rank
+    ("quilt", 0, "at its first output hour"),  # a compute rank handing over to the writers
+    ("per_rank", 1, "at its first output hour"),
+    ("serial", 0, "at its first output hour"),  # the rank that gathers and writes
+    ("serial", 1, "at its first output hour"),  # a rank that never writes: it fails before it hands over
 ])
-def test_a_failing_writer_rank_fails_the_step_with_its_error(mpiexec, workdir, monkeypatch, strategy, fail_rank, extra):
-    monkeypatch.setenv(FAIL_RANK_VARIABLE, str(fail_rank))
+def test_a_failing_rank_fails_the_step_with_its_error(mpiexec, workdir, strategy, fail_rank, where):
+    """faults.fail_rank under every strategy, writer or not."""
     with pytest.raises(ForecastError) as failure:
-        run(settings(strategy, ranks=2, **extra), workdir)
+        run(settings(strategy, ranks=2), workdir, fail_rank=fail_rank)
     message = str(failure.value)
-    assert f"rank {fail_rank} of" in message and "injected failure" in message, message
+    assert f"rank {fail_rank} of" in message, message
+    assert f"injected fault (config faults.fail_rank): rank {fail_rank} fails {where}" in message, message
     assert "did not finish" not in message  # failed fast, not by the timeout
     assert not list(workdir.glob(".mpifcst.*"))
 

@@ -10,6 +10,7 @@ import resource
 import signal
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,8 @@ from cycleio.storage.fsutil import file_checksum
 from cycleio.surrogates.jobs import run_arrival, run_coldstart, run_step
 from cycleio.storage.preflight import check_study, study_needs
 from cycleio.report.records import read_records
-from cycleio.storage.staging import StagingError, StagingOptions, copy_and_verify, copy_file
+from cycleio.faults import InjectedFault
+from cycleio.storage.staging import StagingError, StagingFaults, StagingOptions, copy_and_verify, copy_file
 from cycleio.storage.tiers import Tier, TierError
 
 
@@ -88,23 +90,29 @@ def test_rsync_method_copies_and_verifies(tmp_path):
     assert all((tmp_path / "dst" / n).read_bytes() == data for n, data in contents.items())
 
 
-def test_a_corrupted_copy_is_caught_and_removed(tmp_path, monkeypatch, small_blocks):
+@pytest.mark.parametrize("options", [StagingOptions(streams=4), StagingOptions(streams=4, direct_io_verify=True),
+                                     StagingOptions(method="cp", streams=2)], ids=["inline", "direct", "cp"])
+def test_a_corrupted_copy_is_caught_and_removed(tmp_path, small_blocks, options):
+    """faults.corrupt_staged_file: a byte of a landed copy flipped before its verification, however it is verified."""
     contents = make_files(tmp_path / "src")
-
-    def flip_a_byte(tmp: Path) -> None:
-        if tmp.name.startswith(".big.nc"):
-            with open(tmp, "r+b") as handle:
-                handle.seek(3 * 2**20 + 7)
-                byte = handle.read(1)
-                handle.seek(-1, os.SEEK_CUR)
-                handle.write(bytes([byte[0] ^ 0xFF]))
-
-    monkeypatch.setattr(staging, "BEFORE_RENAME_HOOK", flip_a_byte)
     pairs = [(tmp_path / "src" / n, tmp_path / "dst" / n) for n in contents]
+    options = replace(options, faults=StagingFaults(corrupt=tmp_path / "dst" / "big.nc"))
     with pytest.raises(StagingError, match=r"dst/big\.nc: checksum .* does not match the source's .* \(corrupt copy\)"):
-        copy_and_verify(pairs, StagingOptions(streams=4))
-    assert not (tmp_path / "dst" / "big.nc").exists()
-    assert not list((tmp_path / "dst").iterdir())  # nothing of the failed batch has a final name
+        copy_and_verify(pairs, options)
+    assert not list((tmp_path / "dst").iterdir())  # nothing of the failed batch has a final name, no temporaries
+
+
+def test_a_stage_out_failing_after_k_files_lands_nothing(tmp_path, small_blocks):
+    """faults.fail_stage_out: the batch stops taking work after K files; not one file gets its final name."""
+    contents = make_files(tmp_path / "src")
+    pairs = [(tmp_path / "src" / n, tmp_path / "dst" / n) for n in contents]
+    copied: list[int] = []
+    options = StagingOptions(streams=4, faults=StagingFaults(fail_after_files=5))
+    with pytest.raises(InjectedFault, match=rf"injected fault \(config faults.fail_stage_out\): the copy of .*dst/.* "
+                                            rf"fails after 5 of {len(pairs)} files"):
+        copy_and_verify(pairs, options, progress=lambda done, total, nbytes: copied.append(done))
+    assert max(copied) == 5
+    assert not list((tmp_path / "dst").iterdir())
 
 
 def test_direct_io_verification_reads_storage_on_disk_and_still_verifies_on_tmpfs(tmp_path):

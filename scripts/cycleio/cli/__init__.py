@@ -20,7 +20,8 @@ def cmd_step(args) -> None:
     from ..surrogates.jobs import run_step
 
     run_step(ArmSettings.from_json(args.arm_settings), args.cycle, args.step, Path(args.records),
-             Path(args.manifest), attempt=args.attempt)
+             Path(args.manifest), attempt=args.attempt,
+             failed_attempts=Path(args.failed_attempts) if args.failed_attempts else None)
 
 
 def cmd_coldstart(args) -> None:
@@ -188,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     step.add_argument("--attempt", type=int, default=1)
     step.add_argument("--records", required=True, help="JSON-lines records to write")
     step.add_argument("--manifest", required=True, help="manifest to write last")
+    step.add_argument("--failed-attempts", help="folder that keeps a failed attempt's records (attemptN.PID.records.jsonl)")
     step.set_defaults(func=cmd_step)
 
     cold = sub.add_parser("coldstart", help="write an arm's cold-start initial conditions")

@@ -21,8 +21,9 @@ from .calendar import cycles as calendar_cycles
 from .calendar import parse_cycle
 from .keys import ConfigError, persistent_tiers
 from .schema import SCHEMA_PATH, load_schema, schema_default
+from ..faults import arm_faults, check_faults, faults_for_job
 from ..process import launcher_argv
-from ..surrogates.inventory import ForecastSettings
+from ..surrogates.inventory import ForecastSettings, cycle_steps
 from ..surrogates.kinds import Compression
 from ..storage.tiers import JOB_TIME_VARIABLES, Tier, TierError, expand_tier_path
 
@@ -245,8 +246,9 @@ class StagingSettings:
 # the jobs after them follow through their inputs).
 # Every job: who and where it is, the grid and seed of its data, the write strategy its records carry.
 _EVERY_JOB = ("study", "arm", "start", "seed", "resolution", "levels", "persistent", "strategy")
-# A step's job: the files it writes (compression) and their inventory (forecast), staging, its compute stand-in.
-_STEP = (*_EVERY_JOB, "compression", "forecast", "scratch", "staging", "granularity", "compute_kind")
+# A step's job: the files it writes (compression) and their inventory (forecast), staging, its compute stand-in,
+# and the faults aimed at it (fault injection; only its own, see ArmSettings.job_settings).
+_STEP = (*_EVERY_JOB, "compression", "forecast", "scratch", "staging", "granularity", "compute_kind", "faults")
 JOB_SETTINGS = {
     "coldstart": (*_EVERY_JOB, "compression"),
     "dump": (*_EVERY_JOB, "compression", "forecast"),
@@ -282,6 +284,7 @@ class ArmSettings:
     write_component: dict = field(default_factory=dict)  # Layout.from_settings fills in the schema's defaults
     # stage per step, or per cycle (one job runs the whole cycle on scratch)
     granularity: str = schema_default("staging.granularity")[0]
+    faults: dict = field(default_factory=dict)  # fault injection (config `faults`): the entries aimed at this arm
 
     @property
     def staged(self) -> bool:
@@ -290,19 +293,23 @@ class ArmSettings:
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
 
-    def job_settings(self, job: str) -> dict:
+    def job_settings(self, job: str, cycle: str | None = None) -> dict:
         """The settings one job of the arm reads (``job``: a step, ``cycle``, ``coldstart``, ``dump``,
-        ``cleanup`` or ``inventory``); :meth:`from_json` gives the others their defaults."""
+        ``cleanup`` or ``inventory``); :meth:`from_json` gives the others their defaults. Of the arm's
+        faults (fault injection), a step's or cycle's job gets those aimed at it in ``cycle``."""
         kind = job if job in JOB_SETTINGS else "step"
         settings = {key: value for key, value in asdict(self).items() if key in JOB_SETTINGS[kind]}
         if kind == "step":  # its own step's compute stand-in
             own = self.step_compute_seconds
             settings["step_compute_seconds"] = {job: own[job]} if job in own else {}
+        if "faults" in settings:
+            steps = cycle_steps(cycle, self.start, self.forecast) if job == "cycle" and cycle else (job,)
+            settings["faults"] = faults_for_job(self.faults, job, steps, cycle, self.staged)
         return settings
 
-    def job_json(self, job: str) -> str:
+    def job_json(self, job: str, cycle: str | None = None) -> str:
         """What a rule passes its job as ``params``: :meth:`job_settings` as JSON."""
-        return json.dumps(self.job_settings(job), sort_keys=True, separators=(",", ":"))
+        return json.dumps(self.job_settings(job, cycle), sort_keys=True, separators=(",", ":"))
 
     @classmethod
     def from_json(cls, text: str) -> "ArmSettings":
@@ -404,8 +411,11 @@ def build_study(config: dict) -> Study:
             strategy=strategy,
             launcher=config["launcher"],
             write_component=dict(config["write_component"]),
+            faults=arm_faults(config["faults"], name),
         )
-    return Study(config["study"], calendar_cycles(start, cyc["end"], cyc["interval_hours"]), arms, cyc["keep"])
+    study = Study(config["study"], calendar_cycles(start, cyc["end"], cyc["interval_hours"]), arms, cyc["keep"])
+    check_faults(config, study)
+    return study
 
 
 def load_study(config: dict, schema_path: str | Path = SCHEMA_PATH) -> tuple[dict, Study]:

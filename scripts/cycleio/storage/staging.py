@@ -31,6 +31,7 @@ from typing import Callable
 import xxhash
 
 from .tiers import filesystem_type
+from ..faults import InjectedFault
 from ..process import run_command
 from ..units import MiB
 from .fsutil import (BLOCK_BYTES, CHUNK_BYTES, BlockHasher, combine_block_digests, fsync_dir, fsync_file, is_temporary,
@@ -59,6 +60,16 @@ COPY_CHUNK_BYTES = 256 * 2**10
 
 
 @dataclass(frozen=True)
+class StagingFaults:
+    """Fault injection (the config's ``faults``), for rehearsing failures: ``corrupt`` flips a byte of
+    this destination's copy after it is written and before it is verified; ``fail_after_files``
+    makes the batch raise InjectedFault once that many files are copied."""
+
+    corrupt: Path | None = None
+    fail_after_files: int | None = None
+
+
+@dataclass(frozen=True)
 class StagingOptions:
     method: str = "cycleio"
     streams: int = 4
@@ -67,6 +78,7 @@ class StagingOptions:
     # Make the copies durable (sync) before they get final names. Off for copies onto a tier whose
     # data do not outlive the job (scratch): they are still verified and renamed, not synced.
     durable: bool = True
+    faults: StagingFaults = StagingFaults()
 
 
 @dataclass
@@ -88,10 +100,6 @@ class VerifyResult:
     t_start: float
     seconds: float
     direct_io: bool
-
-
-# Test hook: called with the landed temporary file before it is renamed (to corrupt it on purpose).
-BEFORE_RENAME_HOOK: Callable[[Path], None] | None = None
 
 
 def _os_error(action: str, source: Path, dest: Path, err: OSError) -> StagingError:
@@ -273,6 +281,17 @@ def _read_range_digest(fd: int, start: int, length: int, chunk_bytes: int) -> by
     return digest.digest()
 
 
+def _corrupt(path: Path) -> None:
+    """Fault injection: flip the middle byte of a landed copy (an empty one gains a byte)."""
+    with open(path, "r+b") as handle:
+        size = handle.seek(0, os.SEEK_END)
+        handle.seek(size // 2)
+        byte = handle.read(1) or b"\0"
+        handle.seek(size // 2)
+        handle.write(bytes([byte[0] ^ 0xFF]))
+    log.warning("injected fault (config faults.corrupt_staged_file): flipped a byte of %s", path)
+
+
 def _mismatch(name: Path, actual: str, expected: str) -> StagingError:
     return StagingError(f"{name}: checksum {actual} does not match the source's {expected} (corrupt copy)")
 
@@ -309,8 +328,8 @@ def _stage_with_engine(source: Path, dest: Path, size: int, options: StagingOpti
             copied = CopyResult(source, dest, size, checksum, t_start, time.perf_counter() - t0, temporary=tmp)
             if not verify:
                 return copied, None
-            if BEFORE_RENAME_HOOK is not None:
-                BEFORE_RENAME_HOOK(tmp)
+            if options.faults.corrupt == dest:
+                _corrupt(tmp)
             v_start, v0 = time.time(), time.perf_counter()
             landed_size = os.fstat(dst_fd).st_size
             if landed_size != size:
@@ -572,11 +591,18 @@ def copy_and_verify(pairs: list[tuple[Path, Path]], options: StagingOptions = St
     remove_stale_temporaries([dest for _, dest in pairs])
     syncfs_folders = {folder for folder in {dest.parent for _, dest in pairs} if syncfs_makes_durable(folder)}
     writeback = WriteBehind() if engine and options.durable else None
-    counted = {"files": 0, "bytes": 0}
+    counted = {"files": 0, "bytes": 0, "started": 0}
     lock = threading.Lock()
+    fail_after = options.faults.fail_after_files
 
     def stage_one(index: int, block_streams: int) -> None:
         source, dest = pairs[index]
+        if fail_after is not None:
+            with lock:
+                counted["started"] += 1
+                if counted["started"] > fail_after:
+                    raise InjectedFault(f"injected fault (config faults.fail_stage_out): the copy of {dest} fails "
+                                        f"after {fail_after} of {len(pairs)} files")
         try:
             batch_sync = dest.parent in syncfs_folders
             fsync = options.durable and not batch_sync
@@ -596,8 +622,8 @@ def copy_and_verify(pairs: list[tuple[Path, Path]], options: StagingOptions = St
 
     def verify_one(index: int, block_streams: int) -> None:
         copy = copies[index]
-        if BEFORE_RENAME_HOOK is not None:
-            BEFORE_RENAME_HOOK(copy.temporary)
+        if options.faults.corrupt == copy.dest:
+            _corrupt(copy.temporary)
         verified[index] = verify_file(copy.temporary, copy.bytes, copy.checksum, options, block_streams,
                                       name=copy.dest)
 

@@ -19,15 +19,15 @@ from pathlib import Path
 
 from ..config.calendar import com_dir, is_half_cycle
 from ..config.settings import ArmSettings
+from ..faults import JobFaults
 from ..storage.fsutil import file_checksum, write_json_atomic
 from .grid import Grid
 from .inventory import cycle_steps, FileSpec, coldstart_files, job_files, step_io
 from .ncfiles import FileReader, Transfer, WriteContext, write_file
 from ..report.records import RecordLog
-from ..storage.pagecache import drop_page_cache
-from ..storage.staging import (StagingOptions, checksum_file, copy_and_verify, remove_stale_temporaries,
-                               remove_tree)
-from ..storage.pagecache import cache_risk
+from ..storage.pagecache import cache_risk, drop_page_cache
+from ..storage.staging import (StagingFaults, StagingOptions, checksum_file, copy_and_verify,
+                               remove_stale_temporaries, remove_tree)
 from ..storage.tiers import TierSite
 from .compute import COMPUTE_KINDS
 from ..units import MiB
@@ -70,7 +70,8 @@ def _options(settings: ArmSettings) -> StagingOptions:
 
 
 def _stage(files: list[FileSpec], src_root: Path, dst_root: Path, phase: str, step: str, src: TierSite,
-           dst: TierSite, records: RecordLog, options: StagingOptions, label: str) -> dict[str, tuple[int, str]]:
+           dst: TierSite, records: RecordLog, options: StagingOptions, label: str,
+           faults: JobFaults = JobFaults({})) -> dict[str, tuple[int, str]]:
     """Copy files between tiers and verify each landed copy; return path -> (bytes, checksum)."""
     landed: dict[str, tuple[int, str]] = {}
     t0 = time.perf_counter()
@@ -83,7 +84,9 @@ def _stage(files: list[FileSpec], src_root: Path, dst_root: Path, phase: str, st
 
     pairs = [(src_root / spec.path, dst_root / spec.path) for spec in files]
     # Copies onto scratch need not survive a crash (the job would start again from the persistent tier).
-    options = replace(options, durable=dst.tier.persistent)
+    options = replace(options, durable=dst.tier.persistent, faults=StagingFaults(
+        corrupt=dst_root / files[0].path if files and faults.corrupt_staged_file(phase) else None,
+        fail_after_files=faults.fail_stage_out_after() if phase == "stage_out" else None))
     results, land = copy_and_verify(pairs, options, progress)
     records.add(step=step, phase=phase, op="sync", n_files=land.files, t_start=land.t_start, seconds=land.seconds,
                 tool=options.method, **dst.fields())
@@ -132,8 +135,9 @@ def _compute(seconds: float, records: RecordLog, scratch: TierSite, step: str, k
 
 
 def _run_step(settings: ArmSettings, step: str, io, workdir: Path, ctx: WriteContext, records: RecordLog,
-              scratch: TierSite, cache_cold: bool, label: str) -> None:
+              scratch: TierSite, cache_cold: bool, label: str, faults: JobFaults = JobFaults({})) -> None:
     """A step's own work on scratch: read its inputs, compute, write its outputs at its cadence."""
+    faults.fail_step(step, ctx.cycle)
     reader = FileReader()
     for spec in io.reads:
         t_start = time.time()
@@ -145,7 +149,8 @@ def _run_step(settings: ArmSettings, step: str, io, workdir: Path, ctx: WriteCon
         # the compute ranks, and each output hour's history and restart files by the arm's strategy.
         from .forecast.launcher import run_forecast_mpi
 
-        for event in run_forecast_mpi(settings, ctx.cycle, workdir, io.writes, ctx, label=label):
+        for event in run_forecast_mpi(settings, ctx.cycle, workdir, io.writes, ctx, label=label,
+                                      fail_rank=faults.fail_rank()):
             records.add(step=step, phase="run", **event, **scratch.fields())
     else:
         _compute(settings.step_compute_seconds.get(step, 0.0), records, scratch, step, settings.compute_kind)
@@ -156,9 +161,29 @@ def _run_step(settings: ArmSettings, step: str, io, workdir: Path, ctx: WriteCon
              written / MiB)
 
 
+def _keep_failed_attempt(records: RecordLog, folder: Path, attempt: int, phase: str, t_start: float, seconds: float,
+                         tier: TierSite) -> None:
+    """A failed attempt's records, and a ``failed`` record spanning the attempt, in a file of their own
+    (``folder``/attemptN.PID.records.jsonl): kept for the record, read by no table."""
+    records.add(phase=phase, op="failed", n_files=0, t_start=t_start, seconds=seconds, **tier.fields())
+    path = folder / f"attempt{attempt}.{os.getpid()}.records.jsonl"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        records.write(path)
+        log.info("kept the records of failed attempt %d in %s", attempt, path)
+    except OSError as err:
+        log.warning("could not keep the records of failed attempt %d in %s: %s", attempt, path, err)
+
+
 def run_step(settings: ArmSettings, cycle: str, step: str, records_path: Path, manifest_path: Path,
-             attempt: int = 1) -> dict:
-    """Run one step of one cycle (``step`` = ``cycle`` runs all the cycle's steps in one job)."""
+             attempt: int = 1, failed_attempts: Path | None = None) -> dict:
+    """Run one step of one cycle (``step`` = ``cycle`` runs all the cycle's steps in one job).
+
+    ``attempt`` is Snakemake's (1, then 2 for a retry), which the records carry; a failed attempt's
+    records go to ``failed_attempts`` if given. The config's ``faults`` aimed at this job fire here.
+    """
+    t_job, t0 = time.time(), time.perf_counter()
+    faults = JobFaults(settings.faults, attempt)
     steps = list(cycle_steps(cycle, settings.start, settings.forecast)) if step == "cycle" else [step]
     label = f"[{settings.arm} {cycle} {step}]"
     persistent = TierSite(settings.persistent, settings.study, settings.arm)
@@ -179,9 +204,11 @@ def run_step(settings: ArmSettings, cycle: str, step: str, records_path: Path, m
     if settings.staged:
         remove_tree(workdir)  # leftovers of a killed attempt
         workdir.mkdir(parents=True)
+    phase = "stage_in"
     try:
         if settings.staged:
-            _stage(inputs, persistent.root, workdir, "stage_in", step, persistent, scratch, records, options, label)
+            _stage(inputs, persistent.root, workdir, "stage_in", step, persistent, scratch, records, options, label,
+                   faults)
         else:  # the steps write straight onto the persistent tier: sweep a killed attempt's temporaries
             remove_stale_temporaries([persistent.root / spec.path for spec in outputs])
 
@@ -190,15 +217,19 @@ def run_step(settings: ArmSettings, cycle: str, step: str, records_path: Path, m
             cache_cold = drop_page_cache()
             if not cache_cold:
                 log.warning("%s drop_caches is set but needs root: reads may come from the page cache", label)
+        phase = "run"
         for name in steps:
-            _run_step(settings, name, per_step[name], workdir, ctx, records, scratch, cache_cold, label)
+            _run_step(settings, name, per_step[name], workdir, ctx, records, scratch, cache_cold, label, faults)
 
         if settings.staged:
+            phase = "stage_out"
             landed = _stage(outputs, workdir, persistent.root, "stage_out", step, scratch, persistent, records,
-                            options, label)
+                            options, label, faults)
+            phase = "cleanup"
             with records.timed(phase="cleanup", op="remove", **scratch.fields()) as event:
                 event["n_files"] = remove_tree(workdir)
         else:
+            phase = "verify"
             landed = {}
             for spec in outputs:
                 path = persistent.root / spec.path
@@ -211,6 +242,8 @@ def run_step(settings: ArmSettings, cycle: str, step: str, records_path: Path, m
         if settings.staged:  # a failed attempt's scratch goes now: under Slurm its path holds the job id
             with contextlib.suppress(OSError):
                 remove_tree(workdir)
+        if failed_attempts is not None:
+            _keep_failed_attempt(records, failed_attempts, attempt, phase, t_job, time.perf_counter() - t0, scratch)
         raise
 
     manifest = {

@@ -44,5 +44,6 @@ that rank's error, never hangs; the parent also bounds the run with a timeout. L
 nonblocking requests with short sleeps, so oversubscribed runs (4 ranks on 2 cores) do not burn the
 cores that the writing ranks need (MPICH's blocking calls busy-poll).
 
-Test-only: ``CYCLEIO_TEST_FAIL_RANK=N`` makes rank N raise an error when it first writes a file.
+Fault injection (config ``faults.fail_rank``) makes one rank raise at its first output hour, under
+every strategy (rank.py).
 """

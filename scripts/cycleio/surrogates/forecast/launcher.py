@@ -106,8 +106,10 @@ def _full_tier(workdir: Path) -> str:
 
 
 def run_forecast_mpi(settings, cycle: str, workdir: Path, writes: list[FileSpec], ctx: WriteContext, *,
-                     timeout: float | None = None, label: str = "") -> list[dict]:
+                     timeout: float | None = None, label: str = "", fail_rank: int | None = None) -> list[dict]:
     """Run the forecast's writes as an MPI program under the arm's launcher; return its records.
+
+    ``fail_rank``: fault injection (config ``faults.fail_rank``), the rank that fails at its first output hour.
 
     ``settings`` is the arm's ArmSettings (strategy, launcher, write_component, compute stand-in).
     Each record is a dict of Record fields (op, file, bytes, t_start, seconds, rank, nranks, n_files);
@@ -133,6 +135,7 @@ def run_forecast_mpi(settings, cycle: str, workdir: Path, writes: list[FileSpec]
             "hours": [[hour, [[s.path, s.kind, [list(p) for p in s.params]] for s in specs]] for hour, specs in groups],
             "buffer_bytes": ctx.buffer_bytes,
             "records": str(tmp / "records.jsonl"), "errors": str(tmp / "errors"),
+            "fail_rank": fail_rank,
         }
         (tmp / "spec.json").write_text(json.dumps(spec))
         argv = [*command, sys.executable, "-m", "cycleio.surrogates.forecast.rank", "--spec", str(tmp / "spec.json")]

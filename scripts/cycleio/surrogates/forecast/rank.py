@@ -7,7 +7,9 @@ Strategies work through a rank's services here: landing and recording files, the
 blocks, reused buffers, MPI waits. A rank that fails writes its traceback beside the spec and calls
 MPI_Abort, so the job fails with that rank's error, never hangs.
 
-Test-only: ``CYCLEIO_TEST_FAIL_RANK=N`` makes rank N raise an error when it first writes a file.
+Fault injection (config ``faults.fail_rank``, the spec's ``fail_rank``): that rank raises at its
+first output hour, a compute rank before it hands over or writes anything, a writer rank as it lands
+its first file, so a failing rank can be rehearsed under every strategy.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import ncfiles
+from ...faults import InjectedFault
 from ...storage.fsutil import landing
 from ..compute import COMPUTE_KINDS
 from ..grid import Grid
@@ -35,7 +38,6 @@ from .plan import FilePlan, Piece, file_plan
 
 log = logging.getLogger("cycleio")
 
-FAIL_RANK_VARIABLE = "CYCLEIO_TEST_FAIL_RANK"
 # A writer rank holds at most this much of an hour's data before the compute ranks must wait.
 WRITER_BUFFER_BYTES = 1024 * 2**20
 
@@ -110,8 +112,7 @@ class Forecast:
                       for hour, specs in spec["hours"]]
         self.is_compute = self.rank < self.layout.compute
         self.compute_comm = self.world.Split(0 if self.is_compute else 1, self.rank)
-        fail = os.environ.get(FAIL_RANK_VARIABLE, "")
-        self.fail_rank = int(fail) if fail.strip() else None
+        self.fail_rank = spec.get("fail_rank")  # fault injection
         self.records: list[dict] = []
         self.buffers = Buffers()
         self.band_types = BandTypes()
@@ -125,10 +126,11 @@ class Forecast:
                              "seconds": max(seconds, 0.0), "rank": self.rank, "nranks": self.size,
                              "n_files": n_files})
 
-    def check(self, path: Path) -> None:
+    def fail_if_injected(self, path: Path | None = None) -> None:
+        """Fault injection: raise if the config's ``faults.fail_rank`` names this rank."""
         if self.fail_rank == self.rank:
-            raise RuntimeError(f"injected failure on rank {self.rank} ({FAIL_RANK_VARIABLE}={self.rank}) "
-                               f"while writing {path.name}")
+            where = f"as it lands {path.name}" if path is not None else "at its first output hour"
+            raise InjectedFault(f"injected fault (config faults.fail_rank): rank {self.rank} fails {where}")
 
     def write_record(self, op: str, path: Path, t_start: float, size: int, seconds: float):
         self.record(op, t_start, seconds, str(path.relative_to(self.workdir)), size)
@@ -160,7 +162,7 @@ class Forecast:
         ``source(field, levels, rows)`` gives each block. The rename and the directory's sync are
         booked into ``times.rename``, as for in-process writes.
         """
-        self.check(path)
+        self.fail_if_injected(path)
         timing: dict = {}
         with landing(path, timing) as tmp:
             _, io_s = ncfiles.write_netcdf(tmp, layout, source, self.ctx.times, self.buffer_bytes, diskless=diskless)
@@ -178,7 +180,7 @@ class Forecast:
         """A file written whole by its ncfiles writer, and its ``write`` record; CPU work is kept out of the seconds."""
         path = self.workdir / plan.spec.path
         t_start = time.time()
-        self.check(path)
+        self.fail_if_injected(path)
         transfer = ncfiles.write_file(path, plan.spec, self.ctx)
         self.write_record("write", path, t_start, transfer.bytes, transfer.io_s)
 
@@ -277,6 +279,8 @@ class Forecast:
                     self.compute(seconds)
                     self.record("compute", t_start, time.perf_counter() - t0, n_files=0)
                 previous = hour
+            if index == 0:
+                self.fail_if_injected()
             t_start, t0 = time.time(), time.perf_counter()
             self.take_overheads()
             if index == last:
