@@ -29,7 +29,7 @@ from cycleio.surrogates.forecast.layout import ForecastError, Layout, row_bounds
 from cycleio.surrogates.forecast.launcher import run_forecast_mpi
 from cycleio.surrogates.forecast.plan import file_plan, hour_groups
 from cycleio.surrogates.forecast.rank import FAIL_RANK_VARIABLE
-from cycleio.surrogates.kinds import Compression
+from cycleio.surrogates.kinds import TILE_LAYOUTS, Compression
 from cycleio.surrogates.ncfiles import WriteContext, write_file
 from cycleio.storage.tiers import Tier
 from cycleio.report.writefigures import write_strategy_figure, write_times
@@ -70,6 +70,13 @@ def fcst_writes():
     return step_io("fcst", CYCLE, START, FORECAST).writes
 
 
+def sampled_writes():
+    """The forecast's files with tile 1 of each restart kind, but all six tiles of fv_core.res: with fewer than six
+    compute ranks every tile is split alike (tile_blocks), so the other tiles add files, not cases."""
+    return [spec for spec in fcst_writes()
+            if spec.kind not in TILE_LAYOUTS or spec.kind == "fv_core.res" or ".tile1." in spec.path]
+
+
 def run(arm: ArmSettings, root: Path, writes=None) -> list[dict]:
     return run_forecast_mpi(arm, CYCLE, root, fcst_writes() if writes is None else writes, context(arm),
                             timeout=TIMEOUT_S, label="[test]")
@@ -94,7 +101,7 @@ def reference(tmp_path_factory):
     root = tmp_path_factory.mktemp("reference")
     arm = settings("serial")
     ctx = context(arm)
-    for spec in fcst_writes():
+    for spec in sampled_writes():
         write_file(root / spec.path, spec, ctx)
     return root
 
@@ -164,7 +171,7 @@ def test_a_missing_launcher_is_named(workdir):
 ])
 def test_every_strategy_writes_the_same_data_and_its_records(mpiexec, reference, workdir, strategy, ranks, extra):
     arm = settings(strategy, ranks, **extra)
-    records = run(arm, workdir)
+    records = run(arm, workdir, sampled_writes())
     assert_same_files(reference, workdir)  # no pieces, temporaries or spec files left behind either
 
     layout = Layout.from_settings(strategy, arm.write_component)
@@ -180,7 +187,7 @@ def test_every_strategy_writes_the_same_data_and_its_records(mpiexec, reference,
     assert {r["rank"] for r in by_op["generate"]} == set(range(ranks))
 
     written = {r["file"] for r in by_op["write"] + by_op["combine"]}
-    assert written >= {spec.path for spec in fcst_writes()}
+    assert written >= {spec.path for spec in sampled_writes()}
     writers = {r["rank"] for r in by_op["write"]}
     if strategy == "quilt":
         assert writers == set(range(ranks, layout.ntasks)), "only the write-group ranks write"
