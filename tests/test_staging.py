@@ -27,8 +27,13 @@ from cycleio.storage.staging import StagingError, StagingOptions, copy_and_verif
 from cycleio.storage.tiers import Tier, TierError
 
 
-# Observations and products scaled down to the C12 grid, as the smoke study does.
-TINY = ForecastSettings(obs_scale=(12 / 768) ** 2, pgrb2_fields=6, sflux_fields=3, product_grids=("1p00",))
+# Observations and products scaled down to the C12 grid, as the smoke study does, and one restart set: the one
+# the next cycle's forecast reads.
+TINY = ForecastSettings(obs_scale=(12 / 768) ** 2, pgrb2_fields=6, sflux_fields=3, product_grids=("1p00",),
+                        restart_hours=(6,))
+# The forecast's MPI program on one rank: staging does not depend on how the forecast is decomposed
+# (tests/test_mpifcst.py runs the decompositions).
+ONE_RANK = {"ranks": 1}
 
 
 @pytest.fixture
@@ -184,7 +189,7 @@ def arm_on(persistent: Path, scratch: Path | None, study="t", **staging_options)
     scratch_tier = Tier("shm", "memory", str(scratch), persistent=False, shared=False) if scratch else lustre
     return ArmSettings(study=study, arm=scratch_tier.name, start="2026010100", seed=3, resolution="C12", levels=4,
                        persistent=lustre, scratch=scratch_tier, staging=StagingSettings(**staging_options),
-                       forecast=TINY)
+                       forecast=TINY, write_component=ONE_RANK)
 
 
 def test_full_persistent_tier_fails_stage_out_with_the_os_error_then_rerun_succeeds(tmp_path):
@@ -330,8 +335,10 @@ def test_dropping_caches_marks_reads_as_from_storage(tmp_path):
             pytest.fail("CI=true and not root: cannot drop the page cache")
         pytest.skip("dropping the page cache needs root")
     settings = arm_on(tmp_path / "lustre", None, drop_caches=True)
-    run_coldstart(settings, tmp_path / "c.jsonl", tmp_path / "c.json")
-    run_step(settings, "2026010100", "fcst", tmp_path / "r.jsonl", tmp_path / "m.json")
+    # prep reads the dumps just written (in the page cache): the cheapest step with reads, and every step's
+    # reads go through the same reader after the same drop
+    run_arrival(settings, "2026010106", "dump", tmp_path / "d.jsonl", tmp_path / "d.json")
+    run_step(settings, "2026010106", "prep", tmp_path / "r.jsonl", tmp_path / "m.json")
     reads = [r for r in read_records(tmp_path / "r.jsonl") if r["op"] == "read"]
     assert reads and not any(r["cache_risk"] for r in reads)
     assert all(r["cached_fraction"] == 0.0 for r in reads)  # and the records measured that they were
@@ -366,12 +373,13 @@ def test_temporaries_left_by_a_killed_copy_are_removed_when_the_files_are_copied
 
 def test_a_baseline_step_rerun_removes_the_temporaries_of_its_killed_attempt(tmp_path):
     settings = arm_on(tmp_path / "lustre", None)
-    run_coldstart(settings, tmp_path / "c.jsonl", tmp_path / "c.json")
-    manifest = run_step(settings, "2026010100", "fcst", tmp_path / "r.jsonl", tmp_path / "m.json")
+    # run_step sweeps the outputs' temporaries before any step runs: prep, the cheapest step, shows it
+    run_arrival(settings, "2026010106", "dump", tmp_path / "d.jsonl", tmp_path / "d.json")
+    manifest = run_step(settings, "2026010106", "prep", tmp_path / "r.jsonl", tmp_path / "m.json")
     output = Path(manifest["root"]) / manifest["outputs"][0]["path"]
     stale = output.with_name(f".{output.name}.tmp-999999")  # as a killed writer leaves it
     stale.write_bytes(b"half a file")
-    run_step(settings, "2026010100", "fcst", tmp_path / "r2.jsonl", tmp_path / "m2.json")
+    run_step(settings, "2026010106", "prep", tmp_path / "r2.jsonl", tmp_path / "m2.json")
     assert not stale.exists() and output.exists()
 
 

@@ -19,9 +19,11 @@ from cycleio.storage.tiers import Tier
 def arm(tmp_path, scratch="lustre", study="t") -> ArmSettings:
     lustre = Tier("lustre", "lustre", str(tmp_path / "lustre"))
     tiers = {"lustre": lustre, "shm": Tier("shm", "memory", str(tmp_path / "shm"), persistent=False, shared=False)}
-    tiny = ForecastSettings(obs_scale=(12 / 768) ** 2, pgrb2_fields=6, sflux_fields=3, product_grids=("1p00",))
+    tiny = ForecastSettings(obs_scale=(12 / 768) ** 2, pgrb2_fields=6, sflux_fields=3, product_grids=("1p00",),
+                            restart_hours=(6,))
     return ArmSettings(study=study, arm=scratch, start="2026010100", seed=7, resolution="C12", levels=4,
-                       persistent=lustre, scratch=tiers[scratch], forecast=tiny)
+                       persistent=lustre, scratch=tiers[scratch], forecast=tiny,
+                       write_component={"ranks": 1})  # one MPI rank: the decompositions are test_mpifcst's
 
 
 def test_history_file_is_cf_netcdf4_on_the_gaussian_grid(tmp_path):
