@@ -405,7 +405,8 @@ def test_parallel_streams_stop_taking_work_after_the_first_error():
             started.append(index)
         if index == 0:
             raise OSError(28, "No space left on device")
-        release.wait(1)  # the other stream is busy while the error is raised
+        release.wait(0.3)  # the other stream is busy while the error is raised (10 items start only if the
+        # error went unseen for over a second)
 
     with pytest.raises(OSError, match="No space left"):
         staging._in_parallel(work, 100, 2)
