@@ -193,19 +193,20 @@ def arm_on(persistent: Path, scratch: Path | None, study="t", **staging_options)
 
 
 def test_full_persistent_tier_fails_stage_out_with_the_os_error_then_rerun_succeeds(tmp_path):
-    with tmpfs(tmp_path / "lustre", "96m") as lustre:
+    with tmpfs(tmp_path / "lustre", "16m") as lustre:
         settings = arm_on(lustre, tmp_path / "scratch")
-        run_coldstart(settings, tmp_path / "c.jsonl", tmp_path / "c.json")
+        # prep, the cheapest staged step: stages in the dumps, stages out its three files (16, 2.4 and 1.7 kB)
+        run_arrival(settings, "2026010106", "dump", tmp_path / "d.jsonl", tmp_path / "d.json")
         filler = lustre / "filler"
         free = os.statvfs(lustre).f_bavail * os.statvfs(lustre).f_frsize
-        filler.write_bytes(b"\0" * (free - 2 * 2**20))  # leave 2 MiB: less than the forecast writes
+        filler.write_bytes(b"\0" * (free - 8 * 1024))  # leave 8 KiB: less than the prepbufr file alone
         with pytest.raises(StagingError, match=r"copy .* failed: \[Errno 28\] No space left on device"):
-            run_step(settings, "2026010100", "fcst", tmp_path / "r.jsonl", tmp_path / "m.json")
+            run_step(settings, "2026010106", "prep", tmp_path / "r.jsonl", tmp_path / "m.json")
         assert not (tmp_path / "m.json").exists() and not (tmp_path / "r.jsonl").exists()
         assert no_temporaries(lustre)
         assert not list((tmp_path / "scratch").rglob(".job.*")), "the failed attempt's scratch folder is left"
         filler.unlink()
-        manifest = run_step(settings, "2026010100", "fcst", tmp_path / "r.jsonl", tmp_path / "m.json")
+        manifest = run_step(settings, "2026010106", "prep", tmp_path / "r.jsonl", tmp_path / "m.json")
         root = Path(manifest["root"])
         assert all((root / o["path"]).stat().st_size == o["bytes"] for o in manifest["outputs"])
         assert all(file_checksum(root / o["path"]) == o["xxh3_64"] for o in manifest["outputs"])
