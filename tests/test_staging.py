@@ -315,9 +315,9 @@ def test_granularity_sweep_makes_one_arm_per_tier_and_granularity(repo):
     assert study.arms["shm_per_cycle"].granularity == "cycle" and study.arms["lustre"].granularity == "step"
 
 
-def test_per_cycle_job_stages_only_external_inputs_and_all_outputs(tmp_path):
+def test_per_cycle_job_stages_only_external_inputs_and_all_outputs(tmp_path, lay_cold_start):
     settings = arm_on(tmp_path / "lustre", tmp_path / "scratch")
-    run_coldstart(settings, tmp_path / "c.jsonl", tmp_path / "c.json")
+    lay_cold_start(settings)
     run_step(settings, "2026010100", "cycle", tmp_path / "r0.jsonl", tmp_path / "m0.json")
     run_arrival(settings, "2026010106", "dump", tmp_path / "d.jsonl", tmp_path / "d.json")
     manifest = run_step(settings, "2026010106", "cycle", tmp_path / "r.jsonl", tmp_path / "m.json")
@@ -414,14 +414,14 @@ def test_parallel_streams_stop_taking_work_after_the_first_error():
     assert len(started) < 10  # the remaining items were never started
 
 
-def test_a_full_tier_fails_every_write_path_naming_enospc_and_the_file(tmp_path):
+def test_a_full_tier_fails_every_write_path_naming_enospc_and_the_file(tmp_path, lay_cold_start):
     from cycleio.surrogates.grid import Grid
     from cycleio.surrogates.inventory import coldstart_files
     from cycleio.surrogates.ncfiles import WriteContext, write_file
 
     with tmpfs(tmp_path / "lustre", "64m") as lustre:
         settings = arm_on(lustre, None)  # the baseline: steps write straight onto the tier
-        run_coldstart(settings, tmp_path / "c.jsonl", tmp_path / "c.json")
+        lay_cold_start(settings)
         free = os.statvfs(lustre).f_bavail * os.statvfs(lustre).f_frsize
         (lustre / "filler").write_bytes(b"\0" * (free - 2 * 2**20))
         # the MPI forecast: its ranks' files, and their error files, are on the full tier
