@@ -57,6 +57,38 @@ def with_changes(config: dict, **changes) -> dict:
     return out
 
 
+# ------------------------------------------------------------------------------------------------ cold starts
+
+
+@pytest.fixture(scope="session")
+def lay_cold_start(tmp_path_factory):
+    """A function laying an arm's cold start (initial conditions and bias files) onto its persistent tier.
+
+    Each distinct cold start (seed, grid, start, compression) is written once a session by run_coldstart and
+    copied after: for tests of the jobs that follow it. Tests of the cold-start job itself run it.
+    """
+    import dataclasses
+    import shutil
+
+    from cycleio.storage.tiers import Tier
+    from cycleio.surrogates.jobs import run_coldstart
+
+    written: dict[tuple, Path] = {}
+
+    def lay(settings) -> None:
+        key = (settings.seed, settings.resolution, settings.levels, settings.start, settings.compression)
+        if key not in written:
+            base = tmp_path_factory.mktemp("cold-start")
+            once = dataclasses.replace(settings, study="cold", arm="start",
+                                       persistent=Tier("cold", "posix", str(base / "tier")))
+            run_coldstart(once, base / "records.jsonl", base / "manifest.json")
+            written[key] = base / "tier" / "cold" / "start"
+        shutil.copytree(written[key], Path(settings.persistent.path) / settings.study / settings.arm,
+                        dirs_exist_ok=True)
+
+    return lay
+
+
 # ------------------------------------------------------------------------------------------------ figures
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -115,10 +113,11 @@ def test_grib2_products_decode_and_their_index_points_at_each_message(tmp_path):
             eccodes.codes_release(message)
 
 
-def test_inventory_command_prints_each_step_with_sizes():
-    result = subprocess.run([sys.executable, "-m", "cycleio", "inventory", "--resolution", "C768"],
-                            capture_output=True, text=True, check=True)
-    text = result.stdout
+def test_inventory_command_prints_each_step_with_sizes(capsys):
+    from cycleio.cli import main  # in this process: test_cli_parse runs `python -m cycleio` as a program
+
+    assert main(["inventory", "--resolution", "C768"]) == 0
+    text = capsys.readouterr().out
     assert "C768 L127" in text
     assert re.search(r"fcst: 126 files, 2\d\d\.\d\d GiB", text)
     assert re.search(r"4 x atm_history\s+6\d\d\d\.\d MiB\s+e\.g\. gdas\.t06z\.atmf000\.nc", text)

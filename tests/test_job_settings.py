@@ -89,7 +89,8 @@ def test_every_job_reads_only_the_settings_its_rule_passes(tmp_path):
     tiny = ForecastSettings(obs_scale=(12 / 768) ** 2, pgrb2_fields=6, sflux_fields=3, product_grids=("1p00",),
                             restart_hours=(6,))
     arm = ArmSettings(study="t", arm="shm", start=C0, seed=7, resolution="C12", levels=4, persistent=lustre,
-                      scratch=shm, forecast=tiny, step_compute_seconds={"prep": 0.01})
+                      scratch=shm, forecast=tiny, step_compute_seconds={"prep": 0.01},
+                      write_component={"ranks": 1})  # the forecast's MPI program on one rank: settings read alike
     runs = [
         ("coldstart", lambda s: run_coldstart(s, tmp_path / "r", tmp_path / "m")),
         ("fcst", lambda s: run_step(s, C0, "fcst", tmp_path / "r", tmp_path / "m")),

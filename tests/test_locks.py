@@ -11,6 +11,9 @@ import pytest
 
 from cycleio.workflow.locks import live_processes, lock_files, remove_stale_lock
 
+# Starts real Snakemake runs (a few seconds each): with the end-to-end tests, in `make test`, not `make test-fast`.
+pytestmark = pytest.mark.e2e
+
 SNAKEFILE = """
 rule all:
     input: "slow.txt"

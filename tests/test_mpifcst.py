@@ -29,10 +29,10 @@ from cycleio.surrogates.inventory import ForecastSettings, step_io
 from cycleio.surrogates.forecast.layout import ForecastError, Layout, row_bounds, tile_blocks, tile_owner
 from cycleio.surrogates.forecast.launcher import run_forecast_mpi
 from cycleio.surrogates.forecast.plan import file_plan, hour_groups
-from cycleio.surrogates.kinds import Compression
+from cycleio.surrogates.kinds import TILE_LAYOUTS, Compression
 from cycleio.surrogates.ncfiles import WriteContext, write_file
 from cycleio.storage.tiers import Tier
-from cycleio.report.writefigures import WRITER_OPS, write_strategy_figure, write_times
+from cycleio.report.writefigures import write_strategy_figure, write_times
 
 CYCLE = "2026010106"
 START = "2026010100"
@@ -70,6 +70,13 @@ def fcst_writes():
     return step_io("fcst", CYCLE, START, FORECAST).writes
 
 
+def sampled_writes():
+    """The forecast's files with tile 1 of each restart kind, but all six tiles of fv_core.res: with fewer than six
+    compute ranks every tile is split alike (tile_blocks), so the other tiles add files, not cases."""
+    return [spec for spec in fcst_writes()
+            if spec.kind not in TILE_LAYOUTS or spec.kind == "fv_core.res" or ".tile1." in spec.path]
+
+
 def run(arm: ArmSettings, root: Path, writes=None, fail_rank: int | None = None) -> list[dict]:
     return run_forecast_mpi(arm, CYCLE, root, fcst_writes() if writes is None else writes, context(arm),
                             timeout=TIMEOUT_S, label="[test]", fail_rank=fail_rank)
@@ -94,7 +101,7 @@ def reference(tmp_path_factory):
     root = tmp_path_factory.mktemp("reference")
     arm = settings("serial")
     ctx = context(arm)
-    for spec in fcst_writes():
+    for spec in sampled_writes():
         write_file(root / spec.path, spec, ctx)
     return root
 
@@ -164,7 +171,7 @@ def test_a_missing_launcher_is_named(workdir):
 ])
 def test_every_strategy_writes_the_same_data_and_its_records(mpiexec, reference, workdir, strategy, ranks, extra):
     arm = settings(strategy, ranks, **extra)
-    records = run(arm, workdir)
+    records = run(arm, workdir, sampled_writes())
     assert_same_files(reference, workdir)  # no pieces, temporaries or spec files left behind either
 
     layout = Layout.from_settings(strategy, arm.write_component)
@@ -180,7 +187,7 @@ def test_every_strategy_writes_the_same_data_and_its_records(mpiexec, reference,
     assert {r["rank"] for r in by_op["generate"]} == set(range(ranks))
 
     written = {r["file"] for r in by_op["write"] + by_op["combine"]}
-    assert written >= {spec.path for spec in fcst_writes()}
+    assert written >= {spec.path for spec in sampled_writes()}
     writers = {r["rank"] for r in by_op["write"]}
     if strategy == "quilt":
         assert writers == set(range(ranks, layout.ntasks)), "only the write-group ranks write"
@@ -224,46 +231,39 @@ def test_each_files_record_counts_its_own_bytes_and_transfers(mpiexec, workdir, 
 @pytest.mark.tool
 @pytest.mark.timeout(120)
 def test_quilt_hides_the_writes_and_serial_waits_for_them(mpiexec, workdir):
-    """Compute per output hour (3 x 0.25 s) is longer than an hour's writes: the write group keeps up.
+    """Quilt's compute ranks go on computing while the writer writes the hour they handed over; serial's wait.
 
-    The first output hour comes before any compute: there the compute ranks of both strategies wait until every
-    rank has started, a skew that on oversubscribed cores (3 ranks on 2 here) can reach tenths of a second and
-    says nothing of hiding writes. The claims are made over the sum of the hours after compute: quilt's compute
-    ranks wait less than half of what serial's wait for the same writes, and less than half of what quilt's
-    writers spend writing (a quilt that made its compute ranks wait for the writes would fail both). An hour's
-    compute that ends late shows the ranks were kept off the cores; that lateness is allowed on top.
+    Told by the order of events, not by comparing durations (on oversubscribed cores, 3 ranks on 2 here, a
+    rank kept off a core for tenths of a second upsets any tight bound on seconds). For each output hour
+    followed by compute: quilt's writer is still writing the hour (its last file's storage I/O ends) after
+    every compute rank has begun the next hour's compute; serial's rank 0 has written the hour before any
+    compute rank begins it. The serial order is causal (the compute ranks pass a barrier after the writes).
+    A quilt whose hand-off waited for the writes would break its order causally too; a correct one keeps it
+    by the time the writer takes for an hour's files (about a tenth of a second at 32 levels, here), while
+    a compute rank begins computing as soon as its hand-off returns.
     """
-    compute_s, hour_s = 0.25, 0.25 * 3
-    totals = {}
-    for strategy in ("quilt", "serial"):
-        root = workdir / strategy
-        records = run(settings(strategy, ranks=2, levels=4, compute_s=compute_s), root)
-        per_hour = defaultdict(float)  # output hour: the longest any compute rank was kept from computing
-        for r in records:
-            if r["op"] == "write_effective":
-                per_hour[r["file"]] = max(per_hour[r["file"]], r["seconds"])
-        first = min(per_hour)
-        assert sorted(per_hour) == ["f000", "f003", "f006"] and first == "f000"
-        busy = defaultdict(float)  # the writer ranks' storage I/O and the library's work for it
-        for r in records:
-            if r["op"] in WRITER_OPS:
-                busy[r["rank"]] += r["seconds"]
-        computes = defaultdict(list)  # per rank, each hour's compute in order
+    history = [spec for spec in fcst_writes() if spec.kind in ("atm_history", "sfc_history")]
+    files_per_hour = [len(specs) for _, specs in hour_groups(history)]
+    assert files_per_hour == [2, 2, 2]
+    for strategy, writer in (("quilt", 2), ("serial", 0)):
+        records = run(settings(strategy, ranks=2, levels=32, compute_s=0.1), workdir / strategy, history)
+        writes = sorted((r for r in records if r["op"] == "write"), key=lambda r: r["t_start"])
+        assert {r["rank"] for r in writes} == {writer} and len(writes) == sum(files_per_hour)
+        hour_written = []  # when the writer's writes of each output hour ended (at least)
+        for first, count in zip(np.cumsum([0, *files_per_hour[:-1]]), files_per_hour):
+            hour_written.append(max(r["t_start"] + r["seconds"] for r in writes[first:first + count]))
+        compute_begins = defaultdict(list)  # per compute rank, when each hour's compute began
         for r in sorted(records, key=lambda r: r["t_start"]):
             if r["op"] == "compute":
-                computes[r["rank"]].append(r["seconds"])
-        assert all(len(hours) == 2 for hours in computes.values()), computes
-        late = sum(max(max(hours) - hour_s, 0.0) for hours in zip(*computes.values()))
-        totals[strategy] = {"all": sum(per_hour.values()), "after_compute": sum(per_hour.values()) - per_hour[first],
-                            "actual": max(busy.values()), "late": late,
-                            "final": sum(r["seconds"] for r in records if r["op"] == "write_final")}
-    quilt, serial = totals["quilt"], totals["serial"]
-    margin = quilt["late"] + serial["late"]
-    assert quilt["actual"] > 0 and serial["after_compute"] > 0, totals
-    assert quilt["after_compute"] < 0.5 * serial["after_compute"] + margin, totals
-    assert quilt["after_compute"] < 0.5 * quilt["actual"] + margin, totals
-    assert serial["all"] >= serial["actual"], totals  # rank 1 waits while rank 0 gathers and writes
-    assert serial["final"] > 0
+                compute_begins[r["rank"]].append(r["t_start"])
+        assert sorted(compute_begins) == [0, 1] and all(len(b) == 2 for b in compute_begins.values())
+        for hour in range(2):  # f000 and f003: each followed by the compute towards the next output hour
+            begins = [b[hour] for b in compute_begins.values()]
+            if strategy == "quilt":
+                assert hour_written[hour] > max(begins), (hour, hour_written, compute_begins)
+            else:
+                assert hour_written[hour] <= min(begins), (hour, hour_written, compute_begins)
+        assert sum(r["seconds"] for r in records if r["op"] == "write_final") > 0
 
 
 @pytest.mark.tool
@@ -294,9 +294,10 @@ def test_a_forecast_past_its_timeout_is_stopped_with_its_ranks(mpiexec, workdir)
     arm = settings("quilt", ranks=2, compute_s=10.0)  # 30 s of compute before the second output hour
     with pytest.raises(ForecastError, match="did not finish within 3 s"):
         run_forecast_mpi(arm, CYCLE, workdir, fcst_writes(), context(arm), timeout=3, label="[test]")
-    time.sleep(1.0)
-    left = [p for p in psutil.process_iter(["cmdline"]) if str(workdir) in " ".join(p.info["cmdline"] or [])]
-    assert not left, f"ranks left running: {left}"
+    deadline = time.monotonic() + 1.0  # the killed ranks are gone within a second
+    while left := [p for p in psutil.process_iter(["cmdline"]) if str(workdir) in " ".join(p.info["cmdline"] or [])]:
+        assert time.monotonic() < deadline, f"ranks left running: {left}"
+        time.sleep(0.05)
 
 
 # ---------------------------------------------------------------- the figure (from tables)
@@ -349,5 +350,7 @@ def test_write_strategy_figure_says_when_no_forecast_has_mpi_records(tmp_path, d
     out = tmp_path / "none.png"
     write_strategy_figure(table, out, "test")
     assert_png_drawn(out, (13, 0.9 * 3 + 3.2), min_inked=0.001)
-    assert [t.get_text() for ax in drawn_figures[0].axes for t in ax.texts] == [
+    (fig,) = drawn_figures
+    assert_axes_carry_data(fig)  # every panel says there is nothing to show
+    assert [t.get_text() for ax in fig.axes for t in ax.texts] == [
         "no forecast written by the MPI program"] * 2

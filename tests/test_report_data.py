@@ -438,5 +438,7 @@ def test_benchmark_figures_say_when_a_benchmark_is_missing(bench, tmp_path, draw
     fieldio_figure(replays, tmp_path / "f.png", "fx")
     assert_png_drawn(tmp_path / "s.png", (17, 5.2), min_inked=0.001)
     assert_png_drawn(tmp_path / "f.png", (8, 4), min_inked=0.001)
+    for fig in drawn_figures:
+        assert_axes_carry_data(fig)  # every panel says there is nothing to show
     said = [t.get_text() for fig in drawn_figures for ax in fig.axes for t in ax.texts]
     assert said == ["no write benchmark", "no read benchmark", "no metadata benchmark", "no field-I/O benchmark"]

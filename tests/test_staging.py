@@ -29,8 +29,13 @@ from cycleio.storage.staging import StagingError, StagingFaults, StagingOptions,
 from cycleio.storage.tiers import Tier, TierError
 
 
-# Observations and products scaled down to the C12 grid, as the smoke study does.
-TINY = ForecastSettings(obs_scale=(12 / 768) ** 2, pgrb2_fields=6, sflux_fields=3, product_grids=("1p00",))
+# Observations and products scaled down to the C12 grid, as the smoke study does, and one restart set: the one
+# the next cycle's forecast reads.
+TINY = ForecastSettings(obs_scale=(12 / 768) ** 2, pgrb2_fields=6, sflux_fields=3, product_grids=("1p00",),
+                        restart_hours=(6,))
+# The forecast's MPI program on one rank: staging does not depend on how the forecast is decomposed
+# (tests/test_mpifcst.py runs the decompositions).
+ONE_RANK = {"ranks": 1}
 
 
 @pytest.fixture
@@ -192,23 +197,24 @@ def arm_on(persistent: Path, scratch: Path | None, study="t", **staging_options)
     scratch_tier = Tier("shm", "memory", str(scratch), persistent=False, shared=False) if scratch else lustre
     return ArmSettings(study=study, arm=scratch_tier.name, start="2026010100", seed=3, resolution="C12", levels=4,
                        persistent=lustre, scratch=scratch_tier, staging=StagingSettings(**staging_options),
-                       forecast=TINY)
+                       forecast=TINY, write_component=ONE_RANK)
 
 
 def test_full_persistent_tier_fails_stage_out_with_the_os_error_then_rerun_succeeds(tmp_path):
-    with tmpfs(tmp_path / "lustre", "96m") as lustre:
+    with tmpfs(tmp_path / "lustre", "16m") as lustre:
         settings = arm_on(lustre, tmp_path / "scratch")
-        run_coldstart(settings, tmp_path / "c.jsonl", tmp_path / "c.json")
+        # prep, the cheapest staged step: stages in the dumps, stages out its three files (16, 2.4 and 1.7 kB)
+        run_arrival(settings, "2026010106", "dump", tmp_path / "d.jsonl", tmp_path / "d.json")
         filler = lustre / "filler"
         free = os.statvfs(lustre).f_bavail * os.statvfs(lustre).f_frsize
-        filler.write_bytes(b"\0" * (free - 2 * 2**20))  # leave 2 MiB: less than the forecast writes
+        filler.write_bytes(b"\0" * (free - 8 * 1024))  # leave 8 KiB: less than the prepbufr file alone
         with pytest.raises(StagingError, match=r"copy .* failed: \[Errno 28\] No space left on device"):
-            run_step(settings, "2026010100", "fcst", tmp_path / "r.jsonl", tmp_path / "m.json")
+            run_step(settings, "2026010106", "prep", tmp_path / "r.jsonl", tmp_path / "m.json")
         assert not (tmp_path / "m.json").exists() and not (tmp_path / "r.jsonl").exists()
         assert no_temporaries(lustre)
         assert not list((tmp_path / "scratch").rglob(".job.*")), "the failed attempt's scratch folder is left"
         filler.unlink()
-        manifest = run_step(settings, "2026010100", "fcst", tmp_path / "r.jsonl", tmp_path / "m.json")
+        manifest = run_step(settings, "2026010106", "prep", tmp_path / "r.jsonl", tmp_path / "m.json")
         root = Path(manifest["root"])
         assert all((root / o["path"]).stat().st_size == o["bytes"] for o in manifest["outputs"])
         assert all(file_checksum(root / o["path"]) == o["xxh3_64"] for o in manifest["outputs"])
@@ -317,9 +323,9 @@ def test_granularity_sweep_makes_one_arm_per_tier_and_granularity(repo):
     assert study.arms["shm_per_cycle"].granularity == "cycle" and study.arms["lustre"].granularity == "step"
 
 
-def test_per_cycle_job_stages_only_external_inputs_and_all_outputs(tmp_path):
+def test_per_cycle_job_stages_only_external_inputs_and_all_outputs(tmp_path, lay_cold_start):
     settings = arm_on(tmp_path / "lustre", tmp_path / "scratch")
-    run_coldstart(settings, tmp_path / "c.jsonl", tmp_path / "c.json")
+    lay_cold_start(settings)
     run_step(settings, "2026010100", "cycle", tmp_path / "r0.jsonl", tmp_path / "m0.json")
     run_arrival(settings, "2026010106", "dump", tmp_path / "d.jsonl", tmp_path / "d.json")
     manifest = run_step(settings, "2026010106", "cycle", tmp_path / "r.jsonl", tmp_path / "m.json")
@@ -338,8 +344,10 @@ def test_dropping_caches_marks_reads_as_from_storage(tmp_path):
             pytest.fail("CI=true and not root: cannot drop the page cache")
         pytest.skip("dropping the page cache needs root")
     settings = arm_on(tmp_path / "lustre", None, drop_caches=True)
-    run_coldstart(settings, tmp_path / "c.jsonl", tmp_path / "c.json")
-    run_step(settings, "2026010100", "fcst", tmp_path / "r.jsonl", tmp_path / "m.json")
+    # prep reads the dumps just written (in the page cache): the cheapest step with reads, and every step's
+    # reads go through the same reader after the same drop
+    run_arrival(settings, "2026010106", "dump", tmp_path / "d.jsonl", tmp_path / "d.json")
+    run_step(settings, "2026010106", "prep", tmp_path / "r.jsonl", tmp_path / "m.json")
     reads = [r for r in read_records(tmp_path / "r.jsonl") if r["op"] == "read"]
     assert reads and not any(r["cache_risk"] for r in reads)
     assert all(r["cached_fraction"] == 0.0 for r in reads)  # and the records measured that they were
@@ -374,12 +382,13 @@ def test_temporaries_left_by_a_killed_copy_are_removed_when_the_files_are_copied
 
 def test_a_baseline_step_rerun_removes_the_temporaries_of_its_killed_attempt(tmp_path):
     settings = arm_on(tmp_path / "lustre", None)
-    run_coldstart(settings, tmp_path / "c.jsonl", tmp_path / "c.json")
-    manifest = run_step(settings, "2026010100", "fcst", tmp_path / "r.jsonl", tmp_path / "m.json")
+    # run_step sweeps the outputs' temporaries before any step runs: prep, the cheapest step, shows it
+    run_arrival(settings, "2026010106", "dump", tmp_path / "d.jsonl", tmp_path / "d.json")
+    manifest = run_step(settings, "2026010106", "prep", tmp_path / "r.jsonl", tmp_path / "m.json")
     output = Path(manifest["root"]) / manifest["outputs"][0]["path"]
     stale = output.with_name(f".{output.name}.tmp-999999")  # as a killed writer leaves it
     stale.write_bytes(b"half a file")
-    run_step(settings, "2026010100", "fcst", tmp_path / "r2.jsonl", tmp_path / "m2.json")
+    run_step(settings, "2026010106", "prep", tmp_path / "r2.jsonl", tmp_path / "m2.json")
     assert not stale.exists() and output.exists()
 
 
@@ -405,21 +414,22 @@ def test_parallel_streams_stop_taking_work_after_the_first_error():
             started.append(index)
         if index == 0:
             raise OSError(28, "No space left on device")
-        release.wait(1)  # the other stream is busy while the error is raised
+        release.wait(0.3)  # the other stream is busy while the error is raised (10 items start only if the
+        # error went unseen for over a second)
 
     with pytest.raises(OSError, match="No space left"):
         staging._in_parallel(work, 100, 2)
     assert len(started) < 10  # the remaining items were never started
 
 
-def test_a_full_tier_fails_every_write_path_naming_enospc_and_the_file(tmp_path):
+def test_a_full_tier_fails_every_write_path_naming_enospc_and_the_file(tmp_path, lay_cold_start):
     from cycleio.surrogates.grid import Grid
     from cycleio.surrogates.inventory import coldstart_files
     from cycleio.surrogates.ncfiles import WriteContext, write_file
 
     with tmpfs(tmp_path / "lustre", "64m") as lustre:
         settings = arm_on(lustre, None)  # the baseline: steps write straight onto the tier
-        run_coldstart(settings, tmp_path / "c.jsonl", tmp_path / "c.json")
+        lay_cold_start(settings)
         free = os.statvfs(lustre).f_bavail * os.statvfs(lustre).f_frsize
         (lustre / "filler").write_bytes(b"\0" * (free - 2 * 2**20))
         # the MPI forecast: its ranks' files, and their error files, are on the full tier

@@ -11,7 +11,7 @@ from conftest import require_tool
 from cycleio.config.settings import ArmSettings
 from cycleio.surrogates.grid import Grid
 from cycleio.surrogates.inventory import ForecastSettings, FileSpec, step_io
-from cycleio.surrogates.jobs import StepError, run_arrival, run_coldstart, run_step
+from cycleio.surrogates.jobs import StepError, run_arrival, run_step
 from cycleio.surrogates.ncfiles import WriteContext, write_file
 from cycleio.storage.tiers import Tier
 
@@ -19,9 +19,11 @@ from cycleio.storage.tiers import Tier
 def arm(tmp_path, scratch="lustre", study="t") -> ArmSettings:
     lustre = Tier("lustre", "lustre", str(tmp_path / "lustre"))
     tiers = {"lustre": lustre, "shm": Tier("shm", "memory", str(tmp_path / "shm"), persistent=False, shared=False)}
-    tiny = ForecastSettings(obs_scale=(12 / 768) ** 2, pgrb2_fields=6, sflux_fields=3, product_grids=("1p00",))
+    tiny = ForecastSettings(obs_scale=(12 / 768) ** 2, pgrb2_fields=6, sflux_fields=3, product_grids=("1p00",),
+                            restart_hours=(6,))
     return ArmSettings(study=study, arm=scratch, start="2026010100", seed=7, resolution="C12", levels=4,
-                       persistent=lustre, scratch=tiers[scratch], forecast=tiny)
+                       persistent=lustre, scratch=tiers[scratch], forecast=tiny,
+                       write_component={"ranks": 1})  # one MPI rank: the decompositions are test_mpifcst's
 
 
 def test_history_file_is_cf_netcdf4_on_the_gaussian_grid(tmp_path):
@@ -67,9 +69,9 @@ def test_step_inventories_use_gdas_names():
     assert "gdas.20260101/00/model/atmos/history/gdas.t00z.atmf003.nc" in [s.path for s in anal.reads]
 
 
-def test_anal_without_previous_forecast_names_the_missing_background_file(tmp_path):
+def test_anal_without_previous_forecast_names_the_missing_background_file(tmp_path, lay_cold_start):
     settings = arm(tmp_path)
-    run_coldstart(settings, tmp_path / "c.jsonl", tmp_path / "c.json")
+    lay_cold_start(settings)
     run_arrival(settings, "2026010106", "dump", tmp_path / "d.jsonl", tmp_path / "d.json")
     run_step(settings, "2026010106", "prep", tmp_path / "p.jsonl", tmp_path / "p.json")
     with pytest.raises(StepError, match=r"anal\] missing input on the persistent tier: "
@@ -78,9 +80,9 @@ def test_anal_without_previous_forecast_names_the_missing_background_file(tmp_pa
     assert not (tmp_path / "m.json").exists()
 
 
-def test_staged_half_cycle_lands_verified_outputs_and_cleans_scratch(tmp_path):
+def test_staged_half_cycle_lands_verified_outputs_and_cleans_scratch(tmp_path, lay_cold_start):
     settings = arm(tmp_path, scratch="shm")
-    run_coldstart(settings, tmp_path / "c.jsonl", tmp_path / "c.json")
+    lay_cold_start(settings)
     manifest = run_step(settings, "2026010100", "fcst", tmp_path / "r.jsonl", tmp_path / "m.json")
     root = tmp_path / "lustre" / "t" / "shm"
     assert manifest == json.loads((tmp_path / "m.json").read_text())

@@ -377,7 +377,7 @@ def test_bench_cli_tables_and_figures(tmp_path, shm_dir, default_config, drawn_f
                      tiers={"disk": {"kind": "posix", "path": str(tmp_path / "disk")},
                             "shm": {"kind": "memory", "path": str(shm_dir)}},
                      persistent_tier="disk", scratch_tiers=["disk", "shm"],
-                     benchmarks__tasks=[1, 2], benchmarks__repetitions=1, benchmarks__io_patterns=["easy"],
+                     benchmarks__tasks=[1], benchmarks__repetitions=1, benchmarks__io_patterns=["easy"],
                      benchmarks__metadata_patterns=["easy"],
                      benchmarks__patterns__easy={"transfer_size": "1m", "block_size": "2m"},
                      benchmarks__metadata__easy={"files_per_task": 20, "tasks": [1]},

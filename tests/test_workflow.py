@@ -122,24 +122,31 @@ def test_real_outputs_match_the_study_inventory(smoke):
 
 
 def test_figures_show_the_tables(smoke, tmp_path, drawn_figures):
-    """Every figure of the study is a PNG with something drawn; the throughput figure, drawn again here from the
-    study's tables, has a bar per arm and activity with the table's MiB/s."""
-    from cycleio.report.figures import ACTIVITY_ORDER, throughput_figure
+    """Every figure of the study is a PNG with something drawn, of the size of its figure drawn again here from the
+    study's tables by the commands the rules run; every axes of those carries data, and the throughput figure has a
+    bar per arm and activity with the table's MiB/s."""
+    from cycleio.cli import main
+    from cycleio.report.figures import ACTIVITY_ORDER
 
     _, workdir = smoke
-    figures = workdir / "results/smoke/figures"
-    assert sorted(p.name for p in figures.glob("*.png")) == [
-        "benchmark_scaling.png", "fieldio_vs_ior.png", "throughput_by_arm_and_phase.png", "write_strategies.png"]
-    for png in figures.glob("*.png"):
-        assert_png_drawn(png, (13, 5) if png.name == "throughput_by_arm_and_phase.png" else None)
-    tables = workdir / "results/smoke/tables"
+    figures, tables = workdir / "results/smoke/figures", workdir / "results/smoke/tables"
+    names = ["throughput_by_arm_and_phase.png", "write_strategies.png", "benchmark_scaling.png", "fieldio_vs_ior.png"]
+    assert sorted(p.name for p in figures.glob("*.png")) == sorted(names)
+    again = {name: str(tmp_path / name) for name in names}
+    assert main(["figures", "--summary", str(tables / "step_summary.csv"),
+                 "--throughput", str(tables / "phase_throughput.csv"), "--out", again[names[0]]]) == 0
+    assert main(["write-figure", "--events", str(tables / "io_events.parquet"),
+                 "--summary", str(tables / "step_summary.csv"), "--out", again[names[1]]]) == 0
+    assert main(["bench-figures", "--table", str(tables / "benchmarks.csv"), "--scaling", again[names[2]],
+                 "--fieldio", again[names[3]]]) == 0
+    assert len(drawn_figures) == len(names)
+    drawn = dict(zip(names, drawn_figures))
+    for name, fig in drawn.items():
+        assert_png_drawn(figures / name, tuple(fig.get_size_inches()))
+        assert_axes_carry_data(fig)
     throughput = pd.read_csv(tables / "phase_throughput.csv")
-    throughput_figure(throughput, pd.read_csv(tables / "step_summary.csv", dtype={"cycle": str}),
-                      tmp_path / "again.png", "smoke")
-    (fig,) = drawn_figures
-    assert_axes_carry_data(fig)
     shown = throughput[throughput["activity"].isin(ACTIVITY_ORDER)]
-    assert sorted(bar_sizes(fig.axes[0])) == pytest.approx(sorted(shown["MiB_per_s"]))
+    assert sorted(bar_sizes(drawn[names[0]].axes[0])) == pytest.approx(sorted(shown["MiB_per_s"]))
 
 
 def test_rerun_does_nothing_and_a_deleted_manifest_reruns_only_it_and_dependants(smoke):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 from .grid import Grid
 from .inventory import FileSpec
@@ -151,6 +152,18 @@ def _tile_variable_values(shape: str, n: int, levels: int) -> int:
             "soil": SOIL_LEVELS * n * n}[shape]
 
 
+# A study's preflight sizes every file of every cycle (a month: 130,000 files at DAG time): the sums over
+# a kind's variables are made once per grid.
+@lru_cache(maxsize=None)
+def _tile_data_bytes(kind: str, n: int, levels: int) -> int:
+    return 8 * sum(_tile_variable_values(shape, n, levels) for _, shape in TILE_LAYOUTS[kind])
+
+
+@lru_cache(maxsize=None)
+def _grib_messages(kind: str, count: int | None) -> int:
+    return len(grib_fields(kind, count))
+
+
 def expected_bytes(spec: FileSpec, grid: Grid, compression: Compression = Compression()) -> int:
     """The size a file of the inventory will have: near exact for raw data, an estimate when compressed."""
     n, nx, ny, levels = grid.n, grid.nx, grid.ny, grid.levels
@@ -158,13 +171,13 @@ def expected_bytes(spec: FileSpec, grid: Grid, compression: Compression = Compre
     history = compressed_history_fraction(n, spec.kind) if compression.zlib_level > 0 else 1.0
     if spec.kind in TILE_LAYOUTS:
         layout = TILE_LAYOUTS[spec.kind]
-        data, variables, coordinates = 8 * sum(_tile_variable_values(shape, n, levels) for _, shape in layout), len(layout), 6
+        data, variables, coordinates = _tile_data_bytes(spec.kind, n, levels), len(layout), 6
     elif spec.kind in ("grib_master", "grib_sflux", "grib_pgrb2"):
         ni, nj = grib_shape(spec, grid)
-        messages = len(grib_fields(spec.kind, spec.param("fields")))
+        messages = _grib_messages(spec.kind, spec.param("fields"))
         return messages * (GRIB_MESSAGE_OVERHEAD_BYTES + -(-ni * nj * GRIB_BITS_PER_VALUE // 8))
     elif spec.kind == "grib_index":
-        return len(grib_fields("grib_pgrb2", spec.param("fields"))) * 48
+        return _grib_messages("grib_pgrb2", spec.param("fields")) * 48
     else:
         data, variables, coordinates = {  # kind: (data bytes, data variables, coordinate variables)
             "atm_history": ((len(ATM_3D) * levels + len(ATM_2D)) * plane * history, len(ATM_3D) + len(ATM_2D), 4),
