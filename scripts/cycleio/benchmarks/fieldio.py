@@ -27,6 +27,7 @@ file (the raw output, with each operation's latency), parsed by
 from __future__ import annotations
 
 import json
+import contextlib
 import logging
 import os
 import re
@@ -282,13 +283,21 @@ def rank_main(args) -> int:
                   args.repetitions, Path(args.out))
     except BaseException as err:  # noqa: BLE001 - one failed rank must not leave the others at a barrier
         traceback.print_exc(file=sys.stderr)
-        print(f"cycleio fieldio: error: task {_rank()}: {err}", file=sys.stderr, flush=True)
+        message = f"cycleio fieldio: error: task {_rank()}: {err}"
+        print(message, file=sys.stderr, flush=True)
+        # also in a file: the launcher may stop forwarding the ranks' output once one aborts
+        with contextlib.suppress(OSError):
+            rank_error_file(Path(args.out), _rank()).write_text(message + "\n")
         from mpi4py import MPI
 
         if MPI.COMM_WORLD.Get_size() > 1:
             MPI.COMM_WORLD.Abort(1)
         return 1
     return 0
+
+
+def rank_error_file(out: Path, rank: int) -> Path:
+    return out.with_name(f"{out.name}.rank{rank}.error.txt")
 
 
 def rank_command(launcher: list[str], directory: Path, patterns, layouts, fields: int, field_bytes: int,
@@ -315,7 +324,8 @@ def run_fieldio(directory: Path, spec, tasks: int, repetitions: int, launcher: s
     calls = 2 * tasks * spec.fields_per_task * len(spec.patterns) * len(spec.layouts) * repetitions  # writes, reads
     run = run_tool("field I/O", argv, raw_dir, name, time_limit(calls * spec.field_size_bytes, calls), env=env)
     if run.returncode != 0:
-        raise tool_failure("field I/O", run)
+        errors = sorted(out.parent.glob(rank_error_file(out, 0).name.replace(".rank0.", ".rank*.")))
+        raise tool_failure("field I/O", run, output=errors[0] if errors else None)
     try:
         rows = parse_fieldio_json(out)
     except BenchmarkOutputError as err:
