@@ -9,7 +9,7 @@ import shutil
 import socket
 from pathlib import Path
 
-from ..storage.tiers import Tier, apply_striping, check_writable, filesystem_type, free_bytes
+from ..storage.tiers import Tier, apply_striping, filesystem_type, free_bytes
 from .common import COLUMNS, BenchmarkError
 from .rows import MiB
 from .specs import PointSettings
@@ -30,8 +30,7 @@ class TierSite:
 
     def __init__(self, tier: Tier, study: str, label: str):
         self.tier = tier
-        self.base = tier.resolve(study)
-        check_writable(tier.name, self.base)
+        self.base = tier.open(study)
         self.fs_type = filesystem_type(self.base)
         self.root = self.base / study / "bench" / label
         self.root.parent.mkdir(parents=True, exist_ok=True)

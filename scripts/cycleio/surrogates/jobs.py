@@ -27,7 +27,7 @@ from ..report.records import RecordLog
 from ..storage.pagecache import drop_page_cache
 from ..storage.staging import (StagingOptions, checksum_file, copy_and_verify, remove_stale_temporaries,
                                remove_tree)
-from ..storage.tiers import apply_striping, check_writable, probe_tier
+from ..storage.tiers import apply_striping, probe_tier
 from .compute import burn_cpu
 from ..units import MiB
 
@@ -47,8 +47,7 @@ class TierContext:
 
     def __init__(self, tier, settings: ArmSettings):
         self.tier = tier
-        self.base = tier.resolve(settings.study)
-        check_writable(tier.name, self.base)
+        self.base = tier.open(settings.study)
         self.root = self.base / settings.study / settings.arm
         self.root.mkdir(parents=True, exist_ok=True)
         self.striping = apply_striping(tier, self.root)
