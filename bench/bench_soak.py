@@ -97,9 +97,10 @@ class Soak:
             matched, problems = verify_manifest(manifest)
             found.matched += matched
             found.problems += problems
+        results, *tiers = self.folders
         for folder in self.folders:
             for path in folder.rglob("*") if folder.exists() else []:
-                benchmark_data = path.is_file() and "bench" in path.relative_to(folder).parts[:1]
+                benchmark_data = folder in tiers and path.is_file() and path.relative_to(folder).parts[0] == "bench"
                 if is_temporary(path.name) or path.name.startswith(".job.") or benchmark_data:
                     found.leftovers.append(str(path))
         return found
