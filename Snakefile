@@ -45,7 +45,12 @@ onstart:
     # environment and MPI launcher, so those are checked now, before the first job. The study's
     # folders on the tiers seen here are claimed for this checkout (a second checkout is refused).
     try:
-        check_study(STUDY, local_exec=workflow.local_exec, jobs_here=workflow.local_exec, claim=True)
+        check_study(
+            STUDY,
+            local_exec=workflow.local_exec,
+            jobs_here=workflow.local_exec,
+            claim=True,
+        )
         if workflow.local_exec:
             problem = launcher_problem(config["launcher"])
             if problem:
