@@ -42,15 +42,21 @@ except ConfigError as err:
 
 onstart:
     # Where the jobs run is known once the workflow starts: a local run's jobs run here, with this
-    # environment and MPI launcher, so those are checked now, before the first job.
-    if workflow.local_exec:
-        try:
-            check_study(STUDY, jobs_here=True)
+    # environment and MPI launcher, so those are checked now, before the first job. The study's
+    # folders on the tiers seen here are claimed for this checkout (a second checkout is refused).
+    try:
+        check_study(
+            STUDY,
+            local_exec=workflow.local_exec,
+            jobs_here=workflow.local_exec,
+            claim=True,
+        )
+        if workflow.local_exec:
             problem = launcher_problem(config["launcher"])
             if problem:
                 raise ConfigError(problem)
-        except ConfigError as err:
-            sys.exit(f"cycleio: cannot start the study: {err}")
+    except ConfigError as err:
+        sys.exit(f"cycleio: cannot start the study: {err}")
 
 
 report: "report/workflow.rst"

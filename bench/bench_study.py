@@ -19,6 +19,7 @@ Run alone: .venv/bin/python bench/bench_study.py [--quick]
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -95,8 +96,9 @@ class DiskSampler(threading.Thread):
 
 
 def study_folders(config: dict, study: str) -> list[Path]:
-    """The study's results folder and its folder on every tier."""
-    tiers = [REPO / expand_tier_path(name, spec["path"], study) / study for name, spec in config["tiers"].items()]
+    """The study's results folder and its folder on every tier, as `make -C REPO study` resolves them."""
+    with contextlib.chdir(REPO):  # the {workdir} placeholder names the folder the study runs from
+        tiers = [REPO / expand_tier_path(name, spec["path"], study) / study for name, spec in config["tiers"].items()]
     return [REPO / "results" / study, *tiers]
 
 

@@ -35,6 +35,7 @@ BENCHMARKS = [
     (4, "memory", "bench_memory"),
     (5, "aggregation", "bench_aggregation"),
     (6, "study", "bench_study"),
+    (7, "soak", "bench_soak"),
 ]
 
 

@@ -457,3 +457,36 @@ def test_a_batch_system_variable_in_a_tier_path_is_refused_for_a_local_run(repo,
         check_study(study, jobs_here=True)
     notes = check_study(study, local_exec=False)
     assert any("tier 'node_local' is checked inside each job" in note for note in notes)
+
+
+def test_verify_manifest_names_every_file_missing_or_changed_and_the_cli_fails_on_them(tmp_path, capsys):
+    import json
+
+    from cycleio.cli import main
+
+    root = tmp_path / "tier"
+    root.mkdir()
+    outputs = []
+    for name in ("kept", "changed", "gone", "shortened"):
+        (root / name).write_bytes(name.encode() * 1000)
+        outputs.append({"path": name, "bytes": (root / name).stat().st_size, "xxh3_64": file_checksum(root / name)})
+    manifest = tmp_path / "arms" / "fcst.manifest.json"
+    manifest.parent.mkdir()
+    manifest.write_text(json.dumps({"root": str(root), "outputs": outputs}))
+    assert staging.verify_manifest(manifest) == (4, [])
+    assert main(["verify", str(tmp_path / "arms")]) == 0
+    assert capsys.readouterr().out == "1 manifests: 4 files match their checksums, 0 missing or differ\n"
+
+    (root / "changed").write_bytes(b"x" * outputs[1]["bytes"])
+    (root / "gone").unlink()
+    (root / "shortened").write_bytes(b"short")
+    matched, problems = staging.verify_manifest(manifest)
+    assert matched == 1 and problems == [
+        f"{manifest}: {root / 'changed'}: checksum {file_checksum(root / 'changed')} does not match the manifest's "
+        f"{outputs[1]['xxh3_64']} (corrupt copy)",
+        f"{manifest}: {root / 'gone'} is missing",
+        f"{manifest}: {root / 'shortened'}: size 5 bytes, expected {outputs[3]['bytes']}",
+    ]
+    assert main(["verify", str(manifest)]) == 1
+    assert capsys.readouterr().out.splitlines() == [*problems, "1 manifests: 1 files match their checksums, "
+                                                                "3 missing or differ"]

@@ -1,11 +1,17 @@
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from cycleio.storage.tiers import (
     JOB_TIME_VARIABLES,
+    OWNER_FILE,
+    Tier,
     TierError,
     check_writable,
+    claim_study_folder,
     current_user,
     expand_tier_path,
     filesystem_type,
@@ -37,6 +43,44 @@ def test_scratch_of_two_checkouts_on_one_node_never_meets(tmp_path, monkeypatch)
     # under Slurm the job id makes it private already; the default inside the default is not left over
     assert expand_tier_path("shm", template, "default", {"SLURM_JOB_ID": "42"}) == Path(
         f"/dev/shm/cycleio-{current_user()}/42/default")
+
+
+def test_a_study_folder_on_a_shared_path_is_the_first_checkouts(tmp_path, monkeypatch):
+    """A path without {workdir} (a user's /scratch/me) is claimed by the first checkout that runs there;
+    another checkout is refused, naming both, and the claim lets its owner run again."""
+    shared = tmp_path / "scratch"
+    tier = Tier("node_local", "node_local", str(shared), persistent=False, shared=False)
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+    monkeypatch.chdir(tmp_path / "a")
+    assert tier.open("smoke") == shared
+    assert (shared / "smoke" / OWNER_FILE).read_text() == f"{tmp_path / 'a'}\n"
+    claim_study_folder("node_local", shared, "smoke")  # the owner again
+    claim_study_folder("node_local", shared, "other")  # another study's folder is another claim
+    monkeypatch.chdir(tmp_path / "b")
+    with pytest.raises(TierError) as refused:
+        tier.open("smoke")
+    assert str(refused.value).startswith(
+        f"tier 'node_local': {shared / 'smoke'} holds study 'smoke' of another checkout, {tmp_path / 'a'} "
+        f"(named in {shared / 'smoke' / OWNER_FILE}), and this checkout is {tmp_path / 'b'};")
+    assert "Put {workdir} in the tier's path" in str(refused.value)
+    assert sorted(p.name for p in (shared / "smoke").iterdir()) == [OWNER_FILE]  # no temporary left
+
+
+def test_of_two_checkouts_claiming_at_once_exactly_one_gets_the_folder(tmp_path):
+    shared = tmp_path / "scratch"
+    script = ("import sys; from cycleio.storage.tiers import claim_study_folder, TierError\n"
+              "try: claim_study_folder('t', __import__('pathlib').Path(sys.argv[1]), 's')\n"
+              "except TierError: sys.exit(3)\n")
+    runs = []
+    for i in range(6):
+        (tmp_path / f"c{i}").mkdir()
+        runs.append(subprocess.Popen([sys.executable, "-c", script, str(shared)], cwd=tmp_path / f"c{i}",
+                                     env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}))
+    codes = [run.wait() for run in runs]
+    assert sorted(codes) == [0] + [3] * 5
+    winner = codes.index(0)
+    assert (shared / "s" / OWNER_FILE).read_text().strip() == str(tmp_path / f"c{winner}")
 
 
 def test_relative_paths_stay_relative():

@@ -176,6 +176,25 @@ def cmd_unlock_stale(args) -> None:
     remove_stale_lock(Path.cwd(), [a for a in args.snakemake_args if a != "--"])
 
 
+def cmd_verify(args) -> None:
+    from ..storage.staging import verify_manifest
+
+    manifests = sorted({m for given in map(Path, args.paths)
+                        for m in (given.rglob("*.manifest.json") if given.is_dir() else [given])})
+    if not manifests:
+        raise ValueError(f"no *.manifest.json under {', '.join(args.paths)}")
+    matched, problems = 0, []
+    for manifest in manifests:
+        good, bad = verify_manifest(manifest)
+        matched += good
+        problems += bad
+    for problem in problems:
+        print(problem)
+    print(f"{len(manifests)} manifests: {matched} files match their checksums, {len(problems)} missing or differ")
+    if problems:
+        raise RuntimeError(f"{len(problems)} files listed in manifests are missing or differ (listed above)")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="cycleio", description=__doc__)
     parser.add_argument("--log", help="also write the log to this file")
@@ -266,6 +285,11 @@ def main(argv: list[str] | None = None) -> int:
     unlock.add_argument("snakemake_args", nargs=argparse.REMAINDER,
                         help="after --: the study's Snakemake config arguments (--configfile ...)")
     unlock.set_defaults(func=cmd_unlock_stale)
+
+    verify = sub.add_parser("verify", help="re-read every file the jobs' manifests list against its checksum")
+    verify.add_argument("paths", nargs="+", help="manifests, or folders searched for *.manifest.json "
+                        "(results/STUDY/arms for a whole study)")
+    verify.set_defaults(func=cmd_verify)
 
     from .bench import register as register_bench
 

@@ -11,8 +11,8 @@ from ..surrogates.grid import Grid
 from ..surrogates.catalog import arm_jobs, inventory_rows
 from ..surrogates.inventory import job_files
 from ..surrogates.kinds import expected_bytes
-from .tiers import (JOB_TIME_VARIABLES, TierError, expand_tier_path, filesystem_type, free_bytes, nearest_existing,
-                    writable_without_writing)
+from .tiers import (JOB_TIME_VARIABLES, TierError, claim_study_folder, expand_tier_path, filesystem_type, free_bytes,
+                    nearest_existing, owner_problem, study_folder_owner, writable_without_writing)
 
 # Room asked beyond the inventory's estimate: records, manifests, a job's temporaries and the
 # file system's own overhead are not in it (a tier sized at the estimate filled in the last job).
@@ -76,11 +76,14 @@ def _existing_bytes(root: Path) -> int:
     return total
 
 
-def check_study(study: Study, local_exec: bool = True, jobs_here: bool = False) -> list[str]:
-    """Raise ConfigError on a tier that cannot be written or cannot hold the study; return notes.
+def check_study(study: Study, local_exec: bool = True, jobs_here: bool = False, claim: bool = False) -> list[str]:
+    """Raise ConfigError on a tier that cannot be written or cannot hold the study, or whose study folder
+    another checkout has claimed; return notes.
 
     ``local_exec``: the node-local tiers are this host's. ``jobs_here``: the jobs are known to run
     here (Snakemake tells once the workflow starts), so a batch system's variable unset here stays unset.
+    ``claim``: claim the study's folder on every tier checked here for this checkout (once the workflow
+    starts; a dry run only checks), so of two checkouts starting at once the second is refused before any job.
     """
     tiers = {arm.persistent.name: arm.persistent for arm in study.arms.values()}
     tiers.update({arm.scratch.name: arm.scratch for arm in study.arms.values()})
@@ -102,6 +105,15 @@ def check_study(study: Study, local_exec: bool = True, jobs_here: bool = False) 
         reason = writable_without_writing(path)
         if reason:
             raise ConfigError(f"tier '{name}': path {str(path)!r} cannot be written: {reason}")
+        try:
+            if claim:
+                claim_study_folder(name, path, study.name)
+            else:
+                problem = owner_problem(name, path, study.name, study_folder_owner(path, study.name))
+                if problem:
+                    raise TierError(problem)
+        except (TierError, OSError) as err:
+            raise ConfigError(str(err)) from None
         need = needs.get(name, {})
         existing = _existing_bytes(path / study.name) if need.get("persistent_bytes") else 0
         wanted = max(0, need.get("persistent_bytes", 0) - existing) + need.get("scratch_bytes", 0)

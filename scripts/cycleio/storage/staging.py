@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import json
 import logging
 import mmap
 import os
@@ -292,8 +293,8 @@ def _corrupt(path: Path) -> None:
     log.warning("injected fault (config faults.corrupt_staged_file): flipped a byte of %s", path)
 
 
-def _mismatch(name: Path, actual: str, expected: str) -> StagingError:
-    return StagingError(f"{name}: checksum {actual} does not match the source's {expected} (corrupt copy)")
+def _mismatch(name: Path, actual: str, expected: str, expected_from: str = "the source's") -> StagingError:
+    return StagingError(f"{name}: checksum {actual} does not match {expected_from} {expected} (corrupt copy)")
 
 
 def _stage_with_engine(source: Path, dest: Path, size: int, options: StagingOptions, streams: int,
@@ -467,8 +468,9 @@ def checksum_file(path: Path, options: StagingOptions = StagingOptions(), stream
 
 
 def verify_file(path: Path, expected_bytes: int, expected_checksum: str, options: StagingOptions = StagingOptions(),
-                streams: int = 1, name: Path | None = None) -> VerifyResult:
-    """Re-read a copy; raise StagingError naming the file (``name``, else ``path``) when size or checksum differ."""
+                streams: int = 1, name: Path | None = None, expected_from: str = "the source's") -> VerifyResult:
+    """Re-read a copy; raise StagingError naming the file (``name``, else ``path``) when size or checksum differ
+    (``expected_from`` says whose the expected values are)."""
     t_start, t0 = time.time(), time.perf_counter()
     name = name or path
     size = path.stat().st_size
@@ -483,8 +485,26 @@ def verify_file(path: Path, expected_bytes: int, expected_checksum: str, options
         direct = False  # the filesystem refuses O_DIRECT (tmpfs): read through the page cache
         actual = checksum_file(path, options, streams)
     if actual != expected_checksum:
-        raise _mismatch(name, actual, expected_checksum)
+        raise _mismatch(name, actual, expected_checksum, expected_from)
     return VerifyResult(name, size, t_start, time.perf_counter() - t0, direct)
+
+
+def verify_manifest(manifest_path: Path, options: StagingOptions = StagingOptions()) -> tuple[int, list[str]]:
+    """Re-read every file a job's manifest lists against its bytes and checksum, as the job verified them when it
+    landed; return how many matched and one line per file that is missing or differs."""
+    manifest = json.loads(Path(manifest_path).read_text())
+    root = Path(manifest["root"])
+    matched, problems = 0, []
+    for output in manifest.get("outputs", []):
+        path = root / output["path"]
+        try:
+            verify_file(path, output["bytes"], output["xxh3_64"], options, expected_from="the manifest's")
+            matched += 1
+        except FileNotFoundError:
+            problems.append(f"{manifest_path}: {path} is missing")
+        except (StagingError, OSError) as err:
+            problems.append(f"{manifest_path}: {err}")
+    return matched, problems
 
 
 @dataclass

@@ -4,12 +4,15 @@ A tier path may hold environment variables (``$TMPDIR``, ``${SLURM_JOB_ID}``,
 ``${TMPDIR:-/tmp}`` with a default) and the placeholders ``{user}``, ``{study}`` and ``{workdir}``
 (8 hex digits naming the working directory the study runs from), so node-local and memory tiers get
 a per-user, per-study subfolder, and two checkouts running a study of the same name on one node
-never share (and delete) each other's scratch. Paths are expanded where the job runs, since
-variables such as ``$TMPDIR`` or ``$SLURM_JOB_ID`` differ per job.
+never share (and delete) each other's scratch. A path without ``{workdir}`` may still be shared:
+the study's folder on a tier is claimed by the first checkout that runs there (``.cycleio-owner``),
+and another checkout is refused. Paths are expanded where the job runs, since variables such as
+``$TMPDIR`` or ``$SLURM_JOB_ID`` differ per job.
 """
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import hashlib
 import logging
@@ -58,10 +61,69 @@ class Tier:
     def resolve(self, study: str, env: dict[str, str] | None = None) -> Path:
         return expand_tier_path(self.name, self.path, study, env)
 
+    def open(self, study: str) -> Path:
+        """Where a job uses the tier: its path resolved here, proven writable, the study's folder claimed."""
+        base = self.resolve(study)
+        check_writable(self.name, base)
+        claim_study_folder(self.name, base, study)
+        return base
+
 
 def workdir_tag(path: str | os.PathLike = ".") -> str:
     """8 hex digits naming a working directory: the ``{workdir}`` placeholder of tier paths."""
     return hashlib.sha1(os.path.realpath(path).encode()).hexdigest()[:8]
+
+
+# The checkout a study's folder on a tier belongs to, written by the first run that uses the folder.
+OWNER_FILE = ".cycleio-owner"
+
+
+def study_folder_owner(base: Path, study: str) -> str | None:
+    """The checkout (its real path) that claimed ``<base>/<study>``, or None while none has."""
+    try:
+        return (base / study / OWNER_FILE).read_text().strip() or None
+    except FileNotFoundError:
+        return None
+
+
+def owner_problem(tier_name: str, base: Path, study: str, owner: str | None) -> str | None:
+    """Why this checkout may not use ``<base>/<study>``: another checkout's claim; None if it may."""
+    here = os.path.realpath(".")
+    if owner is None or owner == here:
+        return None
+    marker = base / study / OWNER_FILE
+    return (f"tier '{tier_name}': {base / study} holds study '{study}' of another checkout, {owner} "
+            f"(named in {marker}), and this checkout is {here}; two checkouts must not share a study's folder "
+            "(each would delete or overwrite the other's files). Put {workdir} in the tier's path (as the default "
+            f"node_local and shm paths do), give this study another name, or delete {marker} once {owner} "
+            "no longer needs its files there")
+
+
+def claim_study_folder(tier_name: str, base: Path, study: str) -> None:
+    """Claim ``<base>/<study>`` for this checkout, or raise TierError naming the checkout that has it.
+
+    The claim is a file created in one step (a hard link to a finished temporary), so of two checkouts
+    starting at once exactly one gets it. Paths with ``{workdir}`` never meet another checkout's; a
+    path without it (``/scratch/me/cycleio``) is the first checkout's.
+    """
+    folder = base / study
+    folder.mkdir(parents=True, exist_ok=True)
+    marker = folder / OWNER_FILE
+    if study_folder_owner(base, study) is None:
+        tmp = folder / f".{OWNER_FILE}.tmp-{os.getpid()}"
+        tmp.write_text(os.path.realpath(".") + "\n")
+        try:
+            os.link(tmp, marker)
+        except FileExistsError:
+            pass
+        except OSError:  # a filesystem without hard links
+            with contextlib.suppress(FileExistsError), open(marker, "x") as handle:
+                handle.write(tmp.read_text())
+        finally:
+            tmp.unlink()
+    problem = owner_problem(tier_name, base, study, study_folder_owner(base, study))
+    if problem:
+        raise TierError(problem)
 
 
 def current_user() -> str:
@@ -212,15 +274,14 @@ def writable_without_writing(path: Path) -> str | None:
 
 
 class TierSite:
-    """A tier resolved where the job runs (variables expanded, checked writable) and the folder of it
-    a job works in, created and striped as configured: an arm's root for the steps (``study/arm``),
-    the study's benchmark folder (``study/bench``). ``fields()`` goes on every record, ``describe()``
-    into the manifest."""
+    """A tier opened where the job runs (:meth:`Tier.open`: expanded, writable, the study's folder
+    this checkout's) and the folder of it a job works in, created and striped as configured: an
+    arm's root for the steps (``study/arm``), the study's benchmark folder (``study/bench``).
+    ``fields()`` goes on every record, ``describe()`` into the manifest."""
 
     def __init__(self, tier: Tier, study: str, *folder: str):
         self.tier = tier
-        self.base = tier.resolve(study)
-        check_writable(tier.name, self.base)
+        self.base = tier.open(study)
         self.root = self.base.joinpath(study, *folder)
         self.root.mkdir(parents=True, exist_ok=True)
         self.striping = apply_striping(tier, self.root)  # new files below inherit it
