@@ -5,15 +5,22 @@ when it stops; a run killed hard (``kill -9``, a lost node, a power cut) leaves 
 every later run stops with "Directory cannot be locked" until someone runs ``snakemake --unlock``.
 The lock holds no process id, so whether its owner is gone is told from the processes themselves:
 while a Snakemake process, or any job it started, works in this directory, the lock is live.
+
+fio's job processes make themselves session leaders, so a kill of the run's process group misses
+them: their main process gone, they wait forever on the tiers (holding files, memory on /dev/shm).
+Before a rerun, such orphans of a killed run are stopped too.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+import psutil
 
 from ..process import run_command
 
@@ -52,6 +59,29 @@ def live_processes(workdir: Path) -> list[tuple[int, str]]:
     return found
 
 
+BENCHMARK_TOOLS = ("fio", "ior", "mdtest")
+
+
+def orphaned_tools(workdir: Path) -> list[psutil.Process]:
+    """Benchmark tools a study started in ``workdir`` (their output goes to a benchmark's ``.raw``
+    folder) whose parent is no longer a tool or workflow process: a fio a user runs by hand is not one."""
+    target = os.path.realpath(workdir)
+    found = []
+    for proc in psutil.process_iter(["name", "cmdline", "cwd", "ppid"]):
+        words, cwd = proc.info["cmdline"] or [], proc.info["cwd"] or ""
+        if not words or os.path.basename(words[0]) not in BENCHMARK_TOOLS:
+            continue
+        if (cwd != target and not cwd.startswith(target + os.sep)) or not any(".raw/" in word for word in words):
+            continue
+        try:
+            parent = psutil.Process(proc.info["ppid"]).cmdline() if proc.info["ppid"] > 1 else []
+        except psutil.Error:
+            parent = []
+        if not parent or not (os.path.basename(parent[0]) in BENCHMARK_TOOLS or _is_workflow_process(parent)):
+            found.append(proc)
+    return found
+
+
 def _ancestors(pid: int) -> set[int]:
     chain = {pid}
     while pid > 1:
@@ -71,12 +101,17 @@ def remove_stale_lock(workdir: Path, snakemake_args: list[str]) -> str:
     starts under the first.
     """
     locks = lock_files(workdir)
-    if not locks:
-        return "no lock"
     live = live_processes(workdir)
-    if live:
+    if live and locks:
         listed = "; ".join(f"pid {pid}: {cmd[:120]}" for pid, cmd in live[:5])
         raise RuntimeError(f"{workdir} is locked by a run that is still going ({listed}); wait for it or stop it")
+    if not live:
+        for proc in orphaned_tools(workdir):
+            with contextlib.suppress(psutil.Error):
+                log.warning("stopping %s (pid %d), left running by a killed run", " ".join(proc.cmdline())[:160], proc.pid)
+                proc.kill()
+    if not locks:
+        return "no lock"
     result = run_command([sys.executable, "-m", "snakemake", "--unlock", *snakemake_args], cwd=workdir,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=600)
     if result.returncode != 0:
