@@ -138,6 +138,11 @@ def markdown(meta: dict, rows: list[dict], errors: dict[str, str], runs: dict[st
     return "\n".join(lines)
 
 
+# Ratios past this are drawn at the edge (a triangle, the value written): a 28x case of a few
+# kilobytes would otherwise squash every ratio near the goals into the first tenth of the axis.
+RATIO_AXIS_MAX = 4.0
+
+
 def figure(rows: list[dict], path: Path) -> None:
     """Median ratio per benchmark and case, min-max as a bar, goals as red ticks."""
     import matplotlib
@@ -164,21 +169,24 @@ def figure(rows: list[dict], path: Path) -> None:
         y = list(range(len(rs)))[::-1]
         for yi, r in zip(y, rs):
             color = colors[passes(r)]
-            ax.plot([r["min"], r["max"]], [yi, yi], color=color, lw=5, alpha=0.35, solid_capstyle="round")
-            ax.plot(r["median"], yi, "o", color=color, ms=8)
-            ax.annotate(f"{r['median']:.2f}", (r["median"], yi), xytext=(0, 7), textcoords="offset points",
-                        ha="center", fontsize=8)
+            ax.plot([min(r["min"], RATIO_AXIS_MAX), min(r["max"], RATIO_AXIS_MAX)], [yi, yi], color=color, lw=5,
+                    alpha=0.35, solid_capstyle="round")
+            off_scale = r["median"] > RATIO_AXIS_MAX
+            ax.plot(min(r["median"], RATIO_AXIS_MAX), yi, ">" if off_scale else "o", color=color, ms=8)
+            ax.annotate(f"{r['median']:.2f}", (min(r["median"], RATIO_AXIS_MAX), yi), xytext=(0, 7),
+                        textcoords="offset points", ha="center", fontsize=8)
             if r["goal"] is not None:
                 ax.plot(r["goal"], yi, marker="|", color="#d1453b", ms=18, mew=2.5)
         ax.set_yticks(y, [r["case"] for r in rs], fontsize=9)
         ax.set_ylim(-0.7, len(rs) - 0.3)
-        ax.set_xlim(left=0, right=max(max(r["max"] for r in rs), max((r["goal"] or 0) for r in rs)) * 1.15)
+        right = max(max(r["max"] for r in rs), max((r["goal"] or 0) for r in rs))
+        ax.set_xlim(left=0, right=min(right, RATIO_AXIS_MAX) * 1.15)
         direction = {True: "higher is better", False: "lower is better"}
         directions = " / ".join(sorted({direction[r.get("higher_is_better", True)] for r in rs}))
         metrics = ", ".join(dict.fromkeys(r["metric"] for r in rs))
         ax.set_title(f"{rs[0]['benchmark']}: {metrics}, ratio to baseline ({directions})", fontsize=11, loc="left")
     axes[-1, 0].set_xlabel("ratio measured / baseline: dot median, bar min-max over repeats, red tick goal; "
-                           "green pass, red fail, grey no goal", fontsize=9)
+                           f"green pass, red fail, grey no goal; a triangle: past {RATIO_AXIS_MAX:g}", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
