@@ -276,18 +276,18 @@ def test_replay_repeats_each_steps_files(tmp_path):
     })
     specs = replay.replay_specs(events, "disk", tb.ReplaySpec(transfer_size_bytes=65536, max_files=10))
     assert [(s["step"], s["op"], s["files"], s["bytes"]) for s in specs] == [
-        ("fcst", "read", 1, 50_000), ("fcst", "write", 2, 262144 + 65536), ("post", "write", 1, 983040)]
-    # a file smaller than the transfer size is one transfer; files keep their size class, rounded down to
-    # whole transfers
+        ("fcst", "read", 1, 50_000), ("fcst", "write", 2, 2 * 196608), ("post", "write", 1, 983040)]
+    # a file smaller than the transfer size is one transfer; files of a small step form one class of their
+    # mean size, rounded down to whole transfers
     assert [(c["files"], c["file_bytes"], c["transfer_bytes"]) for c in specs[0]["classes"] + specs[1]["classes"]] == [
-        (1, 50_000, 50_000), (1, 65536, 65536), (1, 262144, 65536)]
+        (1, 50_000, 50_000), (2, 196608, 65536)]
     events.to_parquet(tmp_path / "io_events.parquet")
     tier = Tier(name="disk", kind="posix", path=str(tmp_path / "tier"))
     point = settings("replay", tier, tb.ReplaySpec(transfer_size_bytes=65536, max_files=10), tasks=1, repetitions=1)
     rows = pd.DataFrame(tb.run_point(point, tmp_path / "raw", tmp_path / "io_events.parquet"))
     reps = rows[rows["aggregate"] == "rep"].set_index(["pattern", "operation"])
     assert sorted(reps.index) == [("fcst", "read"), ("fcst", "write"), ("post", "write")]
-    assert reps.loc[("fcst", "write"), "bytes"] == 262144 + 65536
+    assert reps.loc[("fcst", "write"), "bytes"] == 2 * 196608
     assert reps.loc[("fcst", "read"), "cache_risk"]
 
 
@@ -339,13 +339,30 @@ def test_replay_keeps_the_steps_file_sizes_and_cache_states_apart():
     assert [c["files"] for c in capped[1]["classes"]] == [10, 2]  # in proportion, at least one each
 
 
+def test_replay_merges_size_classes_that_hold_little_of_a_steps_bytes():
+    """Eight size classes, two of them most of the bytes: the small files are gathered in size order
+    into groups of at least a tenth of the bytes, keeping their count and bytes."""
+    sizes = [2**10] * 3 + [2**14] * 2 + [2**17] * 10 + [2**20] * 10 + [2**22] * 6 + [2**26] * 2 + [2**25] * 8
+    events = pd.DataFrame({"arm": "a", "cycle": "2026010100", "tier": "disk", "phase": "run", "step": "fcst",
+                           "op": "write", "bytes": sizes, "seconds": 0.1, "transfers": 1})
+    [plan] = replay.replay_specs(events, "disk", tb.ReplaySpec(max_files=100))
+    assert [c["files"] for c in plan["classes"]] == [31, 8, 2]
+    assert plan["files"] == len(sizes)
+    assert plan["bytes"] == pytest.approx(sum(sizes), rel=1e-3)  # rounded down to whole transfers
+    tiny = events.assign(bytes=events["bytes"] // 64)  # a step of 8 MiB: one class, whatever its spread
+    assert [c["files"] for c in replay.replay_specs(tiny, "disk", tb.ReplaySpec(max_files=100))[0]["classes"]] == [41]
+
+
 def test_fio_replay_runs_a_job_per_size_class_and_drops_pages_only_for_cold_reads(tmp_path):
     classes = [{"files": 20, "file_bytes": 2**20, "transfer_bytes": 2**16, "cold": False},
                {"files": 4, "file_bytes": 2**24, "transfer_bytes": 2**20, "cold": True}]
     argv = fio.replay_command("fio", classes, tmp_path, tmp_path / "o.json", read=True)
     jobs = " ".join(argv).split(" --name=")[1:]
     assert [job.split()[0] for job in jobs] == ["write.0", "write.1", "read.0", "read.1"]
-    assert all("--stonewall" in job for job in jobs)
+    # the reads are timed one class at a time; the writes that lay out their files run together
+    assert ["--stonewall" in job for job in jobs] == [True, False, True, True]
+    writes = " ".join(fio.replay_command("fio", classes, tmp_path, tmp_path / "o.json")).split(" --name=")[1:]
+    assert all("--stonewall" in job for job in writes)
     assert "--invalidate=0" in jobs[2] and "--invalidate=1" in jobs[3]
     assert "--filename_format=replay.1.$filenum" in jobs[1] and "--filename_format=replay.1.$filenum" in jobs[3]
     assert "--fsync_on_close=1" in jobs[0] and "--fsync_on_close=1" not in jobs[2]

@@ -19,6 +19,8 @@ from .tools import choose_tool, fio, ior
 log = logging.getLogger("cycleio")
 
 COLD_BELOW = 0.5  # a read whose file had less than this share of its bytes cached is replayed from storage
+MIN_CLASS_SHARE = 0.10  # size classes with less of a step's bytes, or less than MIN_CLASS_BYTES,
+MIN_CLASS_BYTES = 16 * MiB  # merge with their neighbours in size
 
 
 def replay_specs(events, tier: str, spec: ReplaySpec) -> list[dict]:
@@ -34,6 +36,8 @@ def replay_specs(events, tier: str, spec: ReplaySpec) -> list[dict]:
     reads such files from storage. Mean sizes alone would not do: on a disk whose write cache absorbs
     bursts, four 300 MiB files land at a third of the speed of 24 files of 57 MiB, the same bytes.
     A plan keeps the step's share of cached bytes (``cached_fraction``) and ``cold`` if any class is.
+    Classes holding little of the step's bytes are merged (``_size_groups``): fio spends about 0.2 s
+    starting each job, whatever its size, and a study replays every step on every tier.
     """
     import numpy as np
 
@@ -48,7 +52,7 @@ def replay_specs(events, tier: str, spec: ReplaySpec) -> list[dict]:
     out = []
     for (step, op), group in run.groupby(["step", "op"], sort=True):
         jobs = max(1, len(group.groupby(["arm", "cycle"])))
-        classes = [_size_class(members, jobs, spec) for _, members in group.groupby(["size_class", "cold"], sort=True)]
+        classes = [_size_class(members, jobs, spec) for members in _size_groups(group)]
         _cap_files(classes, spec.max_files)
         share = _cached_share(group) if op == "read" else None
         out.append({"step": step, "op": op, "classes": classes,
@@ -56,6 +60,32 @@ def replay_specs(events, tier: str, spec: ReplaySpec) -> list[dict]:
                     "bytes": sum(c["files"] * c["file_bytes"] for c in classes),
                     "cached_fraction": share, "cold": any(c["cold"] for c in classes)})
     return out
+
+
+def _size_groups(step_files) -> list:
+    """A step's files in groups of neighbouring size classes of one page-cache state: a class with at
+    least ``MIN_CLASS_SHARE`` of the step's bytes and ``MIN_CLASS_BYTES`` is its own group; smaller
+    ones are gathered, in size order, until the gathered files reach that. Merging keeps the files'
+    count and bytes (so the per-file and per-byte costs), loses only their size spread, which matters
+    for the large classes that stay apart."""
+    import pandas as pd
+
+    least = max(MIN_CLASS_SHARE * step_files["bytes"].sum(), MIN_CLASS_BYTES)
+    groups = []
+    for _, same_state in step_files.groupby("cold", sort=True):
+        pending: list = []
+        for _, members in same_state.groupby("size_class", sort=True):
+            if members["bytes"].sum() >= least:
+                groups += [pd.concat(pending)] if pending else []
+                groups.append(members)
+                pending = []
+                continue
+            pending.append(members)
+            if sum(m["bytes"].sum() for m in pending) >= least:
+                groups.append(pd.concat(pending))
+                pending = []
+        groups += [pd.concat(pending)] if pending else []
+    return groups
 
 
 def _size_class(members, jobs: int, spec: ReplaySpec) -> dict:
