@@ -55,6 +55,7 @@ from cycleio.report.records import read_records  # noqa: E402
 from cycleio.benchmarks.replay import replay_specs, replay_totals  # noqa: E402
 from cycleio.benchmarks.specs import ReplaySpec  # noqa: E402
 from cycleio.benchmarks.tools.fio import replay_command as fio_replay_command  # noqa: E402
+from cycleio.benchmarks.tools.fio import replay_layout_command as fio_replay_layout_command  # noqa: E402
 from cycleio.storage.pagecache import evict  # noqa: E402
 from cycleio.storage.tiers import Tier  # noqa: E402
 
@@ -135,8 +136,10 @@ def replay(records: list[dict], tier_name: str, root: Path, raw: Path, fio: str)
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
         json_out = raw / f"replay-{plan['step']}-{plan['op']}.json"
-        argv = fio_replay_command(fio, plan["classes"], folder, json_out, read=plan["op"] == "read")
-        subprocess.run(argv, check=True, capture_output=True)
+        if plan["op"] == "read":
+            layout = fio_replay_layout_command(fio, plan["classes"], folder, raw / "replay-layout.json")
+            subprocess.run(layout, check=True, capture_output=True)
+        subprocess.run(fio_replay_command(fio, plan["classes"], folder, json_out, plan["op"]), check=True, capture_output=True)
         rows = [r for r in replay_totals(benchparse.parse_fio_json(json_out), plan) if r["operation"] == plan["op"]]
         out[(plan["step"], plan["op"])] = rows[0]["bw_MiB_per_s"]
         shutil.rmtree(folder, ignore_errors=True)

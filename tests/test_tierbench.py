@@ -356,16 +356,19 @@ def test_replay_merges_size_classes_that_hold_little_of_a_steps_bytes():
 def test_fio_replay_runs_a_job_per_size_class_and_drops_pages_only_for_cold_reads(tmp_path):
     classes = [{"files": 20, "file_bytes": 2**20, "transfer_bytes": 2**16, "cold": False},
                {"files": 4, "file_bytes": 2**24, "transfer_bytes": 2**20, "cold": True}]
-    argv = fio.replay_command("fio", classes, tmp_path, tmp_path / "o.json", read=True)
-    jobs = " ".join(argv).split(" --name=")[1:]
-    assert [job.split()[0] for job in jobs] == ["write.0", "write.1", "read.0", "read.1"]
-    # the reads are timed one class at a time; the writes that lay out their files run together
-    assert ["--stonewall" in job for job in jobs] == [True, False, True, True]
-    writes = " ".join(fio.replay_command("fio", classes, tmp_path, tmp_path / "o.json")).split(" --name=")[1:]
-    assert all("--stonewall" in job for job in writes)
-    assert "--invalidate=0" in jobs[2] and "--invalidate=1" in jobs[3]
-    assert "--filename_format=replay.1.$filenum" in jobs[1] and "--filename_format=replay.1.$filenum" in jobs[3]
-    assert "--fsync_on_close=1" in jobs[0] and "--fsync_on_close=1" not in jobs[2]
+
+    def jobs(argv):
+        return " ".join(argv).split(" --name=")[1:]
+
+    writes, reads = (jobs(fio.replay_command("fio", classes, tmp_path, tmp_path / "o.json", op)) for op in ("write", "read"))
+    layout = jobs(fio.replay_layout_command("fio", classes, tmp_path, tmp_path / "o.json"))
+    assert [job.split()[0] for job in writes + reads + layout] == ["write.0", "write.1", "read.0", "read.1"] + ["write.0", "write.1"]
+    # timed jobs one class at a time; the writes that lay out a read replay's files run together
+    assert all("--stonewall" in job for job in writes + reads) and not any("--stonewall" in job for job in layout)
+    assert "--invalidate=0" in reads[0] and "--invalidate=1" in reads[1]
+    assert all("--fsync_on_close=1" in job for job in writes + layout) and "--fsync_on_close=1" not in reads[0]
+    assert [job.split("--filename_format=")[1].split()[0] for job in layout] == [
+        job.split("--filename_format=")[1].split()[0] for job in reads]
 
 
 @pytest.mark.tool
@@ -374,13 +377,14 @@ def test_fio_replay_of_size_classes_adds_up_to_the_steps_bytes(tmp_path):
     classes = [{"files": 3, "file_bytes": 2**16, "transfer_bytes": 2**14, "cold": False},
                {"files": 2, "file_bytes": 2**20, "transfer_bytes": 2**18, "cold": True}]
     plan = {"files": 5, "bytes": 3 * 2**16 + 2 * 2**20, "classes": classes}
-    argv = fio.replay_command(shutil.which("fio"), classes, tmp_path, tmp_path / "o.json", read=True)
-    subprocess.run(argv, check=True, capture_output=True)
-    totals = {r["operation"]: r for r in replay.replay_totals(fio.parse(tmp_path / "o.json"), plan)}
+    fio_path = shutil.which("fio")
+    subprocess.run(fio.replay_command(fio_path, classes, tmp_path, tmp_path / "w.json", "write"), check=True, capture_output=True)
+    subprocess.run(fio.replay_command(fio_path, classes, tmp_path, tmp_path / "r.json", "read"), check=True, capture_output=True)
     for op in ("write", "read"):
-        assert totals[op]["bytes"] == plan["bytes"] and totals[op]["seconds"] > 0
-        assert totals[op]["bw_MiB_per_s"] == pytest.approx(plan["bytes"] / 2**20 / totals[op]["seconds"])
-        assert totals[op]["transfer_size_bytes"] == plan["bytes"] // (3 * 4 + 2 * 4)
+        [total] = [r for r in replay.replay_totals(fio.parse(tmp_path / f"{op[0]}.json"), plan) if r["operation"] == op]
+        assert total["bytes"] == plan["bytes"] and total["seconds"] > 0
+        assert total["bw_MiB_per_s"] == pytest.approx(plan["bytes"] / 2**20 / total["seconds"])
+        assert total["transfer_size_bytes"] == plan["bytes"] // (3 * 4 + 2 * 4)
 
 
 # ------------------------------------------------------------------------- CLI, tables and figures

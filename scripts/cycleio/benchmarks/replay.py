@@ -141,7 +141,8 @@ def replay_totals(parsed: list[dict], plan: dict) -> list[dict]:
 
 def run_replay(settings: PointSettings, raw_dir: Path, events_path: Path) -> list[dict]:
     """Replay each step's writes and reads on the tier with IOR or fio: one task, the files of one
-    of the step's jobs (count, mean size), fsync per file; a step's reads read such files back."""
+    of the step's jobs (size classes: count, mean size), fsync per file; a step's reads read such
+    files back (fio: laid out once, read in each repetition)."""
     import pandas as pd
 
     spec, reps = settings.replay_spec(), settings.repetitions
@@ -172,8 +173,11 @@ def run_replay(settings: PointSettings, raw_dir: Path, events_path: Path) -> lis
             nbytes = plan["bytes"] * (2 if op == "read" else 1)
             limit = time_limit(nbytes, sum(c["files"] * c["file_bytes"] / c["transfer_bytes"] for c in plan["classes"]))
             step_rows: list[dict] = []
+            fresh(work)
+            if tool.name == "fio" and op == "read":  # laid out once: each repetition reads the same files
+                argv = fio.replay_layout_command(tool.path, plan["classes"], work, raw_dir / f"{name}.layout.json")
+                run_tool(tool.label, argv, raw_dir, f"{name}.layout", limit)
             for rep in range(1 if tool.name == "ior" else reps):
-                fresh(work)
                 parsed: list[dict] = []
                 if tool.name == "ior":  # IOR's -m: one repetition per file; one run per size class
                     for index, group in enumerate(plan["classes"]):
@@ -184,9 +188,10 @@ def run_replay(settings: PointSettings, raw_dir: Path, events_path: Path) -> lis
                         run = run_tool(tool.label, argv, raw_dir, f"{name}.{index}", limit)
                         parsed += parse_run(ior.parse_json, summary, tool.label, run, stdout_path=run.stdout)
                 else:
+                    if op == "write":
+                        fresh(work)
                     rep_name = f"{name}.rep{rep}"
-                    argv = fio.replay_command(tool.path, plan["classes"], work, raw_dir / f"{rep_name}.json",
-                                              read=op == "read")
+                    argv = fio.replay_command(tool.path, plan["classes"], work, raw_dir / f"{rep_name}.json", op)
                     run = run_tool(tool.label, argv, raw_dir, rep_name, limit)
                     parsed = parse_run(fio.parse, raw_dir / f"{rep_name}.json", tool.label, run)
                 step_rows += [{**r, "repetition": rep, "repetitions": 1 if tool.name == "ior" else reps,

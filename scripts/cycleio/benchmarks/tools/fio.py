@@ -72,26 +72,38 @@ def metadata_command(fio: str, pattern: MetadataPattern, tasks: int, directory: 
             "--name=remove", "--stonewall", "--ioengine=filedelete", "--rw=read"]
 
 
-def replay_command(fio: str, classes: list[dict], directory: Path, json_out: Path, read: bool = False) -> list[str]:
-    """One task writes the files of each size class in turn (``classes``: files, file_bytes,
-    transfer_bytes, cold), one after the other, fsync at close, as the steps land files; with
-    ``read``, then reads them back in the same order: from the page cache as a step reads what an
-    earlier step just wrote, or for a ``cold`` class from storage (fio drops the files' cached pages
-    first), as the step's reads of such files were (see replay.replay_specs). One fio job per class
-    and operation, run one at a time (stonewall), except the writes that only lay out the files a
-    read replay reads: those run together (fio waits about 0.2 s between stonewalled jobs)."""
-    argv = [fio, "--output-format=json", f"--output={json_out}", f"--directory={directory}", "--ioengine=psync",
+def replay_command(fio: str, classes: list[dict], directory: Path, json_out: Path, op: str = "write") -> list[str]:
+    """One task writes (``op`` write) the files of each size class in turn (``classes``: files,
+    file_bytes, transfer_bytes, cold), fsync at close, as the steps land files; or reads (``op`` read)
+    files laid out before (``replay_layout_command``) in the same order: from the page cache as a step
+    reads what an earlier step just wrote, or for a ``cold`` class from storage (fio drops the files'
+    cached pages first), as the step's reads of such files were (see replay.replay_specs). One fio job
+    per class, run one at a time (stonewall)."""
+    return _replay_argv(fio, directory, json_out) + _replay_jobs(classes, op, one_at_a_time=True)
+
+
+def replay_layout_command(fio: str, classes: list[dict], directory: Path, json_out: Path) -> list[str]:
+    """Writes the files a read replay reads, all classes at once and fsynced (so a cold class's pages
+    can be dropped): they are not timed, and fio waits about 0.2 s between stonewalled jobs."""
+    return _replay_argv(fio, directory, json_out) + _replay_jobs(classes, "write", one_at_a_time=False)
+
+
+def _replay_argv(fio: str, directory: Path, json_out: Path) -> list[str]:
+    return [fio, "--output-format=json", f"--output={json_out}", f"--directory={directory}", "--ioengine=psync",
             "--file_service_type=sequential", "--openfiles=1", "--fallocate=none"]
-    for op in ("write", "read") if read else ("write",):
-        for index, group in enumerate(classes):
-            files, size = group["files"], group["file_bytes"]
-            measured = op == "read" or not read
-            argv += [f"--name={op}.{index}"] + (["--stonewall"] if measured or index == 0 else [])
-            argv += [f"--rw={op}", f"--bs={group['transfer_bytes']}",
-                     f"--nrfiles={files}", f"--filesize={size}", f"--size={files * size}",
-                     f"--filename_format=replay.{index}.$filenum", f"--invalidate={int(group.get('cold', False))}"]
-            if op == "write":
-                argv += ["--create_on_open=1", "--fsync_on_close=1"]
+
+
+def _replay_jobs(classes: list[dict], op: str, one_at_a_time: bool) -> list[str]:
+    argv = []
+    for index, group in enumerate(classes):
+        files, size = group["files"], group["file_bytes"]
+        argv += [f"--name={op}.{index}"] + (["--stonewall"] if one_at_a_time else [])
+        argv += [f"--rw={op}", f"--bs={group['transfer_bytes']}", f"--nrfiles={files}", f"--filesize={size}",
+                 f"--size={files * size}", f"--filename_format=replay.{index}.$filenum"]
+        if op == "write":
+            argv += ["--create_on_open=1", "--fsync_on_close=1"]
+        else:
+            argv += [f"--invalidate={int(group.get('cold', False))}"]
     return argv
 
 
