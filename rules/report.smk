@@ -32,18 +32,25 @@ rule aggregate:
             category="Tables",
             caption="../report/tiers.rst",
         ),
+        retries=report(
+            out("tables", "retries.csv"),
+            category="Tables",
+            caption="../report/retries.rst",
+        ),
     log:
         out("logs", "aggregate.log"),
     conda:
         "../envs/cycleio.yaml"
     params:
         n_files=lambda wildcards, input: len(input.records),
+        arms_dir=out("arms"),
     message:
         "aggregating {params.n_files} record files into tables"
     shell:
         "python -m cycleio --log {log:q} aggregate --events {output.events:q}"
         " --events-csv {output.events_csv:q} --summary {output.summary:q}"
         " --throughput {output.throughput:q} --staging {output.staging:q} --tiers {output.tiers:q}"
+        " --retries {output.retries:q} --arms-dir {params.arms_dir:q}"
         " {input.records:q} --manifests {input.manifests:q}"
 
 

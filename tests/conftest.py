@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -163,3 +165,20 @@ def assert_axes_carry_data(fig) -> None:
         lines = [line for line in ax.get_lines() if np.isfinite(np.asarray(line.get_ydata(), float)).any()]
         said = [t.get_text() for t in ax.texts if t.get_text().startswith("no ")]
         assert drawn_bars(ax) or lines or said, f"axes {ax.get_title()!r} shows no data"
+
+
+@contextlib.contextmanager
+def tmpfs(path: Path, size: str, readonly: bool = False):
+    """A real tmpfs of a given size (needs root and mount); skips outside CI when it cannot mount."""
+    path.mkdir(parents=True, exist_ok=True)
+    options = f"size={size}" + (",ro" if readonly else "")
+    result = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)], capture_output=True, text=True)
+    if result.returncode != 0:
+        message = f"cannot mount a tmpfs here ({result.stderr.strip()}); needs root"
+        if IN_CI:
+            pytest.fail(f"CI=true and {message}")
+        pytest.skip(message)
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)

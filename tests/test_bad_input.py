@@ -62,6 +62,12 @@ CASES = [
     ("a study file that is not YAML", "cycles:\n  start: \"2026010100\n", "line 3, column 1: not valid YAML"),
     ("an empty study file", "", "is empty; expected config keys (key: value)"),
     ("a list instead of keys", "- a\n- b\n", "holds a list at the top level; expected config keys"),
+    ("a fault aimed at a cycle the study does not run", "faults: {fail_step: [{cycle: 2030010100, step: fcst}]}\n",
+     "config key 'faults.fail_step[0].cycle': 2030010100 is not a cycle of the study"),
+    ("a fault aimed at a rank the forecast does not have", "faults: {fail_rank: [{cycle: 2026010106, rank: 7}]}\n",
+     "config key 'faults.fail_rank[0].rank': 7 is not a rank of arm lustre's forecast"),
+    ("a full-tier fault without the bytes to leave", "faults: {fill_tier: [{cycle: 2026010106, step: anal}]}\n",
+     "config key 'faults.fill_tier[0]': 'leave' is a required property"),
 ]
 
 

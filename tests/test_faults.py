@@ -3,14 +3,17 @@ fault fails its job on the attempt named, which keeps its records; the next atte
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 from pathlib import Path
 
 import pytest
-from conftest import with_changes
+from conftest import tmpfs, with_changes
 
 from cycleio.config.settings import ArmSettings, ConfigError, StagingSettings, build_study, validate_config
 from cycleio.faults import InjectedFault
+from cycleio.report.aggregate import failed_attempt_files, load_events, retries_table
 from cycleio.report.records import read_records
 from cycleio.storage.fsutil import file_checksum, is_temporary
 from cycleio.storage.staging import StagingError
@@ -50,6 +53,10 @@ def study_with(default_config, **faults):
     ({"fail_stage_out": [{"cycle": CYCLE, "step": "post", "after_files": 10000}]},
      r"config key 'faults.fail_stage_out\[0\].after_files': 10000 is not fewer than the \d+ files post of cycle "
      r"2026010106 stages out \(arm node_local\), so the fault would never fire"),
+    ({"fill_tier": [{"cycle": CYCLE, "step": "anal", "leave": "lots"}]},
+     r"config key 'faults.fill_tier\[0\].leave': 'lots' does not match"),
+    ({"fill_tier": [{"cycle": "2026010100", "step": "anal", "leave": 0}]},
+     r"config key 'faults.fill_tier\[0\].step': 'anal' does not run in cycle 2026010100; expected one of: fcst, post"),
 ])
 def test_a_bad_fault_is_refused_at_start_naming_the_key(default_config, faults, message):
     with pytest.raises(ConfigError, match=message):
@@ -189,3 +196,30 @@ def test_a_fault_on_another_attempt_does_not_fire(tmp_path):
     settings = staged_arm(tmp_path, fail_step=[{"step": "prep", "attempt": 2}])
     run_prep(settings, tmp_path, attempt=1)
     assert not (tmp_path / "prep.failed-attempts").exists()
+
+
+def test_a_full_tier_fails_the_step_with_enospc_naming_the_file_and_the_retry_succeeds(tmp_path):
+    """fill_tier fills the real filesystem the step writes to (a 64 MiB tmpfs as scratch here) until
+    nothing is free: prep's first write meets ENOSPC, the attempt fails naming it, the filler goes."""
+    with tmpfs(tmp_path / "scratch", "64m") as scratch:
+        settings = staged_arm(tmp_path, fill_tier=[{"step": "prep", "leave": 0}])
+        with pytest.raises(OSError, match=r"No space left on device") as failed:
+            run_prep(settings, tmp_path, attempt=1)
+        assert failed.value.errno == errno.ENOSPC and Path(failed.value.filename).name, failed.value
+        assert_failed_attempt_kept(tmp_path, "run")
+        assert not list(scratch.rglob(".cycleio-fill.*"))
+        stat = os.statvfs(scratch)
+        assert stat.f_bavail * stat.f_frsize > 60 * 2**20  # the filler is gone with the attempt
+        assert_second_attempt_lands_verified(settings, tmp_path)
+
+
+def test_the_retries_table_lists_each_failed_attempt_and_the_attempt_that_succeeded(tmp_path):
+    settings = staged_arm(tmp_path, fail_stage_out=[{"step": "prep", "after_files": 1}])
+    with pytest.raises(InjectedFault):
+        run_prep(settings, tmp_path, attempt=1)
+    run_prep(settings, tmp_path, attempt=2)
+    table = retries_table(failed_attempt_files(tmp_path), load_events([tmp_path / "prep.records.jsonl"]))
+    assert table[["arm", "cycle", "step", "attempt", "failed_in_phase", "succeeded_on_attempt"]].values.tolist() == [
+        ["shm", CYCLE, "prep", 1, "stage_out", 2]]
+    assert table["bytes_moved"].iloc[0] > 0 and table["seconds"].iloc[0] > 0
+    assert retries_table([], load_events([tmp_path / "prep.records.jsonl"])).empty  # no retries: the header only

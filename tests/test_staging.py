@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import re
@@ -14,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import IN_CI, require_tool
+from conftest import IN_CI, require_tool, tmpfs
 
 from cycleio.storage import fsutil
 from cycleio.storage import staging
@@ -55,23 +54,6 @@ def make_files(folder: Path) -> dict[str, bytes]:
 
 def no_temporaries(folder: Path) -> bool:
     return not [p for p in folder.rglob("*") if fsutil.is_temporary(p.name)]
-
-
-@contextlib.contextmanager
-def tmpfs(path: Path, size: str, readonly: bool = False):
-    """A real tmpfs of a given size (needs root and mount); skips outside CI when it cannot mount."""
-    path.mkdir(parents=True, exist_ok=True)
-    options = f"size={size}" + (",ro" if readonly else "")
-    result = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)], capture_output=True, text=True)
-    if result.returncode != 0:
-        message = f"cannot mount a tmpfs here ({result.stderr.strip()}); needs root"
-        if IN_CI:
-            pytest.fail(f"CI=true and {message}")
-        pytest.skip(message)
-    try:
-        yield path
-    finally:
-        subprocess.run(["umount", "-l", str(path)], check=False)
 
 
 @pytest.mark.parametrize("method, streams", [("cycleio", 1), ("cycleio", 4), ("cp", 2)])

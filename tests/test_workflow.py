@@ -318,6 +318,9 @@ def test_injected_faults_fail_their_attempt_which_is_retried_and_kept_out_of_the
         assert set(events.loc[retried, "attempt"]) == {2} and set(events.loc[~retried, "attempt"]) == {1}
         summary = pd.read_csv(tables / "step_summary.csv", dtype={"cycle": str})
         assert len(summary) == 2 + 2 * 4  # one row per job, its successful attempt
+        retries = pd.read_csv(tables / "retries.csv", dtype={"cycle": str})  # the report's view of them
+        assert {(r.cycle, r.step): r.failed_in_phase for r in retries.itertuples()} == failed
+        assert set(retries["attempt"]) == {1} and set(retries["succeeded_on_attempt"]) == {2}
         persistent = tmp_path / "results/tiers/lustre/smoke/shm"
         post = json.loads((arms / "2027010100/post.manifest.json").read_text())
         assert all(fsutil.file_checksum(persistent / o["path"]) == o["xxh3_64"] for o in post["outputs"])

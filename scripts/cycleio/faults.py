@@ -9,7 +9,9 @@ Off by default (every list empty). Each entry names a cycle, a step (or job) and
   it hands over or writes anything, a writer rank as it lands its first file), whatever the strategy;
 - ``corrupt_staged_file``: the first file of a job's stage-in or stage-out is corrupted after its
   copy and before its verification, which must catch it;
-- ``fail_stage_out``: a job's stage-out fails once ``after_files`` files are copied.
+- ``fail_stage_out``: a job's stage-out fails once ``after_files`` files are copied;
+- ``fill_tier``: the step runs on a full tier: a file allocated on the tier it writes to leaves only
+  ``leave`` bytes free (:func:`filled`), so its writes meet a real ENOSPC.
 
 A job gets only the entries aimed at it (:func:`faults_for_job`, passed in its settings), so
 changing a fault reruns that job alone. :func:`check_faults` checks every entry at start.
@@ -17,9 +19,17 @@ changing a fault reruns that job alone. :func:`check_faults` checks every entry 
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import os
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
 
-KINDS = ("fail_step", "fail_rank", "corrupt_staged_file", "fail_stage_out")
+KINDS = ("fail_step", "fail_rank", "corrupt_staged_file", "fail_stage_out", "fill_tier")
+STEP_KINDS = ("fail_step", "fill_tier")  # aimed at a step, staged or not
+
+log = logging.getLogger("cycleio")
 
 
 class InjectedFault(RuntimeError):
@@ -43,7 +53,7 @@ def faults_for_job(faults: dict, job: str, steps: tuple[str, ...] | list[str], c
     ``steps``; staging faults only where the arm stages (``staged``)."""
     out = {}
     for kind, entries in faults.items():
-        if kind == "fail_step":
+        if kind in STEP_KINDS:
             mine = [e for e in entries if e["cycle"] == cycle and e["step"] in steps]
         elif kind == "fail_rank":
             mine = [e for e in entries if e["cycle"] == cycle and "fcst" in steps]
@@ -71,6 +81,13 @@ class JobFaults:
             raise InjectedFault(f"injected fault (config faults.fail_step): {step} of cycle {cycle} "
                                 f"fails on attempt {self.attempt}")
 
+    def fill_tier(self, step: str) -> int | None:
+        """The bytes ``faults.fill_tier`` leaves free on the tier this step writes to, if it aims here."""
+        from .config.sizes import size_or_none
+
+        entries = self._entries("fill_tier", step=step)
+        return size_or_none(entries[0]["leave"]) if entries else None
+
     def fail_rank(self) -> int | None:
         """The forecast rank that ``faults.fail_rank`` makes fail on this attempt, if any."""
         entries = self._entries("fail_rank")
@@ -84,12 +101,36 @@ class JobFaults:
         return entries[0]["after_files"] if entries else None
 
 
+@contextlib.contextmanager
+def filled(folder: Path, leave: int | None) -> Iterator[None]:
+    """With ``leave`` set: the filesystem of ``folder`` filled by one allocated file until ``leave``
+    bytes are free (a real full tier, for fault injection), the file removed on the way out."""
+    if leave is None:
+        yield
+        return
+    stat = os.statvfs(folder)
+    size = stat.f_bavail * stat.f_frsize - leave
+    path = folder / f".cycleio-fill.{os.getpid()}"
+    try:
+        if size > 0:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            try:
+                os.posix_fallocate(fd, 0, size)
+            finally:
+                os.close(fd)
+        log.info("injected fault (config faults.fill_tier): %s filled, %d bytes left free", folder, leave)
+        yield
+    finally:
+        path.unlink(missing_ok=True)
+
+
 def check_faults(config: dict, study) -> None:
     """Every entry of ``faults`` aims at a job the study runs; ConfigError naming the key otherwise.
 
     ``study`` is the config.settings.Study built from ``config`` (its arms already hold their faults).
     """
     from .config.keys import ConfigError
+    from .config.sizes import size_or_none
     from .surrogates.forecast.layout import Layout
     from .surrogates.inventory import cycle_steps, job_files
     from .workflow.dependencies import CycledJobs
@@ -114,7 +155,10 @@ def check_faults(config: dict, study) -> None:
                                       "a staging fault needs an arm with staging")
             for arm in arms:
                 steps = cycle_steps(cycle, arm.start, arm.forecast)
-                if kind == "fail_step" and entry["step"] not in steps:
+                if kind == "fill_tier" and size_or_none(entry["leave"]) is None:
+                    raise ConfigError(f"config key '{key}.leave': {entry['leave']!r} is not a size; expected bytes "
+                                      "or a number with k, m, g (e.g. 0, 64k, 1m)")
+                if kind in STEP_KINDS and entry["step"] not in steps:
                     raise ConfigError(f"config key '{key}.step': {entry['step']!r} does not run in cycle {cycle}; "
                                       f"expected one of: {', '.join(steps)}")
                 if kind == "fail_rank":

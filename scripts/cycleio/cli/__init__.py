@@ -49,10 +49,13 @@ def cmd_aggregate(args) -> None:
     from ..report.aggregate import StudyTables, aggregate
 
     tables = StudyTables(events=Path(args.events), events_csv=Path(args.events_csv), summary=Path(args.summary),
-                         throughput=Path(args.throughput), staging=Path(args.staging), tiers=Path(args.tiers))
+                         throughput=Path(args.throughput), staging=Path(args.staging), tiers=Path(args.tiers),
+                         retries=Path(args.retries) if args.retries else None,
+                         arms_dir=Path(args.arms_dir) if args.arms_dir else None)
     aggregate(args.records, tables, args.manifests)
-    for path in vars(tables).values():
-        log.info("wrote %s", path)
+    for name, path in vars(tables).items():
+        if path is not None and name != "arms_dir":
+            log.info("wrote %s", path)
 
 
 def cmd_figures(args) -> None:
@@ -238,6 +241,8 @@ def main(argv: list[str] | None = None) -> int:
     agg.add_argument("--throughput", required=True, help="CSV to write: MiB/s per arm, tier and activity")
     agg.add_argument("--staging", required=True, help="CSV to write: the copies per job and direction")
     agg.add_argument("--tiers", required=True, help="CSV to write: the tiers as the jobs found them")
+    agg.add_argument("--retries", help="CSV to write: one row per failed attempt of a job (read under --arms-dir)")
+    agg.add_argument("--arms-dir", help="the study's arms folder, where jobs keep their failed attempts' records")
     agg.add_argument("--manifests", nargs="*", default=[], help="the jobs' manifests (for the tiers table)")
     agg.add_argument("records", nargs="+", help="the jobs' JSON-lines records")
     agg.set_defaults(func=cmd_aggregate)

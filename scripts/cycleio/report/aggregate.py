@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 
 from ..intervals import covered_per_group
 from ..storage.fsutil import landing
-from .records import cycle_records, read_record_table, record_schema
+from .records import cycle_records, read_record_table, read_records, record_schema
 from ..units import MiB
 
 # sync: making a batch of copies durable, then renaming; combine: per_rank pieces into one file
@@ -151,6 +151,38 @@ def tiers_table(manifest_files: list[Path]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+RETRY_COLUMNS = ["study", "arm", "cycle", "step", "attempt", "failed_in_phase", "host", "t_start", "seconds",
+                 "bytes_moved", "succeeded_on_attempt"]
+
+
+def failed_attempt_files(arms_dir: Path) -> list[Path]:
+    """The records kept of failed attempts (surrogates.jobs): <arm>/<cycle>/<job>.failed-attempts/attemptN.PID.records.jsonl."""
+    return sorted(Path(arms_dir).glob("**/*.failed-attempts/attempt*.records.jsonl"))
+
+
+def retries_table(failed_files: list[Path], events: pd.DataFrame) -> pd.DataFrame:
+    """One row per failed attempt of a job: the phase it failed in (its ``failed`` record), when, for how
+    long, the bytes it had moved, and the attempt that then succeeded (from ``events``; empty if none did)."""
+    rows = []
+    for path in failed_files:
+        records = pd.DataFrame(read_records(path))
+        failed = records[records["op"] == "failed"]
+        if failed.empty:
+            continue
+        end = failed.iloc[-1]
+        rows.append({key: end.get(key) for key in ("study", "arm", "cycle", "step", "attempt", "host", "t_start",
+                                                   "seconds")}
+                    | {"failed_in_phase": end["phase"],
+                       "bytes_moved": int(records.loc[records["op"].isin(["read", "write", "copy"]), "bytes"].sum())})
+    table = pd.DataFrame(rows, columns=[c for c in RETRY_COLUMNS if c != "succeeded_on_attempt"])
+    if "attempt" in events and not table.empty:
+        done = events.groupby(["arm", "cycle", "step"])["attempt"].max().rename("succeeded_on_attempt").reset_index()
+        table = table.merge(done, on=["arm", "cycle", "step"], how="left")
+    else:
+        table["succeeded_on_attempt"] = pd.Series(dtype="Int64")
+    return table[RETRY_COLUMNS].sort_values(["arm", "cycle", "step", "attempt"], kind="stable")
+
+
 def write_table(frame: pd.DataFrame, path: Path) -> None:
     with landing(path) as tmp:
         if path.suffix == ".parquet":
@@ -169,6 +201,8 @@ class StudyTables:
     throughput: Path  # phase_throughput
     staging: Path  # staging
     tiers: Path  # tiers (from the manifests)
+    retries: Path | None = None  # the failed attempts, read from arms_dir
+    arms_dir: Path | None = None  # where the jobs keep failed attempts' records
 
 
 def _write_events(table: pa.Table, tables: StudyTables) -> None:
@@ -196,6 +230,9 @@ def aggregate(record_files: list[str | Path], tables: StudyTables, manifest_file
             tables.staging: staging_table(cycle_events),
             tables.tiers: tiers_table([Path(path) for path in manifest_files]),
         }
+        if tables.retries is not None:
+            failed = failed_attempt_files(tables.arms_dir) if tables.arms_dir is not None else []
+            frames[tables.retries] = retries_table(failed, events)
         for path, frame in frames.items():
             write_table(frame, Path(path))
         events_written.result()
