@@ -43,7 +43,7 @@ rule aggregate:
         "../envs/cycleio.yaml"
     params:
         n_files=lambda wildcards, input: len(input.records),
-        arms_dir=out("arms"),
+        arms_dir=lambda wildcards: out("arms"),  # where jobs keep failed attempts (not files Snakemake tracks)
     message:
         "aggregating {params.n_files} record files into tables"
     shell:
