@@ -38,9 +38,9 @@ report: setup
 test: setup
 	$(RUN) python -m pytest $(PYTEST_ARGS)
 
-# The unit tests only: no Snakemake runs, Slurm or GlusterFS (about a minute).
+# The unit tests only, one worker per core: no Snakemake runs, Slurm or GlusterFS (under a minute).
 test-fast: setup
-	$(RUN) python -m pytest -m "not e2e" $(PYTEST_ARGS)
+	$(RUN) python -m pytest -m "not e2e" -n auto $(PYTEST_ARGS)
 
 lint: setup
 	$(RUN) snakemake --lint
