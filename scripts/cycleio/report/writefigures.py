@@ -1,13 +1,9 @@
 """The write-strategy figure: effective against actual write time, and the I/O share of the forecast.
 
 Reads only the tables (io_events, step_summary). Per arm and cycle, from the fcst records of
-the forecast's MPI program (cycleio.surrogates.forecast):
-- effective: the seconds the compute ranks were kept from computing by output, summed over output
-  hours (the slowest compute rank of each hour, since the ranks step together);
-- actual: the seconds the busiest writer rank spent writing: storage I/O (``write``, ``combine``)
-  plus the library's work for it (``define``, ``encode``) and the safe landing (``rename``);
-- final: the un-overlapped end (``write_final``: the last hour's output plus the writers' drain);
-- blocked: what output cost the forecast's wall time: effective of every hour but the last, plus final.
+the forecast's MPI program (cycleio.surrogates.forecast), the times writetime.py defines:
+effective (summed over output hours), actual (the busiest writer rank) and final, and
+blocked: what output cost the forecast's wall time, effective of every hour but the last, plus final.
 The figures show means per forecast over the cycles.
 """
 
@@ -24,8 +20,8 @@ import pandas as pd  # noqa: E402
 from ..intervals import covered_seconds  # noqa: E402
 from ..storage.fsutil import landing  # noqa: E402
 from ..surrogates.forecast.strategies import STRATEGIES  # noqa: E402
+from ..surrogates.forecast.writetime import actual_seconds, effective_per_hour, final_seconds  # noqa: E402
 
-WRITER_OPS = ("write", "combine", "define", "encode", "rename")  # what a writer rank is busy with
 COLORS = {"effective": "#C44E52", "actual": "#4C72B0", "final": "#8172B3", "compute": "#BBBBBB",
           "blocked": "#C44E52", "other": "#E5E5E5"}
 
@@ -37,23 +33,22 @@ def write_times(events: pd.DataFrame, summary: pd.DataFrame | None = None) -> pd
         fcst["t_end"] = fcst["t_start"] + fcst["seconds"]
     rows = []
     for (arm, cycle), group in fcst.groupby(["arm", "cycle"], sort=False):
-        effective = group[group["op"] == "write_effective"]
-        if effective.empty:
+        records = group[["op", "rank", "file", "seconds"]].to_dict("records")
+        per_hour = effective_per_hour(records)
+        if not per_hour:
             continue  # a forecast without MPI records (not written by the forecast's MPI program)
-        per_hour = effective.groupby("file", sort=True)["seconds"].max()
-        final = group.loc[group["op"] == "write_final", "seconds"].sum()
+        final = final_seconds(records)
         writes = group[group["op"].isin(["write", "combine"])]
-        busy = group[group["op"].isin(WRITER_OPS)].groupby("rank")["seconds"].sum()
         compute = group[group["op"] == "compute"]
-        last_hour = max(per_hour.index)
+        last_hour = max(per_hour)
         rows.append({
             "arm": arm, "cycle": str(cycle), "strategy": group["strategy"].iloc[0],
             "nranks": int(group["nranks"].max()), "hours": len(per_hour),
-            "effective_s": float(per_hour.sum()),
-            "actual_s": float(busy.max()) if not busy.empty else 0.0,
+            "effective_s": sum(per_hour.values()),
+            "actual_s": actual_seconds(records),
             "writer_s": float(writes["seconds"].sum()),
             "final_s": float(final),
-            "blocked_s": float(per_hour.drop(last_hour).sum() + final),
+            "blocked_s": sum(per_hour.values()) - per_hour[last_hour] + final,
             "compute_s": covered_seconds(compute["t_start"], compute["t_end"]),
             "wall_s": float(group["t_end"].max() - group["t_start"].min()),
         })

@@ -15,13 +15,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from ...intervals import covered_seconds
 from ...process import launcher_argv, run_command
 from ..inventory import FileSpec
 from ..kinds import expected_bytes
 from ..ncfiles import WriteContext
 from .layout import ForecastError, Layout, check_layout
 from .plan import hour_groups
+from .writetime import actual_seconds, effective_per_hour, final_seconds
 
 log = logging.getLogger("cycleio")
 
@@ -174,13 +174,7 @@ def run_forecast_mpi(settings, cycle: str, workdir: Path, writes: list[FileSpec]
 
 
 def _log_summary(records: list[dict], label: str, wall: float) -> None:
-    effective: dict[str, float] = {}
-    for record in records:
-        if record["op"] == "write_effective":
-            effective[record["file"]] = max(effective.get(record["file"], 0.0), record["seconds"])
-    writes = [r for r in records if r["op"] in ("write", "combine")]
-    busy = covered_seconds([r["t_start"] for r in writes], [r["t_start"] + r["seconds"] for r in writes])
-    final = sum(r["seconds"] for r in records if r["op"] == "write_final")
+    hours = effective_per_hour(records)
     log.info("%s fcst MPI program %.2f s: effective write %.3f s over %d output hours (slowest compute rank), "
-             "actual write %.3f s (writers busy), final un-overlapped write %.3f s",
-             label, wall, sum(effective.values()), len(effective), busy, final)
+             "actual write %.3f s (busiest writer), final un-overlapped write %.3f s",
+             label, wall, sum(hours.values()), len(hours), actual_seconds(records), final_seconds(records))
