@@ -291,6 +291,21 @@ def test_replay_repeats_each_steps_files(tmp_path):
     assert reps.loc[("fcst", "read"), "cache_risk"]
 
 
+def test_each_write_repetition_of_the_replay_lands_new_files(tmp_path):
+    """Not over files it just deleted: a step never writes into pages the kernel freed a moment before."""
+    require_tool("fio", "the replay runs fio where IOR is absent")
+    events = pd.DataFrame({"arm": ["a"] * 2, "cycle": ["2026010100"] * 2, "tier": ["disk"] * 2, "step": ["fcst"] * 2,
+                           "phase": ["run"] * 2, "op": ["write"] * 2, "bytes": [262144] * 2, "seconds": [0.1] * 2})
+    events.to_parquet(tmp_path / "io_events.parquet")
+    tier = Tier(name="disk", kind="posix", path=str(tmp_path / "tier"))
+    point = settings("replay", tier, tb.ReplaySpec(transfer_size_bytes=65536, max_files=10), tasks=1, repetitions=2)
+    tb.run_point(point, tmp_path / "raw", tmp_path / "io_events.parquet")
+    folders = [json.loads((tmp_path / "raw" / f"replay-fcst-write.rep{rep}.json").read_text())["global options"]["directory"]
+               for rep in (0, 1)]
+    assert folders[0] != folders[1] and all(f.startswith(str(tmp_path / "tier")) for f in folders)
+    assert not any(Path(f).exists() for f in folders)  # removed when the replay ends
+
+
 def test_replay_reads_from_storage_when_the_steps_reads_did():
     events = pd.DataFrame({
         "arm": ["a"] * 4, "cycle": ["2026010100"] * 4, "tier": ["disk"] * 4, "phase": ["run"] * 4,
