@@ -1,11 +1,12 @@
 #!/bin/bash
-# Start glusterd (unless running), create and start a distributed volume of N bricks on local
-# folders, and FUSE-mount it: a real network filesystem on one machine.
-# Usage: bash ci/gluster/up.sh MOUNTPOINT [NBRICKS]   (env VOL=cycleio, BRICK_ROOT=/srv/cycleio-gluster)
+# Start glusterd (unless running), create and start a volume of N bricks on local folders, and
+# FUSE-mount it: a real network filesystem on one machine. Distributed (each file on one brick), or
+# with REDUNDANCY=R dispersed (erasure coded: any R of the N bricks may fail).
+# Usage: bash ci/gluster/up.sh MOUNTPOINT [NBRICKS]   (env VOL=cycleio, BRICK_ROOT=/srv/cycleio-gluster, REDUNDANCY)
 # Needs root and /dev/fuse. Prints the mount point when it is usable. Undo with down.sh.
 set -euo pipefail
 MNT=${1:?usage: up.sh MOUNTPOINT [NBRICKS]}; N=${2:-2}
-VOL=${VOL:-cycleio}; ROOT=${BRICK_ROOT:-/srv/cycleio-gluster}
+VOL=${VOL:-cycleio}; ROOT=${BRICK_ROOT:-/srv/cycleio-gluster}; REDUNDANCY=${REDUNDANCY:-}
 HOST=$(hostname)  # the CLI refuses the literals localhost/127.0.0.1; a name resolving to them is fine
 [ -e /dev/fuse ] || { echo "no /dev/fuse: GlusterFS needs FUSE" >&2; exit 1; }
 mkdir -p /var/log/glusterfs /run "$MNT" "$ROOT"
@@ -21,7 +22,8 @@ if ! gluster --mode=script volume info "$VOL" >/dev/null 2>&1; then
   BRICKS=()
   for i in $(seq 1 "$N"); do mkdir -p "$ROOT/$VOL/b$i"; BRICKS+=("$HOST:$ROOT/$VOL/b$i"); done
   # force: bricks on the root filesystem, several bricks on one server
-  gluster --mode=script volume create "$VOL" "${BRICKS[@]}" force >/dev/null
+  KIND=(); [ -n "$REDUNDANCY" ] && KIND=(disperse "$N" redundancy "$REDUNDANCY")
+  gluster --mode=script volume create "$VOL" "${KIND[@]}" "${BRICKS[@]}" force >/dev/null
 fi
 gluster --mode=script volume start "$VOL" force >/dev/null
 grep -q " $MNT fuse.glusterfs " /proc/mounts || mount -t glusterfs "$HOST:/$VOL" "$MNT"

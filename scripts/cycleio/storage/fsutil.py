@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import re
 import time
@@ -11,6 +12,8 @@ from pathlib import Path
 from typing import Iterator
 
 import xxhash
+
+log = logging.getLogger("cycleio")
 
 CHUNK_BYTES = 8 * 2**20
 
@@ -56,6 +59,22 @@ def is_temporary(name: str) -> bool:
     return bool(_TEMPORARY.match(name))
 
 
+def discard(path: Path) -> None:
+    """Remove a temporary while handling another error: never raise over that error.
+
+    On a network filesystem the server holding the file may be the failure (a GlusterFS brick
+    down: ENOTCONN), so the unlink fails too; the rerun removes what is left
+    (staging.remove_stale_temporaries).
+    """
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    except OSError as err:
+        log.warning("could not remove the temporary %s: [Errno %s] %s; a rerun removes it", path, err.errno,
+                    err.strerror or err)
+
+
 @contextlib.contextmanager
 def landing(final: str | os.PathLike, timing: dict | None = None) -> Iterator[Path]:
     """Yield a temporary path beside ``final``; on success fsync it and rename it into place.
@@ -76,15 +95,13 @@ def landing(final: str | os.PathLike, timing: dict | None = None) -> Iterator[Pa
         if timing is not None:
             timing["rename_s"] = time.perf_counter() - t0
     except OSError as err:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
+        discard(tmp)
         named = naming(err, final)
         if named is err:
             raise
         raise named from err
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
+        discard(tmp)
         raise
 
 

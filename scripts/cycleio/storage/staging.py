@@ -35,8 +35,8 @@ from .tiers import filesystem_type
 from ..faults import InjectedFault
 from ..process import run_command
 from ..units import MiB
-from .fsutil import (BLOCK_BYTES, CHUNK_BYTES, BlockHasher, combine_block_digests, fsync_dir, fsync_file, is_temporary,
-                     temp_name)
+from .fsutil import (BLOCK_BYTES, CHUNK_BYTES, BlockHasher, combine_block_digests, discard, fsync_dir, fsync_file,
+                     is_temporary, temp_name)
 
 # The staging methods (config key staging.method): this engine, or a command that copies a file
 # into the temporary name, as argv from (the command's path, source, temporary).
@@ -349,8 +349,7 @@ def _stage_with_engine(source: Path, dest: Path, size: int, options: StagingOpti
             if writeback is not None:
                 writeback.release(writeback_fd)
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
+        discard(tmp)
         raise
     finally:
         os.close(src_fd)
@@ -381,8 +380,7 @@ def _stage_with_tool(source: Path, dest: Path, options: StagingOptions, streams:
         c0 = time.perf_counter()
         checksum = checksum_file(source, options, streams)
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
+        discard(tmp)
         raise
     checksum_seconds = time.perf_counter() - c0
     return CopyResult(source, dest, tmp.stat().st_size, checksum, t_start, c0 - t0, checksum_seconds, tmp)
@@ -568,7 +566,7 @@ def _give_final_names(copies: list[CopyResult], local_folders: set[Path], stream
         _in_parallel(lambda n: rename(remote[n]), len(remote), streams)
     except BaseException:
         for copy in copies:
-            copy.temporary.unlink(missing_ok=True)
+            discard(copy.temporary)
         raise
     if durable:
         for folder in {copy.dest.parent for copy in copies}:
@@ -671,7 +669,7 @@ def copy_and_verify(pairs: list[tuple[Path, Path]], options: StagingOptions = St
     except BaseException:
         for copy in copies:
             if copy is not None:
-                copy.temporary.unlink(missing_ok=True)
+                discard(copy.temporary)
         raise
     t0 = time.perf_counter()
     _give_final_names(copies, syncfs_folders, streams, options.durable)
