@@ -66,6 +66,8 @@ CASES = [
      "config key 'faults.fail_step[0].cycle': 2030010100 is not a cycle of the study"),
     ("a fault aimed at a rank the forecast does not have", "faults: {fail_rank: [{cycle: 2026010106, rank: 7}]}\n",
      "config key 'faults.fail_rank[0].rank': 7 is not a rank of arm lustre's forecast"),
+    ("a slow-tier fault without its delay", "faults: {slow_tier: [{cycle: 2026010106, step: anal}]}\n",
+     "config key 'faults.slow_tier[0]': 'delay_ms' is a required property"),
     ("a full-tier fault without the bytes to leave", "faults: {fill_tier: [{cycle: 2026010106, step: anal}]}\n",
      "config key 'faults.fill_tier[0]': 'leave' is a required property"),
 ]

@@ -9,12 +9,13 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import tmpfs, with_changes
+from conftest import IN_CI, tmpfs, with_changes
 
 from cycleio.config.settings import ArmSettings, ConfigError, StagingSettings, build_study, validate_config
 from cycleio.faults import InjectedFault
 from cycleio.report.aggregate import failed_attempt_files, load_events, retries_table
 from cycleio.report.records import read_records
+from cycleio.storage import slowfs
 from cycleio.storage.fsutil import file_checksum, is_temporary
 from cycleio.storage.staging import StagingError
 from cycleio.storage.tiers import Tier
@@ -55,6 +56,8 @@ def study_with(default_config, **faults):
      r"2026010106 stages out \(arm node_local\), so the fault would never fire"),
     ({"fill_tier": [{"cycle": CYCLE, "step": "anal", "leave": "lots"}]},
      r"config key 'faults.fill_tier\[0\].leave': 'lots' does not match"),
+    ({"slow_tier": [{"cycle": CYCLE, "step": "anal", "delay_ms": 0}]},
+     r"config key 'faults.slow_tier\[0\].delay_ms': 0 is less than or equal to the minimum of 0"),
     ({"fill_tier": [{"cycle": "2026010100", "step": "anal", "leave": 0}]},
      r"config key 'faults.fill_tier\[0\].step': 'anal' does not run in cycle 2026010100; expected one of: fcst, post"),
 ])
@@ -211,6 +214,22 @@ def test_a_full_tier_fails_the_step_with_enospc_naming_the_file_and_the_retry_su
         stat = os.statvfs(scratch)
         assert stat.f_bavail * stat.f_frsize > 60 * 2**20  # the filler is gone with the attempt
         assert_second_attempt_lands_verified(settings, tmp_path)
+
+
+def test_a_slow_tier_delays_every_operation_of_the_step_and_its_files_land_right(tmp_path):
+    """slow_tier runs the step's I/O through a real FUSE mount answering each operation 50 ms late:
+    every file the step writes takes at least one such wait; the outputs land verified; no mount stays."""
+    why = slowfs.unavailable()
+    if why:
+        (pytest.fail if IN_CI else pytest.skip)(f"a slow tier needs FUSE: {why}")
+    settings = staged_arm(tmp_path, slow_tier=[{"step": "prep", "delay_ms": 50}])
+    manifest = run_prep(settings, tmp_path, attempt=1)
+    writes = [r for r in read_records(tmp_path / "prep.records.jsonl")
+              if r["phase"] == "run" and r["op"] == "write" and r["bytes"] > 0]
+    assert writes and all(r["seconds"] >= 0.05 for r in writes), [(r["file"], r["seconds"]) for r in writes]
+    root = Path(manifest["root"])
+    assert manifest["outputs"] and all(file_checksum(root / o["path"]) == o["xxh3_64"] for o in manifest["outputs"])
+    assert "cycleio-slow-" not in Path("/proc/mounts").read_text()
 
 
 def test_the_retries_table_lists_each_failed_attempt_and_the_attempt_that_succeeded(tmp_path):

@@ -67,12 +67,12 @@ def test_sums_are_the_floats_of_a_plain_loop():
 
 
 def test_the_launcher_path_loads_no_pandas():
-    """The forecast's launcher (every fcst job) takes covered time from here without loading pandas."""
+    """The forecast's launcher (every fcst job) sums its write times (writetime.py) without loading pandas."""
     program = ("import json, sys; import cycleio.surrogates.forecast.launcher; "
                "print(json.dumps(sorted(sys.modules)))")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "scripts"),
                                                                      os.environ.get("PYTHONPATH")]))}
     result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, env=env, check=True)
     loaded = set(json.loads(result.stdout))
-    assert "cycleio.intervals" in loaded and "pandas" not in loaded
+    assert "cycleio.surrogates.forecast.writetime" in loaded and "pandas" not in loaded
 

@@ -11,7 +11,9 @@ Off by default (every list empty). Each entry names a cycle, a step (or job) and
   copy and before its verification, which must catch it;
 - ``fail_stage_out``: a job's stage-out fails once ``after_files`` files are copied;
 - ``fill_tier``: the step runs on a full tier: a file allocated on the tier it writes to leaves only
-  ``leave`` bytes free (:func:`filled`), so its writes meet a real ENOSPC.
+  ``leave`` bytes free (:func:`filled`), so its writes meet a real ENOSPC;
+- ``slow_tier``: the step's run works in its folder through a FUSE filesystem that answers every
+  operation ``delay_ms`` late (:func:`slowed`, storage/slowfs.py).
 
 A job gets only the entries aimed at it (:func:`faults_for_job`, passed in its settings), so
 changing a fault reruns that job alone. :func:`check_faults` checks every entry at start.
@@ -26,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-KINDS = ("fail_step", "fail_rank", "corrupt_staged_file", "fail_stage_out", "fill_tier")
-STEP_KINDS = ("fail_step", "fill_tier")  # aimed at a step, staged or not
+KINDS = ("fail_step", "fail_rank", "corrupt_staged_file", "fail_stage_out", "fill_tier", "slow_tier")
+STEP_KINDS = ("fail_step", "fill_tier", "slow_tier")  # aimed at a step, staged or not
 
 log = logging.getLogger("cycleio")
 
@@ -88,6 +90,11 @@ class JobFaults:
         entries = self._entries("fill_tier", step=step)
         return size_or_none(entries[0]["leave"]) if entries else None
 
+    def slow_tier(self, step: str) -> float | None:
+        """The milliseconds ``faults.slow_tier`` delays each operation of this step's run, if it aims here."""
+        entries = self._entries("slow_tier", step=step)
+        return float(entries[0]["delay_ms"]) if entries else None
+
     def fail_rank(self) -> int | None:
         """The forecast rank that ``faults.fail_rank`` makes fail on this attempt, if any."""
         entries = self._entries("fail_rank")
@@ -124,6 +131,18 @@ def filled(folder: Path, leave: int | None) -> Iterator[None]:
         path.unlink(missing_ok=True)
 
 
+@contextlib.contextmanager
+def slowed(folder: Path, delay_ms: float | None) -> Iterator[Path]:
+    """``folder``, or with ``delay_ms`` set the same folder through a mount answering each operation that late."""
+    if delay_ms is None:
+        yield folder
+        return
+    from .storage.slowfs import slow_mount
+
+    with slow_mount(folder, delay_ms) as mountpoint:
+        yield mountpoint
+
+
 def check_faults(config: dict, study) -> None:
     """Every entry of ``faults`` aims at a job the study runs; ConfigError naming the key otherwise.
 
@@ -131,6 +150,7 @@ def check_faults(config: dict, study) -> None:
     """
     from .config.keys import ConfigError
     from .config.sizes import size_or_none
+    from .storage.slowfs import unavailable as slowfs_unavailable
     from .surrogates.forecast.layout import Layout
     from .surrogates.inventory import cycle_steps, job_files
     from .workflow.dependencies import CycledJobs
@@ -158,6 +178,8 @@ def check_faults(config: dict, study) -> None:
                 if kind == "fill_tier" and size_or_none(entry["leave"]) is None:
                     raise ConfigError(f"config key '{key}.leave': {entry['leave']!r} is not a size; expected bytes "
                                       "or a number with k, m, g (e.g. 0, 64k, 1m)")
+                if kind == "slow_tier" and (why := slowfs_unavailable()):
+                    raise ConfigError(f"config key '{key}': a slow tier is mounted with FUSE, and here there is {why}")
                 if kind in STEP_KINDS and entry["step"] not in steps:
                     raise ConfigError(f"config key '{key}.step': {entry['step']!r} does not run in cycle {cycle}; "
                                       f"expected one of: {', '.join(steps)}")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..config.calendar import com_dir, is_half_cycle
 from ..config.settings import ArmSettings
-from ..faults import JobFaults, filled
+from ..faults import JobFaults, filled, slowed
 from ..storage.fsutil import file_checksum, write_json_atomic
 from .grid import Grid
 from .inventory import cycle_steps, FileSpec, coldstart_files, job_files, step_io
@@ -219,8 +219,8 @@ def run_step(settings: ArmSettings, cycle: str, step: str, records_path: Path, m
                 log.warning("%s drop_caches is set but needs root: reads may come from the page cache", label)
         phase = "run"
         for name in steps:
-            with filled(workdir, faults.fill_tier(name)):
-                _run_step(settings, name, per_step[name], workdir, ctx, records, scratch, cache_cold, label, faults)
+            with filled(workdir, faults.fill_tier(name)), slowed(workdir, faults.slow_tier(name)) as rundir:
+                _run_step(settings, name, per_step[name], rundir, ctx, records, scratch, cache_cold, label, faults)
 
         if settings.staged:
             phase = "stage_out"
