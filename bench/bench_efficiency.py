@@ -52,7 +52,7 @@ from cycleio.surrogates.grid import Grid  # noqa: E402
 from cycleio.surrogates.inventory import ForecastSettings  # noqa: E402
 from cycleio.surrogates.jobs import run_arrival, run_cleanup, run_coldstart, run_step  # noqa: E402
 from cycleio.report.records import read_records  # noqa: E402
-from cycleio.benchmarks.replay import replay_specs, replay_totals  # noqa: E402
+from cycleio.benchmarks.replay import make_room, replay_specs, replay_totals  # noqa: E402
 from cycleio.benchmarks.specs import ReplaySpec  # noqa: E402
 from cycleio.benchmarks.tools.fio import replay_command as fio_replay_command  # noqa: E402
 from cycleio.benchmarks.tools.fio import replay_layout_command as fio_replay_layout_command  # noqa: E402
@@ -126,19 +126,23 @@ def step_rates(records: list[dict]) -> dict[tuple[str, str], dict]:
     return out
 
 
-def replay(records: list[dict], tier_name: str, root: Path, raw: Path, fio: str, run: int = 0) -> dict[tuple[str, str], float]:
+def replay(records: list[dict], tier_name: str, root: Path, raw: Path, fio: str, kept: list[Path],
+           run: int = 0) -> dict[tuple[str, str], float]:
     """fio's MiB/s for each (step, op) of these records: the same files (size classes), bytes and transfer sizes.
 
-    Each replay lands new files in folders of its own under ``root/.replay``, kept until the caller
-    removes them, as the step's own files stay: writing where files were deleted a moment before
-    reuses the pages the kernel just freed, which on this VM ran at three times the speed of new ones.
+    Each replay lands new files in folders of its own under ``root/.replay``, kept (in ``kept``, for
+    the caller to remove) while the tier has room (replay.make_room), as the step's own files stay:
+    writing where files were deleted a moment before reuses the pages the kernel just freed, which
+    on this VM ran at three times the speed of new ones.
     """
     events = pd.DataFrame(records)
     events["arm"], events["cycle"] = events.get("arm", "a"), events["cycle"]
     out = {}
     for plan in replay_specs(events, tier_name, ReplaySpec()):
+        make_room(kept, plan["bytes"], root, tier_name == "shm")
         folder = root / ".replay" / f"{plan['step']}-{plan['op']}.{run}"
         folder.mkdir(parents=True)
+        kept.append(folder)
         json_out = raw / f"replay-{plan['step']}-{plan['op']}.json"
         if plan["op"] == "read":
             layout = fio_replay_layout_command(fio, plan["classes"], folder, raw / "replay-layout.json")
@@ -163,9 +167,10 @@ def run_cycle(settings: ArmSettings, cycle: str, work: Path, steps=None, replay_
         if replay_on is None:
             continue
         records = read_records(f"{out}.jsonl")
-        reference = replay(records, *replay_on[:2], work, replay_on[2])
+        kept: list[Path] = []
+        reference = replay(records, *replay_on[:2], work, replay_on[2], kept)
         # the serial steps' replays run twice: how far fio strays from itself is the noise floor of every ratio
-        again = replay(records, *replay_on[:2], work, replay_on[2], run=1) if settings.strategy == "serial" else {}
+        again = replay(records, *replay_on[:2], work, replay_on[2], kept, run=1) if settings.strategy == "serial" else {}
         shutil.rmtree(Path(replay_on[1]) / ".replay", ignore_errors=True)
         for (step_, op), rate in step_rates(records).items():
             if (step_, op) in reference:

@@ -15,6 +15,7 @@ import yaml
 
 from conftest import assert_axes_carry_data, assert_png_drawn, require_tool, with_changes
 from cycleio.benchmarks import common, replay, tools
+from cycleio.benchmarks.rows import MiB
 from cycleio.benchmarks import tierbench as tb
 from cycleio.benchmarks.tools import fio, ior, mdtest
 from cycleio.cli import main
@@ -304,6 +305,18 @@ def test_each_write_repetition_of_the_replay_lands_new_files(tmp_path):
                for rep in (0, 1)]
     assert folders[0] != folders[1] and all(f.startswith(str(tmp_path / "tier")) for f in folders)
     assert not any(Path(f).exists() for f in folders)  # removed when the replay ends
+
+
+def test_kept_replay_files_give_way_oldest_first_when_the_tier_has_no_room(tmp_path, monkeypatch):
+    kept = [tmp_path / f"rep{i}" for i in range(3)]
+    for folder in kept:
+        folder.mkdir()
+        (folder / "f").write_bytes(b"x")
+    assert replay.room(tmp_path, memory=True) > 0
+    free = iter([100 * MiB, 300 * MiB, 10**12])  # room before and after each removal
+    monkeypatch.setattr(replay, "room", lambda path, memory: next(free))
+    replay.make_room(kept, 50 * MiB, tmp_path, memory=True)  # needs 1.1 x 50 MiB + the 512 MiB margin
+    assert [f.name for f in kept] == ["rep2"] and not (tmp_path / "rep0").exists() and not (tmp_path / "rep1").exists()
 
 
 def test_replay_reads_from_storage_when_the_steps_reads_did():

@@ -10,6 +10,7 @@ import shutil
 import time
 from pathlib import Path
 
+from ..storage.tiers import free_bytes
 from .common import parse_run, run_tool, time_limit
 from .points import benchmark_folder, context, finish, fresh, log_rows, summarize
 from .rows import MiB
@@ -21,6 +22,7 @@ log = logging.getLogger("cycleio")
 COLD_BELOW = 0.5  # a read whose file had less than this share of its bytes cached is replayed from storage
 MIN_CLASS_SHARE = 0.10  # size classes with less of a step's bytes, or less than MIN_CLASS_BYTES,
 MIN_CLASS_BYTES = 16 * MiB  # merge with their neighbours in size
+ROOM_MARGIN_BYTES = 512 * MiB  # kept replay files give way before the tier (or RAM) has less free
 
 
 def replay_specs(events, tier: str, spec: ReplaySpec) -> list[dict]:
@@ -139,13 +141,34 @@ def replay_totals(parsed: list[dict], plan: dict) -> list[dict]:
     return out
 
 
+def room(path: Path, memory: bool) -> int:
+    """Bytes a replay may still write on the tier: its free space, and for a memory tier no more than RAM has."""
+    free = free_bytes(path)
+    if memory:
+        with open("/proc/meminfo") as meminfo:
+            available = next((int(line.split()[1]) * 1024 for line in meminfo if line.startswith("MemAvailable:")), free)
+        free = min(free, available)
+    return free
+
+
+def make_room(kept: list[Path], nbytes: int, path: Path, memory: bool) -> None:
+    """Remove replayed files kept so far (folders, oldest first) until ``nbytes`` more fit with a margin.
+
+    Replays keep what they wrote, so that later writes land in new pages as a step's do; where the
+    tier (or RAM, for a memory tier) has no room for that, the oldest give way.
+    """
+    while kept and room(path, memory) < 1.1 * nbytes + ROOM_MARGIN_BYTES:
+        shutil.rmtree(kept.pop(0), ignore_errors=True)
+
+
 def run_replay(settings: PointSettings, raw_dir: Path, events_path: Path) -> list[dict]:
     """Replay each step's writes and reads on the tier with IOR or fio: one task, the files of one
     of the step's jobs (size classes: count, mean size), fsync per file; a step's reads read such
     files back (fio: laid out once, read in each repetition).
 
-    fio's write repetitions land new files, each in a folder of its own, and the job keeps every
-    replayed file until it ends, as a step lands new files beside the cycle's others. Rewriting
+    fio's write repetitions land new files, each in a folder of its own, and the job keeps the
+    replayed files until it ends (:func:`make_room`: while the tier has room), as a step lands new
+    files beside the cycle's others. Rewriting
     files deleted a moment before would reuse the pages the kernel just freed, which a step never
     does: on a VM that returns freed memory to its host, writes into such pages ran at three times
     the speed of writes into new ones (1,715 against 477 MiB/s on the ext4 of the README's VM).
@@ -165,11 +188,13 @@ def run_replay(settings: PointSettings, raw_dir: Path, events_path: Path) -> lis
         return []
     version = tool.version()
     rows: list[dict] = []
+    kept: list[Path] = []  # replayed files, oldest first
     t_start = time.time()
     try:
         for plan in plans:
             step, op = plan["step"], plan["op"]
-            site.require_space(plan["bytes"] * (reps if op == "write" and tool.name == "fio" else 1), f"replay of {step}")
+            make_room(kept, plan["bytes"], work, site.is_memory)
+            site.require_space(plan["bytes"], f"replay of {step}")
             log.info("%s %s %s: %d files, %.1f MiB in %d size classes (%s), the step's jobs %s %d files", label, step,
                      op, plan["files"], plan["bytes"] / MiB, len(plan["classes"]), _describe(plan["classes"]), op,
                      plan["files_per_job"])
@@ -196,7 +221,11 @@ def run_replay(settings: PointSettings, raw_dir: Path, events_path: Path) -> lis
                         parsed += parse_run(ior.parse_json, summary, tool.label, run, stdout_path=run.stdout)
                 else:
                     rep_name = f"{name}.rep{rep}"
-                    target = fresh(folder / f"rep{rep}") if op == "write" else folder
+                    target = folder
+                    if op == "write":
+                        make_room(kept, plan["bytes"], work, site.is_memory)
+                        target = fresh(folder / f"rep{rep}")
+                        kept.append(target)
                     argv = fio.replay_command(tool.path, plan["classes"], target, raw_dir / f"{rep_name}.json", op)
                     run = run_tool(tool.label, argv, raw_dir, rep_name, limit)
                     parsed = parse_run(fio.parse, raw_dir / f"{rep_name}.json", tool.label, run)
@@ -204,6 +233,8 @@ def run_replay(settings: PointSettings, raw_dir: Path, events_path: Path) -> lis
                                "tool_version": r["tool_version"] or version,
                                "cold_cache": op == "read" and tool.name == "fio" and all(c["cold"] for c in plan["classes"])}
                               for r in replay_totals(parsed, plan) if r["operation"] == op]
+            if op == "read" or tool.name != "fio":
+                kept.append(folder)
             rows += finish(step_rows, context(settings, site, pattern=step), t_start)
     finally:
         shutil.rmtree(work, ignore_errors=True)
