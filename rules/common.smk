@@ -54,6 +54,29 @@ def cleanup_dependencies(wildcards):
     return job_files(JOBS.cleanup_dependencies(wildcards.arm, wildcards.cycle))
 
 
+# The report's categories: the questions a study answers, in the order a reader asks them.
+REPORT = {
+    "answer": "1. The answer",
+    "time": "2. Where does a cycle's time go?",
+    "staging": "3. What does staging buy?",
+    "efficiency": "4. How close do the steps come to the tier?",
+    "strategy": "5. Which write strategy hides the most I/O?",
+    "scale": "6. Does it scale, and what would the target need?",
+    "data": "7. Provenance and every record",
+}
+
+
+def plan_study_json(wildcards):
+    """The capacity plan's target: the study's first arm and first two cycles (a half and a full one) at
+    config key plan.resolution."""
+    target = {**config, "resolution": config["plan"]["resolution"]}
+    _, study = load_study(
+        target, os.path.join(workflow.basedir, "config", "schemas", "config.schema.yaml")
+    )
+    arm = next(iter(study.arms.values()))
+    return json.dumps({"cycles": study.cycles[:2], "arms": [arm.job_json("inventory")]})
+
+
 def study_json(wildcards):
     """The study's cycles and what the inventory table reads of every arm's settings."""
     arms = [arm.job_json("inventory") for arm in STUDY.arms.values()]

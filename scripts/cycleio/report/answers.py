@@ -186,8 +186,8 @@ def summary_markdown(table: pd.DataFrame, title: str) -> str:
     return "\n".join(lines)
 
 
-def write_summary(table: pd.DataFrame, csv_path: Path, md_path: Path, title: str) -> str:
-    text = summary_markdown(table, title)
+def write_summary(table: pd.DataFrame, csv_path: Path, md_path: Path, title: str, extra: str = "") -> str:
+    text = summary_markdown(table, title) + (f"\n{extra}" if extra else "")
     with landing(Path(csv_path)) as tmp:
         table.to_csv(tmp, index=False)
     with landing(Path(md_path)) as tmp:
@@ -195,9 +195,22 @@ def write_summary(table: pd.DataFrame, csv_path: Path, md_path: Path, title: str
     return text
 
 
-def summary_from_tables(summary_csv: Path, tiers_csv: Path, events_parquet: Path, efficiency_csv: Path | None,
-                        *, out_csv: Path, out_md: Path, title: str) -> str:
-    """Read the tables, write summary.csv and summary.md, and return the Markdown."""
+def model_markdown(fits: pd.DataFrame | None, capacity: pd.DataFrame | None) -> str:
+    """The tiers' linear-to-plateau fits and the capacity plan, as Markdown lines."""
+    from .scaling import fit_lines, plan_lines
+
+    lines = []
+    if fits is not None and not fits.empty:
+        lines += ["## The tiers' model (bandwidth = min(slope x tasks, plateau))", ""]
+        lines += [f"- {line}" for line in fit_lines(fits)] + [""]
+    if capacity is not None and not capacity.empty:
+        lines += ["## Capacity plan", ""] + [f"- {line}" for line in plan_lines(capacity)] + [""]
+    return "\n".join(lines)
+
+
+def summary_table_from_tables(summary_csv: Path, tiers_csv: Path, events_parquet: Path,
+                              efficiency_csv: Path | None, out_csv: Path) -> pd.DataFrame:
+    """Read the tables and write summary.csv (one row per arm, SUMMARY_COLUMNS)."""
     from .writefigures import write_times
 
     summary = pd.read_csv(summary_csv, dtype={"cycle": str})
@@ -208,4 +221,18 @@ def summary_from_tables(summary_csv: Path, tiers_csv: Path, events_parquet: Path
     strategies = fcst.dropna(subset=["strategy"]).groupby("arm")["strategy"].first().to_dict()
     efficiency = pd.read_csv(efficiency_csv) if efficiency_csv and Path(efficiency_csv).exists() else None
     table = arm_summary(summary, tiers, efficiency, write_times(events, summary), strategies)
-    return write_summary(table, out_csv, out_md, title)
+    with landing(Path(out_csv)) as tmp:
+        table.to_csv(tmp, index=False)
+    return table
+
+
+def summary_markdown_from_csv(answers_csv: Path, out_md: Path, title: str, fits: Path | None = None,
+                              capacity: Path | None = None) -> str:
+    """summary.md from summary.csv, with the tiers' model and the capacity plan when given; returns the text."""
+    table = pd.read_csv(answers_csv)
+    extra = model_markdown(pd.read_csv(fits, dtype={"tasks_measured": str}) if fits else None,
+                           pd.read_csv(capacity) if capacity else None)
+    text = summary_markdown(table, title) + (f"\n{extra}" if extra else "")
+    with landing(Path(out_md)) as tmp:
+        Path(tmp).write_text(text)
+    return text

@@ -46,9 +46,10 @@ def _typed(table: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def scaling_figure(table: pd.DataFrame, path: Path, title: str) -> None:
+def scaling_figure(table: pd.DataFrame, path: Path, title: str, fits: pd.DataFrame | None = None) -> None:
     """MiB/s against tasks per tier (write, read; mean over repetitions, bars from min to max) and
-    metadata operations per second per tier."""
+    metadata operations per second per tier. ``fits`` (report.scaling.fit_table): each tier and pattern's
+    linear-to-plateau model, drawn thin over its points, its plateau marked where reached."""
     table = _typed(table)
     sns.set_theme(style="whitegrid", context="notebook")
     fig, axes = plt.subplots(1, 3, figsize=(17, 5.2), gridspec_kw={"width_ratios": [1, 1, 1.2]})
@@ -72,6 +73,8 @@ def scaling_figure(table: pd.DataFrame, path: Path, title: str) -> None:
             ax.errorbar(group["tasks"], group["mean"], yerr=[low, high], color=colors[tier], linestyle=linestyle,
                         marker=marker, capsize=3, label=f"{tier} / {pattern}")
         tasks = sorted(set(int(t) for t in stats["tasks"]))
+        if fits is not None and not fits.empty:
+            _draw_fits(ax, fits[fits["operation"] == operation], colors, tasks)
         ax.set_xscale("log", base=2)
         ax.set_xticks(tasks, [str(t) for t in tasks])
         ax.minorticks_off()
@@ -108,6 +111,21 @@ def scaling_figure(table: pd.DataFrame, path: Path, title: str) -> None:
     fig.suptitle(f"{title}\nmeasured with {_tools(table[table['benchmark'].isin(['io', 'metadata'])]) or '-'}")
     fig.tight_layout(rect=(0, 0.1 if handles else 0, 1, 1))
     _save(fig, path)
+
+
+def _draw_fits(ax, fits: pd.DataFrame, colors: dict, tasks: list[int]) -> None:
+    """The model min(slope * n, plateau) of each fit as a thin grey-edged line over the measured task range;
+    a reached plateau gets a short label (MiB/s and knee)."""
+    n = np.geomspace(min(tasks), max(tasks), 64)
+    for row in fits.itertuples():
+        if row.tier not in colors:
+            continue
+        model = np.minimum(row.slope_MiB_per_s_per_task * n, row.plateau_MiB_per_s)
+        ax.plot(n, model, color=colors[row.tier], linewidth=4, alpha=0.25, solid_capstyle="round")
+        if row.plateau_reached:
+            ax.annotate(f"plateau {row.plateau_MiB_per_s:.0f}\n(knee {row.knee_tasks:.1f} tasks)",
+                        (n[-1], row.plateau_MiB_per_s), textcoords="offset points", xytext=(-4, 4), ha="right",
+                        fontsize=7, color=colors[row.tier])
 
 
 def fieldio_figure(table: pd.DataFrame, path: Path, title: str) -> None:

@@ -169,12 +169,12 @@ def plan_lines(plan: pd.DataFrame) -> list[str]:
     cycle = plan[plan["step"] == "cycle"]
     lines = []
     for row in cycle.itertuples():
-        lower = "" if row.plateau_reached else " (plateau not reached: at most)"
+        units = (f"{row.units_needed} {row.unit}" if row.plateau_reached
+                 else f"at most {row.units_needed} {row.unit} (its plateau was not reached)")
         lines.append(f"{row.resolution} every {row.interval_hours:g} h, I/O within {row.io_budget_fraction:.0%} "
                      f"({row.budget_s:.0f} s): {row.cycle_bytes / 2**30:.1f} GiB per cycle needs "
                      f"{row.needed_MiB_per_s:.0f} MiB/s; tier {row.tier} ({row.pattern}) gives "
-                     f"{row.measured_plateau_MiB_per_s:.0f} MiB/s on {row.nodes_measured} node(s): "
-                     f"{row.units_needed}{lower} {row.unit}")
+                     f"{row.measured_plateau_MiB_per_s:.0f} MiB/s on {row.nodes_measured} node(s): {units}")
     return lines
 
 
