@@ -64,8 +64,8 @@ def fit_linear_plateau(tasks, bandwidth) -> PlateauFit:
         slope = float((n[rising] * y[rising]).sum() / (n[rising] ** 2).sum())
         if k < len(levels):
             plateau = float(y[~rising].mean())
-            # the plateau lies near or above the line's last point and clearly below the line where it starts
-            if plateau < slope * levels[k - 1] * 0.9 or plateau > slope * levels[k] * 0.98:
+            # the plateau lies clearly below the line where it starts (below its last point too: contention)
+            if plateau > slope * levels[k] * 0.98:
                 continue
             reached = True
         else:
@@ -107,8 +107,14 @@ def fit_lines(fits: pd.DataFrame) -> list[str]:
     """The fits in words, one line each (printed and logged)."""
     lines = []
     for row in fits.itertuples():
-        plateau = (f"plateau {row.plateau_MiB_per_s:.0f} MiB/s from {row.knee_tasks:.1f} tasks" if row.plateau_reached
-                   else f"no plateau reached up to {row.tasks_measured.split()[-1]} tasks (>= {row.plateau_MiB_per_s:.0f} MiB/s)")
+        measured = str(row.tasks_measured).split()
+        first, last = int(measured[0]), int(measured[-1])
+        if not row.plateau_reached:
+            plateau = f"no plateau reached up to {last} tasks (>= {row.plateau_MiB_per_s:.0f} MiB/s)"
+        elif row.knee_tasks <= first:
+            plateau = f"flat at {row.plateau_MiB_per_s:.0f} MiB/s from {first} task(s) on (no rise measured)"
+        else:
+            plateau = f"plateau {row.plateau_MiB_per_s:.0f} MiB/s from {row.knee_tasks:.1f} tasks"
         lines.append(f"{row.tier} {row.pattern} {row.operation}: {row.slope_MiB_per_s_per_task:.0f} MiB/s per task, "
                      f"{plateau}; error {row.rmse_MiB_per_s:.0f} MiB/s rms ({row.relative_error:.0%}) over "
                      f"{row.n_points} points")
