@@ -1,33 +1,6 @@
 # The study's answer: the summary (printed at the end of `make study`), the cycle timeline, what staging
 # buys, the efficiency heatmap, the tiers' scaling model and the capacity plan. Logic in cycleio.report
 # (answers, answerfigures, scaling, captions); captions are Jinja templates filled from params.answer.
-import shlex
-
-from cycleio.report.captions import answer_numbers
-
-STUDY_TITLE = f"cycleio study '{STUDY.name}': {config['resolution']} L{config['levels']}, {len(STUDY.cycles)} cycles"
-
-
-def answer(wildcards, input):
-    """params.answer: the study's numbers for the captions (read when the report is made)."""
-    return answer_numbers(
-        input.get("answers"), input.get("fits"), input.get("capacity")
-    )
-
-
-def bench_tables(name):
-    """A benchmark table as an input, or nothing when the benchmarks are off."""
-    return getattr(rules.benchmark_tables.output, name) if BENCH.enabled else []
-
-
-def scaling_fits():
-    return rules.scaling_fit.output[0] if BENCH.enabled else []  # rules/bench.smk
-
-
-def capacity_table():
-    return rules.capacity_plan.output[0] if BENCH.enabled else []
-
-
 if BENCH.enabled:
 
     rule capacity_plan:
@@ -48,7 +21,8 @@ if BENCH.enabled:
         params:
             study=plan_study_json,
             resolution=config["plan"]["resolution"],
-            interval=config["plan"]["interval_hours"] or config["cycles"]["interval_hours"],
+            interval=config["plan"]["interval_hours"]
+            or config["cycles"]["interval_hours"],
             budget=config["plan"]["io_budget_fraction"],
         shell:
             "python -m cycleio --log {log:q} plan --benchmarks {input.benchmarks:q}"
@@ -202,11 +176,3 @@ if BENCH.enabled:
             "python -m cycleio --log {log:q} answer-figures --step-summary {input.summary:q}"
             " --answers {input.answers:q} --efficiency {input.efficiency:q}"
             " --heatmap-png {output.png:q} --heatmap-svg {output.svg:q} --title {params.title:q}"
-
-
-def answer_outputs():
-    """The answer layer's files, which the default target asks for."""
-    files = [*rules.summary.output, *rules.summary_md.output, *rules.timeline.output, *rules.staging_figure.output]
-    if BENCH.enabled:
-        files += [*rules.scaling_fit.output, *rules.capacity_plan.output, *rules.efficiency_heatmap.output]
-    return files

@@ -1,5 +1,6 @@
 # Helpers shared by the rules: the one place that builds output paths.
 import json
+import shlex
 
 from cycleio.workflow.dependencies import CycledJobs
 
@@ -71,7 +72,8 @@ def plan_study_json(wildcards):
     config key plan.resolution."""
     target = {**config, "resolution": config["plan"]["resolution"]}
     _, study = load_study(
-        target, os.path.join(workflow.basedir, "config", "schemas", "config.schema.yaml")
+        target,
+        os.path.join(workflow.basedir, "config", "schemas", "config.schema.yaml"),
     )
     arm = next(iter(study.arms.values()))
     return json.dumps({"cycles": study.cycles[:2], "arms": [arm.job_json("inventory")]})
@@ -88,3 +90,46 @@ def benchmark_outputs():
     if not BENCH.enabled:
         return []
     return [*rules.benchmark_tables.output, *rules.benchmark_figures.output]
+
+
+# The answer layer (rules/answers.smk)
+from cycleio.report.captions import answer_numbers
+
+STUDY_TITLE = f"cycleio study '{STUDY.name}': {config['resolution']} L{config['levels']}, {len(STUDY.cycles)} cycles"
+
+
+def answer(wildcards, input):
+    """params.answer: the study's numbers for the captions (read when the report is made)."""
+    return answer_numbers(
+        input.get("answers"), input.get("fits"), input.get("capacity")
+    )
+
+
+def bench_tables(name):
+    """A benchmark table as an input, or nothing when the benchmarks are off."""
+    return getattr(rules.benchmark_tables.output, name) if BENCH.enabled else []
+
+
+def scaling_fits():
+    return rules.scaling_fit.output[0] if BENCH.enabled else []  # rules/bench.smk
+
+
+def capacity_table():
+    return rules.capacity_plan.output[0] if BENCH.enabled else []
+
+
+def answer_outputs():
+    """The answer layer's files, which the default target asks for."""
+    files = [
+        *rules.summary.output,
+        *rules.summary_md.output,
+        *rules.timeline.output,
+        *rules.staging_figure.output,
+    ]
+    if BENCH.enabled:
+        files += [
+            *rules.scaling_fit.output,
+            *rules.capacity_plan.output,
+            *rules.efficiency_heatmap.output,
+        ]
+    return files

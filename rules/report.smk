@@ -1,5 +1,4 @@
 # Aggregation: all records into tidy tables, figures from the tables.
-from cycleio.report.captions import answer_numbers
 
 
 rule aggregate:
