@@ -107,12 +107,12 @@ def timeline_figure(table: pd.DataFrame, paths, title: str) -> None:
         for row in rows.itertuples():
             y = index[(row.cycle, row.step, row.rank)]
             if row.kind == "phase":
-                ax.broken_barh([(row.t_from_arm_start_s, max(row.seconds, 1e-3))], (y - 0.4, 0.8),
-                               facecolors=PHASE_COLORS.get(row.what, "#CCCCCC"), edgecolor="none")
+                ax.barh(y, max(row.seconds, 1e-3), left=row.t_from_arm_start_s, height=0.8,
+                        color=PHASE_COLORS.get(row.what, "#CCCCCC"), edgecolor="none")
             else:
                 color, half = (OUTPUT_COLOR, 0.22) if row.kind == "output" else (WAIT_COLOR, 0.12)
-                ax.broken_barh([(row.t_from_arm_start_s, max(row.seconds, 1e-3))], (y - half, 2 * half),
-                               facecolors=color, edgecolor="white", linewidth=0.4)
+                ax.barh(y, max(row.seconds, 1e-3), left=row.t_from_arm_start_s, height=2 * half, color=color,
+                        edgecolor="white", linewidth=0.4)
         labels = [f"{cycle[-4:]} {step}" + (f" r{rank}" if rank else "") for cycle, step, rank in lanes]
         ax.set_yticks(range(len(lanes)), labels, fontsize=7)
         ax.set_ylim(len(lanes) - 0.5, -0.5)
