@@ -86,37 +86,66 @@ def timeline_table(events: pd.DataFrame) -> pd.DataFrame:
     return table.sort_values(["arm", "t_start", "rank"], kind="stable").reindex(columns=TIMELINE_COLUMNS)
 
 
+def busy_clock(starts, ends, gap_share: float = 0.02):
+    """A clock that runs only while some interval [start, end) runs: each idle gap between the intervals
+    shrinks to ``gap_share`` of the busy time. Returns a function of absolute times to busy seconds."""
+    order = np.argsort(starts)
+    merged: list[list[float]] = []
+    for start, end in zip(np.asarray(starts, float)[order], np.asarray(ends, float)[order]):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    busy = sum(end - start for start, end in merged)
+    gap = gap_share * busy
+    offsets, clock = [], 0.0
+    for start, end in merged:
+        offsets.append(clock - start)
+        clock += end - start + gap
+
+    def to_busy(t):
+        t = np.asarray(t, float)
+        index = np.clip(np.searchsorted([start for start, _ in merged], t, side="right") - 1, 0, len(merged) - 1)
+        return t + np.asarray(offsets)[index]
+
+    return to_busy
+
+
 def timeline_figure(table: pd.DataFrame, paths, title: str) -> None:
-    """Per arm (side by side), one lane per job and rank over time since the arm's first job: the job's phases
-    as pale bars, each output hour's writes (red) and the compute ranks' waits for them (orange) on top."""
+    """Per arm (side by side), one lane per job and rank over the arm's busy time (a wait between its jobs, for a
+    free core or another arm, is cut to a sliver: busy_clock): the job's phases as pale bars, each output hour's
+    writes (red) and the compute ranks' waits for them (orange) on top."""
     arms = list(dict.fromkeys(table["arm"])) if not table.empty else []
     lanes_by_arm = {arm: list(dict.fromkeys(
         table[table["arm"] == arm].sort_values("t_start")[["cycle", "step", "rank"]].itertuples(index=False)))
         for arm in arms}
     n_lanes = max((len(lanes) for lanes in lanes_by_arm.values()), default=1)
     height = min(max(3.5, 0.22 * n_lanes + 2.2), 30)
-    fig, axes = plt.subplots(1, max(len(arms), 1), figsize=(max(5.2 * len(arms), 8), height), squeeze=False,
-                             sharex=True)
+    fig, axes = plt.subplots(1, max(len(arms), 1), figsize=(max(5.2 * len(arms), 8), height), squeeze=False)
     axes = axes[0]
     if not arms:
         _empty(axes[0], "no jobs recorded")
     for ax, arm in zip(axes, arms):
         rows = table[table["arm"] == arm]
+        jobs = rows.groupby(["cycle", "step"]).agg(t_start=("t_start", "min"), t_end=("t_end", "max"))
+        clock = busy_clock(jobs["t_start"], jobs["t_end"])
+        rows = rows.assign(x=clock(rows["t_start"]))
         lanes = lanes_by_arm[arm]
         index = {lane: i for i, lane in enumerate(lanes)}
         for row in rows.itertuples():
             y = index[(row.cycle, row.step, row.rank)]
             if row.kind == "phase":
-                ax.barh(y, max(row.seconds, 1e-3), left=row.t_from_arm_start_s, height=0.8,
+                ax.barh(y, max(row.seconds, 1e-3), left=row.x, height=0.8,
                         color=PHASE_COLORS.get(row.what, "#CCCCCC"), edgecolor="none")
             else:
                 color, half = (OUTPUT_COLOR, 0.22) if row.kind == "output" else (WAIT_COLOR, 0.12)
-                ax.barh(y, max(row.seconds, 1e-3), left=row.t_from_arm_start_s, height=2 * half, color=color,
+                ax.barh(y, max(row.seconds, 1e-3), left=row.x, height=2 * half, color=color,
                         edgecolor="white", linewidth=0.4)
         labels = [f"{cycle[-4:]} {step}" + (f" r{rank}" if rank else "") for cycle, step, rank in lanes]
         ax.set_yticks(range(len(lanes)), labels, fontsize=7)
         ax.set_ylim(len(lanes) - 0.5, -0.5)
-        ax.set(xlabel="seconds since the arm's first job", title=arm)
+        ax.set(xlabel="seconds of the arm's jobs (waits between jobs cut)", title=arm)
+        ax.set_xlim(left=0)
         ax.grid(axis="x", alpha=0.3)
     handles = [matplotlib.patches.Patch(color=PHASE_COLORS[p], label=p.replace("_", " ")) for p in PHASES]
     handles += [matplotlib.patches.Patch(color=OUTPUT_COLOR, label="output hour written"),
