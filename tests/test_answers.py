@@ -84,10 +84,12 @@ def test_arm_summary_numbers():
 def test_best_arm_line_and_markdown(tmp_path):
     table = arm_summary(step_summary(), tiers(), efficiency(), write_times())
     line = best_arm_line(table)
-    assert line == "Best arm: shm, 6.25 s per cycle, 2.25 s ± 0.25 s (26%) faster than its baseline lustre over 2 cycles."
+    assert line == ("Best arm: shm, 6.25 s per cycle, 2.25 s ± 0.25 s (26%) faster than its baseline lustre "
+                    "over 2 cycles.")
     text = write_summary(table, tmp_path / "summary.csv", tmp_path / "summary.md", "fx")
     assert (tmp_path / "summary.md").read_text() == text and text.rstrip().endswith(line)
-    assert "| node_local | node_local | 2 | 8.25 (sd 0.35) | 24% | 1.00 | +0.25 ± 0.75 vs lustre | within noise | - |" in text
+    assert ("| node_local | node_local | 2 | 8.25 (sd 0.35) | 24% | 1.00 | +0.25 ± 0.75 vs lustre | within noise "
+            "| - |") in text
     assert "| quilt | shm | 0.300 | 1.100 |" in text
     assert pd.read_csv(tmp_path / "summary.csv")["arm"].tolist() == ["lustre", "node_local", "shm"]
 
@@ -96,5 +98,6 @@ def test_a_baseline_that_wins_says_staging_does_not_pay():
     summary = step_summary()
     summary.loc[summary["arm"] == "lustre", "wall_s"] /= 10
     line = best_arm_line(arm_summary(summary, tiers()))
-    assert line == "Best arm: lustre, 0.85 s per cycle; it is the baseline (no staging): staging does not pay in this study."
+    assert line == ("Best arm: lustre, 0.85 s per cycle; it is the baseline (no staging): staging does not pay "
+                    "in this study.")
     assert "slower" in summary_markdown(arm_summary(summary, tiers()), "fx")

@@ -179,7 +179,8 @@ def test_the_answer_summary_timeline_and_capacity_plan(smoke):
     assert text.startswith("# cycleio study 'smoke'") and "\nBest arm: " in text and "## Capacity plan" in text
     timeline = pd.read_csv(results / "tables" / "cycle_timeline.csv", dtype={"cycle": str})
     steps = pd.read_csv(results / "tables" / "step_summary.csv", dtype={"cycle": str})
-    assert set(map(tuple, timeline[["arm", "cycle", "step"]].values)) == set(map(tuple, steps[["arm", "cycle", "step"]].values))
+    jobs = ["arm", "cycle", "step"]
+    assert set(map(tuple, timeline[jobs].values)) == set(map(tuple, steps[jobs].values))
     hours = timeline[timeline["kind"] == "output"]
     assert set(hours["step"]) == {"fcst"} and {"f000", "f003", "f006", "f009"} <= set(hours["what"])
     assert (timeline["t_end"] >= timeline["t_start"]).all()

@@ -272,6 +272,7 @@ def efficiency_heatmap(efficiency: pd.DataFrame, paths, title: str) -> None:
         ax.set(xlabel="step and direction", ylabel="arm")
         ax.tick_params(axis="x", rotation=0)
         ax.tick_params(axis="y", rotation=0)
-    ax.set_title(f"{title}\nEfficiency against a replay of the same bytes on the same tier (median where several)", fontsize=11)
+    ax.set_title(f"{title}\nEfficiency against a replay of the same bytes on the same tier (median where several)",
+                 fontsize=11)
     fig.tight_layout()
     save(fig, paths)
