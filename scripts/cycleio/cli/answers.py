@@ -87,11 +87,14 @@ def _config_inventory(configfiles: list[str], resolution: str):
     default study), and the study's interval in hours."""
     import pandas as pd
 
-    from ..config.settings import load_study
-    from ..surrogates.catalog import inventory_rows
-    from . import _read_configs
+    from snakemake.utils import update_config
 
-    config = _read_configs(configfiles) if configfiles else {}
+    from ..config.settings import load_study, read_config_file
+    from ..surrogates.catalog import inventory_rows
+
+    config: dict = {}
+    for path in configfiles:
+        update_config(config, read_config_file(path))
     config["resolution"] = resolution
     config, study = load_study(config)
     arm = next(iter(study.arms.values()))

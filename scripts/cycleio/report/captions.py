@@ -10,10 +10,6 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import pandas as pd
-
-from .answers import best_arm_line
-
 MISSING = "not measured yet"
 
 
@@ -31,7 +27,12 @@ def _arm_sentence(row) -> str:
 
 def answer_numbers(summary_csv: str | Path | None, fits_csv: str | Path | None = None,
                    capacity_csv: str | Path | None = None) -> dict[str, str]:
-    """Keys: best, arms (one sentence per arm, joined by '; '), efficiency, strategies, fits, plan."""
+    """Keys: best, arms (one sentence per arm, joined by '; '), efficiency, strategies, fits, plan.
+
+    The rules import this module when Snakemake parses them: pandas is imported here, when a caption asks."""
+    import pandas as pd
+
+    from .answers import best_arm_line
     numbers = {key: MISSING for key in ("best", "arms", "efficiency", "strategies", "fits", "plan")}
     if summary_csv and Path(summary_csv).exists():
         table = pd.read_csv(summary_csv)
