@@ -148,9 +148,11 @@ def best_arm_line(table: pd.DataFrame) -> str:
     if pd.isna(best["saved_s"]):
         return f"{head} ({best['verdict']})."
     spread = "" if pd.isna(best["saved_se_s"]) else f" ± {best['saved_se_s']:.2f} s"
-    noise = (" - within the noise over cycles, so not a real win" if best["verdict"] == "within noise" else "")
+    noise = (" - within the noise over cycles, so not a real win" if best["verdict"] == "within noise"
+             else " (one cycle: no spread to tell it from noise)" if pd.isna(best["saved_se_s"]) else "")
+    cycles = f"{best['n_cycles']} cycle" + ("s" if best["n_cycles"] != 1 else "")
     return (f"{head}, {best['saved_s']:.2f} s{spread} ({best['saved_percent']:.0f}%) faster than its baseline "
-            f"{best['baseline_arm']} over {best['n_cycles']} cycles{noise}.")
+            f"{best['baseline_arm']} over {cycles}{noise}.")
 
 
 def _fmt(value, spec: str = ".2f", suffix: str = "") -> str:
