@@ -23,7 +23,7 @@ NOISE_SIGMAS = 2.0  # a difference within this many standard errors of zero is n
 CYCLE_COLUMNS = ("wall_s", "io_s", "staging_s", "stage_in_s", "stage_out_s", "verify_s", "cleanup_s", "run_io_s",
                  "compute_s", "generate_s", "codec_s", "metadata_s")
 SUMMARY_COLUMNS = [
-    "study", "arm", "scratch_tier", "persistent_tier", "strategy", "n_cycles", "cycle_wall_s", "cycle_wall_sd_s",
+    "study", "arm", "host", "scratch_tier", "persistent_tier", "strategy", "n_cycles", "cycle_wall_s", "cycle_wall_sd_s",
     "io_share", "cycle_io_s", "cycle_staging_s", "baseline_arm", "saved_s", "saved_se_s", "saved_percent",
     "verdict", "median_efficiency_vs_replay", "effective_write_s", "actual_write_s",
 ]
@@ -50,7 +50,10 @@ def arm_roles(tiers: pd.DataFrame) -> pd.DataFrame:
     if tiers is None or tiers.empty:
         return pd.DataFrame(columns=["scratch_tier", "persistent_tier"])
     roles = tiers.pivot_table(index="arm", columns="role", values="tier", aggfunc="first")
-    return roles.rename(columns={"scratch": "scratch_tier", "persistent": "persistent_tier"})
+    roles = roles.rename(columns={"scratch": "scratch_tier", "persistent": "persistent_tier"})
+    if "host" in tiers:  # provenance: where the arm's jobs found their tiers
+        roles["host"] = tiers.groupby("arm")["host"].first()
+    return roles
 
 
 def baselines(roles: pd.DataFrame, strategies: dict[str, str], arms: list[str]) -> dict[str, str | None]:
@@ -108,6 +111,7 @@ def arm_summary(summary: pd.DataFrame, tiers: pd.DataFrame, efficiency: pd.DataF
         wall = mine["wall_s"]
         row = {
             "study": mine["study"].iloc[0], "arm": arm,
+            "host": roles["host"].get(arm) if "host" in roles else None,
             "scratch_tier": roles["scratch_tier"].get(arm) if "scratch_tier" in roles else None,
             "persistent_tier": roles["persistent_tier"].get(arm) if "persistent_tier" in roles else None,
             "strategy": strategies.get(arm), "n_cycles": len(mine),
@@ -163,7 +167,8 @@ def _fmt(value, spec: str = ".2f", suffix: str = "") -> str:
 
 def summary_markdown(table: pd.DataFrame, title: str) -> str:
     """The summary as Markdown: a table per arm, a table per write strategy, and the best arm's line."""
-    lines = [f"# {title}", "",
+    hosts = sorted({str(h) for h in table.get("host", pd.Series(dtype=str)).dropna()})
+    lines = [f"# {title}", ""] + ([f"Measured on {', '.join(hosts)}.", ""] if hosts else []) + [
              "Per arm, over its full cycles (a cycle's wall time sums its jobs' wall times). Saved: the baseline "
              "arm's cycle minus this arm's, paired by cycle, ± its standard error; within "
              f"{NOISE_SIGMAS:g} standard errors of zero it is noise.", "",
