@@ -26,9 +26,12 @@ study: setup
 ifeq ($(DRY_RUN),)
 	@$(MAKE) --no-print-directory report STUDY=$(STUDY) ARGS='$(ARGS)'
 	@echo
+	@cat results/$(STUDY_NAME)/summary.md
+	@echo
 	@echo "Study '$(STUDY_NAME)' is done:"
-	@echo "  tables:  results/$(STUDY_NAME)/tables/ (step_summary.csv, io_events.parquet, staging.csv, benchmarks.csv, efficiency.csv, ...)"
-	@echo "  figures: results/$(STUDY_NAME)/figures/"
+	@echo "  answer:  results/$(STUDY_NAME)/summary.md, summary.csv, capacity.csv (the capacity plan)"
+	@echo "  tables:  results/$(STUDY_NAME)/tables/ (step_summary.csv, cycle_timeline.csv, io_events.parquet, staging.csv, benchmarks.csv, efficiency.csv, scaling_fit.csv, ...)"
+	@echo "  figures: results/$(STUDY_NAME)/figures/ (PNG and SVG)"
 	@echo "  report:  results/$(STUDY_NAME)/report.html"
 endif
 

@@ -74,6 +74,7 @@ include: "rules/common.smk"
 include: "rules/cycle.smk"
 include: "rules/report.smk"
 include: "rules/bench.smk"
+include: "rules/answers.smk"
 
 
 rule all:
@@ -86,3 +87,4 @@ rule all:
         rules.figures.output,
         rules.write_strategy_figure.output,
         benchmark_outputs(),
+        answer_outputs(),

@@ -93,13 +93,15 @@ rule benchmark_tables:
     output:
         table=report(
             out("tables", "benchmarks.csv"),
-            category="Tables",
+            category=REPORT["scale"],
+            subcategory="tables",
             caption="../report/bench_table.rst",
         ),
         parquet=out("tables", "benchmarks.parquet"),
         efficiency=report(
             out("tables", "efficiency.csv"),
-            category="Tables",
+            category=REPORT["efficiency"],
+            subcategory="tables",
             caption="../report/bench_efficiency.rst",
         ),
     log:
@@ -116,18 +118,39 @@ rule benchmark_tables:
         " --efficiency {output.efficiency:q} {input.points:q}"
 
 
-rule benchmark_figures:
+rule scaling_fit:
     input:
         table=rules.benchmark_tables.output.table,
     output:
+        report(
+            out("tables", "scaling_fit.csv"),
+            category=REPORT["scale"],
+            subcategory="tables",
+            caption="../report/scaling_fit.rst",
+        ),
+    log:
+        out("logs", "scaling_fit.log"),
+    conda:
+        "../envs/cycleio.yaml"
+    shell:
+        "python -m cycleio --log {log:q} scaling-fit --benchmarks {input.table:q} --out {output:q}"
+
+
+rule benchmark_figures:
+    input:
+        table=rules.benchmark_tables.output.table,
+        fits=rules.scaling_fit.output[0],
+    output:
         scaling=report(
             out("figures", "benchmark_scaling.png"),
-            category="Figures",
+            category=REPORT["scale"],
+            subcategory="figures",
             caption="../report/bench_scaling.rst",
         ),
         fieldio=report(
             out("figures", "fieldio_vs_ior.png"),
-            category="Figures",
+            category=REPORT["efficiency"],
+            subcategory="figures",
             caption="../report/bench_fieldio.rst",
         ),
     log:
@@ -136,6 +159,7 @@ rule benchmark_figures:
         "../envs/cycleio.yaml"
     params:
         title=f"cycleio study '{STUDY.name}': benchmarks on the tiers",
+        answer=lambda wildcards, input: answer_numbers(None, input.fits),
     shell:
         "python -m cycleio --log {log:q} bench-figures --table {input.table:q}"
-        " --scaling {output.scaling:q} --fieldio {output.fieldio:q} --title {params.title:q}"
+        " --fits {input.fits:q} --scaling {output.scaling:q} --fieldio {output.fieldio:q} --title {params.title:q}"

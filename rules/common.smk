@@ -1,5 +1,6 @@
 # Helpers shared by the rules: the one place that builds output paths.
 import json
+import shlex
 
 from cycleio.workflow.dependencies import CycledJobs
 
@@ -54,6 +55,30 @@ def cleanup_dependencies(wildcards):
     return job_files(JOBS.cleanup_dependencies(wildcards.arm, wildcards.cycle))
 
 
+# The report's categories: the questions a study answers, in the order a reader asks them.
+REPORT = {
+    "answer": "1. The answer",
+    "time": "2. Where does a cycle's time go?",
+    "staging": "3. What does staging buy?",
+    "efficiency": "4. How close do the steps come to the tier?",
+    "strategy": "5. Which write strategy hides the most I/O?",
+    "scale": "6. Does it scale, and what would the target need?",
+    "data": "7. Provenance and every record",
+}
+
+
+def plan_study_json(wildcards):
+    """The capacity plan's target: the study's first arm and first two cycles (a half and a full one) at
+    config key plan.resolution."""
+    target = {**config, "resolution": config["plan"]["resolution"]}
+    _, study = load_study(
+        target,
+        os.path.join(workflow.basedir, "config", "schemas", "config.schema.yaml"),
+    )
+    arm = next(iter(study.arms.values()))
+    return json.dumps({"cycles": study.cycles[:2], "arms": [arm.job_json("inventory")]})
+
+
 def study_json(wildcards):
     """The study's cycles and what the inventory table reads of every arm's settings."""
     arms = [arm.job_json("inventory") for arm in STUDY.arms.values()]
@@ -65,3 +90,46 @@ def benchmark_outputs():
     if not BENCH.enabled:
         return []
     return [*rules.benchmark_tables.output, *rules.benchmark_figures.output]
+
+
+# The answer layer (rules/answers.smk)
+from cycleio.report.captions import answer_numbers
+
+STUDY_TITLE = f"cycleio study '{STUDY.name}': {config['resolution']} L{config['levels']}, {len(STUDY.cycles)} cycles"
+
+
+def answer(wildcards, input):
+    """params.answer: the study's numbers for the captions (read when the report is made)."""
+    return answer_numbers(
+        input.get("answers"), input.get("fits"), input.get("capacity")
+    )
+
+
+def bench_tables(name):
+    """A benchmark table as an input, or nothing when the benchmarks are off."""
+    return getattr(rules.benchmark_tables.output, name) if BENCH.enabled else []
+
+
+def scaling_fits():
+    return rules.scaling_fit.output[0] if BENCH.enabled else []  # rules/bench.smk
+
+
+def capacity_table():
+    return rules.capacity_plan.output[0] if BENCH.enabled else []
+
+
+def answer_outputs():
+    """The answer layer's files, which the default target asks for."""
+    files = [
+        *rules.summary.output,
+        *rules.summary_md.output,
+        *rules.timeline.output,
+        *rules.staging_figure.output,
+    ]
+    if BENCH.enabled:
+        files += [
+            *rules.scaling_fit.output,
+            *rules.capacity_plan.output,
+            *rules.efficiency_heatmap.output,
+        ]
+    return files

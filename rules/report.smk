@@ -8,33 +8,39 @@ rule aggregate:
     output:
         events=report(
             out("tables", "io_events.parquet"),
-            category="Tables",
+            category=REPORT["data"],
+            subcategory="tables",
             caption="../report/io_events.rst",
         ),
         events_csv=out("tables", "io_events.csv"),
         summary=report(
             out("tables", "step_summary.csv"),
-            category="Tables",
+            category=REPORT["time"],
+            subcategory="tables",
             caption="../report/step_summary.rst",
         ),
         throughput=report(
             out("tables", "phase_throughput.csv"),
-            category="Tables",
+            category=REPORT["staging"],
+            subcategory="tables",
             caption="../report/phase_throughput.rst",
         ),
         staging=report(
             out("tables", "staging.csv"),
-            category="Tables",
+            category=REPORT["staging"],
+            subcategory="tables",
             caption="../report/staging.rst",
         ),
         tiers=report(
             out("tables", "tiers.csv"),
-            category="Tables",
+            category=REPORT["data"],
+            subcategory="tables",
             caption="../report/tiers.rst",
         ),
         retries=report(
             out("tables", "retries.csv"),
-            category="Tables",
+            category=REPORT["data"],
+            subcategory="tables",
             caption="../report/retries.rst",
         ),
     log:
@@ -58,7 +64,8 @@ rule inventory:
     output:
         report(
             out("tables", "inventory.csv"),
-            category="Tables",
+            category=REPORT["data"],
+            subcategory="tables",
             caption="../report/inventory.rst",
         ),
     log:
@@ -78,7 +85,8 @@ rule figures:
     output:
         report(
             out("figures", "throughput_by_arm_and_phase.png"),
-            category="Figures",
+            category=REPORT["staging"],
+            subcategory="figures",
             caption="../report/throughput_figure.rst",
         ),
     log:
@@ -96,10 +104,12 @@ rule write_strategy_figure:
     input:
         events=rules.aggregate.output.events,
         summary=rules.aggregate.output.summary,
+        answers=out("summary.csv"),  # rules/answers.smk: the numbers of the caption
     output:
         report(
             out("figures", "write_strategies.png"),
-            category="Figures",
+            category=REPORT["strategy"],
+            subcategory="figures",
             caption="../report/write_strategies.rst",
         ),
     log:
@@ -108,6 +118,7 @@ rule write_strategy_figure:
         "../envs/cycleio.yaml"
     params:
         title=f"cycleio study '{STUDY.name}': forecast write strategies, {config['resolution']} L{config['levels']}",
+        answer=lambda wildcards, input: answer_numbers(input.answers),
     shell:
         "python -m cycleio --log {log:q} write-figure --events {input.events:q}"
         " --summary {input.summary:q} --out {output:q} --title {params.title:q}"

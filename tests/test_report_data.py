@@ -442,3 +442,40 @@ def test_benchmark_figures_say_when_a_benchmark_is_missing(bench, tmp_path, draw
         assert_axes_carry_data(fig)  # every panel says there is nothing to show
     said = [t.get_text() for fig in drawn_figures for ax in fig.axes for t in ax.texts]
     assert said == ["no write benchmark", "no read benchmark", "no metadata benchmark", "no field-I/O benchmark"]
+
+
+def test_the_answer_per_arm_from_the_fixed_records(tables, tmp_path):
+    """summary.csv on the fx study: one full cycle (2026010106: prep, fcst, post), the lustre arm the baseline.
+    Every number is the tables' (multiples of 1/64 s): lustre's jobs take 28 s, 12.25 s of it I/O; shm's 18.375 s,
+    10.8125 s I/O and 4.0625 s staging (2.25 in, 1.8125 out); one cycle gives no spread."""
+    from cycleio.report.answers import best_arm_line, summary_table_from_tables
+
+    table = summary_table_from_tables(tables / "step_summary.csv", tables / "tiers.csv",
+                                      tables / "io_events.parquet", None, tmp_path / "summary.csv")
+    rows = table.set_index("arm")
+    lustre, shm = rows.loc["lustre"], rows.loc["shm"]
+    assert (lustre["n_cycles"], lustre["cycle_wall_s"], lustre["io_share"]) == (1, 28.0, 12.25 / 28)
+    assert (lustre["verdict"], lustre["cycle_staging_s"]) == ("baseline", 0)
+    assert (shm["cycle_wall_s"], shm["cycle_io_s"], shm["cycle_staging_s"]) == (18.375, 10.8125, 4.0625)
+    assert (shm["baseline_arm"], shm["saved_s"], shm["saved_percent"]) == ("lustre", 9.625, 34.375)
+    assert shm["verdict"] == "faster (one cycle, no spread)" and math.isnan(shm["saved_se_s"])
+    # the forecast's effective and actual write seconds (writetime.py), the baseline's twice the staged arm's
+    assert (lustre["strategy"], lustre["effective_write_s"], lustre["actual_write_s"]) == ("serial", 5.25, 5.25)
+    assert (shm["effective_write_s"], shm["actual_write_s"]) == (2.625, 2.625)
+    assert best_arm_line(table) == ("Best arm: shm, 18.38 s per cycle, 9.62 s (34%) faster than its baseline lustre "
+                                    "over 1 cycle (one cycle: no spread to tell it from noise).")
+
+
+def test_the_timeline_from_the_fixed_records(tables):
+    """cycle_timeline on the fx study: each job's phases per rank and the forecast's output hours, from the
+    arm's first record (offsets from the records, multiples of 1/64 s)."""
+    from cycleio.report.answerfigures import timeline_table
+    from cycleio.report.records import cycle_records
+
+    timeline = timeline_table(cycle_records(pd.read_parquet(tables / "io_events.parquet")))
+    shm = timeline[(timeline["arm"] == "shm") & (timeline["cycle"] == C1)].set_index(["step", "rank", "kind", "what"])
+    assert shm.loc[("fcst", 0, "phase", "stage_in"), ["seconds", "t_from_arm_start_s"]].tolist() == [1.125, 100.0]
+    assert shm.loc[("fcst", 1, "phase", "run"), "seconds"] == 4.875
+    assert shm.loc[("fcst", 0, "output", "f006"), ["seconds", "t_from_arm_start_s"]].tolist() == [1.5, 106.5625]
+    assert shm.loc[("fcst", 1, "wait", "f003"), "seconds"] == 1.3125
+    assert set(shm.loc["post"].index.get_level_values("what")) == {"stage_in", "run", "verify", "stage_out", "cleanup"}

@@ -10,10 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from conftest import assert_axes_carry_data, assert_png_drawn, bar_sizes
+from conftest import assert_axes_carry_data, assert_png_drawn, bar_sizes, require_tool
 
 from cycleio.storage import fsutil
 
@@ -130,23 +131,94 @@ def test_figures_show_the_tables(smoke, tmp_path, drawn_figures):
 
     _, workdir = smoke
     figures, tables = workdir / "results/smoke/figures", workdir / "results/smoke/tables"
-    names = ["throughput_by_arm_and_phase.png", "write_strategies.png", "benchmark_scaling.png", "fieldio_vs_ior.png"]
+    names = ["throughput_by_arm_and_phase.png", "write_strategies.png", "benchmark_scaling.png", "fieldio_vs_ior.png",
+             "cycle_timeline.png", "io_share_by_step.png", "what_staging_buys.png", "efficiency_heatmap.png"]
     assert sorted(p.name for p in figures.glob("*.png")) == sorted(names)
+    svgs = sorted(p.name for p in figures.glob("*.svg"))  # the answer layer's figures come as SVG too
+    assert svgs == sorted(n.replace(".png", ".svg") for n in names[4:])
+    assert all((figures / svg).stat().st_size > 0 for svg in svgs)
     again = {name: str(tmp_path / name) for name in names}
     assert main(["figures", "--summary", str(tables / "step_summary.csv"),
                  "--throughput", str(tables / "phase_throughput.csv"), "--out", again[names[0]]]) == 0
     assert main(["write-figure", "--events", str(tables / "io_events.parquet"),
                  "--summary", str(tables / "step_summary.csv"), "--out", again[names[1]]]) == 0
     assert main(["bench-figures", "--table", str(tables / "benchmarks.csv"), "--scaling", again[names[2]],
-                 "--fieldio", again[names[3]]]) == 0
+                 "--fits", str(tables / "scaling_fit.csv"), "--fieldio", again[names[3]]]) == 0
+    assert main(["timeline", "--events", str(tables / "io_events.parquet"), "--step-summary",
+                 str(tables / "step_summary.csv"), "--out-table", str(tmp_path / "timeline.csv"),
+                 "--png", again[names[4]], "--share-png", again[names[5]]]) == 0
+    assert main(["answer-figures", "--step-summary", str(tables / "step_summary.csv"), "--answers",
+                 str(workdir / "results/smoke/summary.csv"), "--efficiency", str(tables / "efficiency.csv"),
+                 "--staging-png", again[names[6]], "--heatmap-png", again[names[7]]]) == 0
     assert len(drawn_figures) == len(names)
     drawn = dict(zip(names, drawn_figures))
     for name, fig in drawn.items():
         assert_png_drawn(figures / name, tuple(fig.get_size_inches()))
-        assert_axes_carry_data(fig)
+        if name == "efficiency_heatmap.png":  # a colour mesh: a finite cell per arm x step x direction replayed
+            efficiency = pd.read_csv(tables / "efficiency.csv")
+            replay = efficiency[efficiency["reference"] == "replay"]
+            cells = fig.axes[0].collections[0].get_array()
+            assert int(np.isfinite(cells).sum()) == len(replay.groupby(["arm", "step", "activity"]))
+        else:
+            assert_axes_carry_data(fig)
     throughput = pd.read_csv(tables / "phase_throughput.csv")
     shown = throughput[throughput["activity"].isin(ACTIVITY_ORDER)]
     assert sorted(bar_sizes(drawn[names[0]].axes[0])) == pytest.approx(sorted(shown["MiB_per_s"]))
+
+
+def test_the_answer_summary_timeline_and_capacity_plan(smoke):
+    """The answer layer's files from the smoke run: the summary names each arm and the best one, the timeline has
+    every job's phases and the forecasts' output hours per rank, the plan covers every tier measured."""
+    _, workdir = smoke
+    results = workdir / "results" / "smoke"
+    summary = pd.read_csv(results / "summary.csv")
+    assert set(summary["arm"]) == {"lustre", "node_local", "shm"} and (summary["n_cycles"] == 2).all()
+    assert summary.set_index("arm").loc["lustre", "verdict"] == "baseline"
+    assert (summary["cycle_wall_s"] > 0).all() and summary["io_share"].between(0, 1).all()
+    text = (results / "summary.md").read_text()
+    assert text.startswith("# cycleio study 'smoke'") and "\nBest arm: " in text and "## Capacity plan" in text
+    timeline = pd.read_csv(results / "tables" / "cycle_timeline.csv", dtype={"cycle": str})
+    steps = pd.read_csv(results / "tables" / "step_summary.csv", dtype={"cycle": str})
+    jobs = ["arm", "cycle", "step"]
+    assert set(map(tuple, timeline[jobs].values)) == set(map(tuple, steps[jobs].values))
+    hours = timeline[timeline["kind"] == "output"]
+    assert set(hours["step"]) == {"fcst"} and {"f000", "f003", "f006", "f009"} <= set(hours["what"])
+    assert (timeline["t_end"] >= timeline["t_start"]).all()
+    plan = pd.read_csv(results / "capacity.csv")
+    assert set(plan["tier"]) == {"lustre", "node_local", "shm"} and set(plan["resolution"]) == {"C768"}
+    cycle = plan[plan["step"] == "cycle"]
+    assert (cycle["needed_MiB_per_s"] > 0).all() and (cycle["units_needed"] >= 1).all()
+
+
+def test_report_renders_offline_in_chromium_with_every_figure(smoke, tmp_path):
+    """The report builds, and headless chromium (Debian's) opens it from a file URL with the network off (its own
+    network namespace when root, and no proxy or name resolution in any case): it renders the questions'
+    categories, and every figure of the study is in it."""
+    chromium = require_tool("chromium", "the report's rendering test opens it in chromium (apt-get install chromium)")
+    repo, workdir = smoke
+    report = workdir / "results" / "smoke" / "report.html"
+    snakemake(repo, workdir, "--report", str(report))
+    html = report.read_text()
+    figures = sorted(p.name for p in (workdir / "results" / "smoke" / "figures").glob("*.png"))
+    assert len(figures) == 8
+    for name in figures:
+        assert f'"filename": "{name}"' in html and f"data:image/png;charset=utf8;filename={name}" in html, name
+    assert "Best arm: " in html  # a caption says the answer in the study's numbers
+    offline = ["unshare", "--net"] if os.geteuid() == 0 and shutil.which("unshare") else []
+    browser = [*offline, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+               f"--user-data-dir={tmp_path / 'profile'}", "--proxy-server=127.0.0.1:9",
+               "--host-resolver-rules=MAP * ~NOTFOUND", "--virtual-time-budget=5000", "--window-size=1400,1000"]
+    url = report.as_uri()
+    dom = subprocess.run([*browser, "--dump-dom", url], capture_output=True, text=True, timeout=120)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    for category in ("1. The answer", "2. Where does a cycle's time go?", "3. What does staging buy?",
+                     "4. How close do the steps come to the tier?", "5. Which write strategy hides the most I/O?",
+                     "6. Does it scale, and what would the target need?", "7. Provenance and every record"):
+        assert category in dom.stdout, category
+    shot = tmp_path / "report.png"
+    subprocess.run([*browser, f"--screenshot={shot}", url], capture_output=True, text=True, timeout=120, check=True)
+    assert_png_drawn(shot, (1400, 1000), dpi=1)
+    shutil.copy(shot, workdir / "results" / "smoke" / "report_screenshot.png")  # to look at
 
 
 def test_rerun_does_nothing_and_a_deleted_manifest_reruns_only_it_and_dependants(smoke):

@@ -296,9 +296,11 @@ def main(argv: list[str] | None = None) -> int:
                         "(results/STUDY/arms for a whole study)")
     verify.set_defaults(func=cmd_verify)
 
+    from .answers import register as register_answers
     from .bench import register as register_bench
 
     register_bench(sub)
+    register_answers(sub)
 
     args = parser.parse_args(argv)
     setup_logging(args.log)

@@ -132,7 +132,8 @@ def cmd_bench_figures(args) -> None:
     from ..report.benchfigures import fieldio_figure, scaling_figure
 
     table = pd.read_csv(args.table)
-    scaling_figure(table, Path(args.scaling), args.title)
+    fits = pd.read_csv(args.fits, dtype={"tasks_measured": str}) if args.fits else None
+    scaling_figure(table, Path(args.scaling), args.title, fits)
     fieldio_figure(table, Path(args.fieldio), args.title)
 
 
@@ -187,6 +188,7 @@ def register(sub) -> None:
 
     figures = sub.add_parser("bench-figures", help="scaling and field-I/O figures from the benchmarks table")
     figures.add_argument("--table", required=True, help="benchmarks.csv")
+    figures.add_argument("--fits", help="scaling_fit.csv: the tiers' linear-to-plateau models, drawn over the points")
     figures.add_argument("--scaling", required=True, help="PNG: MiB/s against tasks per tier; metadata rates")
     figures.add_argument("--fieldio", required=True, help="PNG: field I/O against IOR-like patterns per tier")
     figures.add_argument("--title", default="cycleio benchmarks")

@@ -46,9 +46,10 @@ def _typed(table: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def scaling_figure(table: pd.DataFrame, path: Path, title: str) -> None:
+def scaling_figure(table: pd.DataFrame, path: Path, title: str, fits: pd.DataFrame | None = None) -> None:
     """MiB/s against tasks per tier (write, read; mean over repetitions, bars from min to max) and
-    metadata operations per second per tier."""
+    metadata operations per second per tier. ``fits`` (report.scaling.fit_table): each tier and pattern's
+    linear-to-plateau model, drawn thin over its points, its plateau marked where reached."""
     table = _typed(table)
     sns.set_theme(style="whitegrid", context="notebook")
     fig, axes = plt.subplots(1, 3, figsize=(17, 5.2), gridspec_kw={"width_ratios": [1, 1, 1.2]})
@@ -72,6 +73,9 @@ def scaling_figure(table: pd.DataFrame, path: Path, title: str) -> None:
             ax.errorbar(group["tasks"], group["mean"], yerr=[low, high], color=colors[tier], linestyle=linestyle,
                         marker=marker, capsize=3, label=f"{tier} / {pattern}")
         tasks = sorted(set(int(t) for t in stats["tasks"]))
+        if fits is not None and not fits.empty and _draw_fits(ax, fits[fits["operation"] == operation], colors):
+            ax.plot([], [], color="grey", linewidth=5, alpha=0.3, marker="|", markersize=12,
+                    label="model: min(slope x tasks, plateau), | at the knee")
         ax.set_xscale("log", base=2)
         ax.set_xticks(tasks, [str(t) for t in tasks])
         ax.minorticks_off()
@@ -80,9 +84,11 @@ def scaling_figure(table: pd.DataFrame, path: Path, title: str) -> None:
         ax.set(xlabel="tasks", ylabel="bandwidth [MiB/s]", title=f"{operation}{cached}")
         ax.title.set_fontsize(10 if cached else 12)
     handles, labels = axes[0].get_legend_handles_labels()
-    if handles:
+    if handles:  # the model's entry (drawn first) last
+        order = sorted(range(len(labels)), key=lambda i: labels[i].startswith("model"))
+        handles, labels = [handles[i] for i in order], [labels[i] for i in order]
         fig.legend(handles, labels, title="tier / pattern", fontsize="small", title_fontsize="small",
-                   loc="lower center", ncol=min(len(labels), 6), bbox_to_anchor=(0.35, 0.0), frameon=False)
+                   loc="lower center", ncol=min(len(labels), 4), bbox_to_anchor=(0.35, 0.0), frameon=False)
 
     ax = axes[2]
     md = table[(table["benchmark"] == "metadata") & (table["aggregate"] == "mean") & table["ops_per_s"].notna()]
@@ -106,8 +112,30 @@ def scaling_figure(table: pd.DataFrame, path: Path, title: str) -> None:
             label.set_horizontalalignment("right")
         ax.legend(title="tier", fontsize="small", title_fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
     fig.suptitle(f"{title}\nmeasured with {_tools(table[table['benchmark'].isin(['io', 'metadata'])]) or '-'}")
-    fig.tight_layout(rect=(0, 0.1 if handles else 0, 1, 1))
+    rows = -(-len(handles) // 4) if handles else 0
+    fig.tight_layout(rect=(0, 0.04 + 0.055 * rows if handles else 0, 1, 1))
     _save(fig, path)
+
+
+def _draw_fits(ax, fits: pd.DataFrame, colors: dict) -> bool:
+    """The model min(slope * n, plateau) of each fit measured at two task counts or more, as a thick pale line
+    over the task counts it was fitted on; a reached plateau's knee marked with a short vertical tick.
+    Returns whether any model was drawn."""
+    drawn = False
+    for row in fits.itertuples():
+        measured = [int(t) for t in str(row.tasks_measured).split()]
+        if row.tier not in colors or len(measured) < 2:
+            continue
+        n = np.geomspace(min(measured), max(measured), 64)
+        if row.plateau_reached and min(measured) < row.knee_tasks < max(measured):
+            n = np.sort(np.append(n, row.knee_tasks))
+        model = np.minimum(row.slope_MiB_per_s_per_task * n, row.plateau_MiB_per_s)
+        ax.plot(n, model, color=colors[row.tier], linewidth=5, alpha=0.22, solid_capstyle="round", zorder=1)
+        if row.plateau_reached and min(measured) < row.knee_tasks < max(measured):
+            ax.plot([row.knee_tasks], [row.plateau_MiB_per_s], marker="|", markersize=12, color=colors[row.tier],
+                    alpha=0.7, zorder=1)
+        drawn = True
+    return drawn
 
 
 def fieldio_figure(table: pd.DataFrame, path: Path, title: str) -> None:

@@ -1,0 +1,189 @@
+"""A linear model of each tier (seed 000): bandwidth against tasks rises as a line, then stays on a plateau;
+and the capacity plan it gives for a target resolution and cadence.
+
+Model: ``bw(n) = min(slope * n, plateau)`` (MiB/s; each task adds ``slope`` until the tier saturates at
+``plateau``; the knee is ``plateau / slope`` tasks). Fitted by least squares over every split of the task
+counts into a rising part and a plateau part; where no point lies on the plateau, the plateau is not
+reached (``plateau_reached`` False) and is at least the best measured bandwidth.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..storage.fsutil import landing
+from ..units import MiB
+
+FIT_COLUMNS = ["tier", "tier_kind", "pattern", "operation", "n_points", "tasks_measured", "nodes_measured",
+               "slope_MiB_per_s_per_task", "plateau_MiB_per_s", "plateau_reached", "knee_tasks", "rmse_MiB_per_s",
+               "relative_error"]
+# What one measured unit of a tier kind is, for the plan: the benchmarks ran on `nodes_measured` nodes.
+UNIT_NAMES = {"lustre": "OST/server sets as measured", "burst_buffer": "burst-buffer nodes",
+              "node_local": "compute nodes (local disks)", "memory": "compute nodes (memory)",
+              "posix": "file servers as measured"}
+
+
+@dataclass(frozen=True)
+class PlateauFit:
+    slope: float  # MiB/s per task on the rising part
+    plateau: float  # MiB/s; the best measured mean where not reached
+    plateau_reached: bool
+    rmse: float  # MiB/s, over the points
+    n_points: int
+
+    @property
+    def knee(self) -> float:
+        return self.plateau / self.slope if self.slope > 0 else math.nan
+
+    @property
+    def relative_error(self) -> float:
+        return self.rmse / self.plateau if self.plateau > 0 else math.nan
+
+    def predict(self, tasks) -> np.ndarray:
+        return np.minimum(self.slope * np.asarray(tasks, float), self.plateau)
+
+
+def fit_linear_plateau(tasks, bandwidth) -> PlateauFit:
+    """Least-squares fit of min(slope * n, plateau) to points (n, bandwidth); several points per n allowed."""
+    n = np.asarray(tasks, dtype=float)
+    y = np.asarray(bandwidth, dtype=float)
+    keep = np.isfinite(n) & np.isfinite(y) & (n > 0)
+    n, y = n[keep], y[keep]
+    if len(n) == 0:
+        raise ValueError("no points to fit")
+    levels = np.unique(n)
+    best = None
+    # split k: task counts levels[:k] rise, levels[k:] are on the plateau (k >= 1: the line needs a point)
+    for k in range(1, len(levels) + 1):
+        rising = n <= levels[k - 1]
+        slope = float((n[rising] * y[rising]).sum() / (n[rising] ** 2).sum())
+        if k < len(levels):
+            plateau = float(y[~rising].mean())
+            # the plateau lies clearly below the line where it starts (below its last point too: contention)
+            if plateau > slope * levels[k] * 0.98:
+                continue
+            reached = True
+        else:
+            plateau = float(max(y.max(), slope * levels[-1]))
+            reached = False
+        residual = y - np.minimum(slope * n, plateau)
+        sse = float((residual ** 2).sum())
+        if best is None or sse < best[0] - 1e-12 * max(1.0, sse):
+            best = (sse, slope, plateau, reached)
+    sse, slope, plateau, reached = best
+    return PlateauFit(slope=slope, plateau=plateau, plateau_reached=reached, rmse=math.sqrt(sse / len(n)),
+                      n_points=len(n))
+
+
+def fit_table(benchmarks: pd.DataFrame) -> pd.DataFrame:
+    """One fit per tier x io pattern x operation, over every repetition's bandwidth (rows ``rep``; the means
+    where a tool gave no repetitions)."""
+    io = benchmarks[(benchmarks["benchmark"] == "io") & benchmarks["bw_MiB_per_s"].notna()]
+    rows = []
+    for (tier, pattern, operation), group in io.groupby(["tier", "pattern", "operation"], sort=True):
+        points = group[group["aggregate"] == "rep"]
+        if points.empty:
+            points = group[group["aggregate"] == "mean"]
+        if points.empty:
+            continue
+        fit = fit_linear_plateau(points["tasks"].astype(float), points["bw_MiB_per_s"].astype(float))
+        nodes = points["nodes"].dropna()
+        rows.append({"tier": tier, "tier_kind": group["tier_kind"].dropna().iloc[0] if group["tier_kind"].notna().any()
+                     else None, "pattern": pattern, "operation": operation, "n_points": fit.n_points,
+                     "tasks_measured": " ".join(str(int(t)) for t in sorted(set(points["tasks"]))),
+                     "nodes_measured": int(nodes.max()) if not nodes.empty else 1,
+                     "slope_MiB_per_s_per_task": fit.slope, "plateau_MiB_per_s": fit.plateau,
+                     "plateau_reached": fit.plateau_reached, "knee_tasks": fit.knee, "rmse_MiB_per_s": fit.rmse,
+                     "relative_error": fit.relative_error})
+    return pd.DataFrame(rows, columns=FIT_COLUMNS)
+
+
+def fit_lines(fits: pd.DataFrame) -> list[str]:
+    """The fits in words, one line each (printed and logged)."""
+    lines = []
+    for row in fits.itertuples():
+        measured = str(row.tasks_measured).split()
+        first, last = int(measured[0]), int(measured[-1])
+        if not row.plateau_reached:
+            plateau = f"no plateau reached up to {last} tasks (>= {row.plateau_MiB_per_s:.0f} MiB/s)"
+        elif row.knee_tasks <= first:
+            plateau = f"flat at {row.plateau_MiB_per_s:.0f} MiB/s from {first} task(s) on (no rise measured)"
+        else:
+            plateau = f"plateau {row.plateau_MiB_per_s:.0f} MiB/s from {row.knee_tasks:.1f} tasks"
+        lines.append(f"{row.tier} {row.pattern} {row.operation}: {row.slope_MiB_per_s_per_task:.0f} MiB/s per task, "
+                     f"{plateau}; error {row.rmse_MiB_per_s:.0f} MiB/s rms ({row.relative_error:.0%}) over "
+                     f"{row.n_points} points")
+    return lines
+
+
+CAPACITY_COLUMNS = ["tier", "tier_kind", "pattern", "resolution", "interval_hours", "io_budget_fraction", "step",
+                    "bytes_written", "bytes_read", "cycle_bytes", "budget_s", "needed_MiB_per_s",
+                    "measured_plateau_MiB_per_s", "plateau_reached", "nodes_measured", "units_needed", "unit"]
+
+
+def step_bytes(inventory: pd.DataFrame, summary: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per step of one full cycle at the target resolution: bytes written (from the inventory) and bytes read
+    (the measured study's read-to-write ratio of the step times the written bytes; none where not measured)."""
+    jobs = inventory[~inventory["step"].isin(["coldstart", "dump", "cleanup"])].astype({"cycle": str})
+    first_arm = jobs["arm"].iloc[0]
+    jobs = jobs[jobs["arm"] == first_arm]
+    full = jobs[jobs["cycle"] == jobs["cycle"].max()]
+    written = full.groupby("step", sort=False)["expected_bytes"].sum().rename("bytes_written").reset_index()
+    ratio = {}
+    if summary is not None and not summary.empty:
+        sums = summary.groupby("step")[["bytes_read", "bytes_written"]].sum()
+        ratio = (sums["bytes_read"] / sums["bytes_written"]).where(sums["bytes_written"] > 0).dropna().to_dict()
+    written["bytes_read"] = [int(round(b * ratio.get(step, 0.0))) for step, b in zip(written["step"],
+                                                                                    written["bytes_written"])]
+    return written
+
+
+def capacity_plan(inventory: pd.DataFrame, fits: pd.DataFrame, *, resolution: str, interval_hours: float,
+                  io_budget_fraction: float, summary: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per tier (write fits of each pattern) and step, plus a ``cycle`` row: the bandwidth that keeps a cycle's
+    I/O within ``io_budget_fraction`` of the cycle interval, and the units of the measured tier it takes
+    (needed / (plateau per measured node), rounded up)."""
+    steps = step_bytes(inventory, summary)
+    budget_s = interval_hours * 3600 * io_budget_fraction
+    total = steps.sum(numeric_only=True)
+    steps = pd.concat([steps, pd.DataFrame([{"step": "cycle", "bytes_written": int(total["bytes_written"]),
+                                             "bytes_read": int(total["bytes_read"])}])], ignore_index=True)
+    steps["cycle_bytes"] = steps["bytes_written"] + steps["bytes_read"]
+    rows = []
+    for fit in fits[fits["operation"] == "write"].itertuples():
+        per_unit = fit.plateau_MiB_per_s / max(fit.nodes_measured, 1)
+        for step in steps.itertuples():
+            needed = step.cycle_bytes / MiB / budget_s
+            rows.append({"tier": fit.tier, "tier_kind": fit.tier_kind, "pattern": fit.pattern,
+                         "resolution": resolution, "interval_hours": interval_hours,
+                         "io_budget_fraction": io_budget_fraction, "step": step.step,
+                         "bytes_written": step.bytes_written, "bytes_read": step.bytes_read,
+                         "cycle_bytes": step.cycle_bytes, "budget_s": budget_s, "needed_MiB_per_s": needed,
+                         "measured_plateau_MiB_per_s": fit.plateau_MiB_per_s, "plateau_reached": fit.plateau_reached,
+                         "nodes_measured": fit.nodes_measured,
+                         "units_needed": int(math.ceil(needed / per_unit - 1e-9)) if per_unit > 0 else None,
+                         "unit": UNIT_NAMES.get(fit.tier_kind, "units as measured")})
+    return pd.DataFrame(rows, columns=CAPACITY_COLUMNS)
+
+
+def plan_lines(plan: pd.DataFrame) -> list[str]:
+    cycle = plan[plan["step"] == "cycle"]
+    lines = []
+    for row in cycle.itertuples():
+        units = (f"{row.units_needed} {row.unit}" if row.plateau_reached
+                 else f"at most {row.units_needed} {row.unit} (its plateau was not reached)")
+        lines.append(f"{row.resolution} every {row.interval_hours:g} h, I/O within {row.io_budget_fraction:.0%} "
+                     f"({row.budget_s:.0f} s): {row.cycle_bytes / 2**30:.1f} GiB per cycle needs "
+                     f"{row.needed_MiB_per_s:.0f} MiB/s; tier {row.tier} ({row.pattern}) gives "
+                     f"{row.measured_plateau_MiB_per_s:.0f} MiB/s on {row.nodes_measured} node(s): {units}")
+    return lines
+
+
+def write_frame(frame: pd.DataFrame, path: Path) -> None:
+    with landing(Path(path)) as tmp:
+        frame.to_csv(tmp, index=False)

@@ -1,0 +1,103 @@
+"""The study's answer (report.answers) on a hand-made step_summary: every number below is worked out by hand."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from cycleio.report.answers import arm_summary, best_arm_line, cycle_totals, summary_markdown, write_summary
+
+C0, C1, C2 = "2026010100", "2026010106", "2026010112"
+# per arm and cycle: wall seconds of prep, anal, fcst, post (C0 is the half cycle: fcst, post)
+WALLS = {
+    "lustre": {C0: (None, None, 4, 1), C1: (1, 2, 4, 1), C2: (1, 2, 5, 1)},  # 8, 9: mean 8.5
+    "shm": {C0: (None, None, 3, 1), C1: (1, 1, 3, 1), C2: (1, 1, 3, 1.5)},  # 6, 6.5: saves 2 and 2.5
+    "node_local": {C0: (None, None, 3, 1), C1: (1, 2, 4.5, 1), C2: (1, 2, 4, 1)},  # 8.5, 8: saves -0.5 and 1
+}
+TIERS = {"lustre": "lustre", "shm": "shm", "node_local": "node_local"}
+
+
+def step_summary() -> pd.DataFrame:
+    rows = []
+    for arm, cycles in WALLS.items():
+        for cycle, walls in cycles.items():
+            for step, wall in zip(("prep", "anal", "fcst", "post"), walls):
+                if wall is None:
+                    continue
+                staging = 0.25 if arm != "lustre" else 0.0
+                rows.append({"study": "fx", "arm": arm, "cycle": cycle, "step": step, "wall_s": wall,
+                             "io_s": 2.0 if step == "fcst" else 0.0, "staging_s": staging})
+        rows.append({"study": "fx", "arm": arm, "cycle": C2, "step": "cleanup", "wall_s": 100.0, "io_s": 100.0,
+                     "staging_s": 0.0})  # an older cycle's cleanup: no cycle's forecast
+    return pd.DataFrame(rows)
+
+
+def tiers() -> pd.DataFrame:
+    return pd.DataFrame([{"arm": arm, "role": role, "tier": tier if role == "scratch" else "lustre"}
+                         for arm, tier in TIERS.items() for role in ("persistent", "scratch")])
+
+
+def efficiency() -> pd.DataFrame:
+    return pd.DataFrame([
+        {"arm": "lustre", "reference": "replay", "efficiency": e} for e in (0.8, 1.0, 1.2)
+    ] + [{"arm": "lustre", "reference": "easy, best", "efficiency": 5.0},
+         {"arm": "shm", "reference": "replay", "efficiency": 0.5}])
+
+
+def write_times() -> pd.DataFrame:
+    return pd.DataFrame([
+        {"arm": "lustre", "cycle": C1, "strategy": "serial", "effective_s": 1.0, "actual_s": 1.0},
+        {"arm": "lustre", "cycle": C2, "strategy": "serial", "effective_s": 2.0, "actual_s": 2.0},
+        {"arm": "shm", "cycle": C1, "strategy": "quilt", "effective_s": 0.2, "actual_s": 1.0},
+        {"arm": "shm", "cycle": C2, "strategy": "quilt", "effective_s": 0.4, "actual_s": 1.2},
+    ])
+
+
+def test_cycle_totals_sum_the_full_cycles_jobs():
+    totals = cycle_totals(step_summary()).set_index(["arm", "cycle"])
+    assert set(totals.index.get_level_values("cycle")) == {C1, C2}  # the half cycle and cleanups left out
+    assert totals.loc[("lustre", C1), "wall_s"] == 8 and totals.loc[("shm", C2), "wall_s"] == 6.5
+    assert totals.loc[("shm", C1), "staging_s"] == 1.0 and totals.loc[("shm", C1), "io_s"] == 2.0
+
+
+def test_arm_summary_numbers():
+    table = arm_summary(step_summary(), tiers(), efficiency(), write_times()).set_index("arm")
+    assert list(table.index) == ["lustre", "node_local", "shm"]
+    lustre, shm, local = table.loc["lustre"], table.loc["shm"], table.loc["node_local"]
+    assert lustre["cycle_wall_s"] == 8.5 and lustre["cycle_wall_sd_s"] == pytest.approx(math.sqrt(0.5))
+    assert lustre["io_share"] == pytest.approx(4 / 17) and lustre["cycle_staging_s"] == 0
+    assert lustre["verdict"] == "baseline" and math.isnan(lustre["saved_s"])
+    assert lustre["median_efficiency_vs_replay"] == 1.0  # the replay's rows only
+    assert (lustre["strategy"], lustre["effective_write_s"], lustre["actual_write_s"]) == ("serial", 1.5, 1.5)
+    # shm saves 2 and 2.5 s: mean 2.25, sd sqrt(0.125), standard error 0.25
+    assert shm["baseline_arm"] == "lustre" and shm["saved_s"] == 2.25
+    assert shm["saved_se_s"] == pytest.approx(0.25) and shm["saved_percent"] == pytest.approx(2.25 / 8.5 * 100)
+    assert shm["verdict"] == "faster" and shm["cycle_staging_s"] == 1.0
+    assert shm["effective_write_s"] == pytest.approx(0.3) and shm["actual_write_s"] == pytest.approx(1.1)
+    # node_local saves -0.5 and 1: mean 0.25, standard error 0.75: within the noise
+    assert local["saved_s"] == 0.25 and local["saved_se_s"] == pytest.approx(0.75)
+    assert local["verdict"] == "within noise" and math.isnan(local["median_efficiency_vs_replay"])
+
+
+def test_best_arm_line_and_markdown(tmp_path):
+    table = arm_summary(step_summary(), tiers(), efficiency(), write_times())
+    line = best_arm_line(table)
+    assert line == ("Best arm: shm, 6.25 s per cycle, 2.25 s ± 0.25 s (26%) faster than its baseline lustre "
+                    "over 2 cycles.")
+    text = write_summary(table, tmp_path / "summary.csv", tmp_path / "summary.md", "fx")
+    assert (tmp_path / "summary.md").read_text() == text and text.rstrip().endswith(line)
+    assert ("| node_local | node_local | 2 | 8.25 (sd 0.35) | 24% | 1.00 | +0.25 ± 0.75 vs lustre | within noise "
+            "| - |") in text
+    assert "| quilt | shm | 0.300 | 1.100 |" in text
+    assert pd.read_csv(tmp_path / "summary.csv")["arm"].tolist() == ["lustre", "node_local", "shm"]
+
+
+def test_a_baseline_that_wins_says_staging_does_not_pay():
+    summary = step_summary()
+    summary.loc[summary["arm"] == "lustre", "wall_s"] /= 10
+    line = best_arm_line(arm_summary(summary, tiers()))
+    assert line == ("Best arm: lustre, 0.85 s per cycle; it is the baseline (no staging): staging does not pay "
+                    "in this study.")
+    assert "slower" in summary_markdown(arm_summary(summary, tiers()), "fx")
