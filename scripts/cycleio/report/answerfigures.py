@@ -5,7 +5,6 @@ path it is given (PNG and SVG, by suffix)."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import matplotlib
 
@@ -17,10 +16,9 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from ..config.calendar import FULL_CYCLE_STEPS  # noqa: E402
-from ..storage.fsutil import landing  # noqa: E402
 from .aggregate import IO_OPS  # noqa: E402
+from .figsave import save_figure  # noqa: E402
 
-DPI = 120
 PHASES = ("stage_in", "run", "stage_out", "verify", "cleanup")
 PHASE_COLORS = {"stage_in": "#4C72B0", "run": "#DDDDDD", "stage_out": "#55A868", "verify": "#8172B3",
                 "cleanup": "#937860"}
@@ -29,14 +27,6 @@ OUTPUT_OPS = ("write", "combine", "write_final")
 TIMELINE_COLUMNS = ["study", "arm", "cycle", "step", "host", "rank", "kind", "what", "t_start", "t_end", "seconds",
                     "bytes", "t_from_arm_start_s"]
 _HOUR = re.compile(r"f(\d{3})(?:\.[A-Za-z0-9]+)?$")
-
-
-def save(fig, paths) -> None:
-    for path in paths:
-        path = Path(path)
-        with landing(path) as tmp:
-            fig.savefig(tmp, dpi=DPI, format=path.suffix.lstrip("."))
-    plt.close(fig)
 
 
 def _empty(ax, text: str) -> None:
@@ -153,7 +143,7 @@ def timeline_figure(table: pd.DataFrame, paths, title: str) -> None:
     fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize="small", frameon=False)
     fig.suptitle(f"{title}\nlanes: cycle (DDHH), job, rank")
     fig.tight_layout(rect=(0, 0.6 / height, 1, 1))
-    save(fig, paths)
+    save_figure(fig, paths)
 
 
 def io_share_figure(summary: pd.DataFrame, paths, title: str) -> None:
@@ -174,7 +164,7 @@ def io_share_figure(summary: pd.DataFrame, paths, title: str) -> None:
         ax.legend(title="arm", fontsize="small", title_fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
     ax.set_title(f"{title}\nI/O share of wall time per step (mean over cycles; bars: lowest to highest)", fontsize=11)
     fig.tight_layout()
-    save(fig, paths)
+    save_figure(fig, paths)
 
 
 # ------------------------------------------------------------------------------------- what staging buys
@@ -236,7 +226,7 @@ def staging_figure(cycles: pd.DataFrame, answers: pd.DataFrame, paths, title: st
         ax.grid(axis="x", alpha=0.3)
     ax.set_title(f"{title}\nWhat staging buys: where a cycle's time goes per arm", fontsize=11)
     fig.tight_layout()
-    save(fig, paths)
+    save_figure(fig, paths)
 
 
 # ------------------------------------------------------------------------------------ efficiency heatmap
@@ -275,4 +265,4 @@ def efficiency_heatmap(efficiency: pd.DataFrame, paths, title: str) -> None:
     ax.set_title(f"{title}\nEfficiency against a replay of the same bytes on the same tier (median where several)",
                  fontsize=11)
     fig.tight_layout()
-    save(fig, paths)
+    save_figure(fig, paths)

@@ -13,19 +13,13 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from ..storage.fsutil import landing  # noqa: E402
+from .figsave import save_figure  # noqa: E402
 
 LINESTYLES = ["-", "--", ":", "-."]
 MARKERS = ["o", "s", "^", "D", "v", "P"]
 FIELDIO_ORDER = ["0A write", "0B write", "1 write", "1 read", "2B write", "2B read"]
 # metadata operations in the order they happen (fio's names, then mdtest's)
 METADATA_ORDER = ["create", "stat", "read", "remove", "file_creation", "file_stat", "file_read", "file_removal"]
-
-
-def _save(fig, path: Path) -> None:
-    with landing(path) as tmp:
-        fig.savefig(tmp, dpi=120, format=path.suffix.lstrip("."))
-    plt.close(fig)
 
 
 def _tools(frame: pd.DataFrame) -> str:
@@ -114,7 +108,7 @@ def scaling_figure(table: pd.DataFrame, path: Path, title: str, fits: pd.DataFra
     fig.suptitle(f"{title}\nmeasured with {_tools(table[table['benchmark'].isin(['io', 'metadata'])]) or '-'}")
     rows = -(-len(handles) // 4) if handles else 0
     fig.tight_layout(rect=(0, 0.04 + 0.055 * rows if handles else 0, 1, 1))
-    _save(fig, path)
+    save_figure(fig, path)
 
 
 def _draw_fits(ax, fits: pd.DataFrame, colors: dict) -> bool:
@@ -151,7 +145,7 @@ def fieldio_figure(table: pd.DataFrame, path: Path, title: str) -> None:
         fig, ax = plt.subplots(figsize=(8, 4))
         _empty(ax, "no field-I/O benchmark")
         fig.suptitle(title)
-        _save(fig, path)
+        save_figure(fig, path)
         return
     layouts = sorted(set(fio["api"].dropna()))
     fig, axes = plt.subplots(len(layouts), 2, figsize=(15, 4.3 * len(layouts) + 1), squeeze=False,
@@ -193,4 +187,4 @@ def fieldio_figure(table: pd.DataFrame, path: Path, title: str) -> None:
     fig.suptitle(f"{title}\nfield I/O (0A shared key, 0B own keys, 1 write-barrier-read, 2B half write while "
                  f"half read): {detail}")
     fig.tight_layout(rect=(0, 0.07, 1, 1))
-    _save(fig, path)
+    save_figure(fig, path)

@@ -19,8 +19,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from .answerfigures import save, step_order  # noqa: E402
+from .answerfigures import step_order  # noqa: E402
 from .answers import NOISE_SIGMAS, cycle_totals  # noqa: E402
+from .figsave import save_figure  # noqa: E402
 from ..storage.fsutil import landing  # noqa: E402
 
 ACTIVITIES = ("wall_s", "io_s", "run_io_s", "staging_s", "stage_in_s", "stage_out_s", "verify_s", "compute_s",
@@ -123,7 +124,7 @@ def compare_figure(table: pd.DataFrame, paths, title: str) -> None:
     fig.legend(handles=handles, loc="lower center", ncol=len(handles) or 1, fontsize="small", frameon=False)
     fig.suptitle(f"{title}\nbars: mean over cycles; whiskers: {NOISE_SIGMAS:g} standard errors")
     fig.tight_layout(rect=(0, 0.06, 1, 1))
-    save(fig, paths)
+    save_figure(fig, paths)
 
 
 def compare_results(a_dir: Path, b_dir: Path, *, out_csv: Path, figures=()) -> pd.DataFrame:

@@ -12,7 +12,7 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from ..config.calendar import FULL_CYCLE_STEPS  # noqa: E402
-from ..storage.fsutil import landing  # noqa: E402
+from .figsave import save_figure  # noqa: E402
 
 # Verification re-reads files that are still in the page cache: its MiB/s would dwarf the rest,
 # so it shows as time in the right panel, not as throughput.
@@ -59,6 +59,4 @@ def throughput_figure(throughput: pd.DataFrame, summary: pd.DataFrame, path: Pat
                  bbox_to_anchor=(0.5, -0.15), ncol=2, frameon=False)
     fig.suptitle(title)
     fig.tight_layout()
-    with landing(path) as tmp:
-        fig.savefig(tmp, dpi=120, format=path.suffix.lstrip("."))
-    plt.close(fig)
+    save_figure(fig, path)

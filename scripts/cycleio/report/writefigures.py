@@ -18,7 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from ..intervals import covered_seconds  # noqa: E402
-from ..storage.fsutil import landing  # noqa: E402
+from .figsave import save_figure  # noqa: E402
 from ..surrogates.forecast.strategies import STRATEGIES  # noqa: E402
 from ..surrogates.forecast.writetime import actual_seconds, effective_per_hour, final_seconds  # noqa: E402
 
@@ -120,9 +120,7 @@ def write_strategy_figure(table: pd.DataFrame, path: Path, title: str) -> None:
         right.grid(axis="x", alpha=0.3)
     fig.suptitle(title)
     fig.tight_layout()
-    with landing(path) as tmp:
-        fig.savefig(tmp, dpi=120, format=path.suffix.lstrip("."))
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def write_strategy_figure_from_tables(events_path: Path, summary_path: Path, out: Path, title: str) -> pd.DataFrame:
