@@ -52,7 +52,7 @@ from cycleio.surrogates.grid import Grid  # noqa: E402
 from cycleio.surrogates.inventory import ForecastSettings  # noqa: E402
 from cycleio.surrogates.jobs import run_arrival, run_cleanup, run_coldstart, run_step  # noqa: E402
 from cycleio.report.records import read_records  # noqa: E402
-from cycleio.benchmarks.replay import make_room, replay_specs, replay_totals  # noqa: E402
+from cycleio.benchmarks.replay import TIMED_BYTES, make_room, replay_specs, replay_totals  # noqa: E402
 from cycleio.benchmarks.specs import ReplaySpec  # noqa: E402
 from cycleio.benchmarks.tools.fio import replay_command as fio_replay_command  # noqa: E402
 from cycleio.benchmarks.tools.fio import replay_layout_command as fio_replay_layout_command  # noqa: E402
@@ -63,7 +63,6 @@ MiB = 2**20
 START = "2026010100"
 GOAL = {"serial": 0.90, "per_rank": 0.80, "quilt": 0.80, "diskless": 0.80}
 NOISE = "fio against itself"  # the replay run twice in a row: the spread any ratio here can have
-MIN_BYTES = 32 * MiB  # a step moving less (prep at C48: under 1 MiB) takes a replay of a millisecond or two
 
 
 WARM_CHILD = """
@@ -225,7 +224,7 @@ def run(args) -> list[dict]:
             frame = pd.DataFrame(samples)
             for (strategy, step, op), group in frame.groupby(["strategy", "step", "op"], sort=True):
                 ratios = (group["surrogate"] / group["replay"]).tolist()
-                timed = group["bytes"].median() >= MIN_BYTES
+                timed = group["bytes"].median() >= TIMED_BYTES
                 rows.append({
                     "benchmark": "surrogate efficiency",
                     "case": (f"{resolution} {tier_name} {step} {op}"

@@ -24,6 +24,7 @@ if BENCH.enabled:
             interval=config["plan"]["interval_hours"]
             or config["cycles"]["interval_hours"],
             budget=config["plan"]["io_budget_fraction"],
+            numbers=numbers,
         shell:
             "python -m cycleio --log {log:q} plan --benchmarks {input.benchmarks:q}"
             " --step-summary {input.summary:q} --study-json {params.study:q}"
@@ -49,6 +50,7 @@ rule summary:
     conda:
         "../envs/cycleio.yaml"
     params:
+        answer=lambda wildcards, output: answer_numbers(output[0]),
         efficiency=lambda wildcards, input: (
             f"--efficiency {shlex.quote(input.efficiency)}" if input.efficiency else ""
         ),
@@ -119,6 +121,7 @@ rule timeline:
     params:
         title=STUDY_TITLE,
         answer=answer,
+        numbers=numbers,
     shell:
         "python -m cycleio --log {log:q} timeline --events {input.events:q} --step-summary {input.summary:q}"
         " --out-table {output.table:q} --png {output.png:q} --svg {output.svg:q}"
