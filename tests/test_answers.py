@@ -127,3 +127,15 @@ def test_table_numbers_give_each_tables_sentence(tmp_path):
     assert numbers["retries"] == "no job failed an attempt."
     assert numbers["staging"].startswith("(could not read staging.csv: ")
     assert numbers["tiers"] == numbers["capacity"] == numbers["io_events"] == MISSING
+
+
+def test_a_table_of_another_version_gives_a_caption_that_says_so(tmp_path):
+    """A capacity.csv left by an older cycleio (other columns) must not stop the workflow, whose params ask
+    for its sentence: the caption says it could not read it."""
+    from cycleio.report.captions import answer_numbers
+
+    pd.DataFrame({"tier": ["lustre"], "step": ["cycle"], "units_needed": [3]}).to_csv(
+        tmp_path / "capacity.csv", index=False)
+    numbers = answer_numbers(tmp_path / "summary.csv", None, tmp_path / "capacity.csv")
+    assert numbers["plan"].startswith("(could not read capacity.csv: ")
+    assert numbers["best"] == "not measured yet"

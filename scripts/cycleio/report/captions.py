@@ -35,40 +35,44 @@ def _arm_sentence(row) -> str:
 
 def answer_numbers(summary_csv: str | Path | None, fits_csv: str | Path | None = None,
                    capacity_csv: str | Path | None = None) -> dict[str, str]:
-    """Keys: best, arms (one sentence per arm, joined by '; '), efficiency, strategies, fits, plan.
+    """Keys: best, arms (one sentence per arm, joined by '; '), efficiency, strategies (from the summary),
+    fits and plan (the scaling fit's and the capacity plan's sentences, as :func:`table_numbers` gives them).
 
     The rules import this module when Snakemake parses them: pandas is imported here, when a caption asks."""
+    tables = table_numbers(*(path for path in (fits_csv, capacity_csv) if path))
+    numbers = Numbers({key: tables[name] for key, name in (("fits", "scaling_fit"), ("plan", "capacity"))
+                       if name in tables})
+    if summary_csv and Path(summary_csv).is_file():
+        try:
+            numbers.update(_summary_numbers(summary_csv))
+        except UNREADABLE as err:  # a caption never stops the workflow
+            numbers["best"] = numbers["arms"] = f"(could not read {Path(summary_csv).name}: {err})"
+    return numbers
+
+
+def _summary_numbers(summary_csv) -> dict[str, str]:
     import pandas as pd
 
     from .answers import best_arm_line
-    numbers = Numbers()
-    if summary_csv and Path(summary_csv).exists():
-        table = pd.read_csv(summary_csv)
-        if not table.empty:
-            numbers["best"] = best_arm_line(table)
-            numbers["arms"] = "; ".join(_arm_sentence(row) for row in table.itertuples()) + "."
-            eff = table.dropna(subset=["median_efficiency_vs_replay"])
-            if not eff.empty:
-                numbers["efficiency"] = ", ".join(f"{r.arm} {r.median_efficiency_vs_replay:.2f}"
-                                                  for r in eff.itertuples())
-            writes = table.dropna(subset=["effective_write_s"])
-            if not writes.empty:
-                numbers["strategies"] = "; ".join(
-                    f"{r.strategy} ({r.arm}): compute ranks wait {r.effective_write_s:.2f} s, writers write "
-                    f"{r.actual_write_s:.2f} s per forecast" for r in writes.itertuples()) + "."
-    if fits_csv and Path(fits_csv).exists() and Path(fits_csv).stat().st_size > 1:
-        from .scaling import fit_lines
 
-        fits = pd.read_csv(fits_csv, dtype={"tasks_measured": str})
-        if not fits.empty:
-            numbers["fits"] = "; ".join(fit_lines(fits)) + "."
-    if capacity_csv and Path(capacity_csv).exists() and Path(capacity_csv).stat().st_size > 1:
-        from .scaling import plan_lines
-
-        plan = pd.read_csv(capacity_csv)
-        if not plan.empty:
-            numbers["plan"] = "; ".join(plan_lines(plan)) + "."
+    table = pd.read_csv(summary_csv)
+    if table.empty:
+        return {}
+    numbers = {"best": best_arm_line(table),
+               "arms": "; ".join(_arm_sentence(row) for row in table.itertuples()) + "."}
+    eff = table.dropna(subset=["median_efficiency_vs_replay"])
+    if not eff.empty:
+        numbers["efficiency"] = ", ".join(f"{r.arm} {r.median_efficiency_vs_replay:.2f}" for r in eff.itertuples())
+    writes = table.dropna(subset=["effective_write_s"])
+    if not writes.empty:
+        numbers["strategies"] = "; ".join(
+            f"{r.strategy} ({r.arm}): compute ranks wait {r.effective_write_s:.2f} s, writers write "
+            f"{r.actual_write_s:.2f} s per forecast" for r in writes.itertuples()) + "."
     return numbers
+
+
+# what a table of another version or a damaged one raises while its sentence is made
+UNREADABLE = (ValueError, KeyError, IndexError, AttributeError, TypeError, OSError)
 
 
 def _mibs(x: float) -> str:
@@ -226,7 +230,7 @@ def table_numbers(*paths) -> dict[str, str]:
                 for key, sentence in TABLE_SENTENCES[path.name]:
                     if not table.empty or key in ("retries", "staging"):  # an empty table of these says something
                         numbers[key] = sentence(table)
-        except (ValueError, KeyError, IndexError, OSError) as err:  # a caption never stops the report
+        except UNREADABLE as err:  # a caption never stops the workflow or the report
             for key, _ in TABLE_SENTENCES.get(path.name, [("io_events", None)]):
                 numbers[key] = f"(could not read {path.name}: {err})"
     return numbers
