@@ -135,15 +135,21 @@ def _timeline(t) -> str:
     return text + "."
 
 
+def _bandwidths(t, benchmark: str, how: str) -> str | None:
+    """Per tier, each operation's MiB/s over the benchmark's mean rows (``how``: max or median), or None."""
+    rows = t[(t["benchmark"] == benchmark) & (t["aggregate"] == "mean")]
+    if rows.empty:
+        return None
+    rates = rows.groupby(["tier", "operation"])["bw_MiB_per_s"].agg(how).unstack()
+    return "; ".join(f"{tier} " + ", ".join(f"{op} {_mibs(rates.loc[tier, op])}" for op in rates.columns
+                                            if not math.isnan(rates.loc[tier, op]))
+                     for tier in rates.index) + "."
+
+
 def _benchmarks(t) -> str:
-    io = t[(t["benchmark"] == "io") & (t["aggregate"] == "mean")]
-    if io.empty:
-        return "no bandwidth benchmark ran."
-    best = io.groupby(["tier", "operation"])["bw_MiB_per_s"].max().unstack()
-    return "best mean bandwidth per tier (any pattern and task count): " + "; ".join(
-        f"{tier} " + ", ".join(f"{op} {_mibs(best.loc[tier, op])}" for op in best.columns
-                               if not math.isnan(best.loc[tier, op]))
-        for tier in best.index) + "."
+    rates = _bandwidths(t, "io", "max")
+    return "no bandwidth benchmark ran." if rates is None else (
+        "best mean bandwidth per tier (any pattern and task count): " + rates)
 
 
 def _efficiency(t) -> str:
@@ -163,14 +169,8 @@ def _efficiency(t) -> str:
 
 
 def _fieldio(t) -> str:
-    field = t[(t["benchmark"] == "fieldio") & (t["aggregate"] == "mean")]
-    if field.empty:
-        return "field I/O did not run."
-    rates = field.groupby(["tier", "operation"])["bw_MiB_per_s"].median().unstack()
-    return "median over patterns: " + "; ".join(
-        f"{tier} " + ", ".join(f"{op} {_mibs(rates.loc[tier, op])}" for op in rates.columns
-                               if not math.isnan(rates.loc[tier, op]))
-        for tier in rates.index) + "."
+    rates = _bandwidths(t, "fieldio", "median")
+    return "field I/O did not run." if rates is None else "median over patterns: " + rates
 
 
 def _io_events(path: Path) -> str:
