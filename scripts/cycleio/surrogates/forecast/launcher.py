@@ -73,7 +73,7 @@ def _launcher_version(program: str) -> str:
         result = subprocess.run([program, "--version"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.SubprocessError):
         return ""
-    lines = [line.strip() for line in (result.stdout + result.stderr).splitlines() if line.strip()]
+    lines = [" ".join(line.split()) for line in (result.stdout + result.stderr).splitlines() if line.strip()]
     named = [line for line in lines if "version" in line.lower() and any(ch.isdigit() for ch in line)]
     return (named or [line for line in lines if any(ch.isdigit() for ch in line)] or [""])[0][:200]
 

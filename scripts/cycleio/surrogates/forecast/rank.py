@@ -307,7 +307,8 @@ def mpi_library() -> str:
     """The MPI library this program's mpi4py runs on, in one line."""
     from mpi4py import MPI
 
-    return " ".join(MPI.Get_library_version().split(",")[0].split())
+    first = (MPI.Get_library_version().strip().splitlines() or [""])[0]  # MPICH: lines; Open MPI: one, by commas
+    return " ".join(first.split(",")[0].split())
 
 
 def stack_info() -> dict:
