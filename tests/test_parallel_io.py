@@ -203,3 +203,51 @@ def test_a_launcher_of_another_mpi_is_refused_by_the_ranks(parallel_python, work
 def test_a_failing_writer_fails_the_step_with_its_error(parallel_python, workdir):
     with pytest.raises(ForecastError, match=r"rank 1 of 4 failed: .*rank 1 fails at its first output hour"):
         run(parallel_settings("quilt_parallel", 2, write_tasks_per_group=2), workdir, fail_rank=1)
+
+
+# ---------------------------------------------------------------- through the workflow
+
+
+@pytest.mark.e2e
+@pytest.mark.tool
+@pytest.mark.timeout(600)
+def test_a_study_of_serial_and_the_shared_file_strategies_end_to_end(parallel_python, tmp_path):
+    """Snakemake runs serial, parallel and quilt_parallel arms side by side (C12, one half cycle, unstaged):
+    the shared-file arms' history holds the serial arm's data, their manifests name Open MPI and the parallel
+    stack's launcher, io_events carries the MPI-IO mode, and the write-strategy figure shows every arm."""
+    import pandas as pd
+    import xarray as xr
+    import yaml
+
+    bin_dir = Path(sys.executable).parent
+    study = {"study": "par", "cycles": {"start": "2026123112", "end": "2026123112"},
+             "scratch_tiers": ["lustre"], "write_strategies": ["serial", "parallel", "quilt_parallel"],
+             "write_component": {"ranks": 2, "write_groups": 1, "write_tasks_per_group": 2},
+             "parallel_stack": {"python": parallel_python}, "benchmarks": {"enabled": False}}
+    (tmp_path / "study.yaml").write_text(yaml.safe_dump(study))
+    targets = ["results/par/tables/io_events.parquet", "results/par/figures/write_strategies.png"]
+    cmd = [str(bin_dir / "snakemake"), *targets, "-s", str(REPO / "Snakefile"), "--cores", "2", "--configfile",
+           str(REPO / "config" / "studies" / "smoke.yaml"), str(tmp_path / "study.yaml")]
+    result = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=540,
+                            env={**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"})
+    assert result.returncode == 0, f"{result.stdout[-3000:]}\n{result.stderr[-5000:]}"
+
+    arms = tmp_path / "results" / "tiers" / "lustre" / "par"
+    history = sorted((arms / "lustre_serial").rglob("*atmf00*.nc"))
+    assert history
+    for path in history:
+        for other in ("lustre_parallel", "lustre_quilt_parallel"):
+            with xr.open_dataset(path, decode_times=False) as a, \
+                    xr.open_dataset(arms / other / path.relative_to(arms / "lustre_serial"), decode_times=False) as b:
+                xr.testing.assert_identical(a, b)
+    for arm, launcher in (("lustre_parallel", "mpirun.openmpi"), ("lustre_quilt_parallel", "mpirun.openmpi"),
+                          ("lustre_serial", "mpiexec")):
+        manifest = json.loads((tmp_path / "results/par/arms" / arm / "2026123112/fcst.manifest.json").read_text())
+        mpi = manifest["provenance"]["mpi"]
+        assert Path(mpi["argv"][0]).name == launcher, mpi
+        assert mpi["mpi_library"].startswith("Open MPI" if launcher == "mpirun.openmpi" else "MPICH"), mpi
+    events = pd.read_parquet(tmp_path / "results/par/tables/io_events.parquet")
+    writes = events[(events["step"] == "fcst") & (events["op"] == "write")]
+    assert set(writes.groupby("strategy")["mpiio"].first()) == {"", "collective"}
+    assert set(writes[writes["strategy"] != "serial"]["mpiio"]) == {"collective"}
+    assert (tmp_path / "results/par/figures/write_strategies.png").stat().st_size > 0
