@@ -11,9 +11,12 @@ stack (scripts/bootstrap-parallel.sh): imported only by those strategies' hooks.
   Compressed variables are always written collectively: HDF5's parallel filtered writes need it
   (independent mode fails with "Invalid argument"), and so is a variable's first block when it has a
   record dimension (the write that extends it; netCDF-C refuses to extend in independent mode).
-- Chunks: one level (a plane) by the rows a rank holds by the full width, so each rank writes whole
-  chunks and compressed chunks are never shared by two ranks when the rows divide evenly (the
-  library's default chunks, written a level at a time, ran at 9-10 MiB/s: its chunk cache thrashed).
+- Chunks: the rows a rank holds by the full width, by one level when compressed (as the model's
+  write component, kchunk=1) and by the levels of one transfer otherwise, so each rank writes whole
+  chunks, and compressed chunks are never shared by two ranks when the rows divide evenly (the
+  library's default chunks, written a level at a time, ran at 9-10 MiB/s: its chunk cache thrashed;
+  one-level chunks of uncompressed C48 fields are 9-36 KiB, and thousands of them per collective
+  write ran at 0.6-0.9 of a chunk per transfer, history and restarts alike, on /dev/shm).
 - Codec work (BitRound, shuffle, zlib) happens inside HDF5's collective write: it cannot be timed
   apart as the in-process writer's ``encode`` is, so a compressed file's storage seconds include it.
 - Landing: the file is written under a temporary name that rank 0 chose, closed (collective), then
@@ -60,8 +63,10 @@ def byte_shares(size: int, bands: list[dict[str, tuple[int, int]]]) -> list[int]
     return shares
 
 
-def _chunks(layout: ncfiles.Layout, f: ncfiles.Field, rows: dict[str, int]) -> list[int]:
-    levels = [] if layout.levels(f) is None else [1]
+def _chunks(layout: ncfiles.Layout, f: ncfiles.Field, rows: dict[str, int], buffer_bytes: int) -> list[int]:
+    """A chunk: the rows a rank holds by the full width, by one level when compressed (the write component's
+    kchunk=1), else by the levels of one transfer, so that each rank's write of a block is one whole chunk."""
+    levels = [] if layout.levels(f) is None else [1 if f.compression.enabled else layout.block_levels(f, buffer_bytes)]
     return [1] * layout.records(f) + levels + [rows[f.dims[-2]], layout.size(f.dims[-1])]
 
 
@@ -99,7 +104,7 @@ def write_shared(final: Path, layout: ncfiles.Layout, source, times: ncfiles.Ove
         coords.append((var, c))
     variables = {}
     for f in layout.fields:
-        var = ds.createVariable(f.name, f.dtype, f.dims, chunksizes=_chunks(layout, f, rows), fill_value=False,
+        var = ds.createVariable(f.name, f.dtype, f.dims, chunksizes=_chunks(layout, f, rows, buffer_bytes), fill_value=False,
                                 **f.compression.variable_kwargs())
         var.setncatts(dict(f.attrs))
         variables[f.name] = var
