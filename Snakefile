@@ -57,7 +57,8 @@ onstart:
             claim=True,
         )
         if workflow.local_exec:
-            problem = launcher_problem(config["launcher"]) or parallel_launcher_problem(STUDY)
+            problem = launcher_problem(config["launcher"])
+            problem = problem or parallel_launcher_problem(STUDY)
             if problem:
                 raise ConfigError(problem)
     except ConfigError as err:
