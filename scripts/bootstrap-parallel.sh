@@ -29,6 +29,10 @@ export CC=${MPICC:-mpicc.openmpi}
 export CPPFLAGS="${CPPFLAGS:+$CPPFLAGS }-DNC_HAS_BZ2=0 -DNC_HAS_BLOSC=0"
 WHEEL_CACHE=${CYCLEIO_WHEEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cycleio/wheels}
 
+# One bootstrap at a time (parallel test workers each ask for the stack): the others wait, then find it built.
+exec 9>"$VENV.lock"
+flock 9
+
 say() { echo "bootstrap-parallel: $*"; }
 fail() { echo "bootstrap-parallel: $*" >&2; exit 1; }
 
