@@ -13,6 +13,7 @@ import logging
 import os
 import platform
 import socket
+import sys
 import time
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -46,13 +47,12 @@ def _mib_per_s(nbytes: int, seconds: float) -> str:
 def provenance(settings: ArmSettings, tiers: dict[str, TierSite], mpi: dict | None = None, **job) -> dict:
     """Where and with what the job ran; ``job``: what only some jobs have (a step's staging settings).
 
-    ``mpi``: the launcher and MPI the arm's forecast program runs with (every job's manifest says it), and
-    in a forecast's job what its ranks reported (launcher.run_forecast_mpi's ``info``).
+    ``mpi``: in a forecast's job, the launcher it started the ranks with and what they reported of their MPI
+    (launcher.run_forecast_mpi's ``info``); every other job's manifest says that it started no MPI program
+    (and reads no launcher setting: its rule does not pass them).
     """
     import netCDF4
     import numpy
-
-    from .forecast.launcher import launch_provenance
 
     return {
         "host": socket.gethostname(),
@@ -66,7 +66,7 @@ def provenance(settings: ArmSettings, tiers: dict[str, TierSite], mpi: dict | No
         "tiers": {role: ctx.describe() for role, ctx in tiers.items()},
         "resolution": settings.resolution,
         "levels": settings.levels,
-        "mpi": {**launch_provenance(settings), **(mpi or {})},
+        "mpi": mpi or {"launcher": "", "python": sys.executable, "note": "this job starts no MPI program"},
         **job,
     }
 
@@ -157,9 +157,14 @@ def _run_step(settings: ArmSettings, step: str, io, workdir: Path, ctx: WriteCon
         # the compute ranks, and each output hour's history and restart files by the arm's strategy.
         from .forecast.launcher import run_forecast_mpi
 
+        from .forecast.launcher import launch_provenance
+
+        info: dict = {}
         for event in run_forecast_mpi(settings, ctx.cycle, workdir, io.writes, ctx, label=label,
-                                      fail_rank=faults.fail_rank(), info=mpi):
+                                      fail_rank=faults.fail_rank(), info=info):
             records.add(step=step, phase="run", **event, **scratch.fields())
+        if mpi is not None:  # for the job's manifest
+            mpi.update({**launch_provenance(settings), **info})
     else:
         _compute(settings.step_compute_seconds.get(step, 0.0), records, scratch, step, settings.compute_kind)
         for spec in io.writes:
