@@ -246,6 +246,8 @@ def test_a_study_of_serial_and_the_shared_file_strategies_end_to_end(parallel_py
         mpi = manifest["provenance"]["mpi"]
         assert Path(mpi["argv"][0]).name == launcher, mpi
         assert mpi["mpi_library"].startswith("Open MPI" if launcher == "mpirun.openmpi" else "MPICH"), mpi
+        post = json.loads((tmp_path / "results/par/arms" / arm / "2026123112/post.manifest.json").read_text())
+        assert post["provenance"]["mpi"]["note"] == "this job starts no MPI program"
     events = pd.read_parquet(tmp_path / "results/par/tables/io_events.parquet")
     writes = events[(events["step"] == "fcst") & (events["op"] == "write")]
     assert set(writes.groupby("strategy")["mpiio"].first()) == {"", "collective"}
