@@ -39,6 +39,8 @@ from pathlib import Path
 from common import MiB, REPO, row, standalone
 
 sys.path.insert(0, str(REPO / "scripts"))
+# As `make bench` runs it: the venv's mpiexec (the mpich wheel's) before Debian's Open MPI one, for the serial case.
+os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
 
 from bench_efficiency import START, arm, tiers, warm_memory  # noqa: E402
 from cycleio.intervals import covered_seconds  # noqa: E402
