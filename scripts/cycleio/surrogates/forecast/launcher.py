@@ -79,8 +79,8 @@ def _launcher_version(program: str) -> str:
 
 
 def launch_provenance(settings) -> dict:
-    """For every manifest: what the arm's forecast program is started with (the launcher as it would run
-    two ranks, its version, the Python); a fcst job adds the MPI library its ranks reported (``mpi_library``)."""
+    """For a forecast job's manifest: what the arm's forecast program is started with (the launcher as it would
+    run two ranks, its version, the Python); the job adds what its ranks reported (run_forecast_mpi's ``info``)."""
     try:
         key, template, python = program_stack(settings)
         words = launcher_argv(template, 2)
