@@ -23,6 +23,11 @@ pages out file data left untouched for about 30 s (DAMON reclaim), so whether a 
 still cached depended on how long ago it was written: hence the dropped pages on ext4, which make
 every disk read a read from the disk.
 
+After the repeats, one more cycle per resolution and tier runs its serial forecast, then fio's replay of
+its writes, under strace: the profile rows compare the rate inside their write calls and per second
+of fsync, and the notes put the step's recorded write seconds beside its seconds in those calls, so a
+write ratio below the goal says whether the time went to the kernel or to cycleio.
+
 Run alone: .venv/bin/python bench/bench_efficiency.py [--quick]
 """
 
@@ -31,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -52,7 +58,7 @@ from cycleio.surrogates.grid import Grid  # noqa: E402
 from cycleio.surrogates.inventory import ForecastSettings  # noqa: E402
 from cycleio.surrogates.jobs import run_arrival, run_cleanup, run_coldstart, run_step  # noqa: E402
 from cycleio.report.records import read_records  # noqa: E402
-from cycleio.benchmarks.replay import make_room, replay_specs, replay_totals  # noqa: E402
+from cycleio.benchmarks.replay import TIMED_BYTES, make_room, replay_specs, replay_totals  # noqa: E402
 from cycleio.benchmarks.specs import ReplaySpec  # noqa: E402
 from cycleio.benchmarks.tools.fio import replay_command as fio_replay_command  # noqa: E402
 from cycleio.benchmarks.tools.fio import replay_layout_command as fio_replay_layout_command  # noqa: E402
@@ -63,7 +69,6 @@ MiB = 2**20
 START = "2026010100"
 GOAL = {"serial": 0.90, "per_rank": 0.80, "quilt": 0.80, "diskless": 0.80}
 NOISE = "fio against itself"  # the replay run twice in a row: the spread any ratio here can have
-MIN_BYTES = 32 * MiB  # a step moving less (prep at C48: under 1 MiB) takes a replay of a millisecond or two
 
 
 WARM_CHILD = """
@@ -127,7 +132,8 @@ def step_rates(records: list[dict]) -> dict[tuple[str, str], dict]:
 
 
 def replay(records: list[dict], tier_name: str, root: Path, raw: Path, fio: str, kept: list[Path],
-           run: int = 0) -> dict[tuple[str, str], float]:
+           run: int = 0, prefix: list[str] | None = None, ops: tuple[str, ...] = ("read", "write"),
+           ) -> dict[tuple[str, str], float]:
     """fio's MiB/s for each (step, op) of these records: the same files (size classes), bytes and transfer sizes.
 
     Each replay lands new files in folders of its own under ``root/.replay``, kept (in ``kept``, for
@@ -139,6 +145,8 @@ def replay(records: list[dict], tier_name: str, root: Path, raw: Path, fio: str,
     events["arm"], events["cycle"] = events.get("arm", "a"), events["cycle"]
     out = {}
     for plan in replay_specs(events, tier_name, ReplaySpec()):
+        if plan["op"] not in ops:
+            continue
         make_room(kept, plan["bytes"], root, tier_name == "shm")
         folder = root / ".replay" / f"{plan['step']}-{plan['op']}.{run}"
         folder.mkdir(parents=True)
@@ -147,7 +155,8 @@ def replay(records: list[dict], tier_name: str, root: Path, raw: Path, fio: str,
         if plan["op"] == "read":
             layout = fio_replay_layout_command(fio, plan["classes"], folder, raw / "replay-layout.json")
             subprocess.run(layout, check=True, capture_output=True)
-        subprocess.run(fio_replay_command(fio, plan["classes"], folder, json_out, plan["op"]), check=True, capture_output=True)
+        subprocess.run([*(prefix or []), *fio_replay_command(fio, plan["classes"], folder, json_out, plan["op"])],
+                       check=True, capture_output=True)
         rows = [r for r in replay_totals(benchparse.parse_fio_json(json_out), plan) if r["operation"] == plan["op"]]
         out[(plan["step"], plan["op"])] = rows[0]["bw_MiB_per_s"]
     return out
@@ -185,8 +194,10 @@ def run_cycle(settings: ArmSettings, cycle: str, work: Path, steps=None, replay_
     return samples
 
 
-def measure(resolution: str, tier_name: str, root: Path, repeats: int, fio: str, work: Path) -> list[dict]:
-    """Samples of (strategy, step, op, surrogate MiB/s, replay MiB/s), one per cycle and strategy."""
+def measure(resolution: str, tier_name: str, root: Path, repeats: int, fio: str, work: Path,
+            profile: list[dict] | None = None) -> list[dict]:
+    """Samples of (strategy, step, op, surrogate MiB/s, replay MiB/s), one per cycle and strategy; with
+    ``profile``, one more cycle whose forecast writes and their replay run under strace (its rows)."""
     settings = arm(resolution, tier_name, root)
     run_coldstart(settings, work / "cold.jsonl", work / "cold.json")
     run_cycle(settings, START, work)  # the half cycle: the next cycle's analysis reads its forecast
@@ -200,6 +211,8 @@ def measure(resolution: str, tier_name: str, root: Path, repeats: int, fio: str,
                                  replay_on=(tier_name, root, fio))
         for done in (shift_cycle(cycle, -12), shift_cycle(cycle, -6)):  # as cycles.keep 1: the tier holds two cycles
             run_cleanup(settings, done, work / f"cleanup{done}.jsonl", work / f"cleanup{done}.json")
+    if profile is not None:
+        profile.extend(write_call_profile(settings, shift_cycle(START, 6 * (repeats + 1)), work, root, tier_name, fio))
     return samples
 
 
@@ -207,6 +220,8 @@ def run(args) -> list[dict]:
     fio = shutil.which("fio")
     if not fio:
         raise RuntimeError("fio is not installed (Debian: apt-get install fio)")
+    if not STRACE:
+        raise RuntimeError("strace is not installed (Debian: apt-get install strace); the write profile needs it")
     warm_s = warm_memory()
     resolutions = ["C48"] if args.quick else ["C48", "C96"]
     repeats = {"C48": 1 if args.quick else 3, "C96": 2}  # C96 moves four times the bytes of C48
@@ -217,15 +232,17 @@ def run(args) -> list[dict]:
             for folder in (root, work):
                 shutil.rmtree(folder, ignore_errors=True)
                 folder.mkdir(parents=True)
+            profile: list[dict] = []
             try:
-                samples = measure(resolution, tier_name, root, repeats[resolution], fio, work)
+                samples = measure(resolution, tier_name, root, repeats[resolution], fio, work,
+                                  None if args.quick else profile)
             finally:
                 shutil.rmtree(root, ignore_errors=True)
                 shutil.rmtree(work, ignore_errors=True)
             frame = pd.DataFrame(samples)
             for (strategy, step, op), group in frame.groupby(["strategy", "step", "op"], sort=True):
                 ratios = (group["surrogate"] / group["replay"]).tolist()
-                timed = group["bytes"].median() >= MIN_BYTES
+                timed = group["bytes"].median() >= TIMED_BYTES
                 rows.append({
                     "benchmark": "surrogate efficiency",
                     "case": (f"{resolution} {tier_name} {step} {op}"
@@ -242,10 +259,89 @@ def run(args) -> list[dict]:
                                  if op == "read" else "")
                               + ("" if timed else ": too little to time reliably, no goal")),
                 })
+            rows += [{**r, "case": f"{resolution} {tier_name} {r['case']}"} for r in profile]
     rows.append(read_call_size_row(fio, Path("/dev/shm") / f"cycleio-bench-calls-{os.getpid()}", 3 if args.quick else 5))
     for tier_name, root in tiers(f"pages-{os.getpid()}").items():
         rows.append(fresh_pages_row(fio, tier_name, root, 2 if args.quick else 3))
     return rows
+
+
+STRACE = shutil.which("strace")
+WRITE_CALLS = ("write", "pwrite64", "writev", "pwritev", "pwritev2")
+
+
+def syscall_totals(prefix: Path) -> dict[str, float]:
+    """From ``strace -ff -T`` files (one per process and thread): bytes and seconds of the write calls,
+    seconds of fsync (files' and folders'), over every process."""
+    totals = {"bytes": 0.0, "write_s": 0.0, "calls": 0, "fsync_s": 0.0, "fsyncs": 0}
+    pattern = re.compile(r"^(\w+)\(.*\)\s+=\s+(-?\d+).*<([\d.]+)>$")
+    for path in prefix.parent.glob(prefix.name + ".*"):
+        for line in path.read_text(errors="replace").splitlines():
+            found = pattern.match(line)
+            if not found:
+                continue
+            call, result, seconds = found.group(1), int(found.group(2)), float(found.group(3))
+            if call in ("fsync", "fdatasync"):
+                totals["fsync_s"] += seconds
+                totals["fsyncs"] += 1
+            elif call in WRITE_CALLS and result > 0:
+                totals["bytes"] += result
+                totals["write_s"] += seconds
+                totals["calls"] += 1
+    return totals
+
+
+def write_call_profile(settings: ArmSettings, cycle: str, work: Path, root: Path, tier_name: str,
+                       fio: str) -> list[dict]:
+    """Where a forecast write ratio below 1 goes: the serial forecast of one more cycle, then fio's replay
+    of its writes, each under strace (only write, pwrite64 and fsync stop the traced process), and the
+    rate inside their write calls (the copy into the page cache) and per second of fsync. The same
+    rate inside the write calls of both says the time is the kernel's, not cycleio's; a lower one in
+    the step's says that copy cost more there (on a VM: pages the host had to back first)."""
+    from cycleio.surrogates.inventory import cycle_steps
+
+    run_arrival(settings, cycle, "dump", work / "profile-dump.jsonl", work / "profile-dump.json")
+    steps = list(cycle_steps(cycle, START, settings.forecast))
+    run_cycle(settings, cycle, work, steps[:steps.index("fcst")])
+    if settings.persistent.kind != "memory":
+        evict_tree(Path(settings.persistent.path))
+    trace = ["strace", "-ff", "-qq", "-T", "--seccomp-bpf", "-e", f"trace={','.join(WRITE_CALLS)},fsync,fdatasync"]
+    step_trace, fio_trace = work / "strace" / "step", work / "strace" / "fio"
+    step_trace.parent.mkdir(parents=True, exist_ok=True)
+    out = work / f"{cycle}.fcst.profile"
+    subprocess.run([*trace, "-o", str(step_trace), sys.executable, "-m", "cycleio", "step", "--arm-settings",
+                    settings.to_json(), "--cycle", cycle, "--step", "fcst", "--records", f"{out}.jsonl",
+                    "--manifest", f"{out}.json"], check=True, capture_output=True,
+                   env={**os.environ, "PYTHONPATH": str(REPO / "scripts")})
+    records = read_records(f"{out}.jsonl")
+    storage_s = step_rates(records)[("fcst", "write")]["seconds"]
+    kept: list[Path] = []
+    replay(records, tier_name, root, work, fio, kept, run=9, prefix=[*trace, "-o", str(fio_trace)], ops=("write",))
+    shutil.rmtree(root / ".replay", ignore_errors=True)
+    step, base = syscall_totals(step_trace), syscall_totals(fio_trace)
+    shutil.rmtree(step_trace.parent, ignore_errors=True)
+    if not step["calls"] or not base["calls"]:
+        return []
+    into_cache = (step["bytes"] / MiB / step["write_s"], base["bytes"] / MiB / base["write_s"])
+    per_fsync = (step["bytes"] / MiB / max(step["fsync_s"], 1e-9), base["bytes"] / MiB / max(base["fsync_s"], 1e-9))
+    detail = (f"step: write records {storage_s:.2f} s, {step['bytes'] / MiB:,.0f} MiB in {step['calls']} write calls, "
+              f"{step['write_s']:.2f} s in them, "
+              f"{step['fsync_s']:.2f} s in {step['fsyncs']} fsyncs (files and folders); fio: {base['bytes'] / MiB:,.0f} "
+              f"MiB in {base['calls']} calls, {base['write_s']:.2f} s, {base['fsync_s']:.2f} s in {base['fsyncs']} fsyncs")
+    note = "a profile, no goal (strace, one cycle): "
+    return [
+        {"benchmark": "surrogate efficiency", "case": "fcst write: inside the write calls (profile)",
+         "metric": "MiB/s inside write calls", "unit": "MiB/s", "value": into_cache[0], "baseline": into_cache[1],
+         "ratio": into_cache[0] / into_cache[1], "min": into_cache[0] / into_cache[1],
+         "median": into_cache[0] / into_cache[1], "max": into_cache[0] / into_cache[1], "repeats": 1, "goal": None,
+         "higher_is_better": True, "notes": note + detail},
+        {"benchmark": "surrogate efficiency", "case": "fcst write: per second of fsync (profile)",
+         "metric": "MiB per fsync second", "unit": "MiB/s", "value": per_fsync[0], "baseline": per_fsync[1],
+         "ratio": per_fsync[0] / per_fsync[1], "min": per_fsync[0] / per_fsync[1],
+         "median": per_fsync[0] / per_fsync[1], "max": per_fsync[0] / per_fsync[1], "repeats": 1, "goal": None,
+         "higher_is_better": True, "notes": note + "the bytes written over the seconds the processes spent in fsync (the step also syncs "
+                                  "each file's folder after its rename, booked as rename in its records)"},
+    ]
 
 
 FRESH_PAGES_WAIT_S = 10  # this VM reports freed memory to its host within seconds (page_reporting)

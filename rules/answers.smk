@@ -24,11 +24,13 @@ if BENCH.enabled:
             interval=config["plan"]["interval_hours"]
             or config["cycles"]["interval_hours"],
             budget=config["plan"]["io_budget_fraction"],
+            units=json.dumps(config["plan"]["units"]),
+            numbers=numbers,
         shell:
             "python -m cycleio --log {log:q} plan --benchmarks {input.benchmarks:q}"
             " --step-summary {input.summary:q} --study-json {params.study:q}"
             " --resolution {params.resolution} --interval-hours {params.interval}"
-            " --budget {params.budget} --out {output:q}"
+            " --budget {params.budget} --units {params.units:q} --out {output:q}"
 
 
 rule summary:
@@ -49,6 +51,7 @@ rule summary:
     conda:
         "../envs/cycleio.yaml"
     params:
+        answer=lambda wildcards, output: answer_numbers(output[0]),
         efficiency=lambda wildcards, input: (
             f"--efficiency {shlex.quote(input.efficiency)}" if input.efficiency else ""
         ),
@@ -119,6 +122,7 @@ rule timeline:
     params:
         title=STUDY_TITLE,
         answer=answer,
+        numbers=numbers,
     shell:
         "python -m cycleio --log {log:q} timeline --events {input.events:q} --step-summary {input.summary:q}"
         " --out-table {output.table:q} --png {output.png:q} --svg {output.svg:q}"

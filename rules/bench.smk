@@ -110,6 +110,7 @@ rule benchmark_tables:
         "../envs/cycleio.yaml"
     params:
         n_points=lambda wildcards, input: len(input.points),
+        numbers=numbers,
     message:
         "benchmark tables from {params.n_points} benchmark points"
     shell:
@@ -132,6 +133,8 @@ rule scaling_fit:
         out("logs", "scaling_fit.log"),
     conda:
         "../envs/cycleio.yaml"
+    params:
+        numbers=numbers,
     shell:
         "python -m cycleio --log {log:q} scaling-fit --benchmarks {input.table:q} --out {output:q}"
 
@@ -147,12 +150,14 @@ rule benchmark_figures:
             subcategory="figures",
             caption="../report/bench_scaling.rst",
         ),
+        scaling_svg=out("figures", "benchmark_scaling.svg"),
         fieldio=report(
             out("figures", "fieldio_vs_ior.png"),
             category=REPORT["efficiency"],
             subcategory="figures",
             caption="../report/bench_fieldio.rst",
         ),
+        fieldio_svg=out("figures", "fieldio_vs_ior.svg"),
     log:
         out("logs", "benchmark_figures.log"),
     conda:
@@ -160,6 +165,8 @@ rule benchmark_figures:
     params:
         title=f"cycleio study '{STUDY.name}': benchmarks on the tiers",
         answer=lambda wildcards, input: answer_numbers(None, input.fits),
+        numbers=numbers,
     shell:
         "python -m cycleio --log {log:q} bench-figures --table {input.table:q}"
-        " --fits {input.fits:q} --scaling {output.scaling:q} --fieldio {output.fieldio:q} --title {params.title:q}"
+        " --fits {input.fits:q} --scaling {output.scaling:q} {output.scaling_svg:q}"
+        " --fieldio {output.fieldio:q} {output.fieldio_svg:q} --title {params.title:q}"

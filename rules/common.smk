@@ -93,7 +93,7 @@ def benchmark_outputs():
 
 
 # The answer layer (rules/answers.smk)
-from cycleio.report.captions import answer_numbers
+from cycleio.report.captions import answer_numbers, table_numbers
 
 STUDY_TITLE = f"cycleio study '{STUDY.name}': {config['resolution']} L{config['levels']}, {len(STUDY.cycles)} cycles"
 
@@ -103,6 +103,12 @@ def answer(wildcards, input):
     return answer_numbers(
         input.get("answers"), input.get("fits"), input.get("capacity")
     )
+
+
+def numbers(wildcards, input, output):
+    """params.numbers: a sentence of this study's numbers per table the job reads or writes (read when the
+    report is made; derived from files, so no reason to run the job again)."""
+    return table_numbers(*input, *output)
 
 
 def bench_tables(name):

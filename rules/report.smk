@@ -50,6 +50,7 @@ rule aggregate:
     params:
         n_files=lambda wildcards, input: len(input.records),
         arms_dir=lambda wildcards: out("arms"),  # where jobs keep failed attempts (not files Snakemake tracks)
+        numbers=numbers,
     message:
         "aggregating {params.n_files} record files into tables"
     shell:
@@ -74,6 +75,7 @@ rule inventory:
         "../envs/cycleio.yaml"
     params:
         study=study_json,
+        numbers=numbers,
     shell:
         "python -m cycleio --log {log:q} inventory-table --study-json {params.study:q} --out {output:q}"
 
@@ -83,21 +85,23 @@ rule figures:
         summary=rules.aggregate.output.summary,
         throughput=rules.aggregate.output.throughput,
     output:
-        report(
+        png=report(
             out("figures", "throughput_by_arm_and_phase.png"),
             category=REPORT["staging"],
             subcategory="figures",
             caption="../report/throughput_figure.rst",
         ),
+        svg=out("figures", "throughput_by_arm_and_phase.svg"),
     log:
         out("logs", "figures.log"),
     conda:
         "../envs/cycleio.yaml"
     params:
         title=f"cycleio study '{STUDY.name}': {config['resolution']} L{config['levels']}, {len(STUDY.cycles)} cycles",
+        numbers=numbers,
     shell:
         "python -m cycleio --log {log:q} figures --summary {input.summary:q}"
-        " --throughput {input.throughput:q} --out {output:q} --title {params.title:q}"
+        " --throughput {input.throughput:q} --out {output.png:q} {output.svg:q} --title {params.title:q}"
 
 
 rule write_strategy_figure:
@@ -106,12 +110,13 @@ rule write_strategy_figure:
         summary=rules.aggregate.output.summary,
         answers=out("summary.csv"),  # rules/answers.smk: the numbers of the caption
     output:
-        report(
+        png=report(
             out("figures", "write_strategies.png"),
             category=REPORT["strategy"],
             subcategory="figures",
             caption="../report/write_strategies.rst",
         ),
+        svg=out("figures", "write_strategies.svg"),
     log:
         out("logs", "write_strategy_figure.log"),
     conda:
@@ -121,4 +126,4 @@ rule write_strategy_figure:
         answer=lambda wildcards, input: answer_numbers(input.answers),
     shell:
         "python -m cycleio --log {log:q} write-figure --events {input.events:q}"
-        " --summary {input.summary:q} --out {output:q} --title {params.title:q}"
+        " --summary {input.summary:q} --out {output.png:q} {output.svg:q} --title {params.title:q}"

@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 VENV=${VENV:-.venv}
 PYTHON=${PYTHON:-python3}
-SYSTEM_PACKAGES=(fio netcdf-bin rsync fuse3 chromium)   # fio: benchmarks where IOR is absent; ncdump; rsync staging; fuse3: faults.slow_tier; chromium: the report's rendering test
+SYSTEM_PACKAGES=(fio netcdf-bin rsync fuse3 chromium strace)   # fio: benchmarks where IOR is absent; ncdump; rsync staging; fuse3: faults.slow_tier; chromium: the report's rendering test; strace: make bench's write profile
 python_ok() { "$PYTHON" -c 'import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; }
 
 missing=()

@@ -101,3 +101,41 @@ def test_a_baseline_that_wins_says_staging_does_not_pay():
     assert line == ("Best arm: lustre, 0.85 s per cycle; it is the baseline (no staging): staging does not pay "
                     "in this study.")
     assert "slower" in summary_markdown(arm_summary(summary, tiers()), "fx")
+
+
+def test_table_numbers_give_each_tables_sentence(tmp_path):
+    """The captions' numbers from fixed tables: exact sentences; a table not there yet leaves its key
+    "not measured yet", and an unreadable one says so instead of stopping the report."""
+    from cycleio.report.captions import MISSING, table_numbers
+
+    steps = pd.DataFrame({"arm": ["a", "a", "a", "b"], "step": ["fcst", "fcst", "anal", "fcst"],
+                          "wall_s": [6.0, 8.0, 1.0, 3.0], "io_fraction": [0.5, 0.3, 0.9, 0.25]})
+    steps.to_csv(tmp_path / "step_summary.csv", index=False)
+    pd.DataFrame({"arm": ["a", "a"], "tier": ["t", "t"], "step": ["fcst", "prep"], "activity": ["run:write"] * 2,
+                  "reference": ["replay"] * 2, "surrogate_bytes": [2**30, 2**10], "efficiency": [0.95, 0.1]}
+                 ).to_csv(tmp_path / "efficiency.csv", index=False)
+    pd.DataFrame(columns=["study", "arm", "cycle", "step", "attempt", "succeeded_on_attempt"]).to_csv(
+        tmp_path / "retries.csv", index=False)
+    (tmp_path / "staging.csv").write_text("not,a\n1,2\n")
+    numbers = table_numbers(tmp_path / "step_summary.csv", tmp_path / "efficiency.csv", tmp_path / "retries.csv",
+                            tmp_path / "staging.csv", tmp_path / "records.jsonl", tmp_path / "tiers.csv")
+    assert numbers["step_summary"] == ("the longest step per arm (mean over cycles): a fcst 7.00 s (40% I/O), "
+                                       "b fcst 3.00 s (25% I/O).")
+    # the prep write moved 1 KiB: too little for its ratio to say anything, so it is not "the lowest"
+    assert numbers["efficiency"] == ("median against the replay: a 0.53; the lowest of the steps moving 32 MiB or "
+                                     "more: a fcst run:write 0.95.")
+    assert numbers["retries"] == "no job failed an attempt."
+    assert numbers["staging"].startswith("(could not read staging.csv: ")
+    assert numbers["tiers"] == numbers["capacity"] == numbers["io_events"] == MISSING
+
+
+def test_a_table_of_another_version_gives_a_caption_that_says_so(tmp_path):
+    """A capacity.csv left by an older cycleio (other columns) must not stop the workflow, whose params ask
+    for its sentence: the caption says it could not read it."""
+    from cycleio.report.captions import answer_numbers
+
+    pd.DataFrame({"tier": ["lustre"], "step": ["cycle"], "units_needed": [3]}).to_csv(
+        tmp_path / "capacity.csv", index=False)
+    numbers = answer_numbers(tmp_path / "summary.csv", None, tmp_path / "capacity.csv")
+    assert numbers["plan"].startswith("(could not read capacity.csv: ")
+    assert numbers["best"] == "not measured yet"

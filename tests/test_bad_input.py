@@ -68,6 +68,10 @@ CASES = [
      "config key 'faults.fail_rank[0].rank': 7 is not a rank of arm lustre's forecast"),
     ("a slow-tier fault without its delay", "faults: {slow_tier: [{cycle: 2026010106, step: anal}]}\n",
      "config key 'faults.slow_tier[0]': 'delay_ms' is a required property"),
+    ("capacity units for a tier the study does not have", "plan: {units: {lustr: {name: OSTs, measured: 4}}}\n",
+     "config key 'plan.units.lustr': 'lustr' is not a tier; expected one of: lustre, node_local, shm"),
+    ("capacity units without how many were measured", "plan: {units: {lustre: {name: OSTs}}}\n",
+     "config key 'plan.units.lustre': 'measured' is a required property"),
     ("a full-tier fault without the bytes to leave", "faults: {fill_tier: [{cycle: 2026010106, step: anal}]}\n",
      "config key 'faults.fill_tier[0]': 'leave' is a required property"),
 ]

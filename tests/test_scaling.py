@@ -80,5 +80,10 @@ def test_capacity_plan_numbers():
     assert plan.loc["cycle", "needed_MiB_per_s"] == pytest.approx(40 * 1024 / 2160)  # 18.96 MiB/s
     assert plan.loc["cycle", "units_needed"] == 5  # 4 MiB/s per measured node
     assert plan_lines(plan.reset_index())[0] == ("C768 every 6 h, I/O within 10% (2160 s): 40.0 GiB per cycle needs "
-                                                 "19 MiB/s; tier lustre (easy) gives 8 MiB/s on 2 node(s): 5 "
-                                                 "OST/server sets as measured")
+                                                 "19 MiB/s; tier lustre (easy) gives 8 MiB/s; client nodes: 2 "
+                                                 "measured, 5 needed")
+    # plan.units: the tier had 8 OSTs when measured, so each OST is worth 1 MiB/s and the cycle needs 19 of them
+    osts = capacity_plan(inventory, fits, resolution="C768", interval_hours=6, io_budget_fraction=0.1,
+                         summary=summary, units={"lustre": {"name": "OSTs", "measured": 8}}).set_index("step")
+    assert osts.loc["cycle", "units_needed"] == 19 and osts.loc["cycle", "units_measured"] == 8
+    assert plan_lines(osts.reset_index())[0].endswith("gives 8 MiB/s; OSTs: 8 measured, 19 needed")

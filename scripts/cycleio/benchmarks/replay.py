@@ -22,6 +22,8 @@ log = logging.getLogger("cycleio")
 COLD_BELOW = 0.5  # a read whose file had less than this share of its bytes cached is replayed from storage
 MIN_CLASS_SHARE = 0.10  # size classes with less of a step's bytes, or less than MIN_CLASS_BYTES,
 MIN_CLASS_BYTES = 16 * MiB  # merge with their neighbours in size
+TIMED_BYTES = 32 * MiB  # a step moving less (prep at C48: under 1 MiB) takes a replay of a millisecond or two:
+# its ratio to the replay says little (the bench sets it no goal; the report's captions leave it out)
 ROOM_MARGIN_BYTES = 512 * MiB  # kept replay files give way before the tier (or RAM) has less free
 
 

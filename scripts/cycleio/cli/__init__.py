@@ -63,14 +63,14 @@ def cmd_figures(args) -> None:
 
     from ..report.figures import throughput_figure
 
-    throughput_figure(pd.read_csv(args.throughput), pd.read_csv(args.summary), Path(args.out), args.title)
+    throughput_figure(pd.read_csv(args.throughput), pd.read_csv(args.summary), [Path(p) for p in args.out], args.title)
 
 
 def cmd_write_figure(args) -> None:
     from ..report.writefigures import write_strategy_figure_from_tables
 
-    write_strategy_figure_from_tables(Path(args.events), Path(args.summary), Path(args.out), args.title)
-    log.info("wrote %s", args.out)
+    write_strategy_figure_from_tables(Path(args.events), Path(args.summary), [Path(p) for p in args.out], args.title)
+    log.info("wrote %s", " ".join(args.out))
 
 
 def _read_configs(paths: list[str]) -> dict:
@@ -256,14 +256,14 @@ def main(argv: list[str] | None = None) -> int:
     fig = sub.add_parser("figures", help="throughput figure from the tables")
     fig.add_argument("--summary", required=True, help="step_summary.csv")
     fig.add_argument("--throughput", required=True, help="phase_throughput.csv")
-    fig.add_argument("--out", required=True, help="the figure (PNG)")
+    fig.add_argument("--out", required=True, nargs="+", help="the figure: .png, .svg or both")
     fig.add_argument("--title", default="cycleio study")
     fig.set_defaults(func=cmd_figures)
 
     figure = sub.add_parser("write-figure", help="effective against actual write time per strategy and arm")
     figure.add_argument("--events", required=True, help="tables/io_events.parquet")
     figure.add_argument("--summary", required=True, help="tables/step_summary.csv")
-    figure.add_argument("--out", required=True, help="the figure (PNG)")
+    figure.add_argument("--out", required=True, nargs="+", help="the figure: .png, .svg or both")
     figure.add_argument("--title", default="cycleio: forecast write strategies")
     figure.set_defaults(func=cmd_write_figure)
 

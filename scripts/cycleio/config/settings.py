@@ -189,6 +189,9 @@ def _check_across_keys(config: dict) -> None:
     for index, name in enumerate(config["scratch_tiers"]):
         if name not in tiers:
             raise ConfigError(f"config key 'scratch_tiers[{index}]': {name!r} is not a tier; expected one of: {names}")
+    for name in config["plan"]["units"]:
+        if name not in tiers:
+            raise ConfigError(f"config key 'plan.units.{name}': {name!r} is not a tier; expected one of: {names}")
     for name, tier in tiers.items():
         try:
             expand_tier_path(name, tier["path"], config["study"], tolerate=JOB_TIME_VARIABLES)

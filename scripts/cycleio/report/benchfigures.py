@@ -40,7 +40,7 @@ def _typed(table: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def scaling_figure(table: pd.DataFrame, path: Path, title: str, fits: pd.DataFrame | None = None) -> None:
+def scaling_figure(table: pd.DataFrame, paths: list[Path], title: str, fits: pd.DataFrame | None = None) -> None:
     """MiB/s against tasks per tier (write, read; mean over repetitions, bars from min to max) and
     metadata operations per second per tier. ``fits`` (report.scaling.fit_table): each tier and pattern's
     linear-to-plateau model, drawn thin over its points, its plateau marked where reached."""
@@ -108,7 +108,7 @@ def scaling_figure(table: pd.DataFrame, path: Path, title: str, fits: pd.DataFra
     fig.suptitle(f"{title}\nmeasured with {_tools(table[table['benchmark'].isin(['io', 'metadata'])]) or '-'}")
     rows = -(-len(handles) // 4) if handles else 0
     fig.tight_layout(rect=(0, 0.04 + 0.055 * rows if handles else 0, 1, 1))
-    save_figure(fig, path)
+    save_figure(fig, paths)
 
 
 def _draw_fits(ax, fits: pd.DataFrame, colors: dict) -> bool:
@@ -132,7 +132,7 @@ def _draw_fits(ax, fits: pd.DataFrame, colors: dict) -> bool:
     return drawn
 
 
-def fieldio_figure(table: pd.DataFrame, path: Path, title: str) -> None:
+def fieldio_figure(table: pd.DataFrame, paths: list[Path], title: str) -> None:
     """Per field layout: field-I/O global bandwidth per access pattern and tier, beside the easy
     bandwidth pattern at the same task count (the gap to IOR), and the mean latency of one field
     operation."""
@@ -145,7 +145,7 @@ def fieldio_figure(table: pd.DataFrame, path: Path, title: str) -> None:
         fig, ax = plt.subplots(figsize=(8, 4))
         _empty(ax, "no field-I/O benchmark")
         fig.suptitle(title)
-        save_figure(fig, path)
+        save_figure(fig, paths)
         return
     layouts = sorted(set(fio["api"].dropna()))
     fig, axes = plt.subplots(len(layouts), 2, figsize=(15, 4.3 * len(layouts) + 1), squeeze=False,
@@ -187,4 +187,4 @@ def fieldio_figure(table: pd.DataFrame, path: Path, title: str) -> None:
     fig.suptitle(f"{title}\nfield I/O (0A shared key, 0B own keys, 1 write-barrier-read, 2B half write while "
                  f"half read): {detail}")
     fig.tight_layout(rect=(0, 0.07, 1, 1))
-    save_figure(fig, path)
+    save_figure(fig, paths)

@@ -13,6 +13,14 @@ from pathlib import Path
 MISSING = "not measured yet"
 
 
+class Numbers(dict):
+    """The numbers found; any other key reads "not measured yet" (a caption's ``params.x.key`` looks the key up
+    when the attribute is not there). Only what was found shows in the report's record of the job's params."""
+
+    def __missing__(self, key: str) -> str:
+        return MISSING
+
+
 def _arm_sentence(row) -> str:
     text = f"{row.arm}: {row.cycle_wall_s:.2f} s per cycle, {row.io_share:.0%} of it I/O"
     if row.cycle_staging_s > 0:
@@ -27,37 +35,202 @@ def _arm_sentence(row) -> str:
 
 def answer_numbers(summary_csv: str | Path | None, fits_csv: str | Path | None = None,
                    capacity_csv: str | Path | None = None) -> dict[str, str]:
-    """Keys: best, arms (one sentence per arm, joined by '; '), efficiency, strategies, fits, plan.
+    """Keys: best, arms (one sentence per arm, joined by '; '), efficiency, strategies (from the summary),
+    fits and plan (the scaling fit's and the capacity plan's sentences, as :func:`table_numbers` gives them).
 
     The rules import this module when Snakemake parses them: pandas is imported here, when a caption asks."""
+    tables = table_numbers(*(path for path in (fits_csv, capacity_csv) if path))
+    numbers = Numbers({key: tables[name] for key, name in (("fits", "scaling_fit"), ("plan", "capacity"))
+                       if name in tables})
+    if summary_csv and Path(summary_csv).is_file():
+        try:
+            numbers.update(_summary_numbers(summary_csv))
+        except UNREADABLE as err:  # a caption never stops the workflow
+            numbers["best"] = numbers["arms"] = f"(could not read {Path(summary_csv).name}: {err})"
+    return numbers
+
+
+def _summary_numbers(summary_csv) -> dict[str, str]:
     import pandas as pd
 
     from .answers import best_arm_line
-    numbers = {key: MISSING for key in ("best", "arms", "efficiency", "strategies", "fits", "plan")}
-    if summary_csv and Path(summary_csv).exists():
-        table = pd.read_csv(summary_csv)
-        if not table.empty:
-            numbers["best"] = best_arm_line(table)
-            numbers["arms"] = "; ".join(_arm_sentence(row) for row in table.itertuples()) + "."
-            eff = table.dropna(subset=["median_efficiency_vs_replay"])
-            if not eff.empty:
-                numbers["efficiency"] = ", ".join(f"{r.arm} {r.median_efficiency_vs_replay:.2f}"
-                                                  for r in eff.itertuples())
-            writes = table.dropna(subset=["effective_write_s"])
-            if not writes.empty:
-                numbers["strategies"] = "; ".join(
-                    f"{r.strategy} ({r.arm}): compute ranks wait {r.effective_write_s:.2f} s, writers write "
-                    f"{r.actual_write_s:.2f} s per forecast" for r in writes.itertuples()) + "."
-    if fits_csv and Path(fits_csv).exists() and Path(fits_csv).stat().st_size > 1:
-        from .scaling import fit_lines
 
-        fits = pd.read_csv(fits_csv, dtype={"tasks_measured": str})
-        if not fits.empty:
-            numbers["fits"] = "; ".join(fit_lines(fits)) + "."
-    if capacity_csv and Path(capacity_csv).exists() and Path(capacity_csv).stat().st_size > 1:
-        from .scaling import plan_lines
+    table = pd.read_csv(summary_csv)
+    if table.empty:
+        return {}
+    numbers = {"best": best_arm_line(table),
+               "arms": "; ".join(_arm_sentence(row) for row in table.itertuples()) + "."}
+    eff = table.dropna(subset=["median_efficiency_vs_replay"])
+    if not eff.empty:
+        numbers["efficiency"] = ", ".join(f"{r.arm} {r.median_efficiency_vs_replay:.2f}" for r in eff.itertuples())
+    writes = table.dropna(subset=["effective_write_s"])
+    if not writes.empty:
+        numbers["strategies"] = "; ".join(
+            f"{r.strategy} ({r.arm}): compute ranks wait {r.effective_write_s:.2f} s, writers write "
+            f"{r.actual_write_s:.2f} s per forecast" for r in writes.itertuples()) + "."
+    return numbers
 
-        plan = pd.read_csv(capacity_csv)
-        if not plan.empty:
-            numbers["plan"] = "; ".join(plan_lines(plan)) + "."
+
+# what a table of another version or a damaged one raises while its sentence is made
+UNREADABLE = (ValueError, KeyError, IndexError, AttributeError, TypeError, OSError)
+
+
+def _mibs(x: float) -> str:
+    return f"{x:,.0f} MiB/s"
+
+
+def _step_summary(t) -> str:
+    means = t.groupby(["arm", "step"])[["wall_s", "io_fraction"]].mean().reset_index()
+    longest = means.loc[means.groupby("arm")["wall_s"].idxmax()]
+    return "the longest step per arm (mean over cycles): " + ", ".join(
+        f"{r.arm} {r.step} {r.wall_s:.2f} s ({r.io_fraction:.0%} I/O)" for r in longest.itertuples()) + "."
+
+
+def _phase_throughput(t) -> str:
+    parts = []
+    for activity in ("run:write", "run:read", "stage_in:copy", "stage_out:copy"):
+        rows = t[t["activity"] == activity]
+        if not rows.empty:
+            parts.append(f"{activity} " + ", ".join(f"{r.arm} {_mibs(r.MiB_per_s)}" for r in rows.itertuples()))
+    return "; ".join(parts) + "." if parts else "no reads or writes recorded."
+
+
+def _staging(t) -> str:
+    if t.empty:
+        return "no arm stages (every arm runs on the persistent tier)."
+    rows = t.groupby(["arm", "phase"]).agg(bytes=("bytes", "sum"), rate=("MiB_per_s", "median")).reset_index()
+    return "; ".join(f"{r.arm} {r.phase} {r.bytes / 2**30:.1f} GiB in all, median {_mibs(r.rate)} per job"
+                     for r in rows.itertuples()) + "."
+
+
+def _tiers(t) -> str:
+    rows = t.drop_duplicates("tier")
+    return "; ".join(f"{r.tier} ({r.tier_kind}): {r.fs_type} at {r.path}, {r.free_bytes / 2**30:.0f} of "
+                     f"{r.total_bytes / 2**30:.0f} GiB free" for r in rows.itertuples()) + "."
+
+
+def _retries(t) -> str:
+    if t.empty:
+        return "no job failed an attempt."
+    later = t["succeeded_on_attempt"].notna().sum()
+    return (f"{len(t)} failed attempts ({', '.join(sorted(set(t['step'].astype(str))))}); {later} of them "
+            f"succeeded on a later attempt.")
+
+
+def _inventory(t) -> str:
+    per_cycle = t.groupby(["arm", "cycle"]).agg(files=("file", "size"), bytes=("expected_bytes", "sum"))
+    arm = t["arm"].iloc[0]
+    full = per_cycle.loc[arm].iloc[-1]
+    return (f"{len(t):,} files in all; a full cycle of arm {arm} writes {int(full['files']):,} files, "
+            f"{full['bytes'] / 2**30:.2f} GiB.")
+
+
+def _timeline(t) -> str:
+    waits = t[t["kind"] == "wait"]
+    text = f"{len(t):,} rows"
+    if not waits.empty:
+        worst = waits.loc[waits["seconds"].idxmax()]
+        text += (f"; the compute ranks waited {waits['seconds'].median():.2f} s for an output hour (median), "
+                 f"at most {worst['seconds']:.2f} s ({worst['arm']}, cycle {worst['cycle']}, {worst['what']})")
+    return text + "."
+
+
+def _benchmarks(t) -> str:
+    io = t[(t["benchmark"] == "io") & (t["aggregate"] == "mean")]
+    if io.empty:
+        return "no bandwidth benchmark ran."
+    best = io.groupby(["tier", "operation"])["bw_MiB_per_s"].max().unstack()
+    return "best mean bandwidth per tier (any pattern and task count): " + "; ".join(
+        f"{tier} " + ", ".join(f"{op} {_mibs(best.loc[tier, op])}" for op in best.columns
+                               if not math.isnan(best.loc[tier, op]))
+        for tier in best.index) + "."
+
+
+def _efficiency(t) -> str:
+    replay = t[t["reference"] == "replay"]
+    if replay.empty:
+        return "no replay ran (benchmarks.replay.enabled false)."
+    medians = replay.groupby("arm")["efficiency"].median()
+    text = "median against the replay: " + ", ".join(f"{arm} {value:.2f}" for arm, value in medians.items())
+    from ..benchmarks.replay import TIMED_BYTES
+
+    timed = replay[replay["surrogate_bytes"] >= TIMED_BYTES]
+    if not timed.empty:
+        low = timed.loc[timed["efficiency"].idxmin()]
+        text += (f"; the lowest of the steps moving {TIMED_BYTES // 2**20} MiB or more: {low['arm']} {low['step']} "
+                 f"{low['activity']} {low['efficiency']:.2f}")
+    return text + "."
+
+
+def _fieldio(t) -> str:
+    field = t[(t["benchmark"] == "fieldio") & (t["aggregate"] == "mean")]
+    if field.empty:
+        return "field I/O did not run."
+    rates = field.groupby(["tier", "operation"])["bw_MiB_per_s"].median().unstack()
+    return "median over patterns: " + "; ".join(
+        f"{tier} " + ", ".join(f"{op} {_mibs(rates.loc[tier, op])}" for op in rates.columns
+                               if not math.isnan(rates.loc[tier, op]))
+        for tier in rates.index) + "."
+
+
+def _io_events(path: Path) -> str:
+    import pyarrow.parquet as pq
+
+    return f"{pq.ParquetFile(path).metadata.num_rows:,} timed events."
+
+
+def _fits(t) -> str:
+    from .scaling import fit_lines
+
+    return "; ".join(fit_lines(t)) + "."
+
+
+def _plan(t) -> str:
+    from .scaling import plan_lines
+
+    return "; ".join(plan_lines(t)) + "."
+
+
+# file name -> (key, sentence from its table); benchmarks.csv gives two
+TABLE_SENTENCES = {
+    "step_summary.csv": [("step_summary", _step_summary)],
+    "phase_throughput.csv": [("phase_throughput", _phase_throughput)],
+    "staging.csv": [("staging", _staging)],
+    "tiers.csv": [("tiers", _tiers)],
+    "retries.csv": [("retries", _retries)],
+    "inventory.csv": [("inventory", _inventory)],
+    "cycle_timeline.csv": [("cycle_timeline", _timeline)],
+    "benchmarks.csv": [("benchmarks", _benchmarks), ("fieldio", _fieldio)],
+    "efficiency.csv": [("efficiency", _efficiency)],
+    "scaling_fit.csv": [("scaling_fit", _fits)],
+    "capacity.csv": [("capacity", _plan)],
+}
+
+
+def table_numbers(*paths) -> dict[str, str]:
+    """One sentence of this study's numbers per table among ``paths`` (a rule's input and output), by key
+    (see TABLE_SENTENCES, plus ``io_events``); "not measured yet" for a key whose table is not there.
+
+    For params functions of rules that take ``output``: Snakemake counts such params as derived from
+    files, so their change after the job ran does not make it run again.
+    """
+    import pandas as pd
+
+    numbers = Numbers()
+    for path in map(Path, paths):
+        if path.name not in TABLE_SENTENCES and path.name != "io_events.parquet":
+            continue
+        if not path.is_file() or path.stat().st_size == 0:
+            continue
+        try:
+            if path.name == "io_events.parquet":
+                numbers["io_events"] = _io_events(path)
+            elif path.name in TABLE_SENTENCES:
+                table = pd.read_csv(path, dtype={"cycle": str, "tasks_measured": str})
+                for key, sentence in TABLE_SENTENCES[path.name]:
+                    if not table.empty or key in ("retries", "staging"):  # an empty table of these says something
+                        numbers[key] = sentence(table)
+        except UNREADABLE as err:  # a caption never stops the workflow or the report
+            for key, _ in TABLE_SENTENCES.get(path.name, [("io_events", None)]):
+                numbers[key] = f"(could not read {path.name}: {err})"
     return numbers

@@ -20,7 +20,7 @@ ACTIVITY_ORDER = ["stage_in:copy", "run:read", "run:write", "stage_out:copy"]
 STEP_ORDER = list(FULL_CYCLE_STEPS)
 
 
-def throughput_figure(throughput: pd.DataFrame, summary: pd.DataFrame, path: Path, title: str) -> None:
+def throughput_figure(throughput: pd.DataFrame, summary: pd.DataFrame, paths: list[Path], title: str) -> None:
     """Left: MiB/s of each I/O activity by arm. Right: seconds per cycle spent in each step, by arm."""
     sns.set_theme(style="whitegrid", context="notebook")
     fig, (left, right) = plt.subplots(1, 2, figsize=(13, 5), gridspec_kw={"width_ratios": [3, 2]})
@@ -59,4 +59,4 @@ def throughput_figure(throughput: pd.DataFrame, summary: pd.DataFrame, path: Pat
                  bbox_to_anchor=(0.5, -0.15), ncol=2, frameon=False)
     fig.suptitle(title)
     fig.tight_layout()
-    save_figure(fig, path)
+    save_figure(fig, paths)

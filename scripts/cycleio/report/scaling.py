@@ -22,10 +22,10 @@ from ..units import MiB
 FIT_COLUMNS = ["tier", "tier_kind", "pattern", "operation", "n_points", "tasks_measured", "nodes_measured",
                "slope_MiB_per_s_per_task", "plateau_MiB_per_s", "plateau_reached", "knee_tasks", "rmse_MiB_per_s",
                "relative_error"]
-# What one measured unit of a tier kind is, for the plan: the benchmarks ran on `nodes_measured` nodes.
-UNIT_NAMES = {"lustre": "OST/server sets as measured", "burst_buffer": "burst-buffer nodes",
-              "node_local": "compute nodes (local disks)", "memory": "compute nodes (memory)",
-              "posix": "file servers as measured"}
+# What the plan counts per tier kind when config plan.units does not say: the benchmarks' client nodes
+# (`nodes_measured`), each with the tier as it was measured behind it.
+UNIT_NAMES = {"lustre": "client nodes", "burst_buffer": "burst-buffer nodes", "node_local": "nodes (local disks)",
+              "memory": "nodes (memory)", "posix": "client nodes"}
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,7 @@ def fit_lines(fits: pd.DataFrame) -> list[str]:
 
 CAPACITY_COLUMNS = ["tier", "tier_kind", "pattern", "resolution", "interval_hours", "io_budget_fraction", "step",
                     "bytes_written", "bytes_read", "cycle_bytes", "budget_s", "needed_MiB_per_s",
-                    "measured_plateau_MiB_per_s", "plateau_reached", "nodes_measured", "units_needed", "unit"]
+                    "measured_plateau_MiB_per_s", "plateau_reached", "units_measured", "units_needed", "unit"]
 
 
 def step_bytes(inventory: pd.DataFrame, summary: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -144,10 +144,13 @@ def step_bytes(inventory: pd.DataFrame, summary: pd.DataFrame | None = None) -> 
 
 
 def capacity_plan(inventory: pd.DataFrame, fits: pd.DataFrame, *, resolution: str, interval_hours: float,
-                  io_budget_fraction: float, summary: pd.DataFrame | None = None) -> pd.DataFrame:
+                  io_budget_fraction: float, summary: pd.DataFrame | None = None,
+                  units: dict[str, dict] | None = None) -> pd.DataFrame:
     """Per tier (write fits of each pattern) and step, plus a ``cycle`` row: the bandwidth that keeps a cycle's
     I/O within ``io_budget_fraction`` of the cycle interval, and the units of the measured tier it takes
-    (needed / (plateau per measured node), rounded up)."""
+    (needed / (plateau per measured unit), rounded up). ``units`` (config ``plan.units``): per tier name,
+    ``name`` and ``measured``, the units the benchmarks ran on; other tiers count the benchmarks' nodes."""
+    units = units or {}
     steps = step_bytes(inventory, summary)
     budget_s = interval_hours * 3600 * io_budget_fraction
     total = steps.sum(numeric_only=True)
@@ -156,7 +159,9 @@ def capacity_plan(inventory: pd.DataFrame, fits: pd.DataFrame, *, resolution: st
     steps["cycle_bytes"] = steps["bytes_written"] + steps["bytes_read"]
     rows = []
     for fit in fits[fits["operation"] == "write"].itertuples():
-        per_unit = fit.plateau_MiB_per_s / max(fit.nodes_measured, 1)
+        unit = units.get(fit.tier, {"name": UNIT_NAMES.get(fit.tier_kind, "units as measured"),
+                                    "measured": fit.nodes_measured})
+        per_unit = fit.plateau_MiB_per_s / max(unit["measured"], 1)
         for step in steps.itertuples():
             needed = step.cycle_bytes / MiB / budget_s
             rows.append({"tier": fit.tier, "tier_kind": fit.tier_kind, "pattern": fit.pattern,
@@ -165,9 +170,9 @@ def capacity_plan(inventory: pd.DataFrame, fits: pd.DataFrame, *, resolution: st
                          "bytes_written": step.bytes_written, "bytes_read": step.bytes_read,
                          "cycle_bytes": step.cycle_bytes, "budget_s": budget_s, "needed_MiB_per_s": needed,
                          "measured_plateau_MiB_per_s": fit.plateau_MiB_per_s, "plateau_reached": fit.plateau_reached,
-                         "nodes_measured": fit.nodes_measured,
+                         "units_measured": unit["measured"],
                          "units_needed": int(math.ceil(needed / per_unit - 1e-9)) if per_unit > 0 else None,
-                         "unit": UNIT_NAMES.get(fit.tier_kind, "units as measured")})
+                         "unit": unit["name"]})
     return pd.DataFrame(rows, columns=CAPACITY_COLUMNS)
 
 
@@ -175,12 +180,12 @@ def plan_lines(plan: pd.DataFrame) -> list[str]:
     cycle = plan[plan["step"] == "cycle"]
     lines = []
     for row in cycle.itertuples():
-        units = (f"{row.units_needed} {row.unit}" if row.plateau_reached
-                 else f"at most {row.units_needed} {row.unit} (its plateau was not reached)")
+        needed = (f"{row.units_needed} needed" if row.plateau_reached
+                  else f"at most {row.units_needed} needed (the plateau was not reached)")
         lines.append(f"{row.resolution} every {row.interval_hours:g} h, I/O within {row.io_budget_fraction:.0%} "
                      f"({row.budget_s:.0f} s): {row.cycle_bytes / 2**30:.1f} GiB per cycle needs "
                      f"{row.needed_MiB_per_s:.0f} MiB/s; tier {row.tier} ({row.pattern}) gives "
-                     f"{row.measured_plateau_MiB_per_s:.0f} MiB/s on {row.nodes_measured} node(s): {units}")
+                     f"{row.measured_plateau_MiB_per_s:.0f} MiB/s; {row.unit}: {row.units_measured} measured, {needed}")
     return lines
 
 

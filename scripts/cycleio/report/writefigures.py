@@ -70,7 +70,7 @@ def _arm_order(table: pd.DataFrame) -> list[str]:
     return sorted(arms["arm"], key=lambda arm: (rank.get(arms.set_index("arm").loc[arm, "strategy"], 99), arm))
 
 
-def write_strategy_figure(table: pd.DataFrame, path: Path, title: str) -> None:
+def write_strategy_figure(table: pd.DataFrame, paths: list[Path], title: str) -> None:
     """Left: effective, actual and final write seconds per forecast by arm. Right: where the forecast's run time goes."""
     arms = table["arm"].nunique() if "arm" in table else 0  # write_times gives no columns when it has no rows
     fig, (left, right) = plt.subplots(1, 2, figsize=(13, 0.9 * max(arms, 3) + 3.2),
@@ -120,12 +120,13 @@ def write_strategy_figure(table: pd.DataFrame, path: Path, title: str) -> None:
         right.grid(axis="x", alpha=0.3)
     fig.suptitle(title)
     fig.tight_layout()
-    save_figure(fig, path)
+    save_figure(fig, paths)
 
 
-def write_strategy_figure_from_tables(events_path: Path, summary_path: Path, out: Path, title: str) -> pd.DataFrame:
+def write_strategy_figure_from_tables(events_path: Path, summary_path: Path, paths: list[Path],
+                                      title: str) -> pd.DataFrame:
     events = pd.read_parquet(events_path)
     summary = pd.read_csv(summary_path, dtype={"cycle": str}) if Path(summary_path).exists() else None
     table = write_times(events, summary)
-    write_strategy_figure(table, Path(out), title)
+    write_strategy_figure(table, paths, title)
     return table
