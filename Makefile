@@ -10,9 +10,19 @@ CONFIG_ARGS := $(if $(STUDY),--configfile $(STUDY))
 RUN := PATH="$(BIN):$$PATH"
 STUDY_NAME = $(shell $(RUN) python -m cycleio study-name config/config.yaml $(STUDY) --snakemake-args '$(ARGS)' 2>/dev/null || echo default)
 
-.PHONY: setup study report test test-fast lint format bench
+# MPI=system also builds the parallel-netCDF stack (.venv-parallel, against the system's MPI netCDF) that the
+# parallel and quilt_parallel write strategies run with; the tests that need it build it themselves.
+MPI ?=
+
+.PHONY: setup setup-parallel study report test test-fast lint format bench
 setup:
 	@bash scripts/bootstrap.sh
+ifeq ($(MPI),system)
+	@bash scripts/bootstrap-parallel.sh
+endif
+
+setup-parallel:
+	@bash scripts/bootstrap-parallel.sh
 
 # A dry run (-n) only shows the jobs: no report, no "done".
 DRY_RUN = $(filter -n --dry-run --dryrun,$(ARGS))

@@ -17,7 +17,7 @@ shell.prefix(
 
 from cycleio.config.settings import ConfigError, load_study
 from cycleio.storage.preflight import check_study
-from cycleio.workflow.environment import job_python_problem, launcher_problem
+from cycleio.workflow import environment
 
 
 configfile: os.path.join(workflow.basedir, "config", "config.yaml")
@@ -33,7 +33,8 @@ try:
         for note in check_study(STUDY):
             print(f"cycleio: {note}", file=sys.stderr)
         if "CONDA" not in str(workflow.deployment_settings.deployment_method).upper():
-            problem = job_python_problem()
+            problem = environment.job_python_problem()
+            problem = problem or environment.parallel_stack_problem(STUDY)
             if problem:
                 raise ConfigError(problem)
 except ConfigError as err:
@@ -52,7 +53,8 @@ onstart:
             claim=True,
         )
         if workflow.local_exec:
-            problem = launcher_problem(config["launcher"])
+            problem = environment.launcher_problem(config["launcher"])
+            problem = problem or environment.parallel_launcher_problem(STUDY)
             if problem:
                 raise ConfigError(problem)
     except ConfigError as err:

@@ -36,6 +36,7 @@ BENCHMARKS = [
     (5, "aggregation", "bench_aggregation"),
     (6, "study", "bench_study"),
     (7, "soak", "bench_soak"),
+    (8, "parallel", "bench_parallel"),
 ]
 
 

@@ -18,6 +18,12 @@ except ImportError:  # running without `pip install -e .`
     sys.path.insert(0, str(REPO / "scripts"))
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+# As `make test` runs them: the venv's tools (the mpich wheel's mpiexec) first on PATH, also when pytest is
+# started as .venv/bin/python -m pytest; else Debian's /usr/bin/mpiexec (Open MPI, present with the
+# parallel stack) would start the mpich-linked ranks.
+_VENV_BIN = str(Path(sys.executable).parent)
+if os.environ.get("PATH", "").split(os.pathsep)[0] != _VENV_BIN:
+    os.environ["PATH"] = os.pathsep.join(filter(None, [_VENV_BIN, os.environ.get("PATH")]))
 # IOR cannot be installed from a package registry: its live test exists only where an ior is found.
 collect_ignore = [] if shutil.which("ior") else ["test_ior_live.py"]
 

@@ -260,7 +260,7 @@ def _schema_at(schema: dict, path: str) -> dict:
     (lambda c, s: _schema_at(s, "benchmarks.metadata.<name>")["properties"].pop("unique_dir"),
      "benchmarks.metadata.easy.unique_dir: in config.yaml, not in the schema"),
     # list items: in config.yaml and in a default
-    (lambda c, s: c.update(write_strategies=["serial", "parallel"]), "config.yaml: write_strategies.1: 'parallel'"),
+    (lambda c, s: c.update(write_strategies=["serial", "pnetcdf"]), "config.yaml: write_strategies.1: 'pnetcdf'"),
     (lambda c, s: _schema_at(s, "benchmarks.fieldio.layouts").update(default=["file_per_field", "tar"]),
      "benchmarks.fieldio.layouts: the schema's default ['file_per_field', 'tar'] does not fit"),
 ])

@@ -145,7 +145,7 @@ def test_quilt_layout_adds_writer_ranks_and_bad_strategy_is_refused():
     assert layout.ntasks == 6 and layout.writer_rank(1, 0) == 4
     assert Layout.from_settings("serial", {"ranks": 3, "write_groups": 2}).ntasks == 3
     with pytest.raises(ForecastError, match="not one of"):
-        Layout.from_settings("parallel", {})
+        Layout.from_settings("pnetcdf", {})
 
 
 def test_a_missing_launcher_is_named(workdir):

@@ -40,11 +40,20 @@ def test_each_strategy_sizes_and_describes_its_layout():
     component = {"ranks": 3, "write_groups": 2, "write_tasks_per_group": 2, "combine_per_rank": True}
     layouts = {name: Layout.from_settings(name, component) for name in STRATEGIES}
     assert {name: layout.ntasks for name, layout in layouts.items()} == {
-        "serial": 3, "diskless": 3, "per_rank": 3, "quilt": 7}
+        "serial": 3, "diskless": 3, "per_rank": 3, "parallel": 3, "quilt": 7, "quilt_parallel": 7}
     assert layouts["serial"].describe() == "serial, 3 compute ranks"
     assert layouts["quilt"].describe() == "quilt, 3 compute ranks + 2 write groups x 2 tasks"
     assert layouts["per_rank"].describe() == "per_rank, 3 compute ranks, pieces combined at the end"
     assert Layout.from_settings("per_rank", {}).describe().endswith("pieces combined after each hour")
+    assert layouts["parallel"].describe() == "parallel, 3 compute ranks, MPI-IO collective"
+    assert layouts["quilt_parallel"].describe() == "quilt_parallel, 3 compute ranks + 2 write groups x 2 tasks, MPI-IO collective"
+
+
+def test_the_shared_file_strategies_are_the_mpiio_ones():
+    from cycleio.config.settings import SHARED_FILE_STRATEGIES
+
+    assert SHARED_FILE_STRATEGIES == ("parallel", "quilt_parallel")
+    assert list(STRATEGIES) == ["serial", "diskless", "per_rank", "parallel", "quilt", "quilt_parallel"]
 
 
 def test_the_registry_and_the_layout_load_no_numpy_or_mpi():

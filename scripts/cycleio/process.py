@@ -37,7 +37,19 @@ def launcher_argv(template: str, ntasks: int) -> list[str]:
                          f"{LAUNCHER_EXAMPLE}")
     if os.sep not in argv[0] and not shutil.which(argv[0]):
         argv[0] = which(argv[0]) or argv[0]
+    if os.geteuid() == 0 and is_open_mpi_launcher(argv[0]) and "--allow-run-as-root" not in argv:
+        argv.insert(1, "--allow-run-as-root")  # Open MPI refuses root without it
     return argv
+
+
+# Open MPI's launchers (Debian's mpirun.openmpi and mpiexec.openmpi are links to orterun; 5.x has prterun).
+OPEN_MPI_LAUNCHERS = ("orterun", "prterun", "mpirun.openmpi", "mpiexec.openmpi")
+
+
+def is_open_mpi_launcher(program: str) -> bool:
+    """Whether ``program`` (a name on PATH or a path) is Open MPI's mpirun, through any links."""
+    found = shutil.which(program)
+    return found is not None and Path(os.path.realpath(found)).name in OPEN_MPI_LAUNCHERS
 
 GRACE_S = 10.0
 

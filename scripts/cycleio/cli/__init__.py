@@ -156,7 +156,13 @@ def command_line_config(argv: list[str]) -> dict[str, str]:
 def cmd_check_config(args) -> None:
     from ..config.settings import load_study
 
+    from ..config.keys import ConfigError
+    from ..workflow.environment import parallel_stack_problem
+
     _, study = load_study(_read_configs(args.configfile))
+    problem = parallel_stack_problem(study)  # before any job: a study asking for a stack that is not here
+    if problem:
+        raise ConfigError(problem)
     print(f"study {study.name}: {len(study.cycles)} cycles ({study.cycles[0]} to {study.cycles[-1]}), "
           f"arms: {', '.join(study.arms)}")
 

@@ -23,6 +23,7 @@ from .keys import ConfigError, persistent_tiers
 from .schema import SCHEMA_PATH, load_schema, schema_default
 from ..faults import arm_faults, check_faults, faults_for_job
 from ..process import launcher_argv
+from ..surrogates.forecast.strategies import STRATEGIES
 from ..surrogates.inventory import ForecastSettings, cycle_steps
 from ..surrogates.kinds import Compression
 from ..storage.tiers import JOB_TIME_VARIABLES, Tier, TierError, expand_tier_path
@@ -147,6 +148,10 @@ def fill_defaults(config: dict, schema: dict) -> dict:
     return _fill_and_check(config, schema)[0]
 
 
+# The write strategies that write shared files through MPI-IO and run on the parallel-netCDF stack.
+SHARED_FILE_STRATEGIES = tuple(name for name, strategy in STRATEGIES.items() if strategy.shared_file)
+
+
 def validate_config(config: dict, schema: dict | None = None) -> dict:
     """Validate and fill defaults; raise ConfigError naming the first problem (by key path)."""
     schema = load_schema() if schema is None else schema
@@ -258,8 +263,9 @@ JOB_SETTINGS = {
     "cleanup": _EVERY_JOB,
     "step": (*_STEP, "step_compute_seconds"),  # prep, anal, post, efcsNN: the compute of its own step only
     # the forecast is an MPI program: its launcher, ranks and writer groups, its compute per hour
-    "fcst": (*_STEP, "compute_seconds_per_hour", "launcher", "write_component"),
-    "cycle": (*_STEP, "step_compute_seconds", "compute_seconds_per_hour", "launcher", "write_component"),
+    "fcst": (*_STEP, "compute_seconds_per_hour", "launcher", "parallel_stack", "write_component"),
+    "cycle": (*_STEP, "step_compute_seconds", "compute_seconds_per_hour", "launcher", "parallel_stack",
+              "write_component"),
     "inventory": (*_EVERY_JOB, "compression", "forecast", "granularity"),  # the expected-files table
 }
 
@@ -284,6 +290,9 @@ class ArmSettings:
     step_compute_seconds: dict = field(default_factory=dict)
     staging: StagingSettings = field(default_factory=StagingSettings)
     launcher: str = schema_default("launcher")
+    # the shared-file strategies' launcher and Python (config parallel_stack; empty for the other strategies, whose
+    # jobs then do not rerun when it changes); launcher.py fills in the schema's defaults
+    parallel_stack: dict = field(default_factory=dict)
     write_component: dict = field(default_factory=dict)  # Layout.from_settings fills in the schema's defaults
     # stage per step, or per cycle (one job runs the whole cycle on scratch)
     granularity: str = schema_default("staging.granularity")[0]
@@ -413,6 +422,7 @@ def build_study(config: dict) -> Study:
             granularity=granularity,
             strategy=strategy,
             launcher=config["launcher"],
+            parallel_stack=dict(config["parallel_stack"]) if strategy in SHARED_FILE_STRATEGIES else {},
             write_component=dict(config["write_component"]),
             faults=arm_faults(config["faults"], name),
         )

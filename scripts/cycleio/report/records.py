@@ -62,6 +62,7 @@ class Record:
     cache_risk: bool = False
     transfers: int = 0  # storage calls that moved the bytes (0: not counted); bytes/transfers = transfer size
     cached_fraction: float | None = None  # a read's file: share in the page cache when the read began
+    mpiio: str = ""  # the shared-file write strategies' MPI-IO mode (collective, independent); "" for the others
 
 
 RECORD_FIELDS = tuple(f.name for f in fields(Record))

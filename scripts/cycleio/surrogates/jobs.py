@@ -13,6 +13,7 @@ import logging
 import os
 import platform
 import socket
+import sys
 import time
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -43,8 +44,13 @@ def _mib_per_s(nbytes: int, seconds: float) -> str:
     return f"{nbytes / MiB / seconds:.1f} MiB/s" if seconds > 0 else "-"
 
 
-def provenance(settings: ArmSettings, tiers: dict[str, TierSite], **job) -> dict:
-    """Where and with what the job ran; ``job``: what only some jobs have (a step's staging settings)."""
+def provenance(settings: ArmSettings, tiers: dict[str, TierSite], mpi: dict | None = None, **job) -> dict:
+    """Where and with what the job ran; ``job``: what only some jobs have (a step's staging settings).
+
+    ``mpi``: in a forecast's job, the launcher it started the ranks with and what they reported of their MPI
+    (launcher.run_forecast_mpi's ``info``); every other job's manifest says that it started no MPI program
+    (and reads no launcher setting: its rule does not pass them).
+    """
     import netCDF4
     import numpy
 
@@ -60,6 +66,7 @@ def provenance(settings: ArmSettings, tiers: dict[str, TierSite], **job) -> dict
         "tiers": {role: ctx.describe() for role, ctx in tiers.items()},
         "resolution": settings.resolution,
         "levels": settings.levels,
+        "mpi": mpi or {"launcher": "", "python": sys.executable, "note": "this job starts no MPI program"},
         **job,
     }
 
@@ -135,7 +142,8 @@ def _compute(seconds: float, records: RecordLog, scratch: TierSite, step: str, k
 
 
 def _run_step(settings: ArmSettings, step: str, io, workdir: Path, ctx: WriteContext, records: RecordLog,
-              scratch: TierSite, cache_cold: bool, label: str, faults: JobFaults = JobFaults({})) -> None:
+              scratch: TierSite, cache_cold: bool, label: str, faults: JobFaults = JobFaults({}),
+              mpi: dict | None = None) -> None:
     """A step's own work on scratch: read its inputs, compute, write its outputs at its cadence."""
     faults.fail_step(step, ctx.cycle)
     reader = FileReader()
@@ -149,9 +157,14 @@ def _run_step(settings: ArmSettings, step: str, io, workdir: Path, ctx: WriteCon
         # the compute ranks, and each output hour's history and restart files by the arm's strategy.
         from .forecast.launcher import run_forecast_mpi
 
+        from .forecast.launcher import launch_provenance
+
+        info: dict = {}
         for event in run_forecast_mpi(settings, ctx.cycle, workdir, io.writes, ctx, label=label,
-                                      fail_rank=faults.fail_rank()):
+                                      fail_rank=faults.fail_rank(), info=info):
             records.add(step=step, phase="run", **event, **scratch.fields())
+        if mpi is not None:  # for the job's manifest
+            mpi.update({**launch_provenance(settings), **info})
     else:
         _compute(settings.step_compute_seconds.get(step, 0.0), records, scratch, step, settings.compute_kind)
         for spec in io.writes:
@@ -205,6 +218,7 @@ def run_step(settings: ArmSettings, cycle: str, step: str, records_path: Path, m
         remove_tree(workdir)  # leftovers of a killed attempt
         workdir.mkdir(parents=True)
     phase = "stage_in"
+    mpi: dict = {}  # what the forecast's ranks report of their MPI
     try:
         if settings.staged:
             _stage(inputs, persistent.root, workdir, "stage_in", step, persistent, scratch, records, options, label,
@@ -220,7 +234,8 @@ def run_step(settings: ArmSettings, cycle: str, step: str, records_path: Path, m
         phase = "run"
         for name in steps:
             with filled(workdir, faults.fill_tier(name)), slowed(workdir, faults.slow_tier(name)) as rundir:
-                _run_step(settings, name, per_step[name], rundir, ctx, records, scratch, cache_cold, label, faults)
+                _run_step(settings, name, per_step[name], rundir, ctx, records, scratch, cache_cold, label, faults,
+                          mpi)
 
         if settings.staged:
             phase = "stage_out"
@@ -253,7 +268,7 @@ def run_step(settings: ArmSettings, cycle: str, step: str, records_path: Path, m
         "root": str(persistent.root.resolve()),
         "inputs": [spec.path for spec in inputs],
         "outputs": [{"path": path, "bytes": size, "xxh3_64": checksum} for path, (size, checksum) in landed.items()],
-        "provenance": provenance(settings, {"persistent": persistent, "scratch": scratch},
+        "provenance": provenance(settings, {"persistent": persistent, "scratch": scratch}, mpi,
                                  staging=asdict(settings.staging), granularity=settings.granularity),
     }
     records.write(records_path)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from pathlib import Path
 
 # What a job imports beyond the standard library (the surrogates, staging, tables).
 JOB_MODULES = ("numpy", "pandas", "pyarrow", "netCDF4", "h5py", "mpi4py", "eccodes", "xxhash", "yaml", "jsonschema")
@@ -66,3 +67,63 @@ def launcher_problem(template: str, python: str = "python", ntasks: int = 2, tim
     return (f"config key 'launcher': {template!r} ({shutil.which(argv[0]) or argv[0]}) started {found} instead of "
             f"{ntasks} ranks of one world of the MPI that mpi4py uses ({library}); put that MPI's launcher first on "
             "PATH or give its full path in `launcher`")
+
+
+# What the shared-file strategies' Python must have: netCDF4 with parallel support, and mpi4py of the same MPI.
+PARALLEL_PROBE = ("import sys, importlib.util; missing = [m for m in ('numpy', 'netCDF4', 'h5py', 'mpi4py', 'xxhash', "
+                  "'yaml') if importlib.util.find_spec(m) is None]; print('missing', *missing) if missing else None; "
+                  "missing and sys.exit(0); import netCDF4; print('parallel4', int(netCDF4.__has_parallel4_support__))")
+
+
+def parallel_stack_problem(study, timeout: float = 120) -> str | None:
+    """Why the study's shared-file arms (write strategies parallel, quilt_parallel) cannot run here; None if they can.
+
+    Checked before any job: the parallel stack's Python (config ``parallel_stack.python``) exists and its
+    netCDF4 has parallel support, and the launcher program (``parallel_stack.launcher``) is found. The
+    message names the strategies and what to install or run.
+    """
+    from ..config.settings import SHARED_FILE_STRATEGIES
+    from ..surrogates.forecast.launcher import SETUP_PARALLEL, program_stack
+    from ..process import launcher_argv
+
+    arms = [arm for arm in study.arms.values() if arm.strategy in SHARED_FILE_STRATEGIES]
+    if not arms:
+        return None
+    strategies = " and ".join(repr(name) for name in sorted({arm.strategy for arm in arms}))
+    need = f"write strategy {strategies} (config key write_strategies) needs the parallel-netCDF stack"
+    key, template, python = program_stack(arms[0])
+    if not Path(python).is_file():
+        return f"{need}, but its Python {python} (config key parallel_stack.python) is missing; {SETUP_PARALLEL}"
+    try:
+        result = subprocess.run([python, "-c", PARALLEL_PROBE], capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return f"{need}, but its Python {python} could not be run ({err}); {SETUP_PARALLEL}"
+    words = result.stdout.split()
+    if result.returncode != 0 or not words:
+        return (f"{need}, but `import netCDF4` fails in {python} ({result.stderr.strip()[-300:]}); "
+                f"{SETUP_PARALLEL}")
+    if words[0] == "missing":
+        return f"{need}, but {python} lacks {', '.join(words[1:])}; {SETUP_PARALLEL}"
+    if words[-1] != "1":
+        return f"{need}, but the netCDF4 of {python} has no parallel support; {SETUP_PARALLEL}"
+    try:
+        program = launcher_argv(template, 2)[0]
+    except ValueError as err:
+        return f"config key 'parallel_stack.launcher': {err}"
+    if not shutil.which(program):
+        return (f"{need}: its launcher program {program!r} (config key parallel_stack.launcher) is not on PATH; "
+                f"{SETUP_PARALLEL}")
+    return None
+
+
+def parallel_launcher_problem(study) -> str | None:
+    """As :func:`launcher_problem`, for the parallel stack's launcher and Python (when the study has shared-file arms)."""
+    from ..config.settings import SHARED_FILE_STRATEGIES
+    from ..surrogates.forecast.launcher import program_stack
+
+    arms = [arm for arm in study.arms.values() if arm.strategy in SHARED_FILE_STRATEGIES]
+    if not arms:
+        return None
+    _, template, python = program_stack(arms[0])
+    problem = launcher_problem(template, python=python)
+    return problem and problem.replace("config key 'launcher'", "config key 'parallel_stack.launcher'")

@@ -25,11 +25,17 @@ bands straight into the writer's block with MPI derived datatypes. Files without
 
 Write strategies (``ArmSettings.strategy``), for every output file of the hour (history and
 restart): ``serial`` (gather to rank 0, which writes; all wait), ``diskless`` (as serial, the file
-built in memory), ``per_rank`` (each rank writes its piece; pieces combined), ``quilt`` (write-group
-ranks take the blocks and write while compute ranks go on). strategies/<name>.py tells how.
+built in memory), ``per_rank`` (each rank writes its piece; pieces combined), ``parallel`` (every
+compute rank writes its rows into the one shared file through MPI-IO), ``quilt`` (write-group ranks
+take the blocks and write while compute ranks go on), ``quilt_parallel`` (as quilt, a group's ranks
+writing each file together through MPI-IO). strategies/<name>.py tells how; mpiio.py writes the
+shared files. The shared-file strategies run on the parallel-netCDF stack (config
+``parallel_stack``: its launcher and Python, launcher.program_stack), the others under ``launcher``
+with the project's Python.
 
 Records (one per event, ``rank`` = MPI rank, ``nranks`` = ranks of the program):
-- ``write``: a writer's time in storage I/O for one file or piece (bytes = its size on storage);
+- ``write``: a writer's time in storage I/O for one file or piece (bytes = its size on storage; for a
+  shared file each rank's share of it, the shares adding up to its size, and ``mpiio`` its MPI-IO mode);
   building the file's structure (``define``) and codec work (``encode``) are records of their own;
 - ``combine``: making an inventory file from its pieces (reads the pieces, writes the file);
 - ``write_effective``: per compute rank and output hour, the time the rank was kept from computing by

@@ -4,6 +4,7 @@ timeout, and return its records, or fail with the failing rank's error (see rank
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import logging
 import os
@@ -29,16 +30,65 @@ TIMEOUT_VARIABLE = "CYCLEIO_MPI_TIMEOUT_S"
 SHM_DIR = Path("/dev/shm")
 
 
-def _launch_command(launcher: str, ntasks: int) -> list[str]:
+# The project's folder: a relative parallel_stack.python is from there.
+REPO = Path(__file__).resolve().parents[4]
+SETUP_PARALLEL = ("run `make setup MPI=system` (as root on Debian it installs libnetcdf-mpi-dev, libhdf5-openmpi-dev "
+                  "and openmpi-bin, then builds netCDF4 against them into .venv-parallel), or point "
+                  "parallel_stack.python at a Python whose netCDF4 has parallel support")
+
+
+def program_stack(settings) -> tuple[str, str, str]:
+    """(config key, launcher template, Python) the arm's forecast program runs with.
+
+    The shared-file strategies (parallel, quilt_parallel) run on the parallel-netCDF stack
+    (config ``parallel_stack``): netCDF4 on parallel HDF5 is built for its own MPI. The others run
+    under ``launcher`` with this Python (the project's venv, mpi4py on the mpich wheel).
+    """
+    if not Layout.from_settings(settings.strategy, settings.write_component).write_strategy.shared_file:
+        return "launcher", settings.launcher, sys.executable
+    from ...config.schema import object_defaults
+
+    stack = {**object_defaults("parallel_stack"), **(settings.parallel_stack or {})}
+    python = Path(os.path.expandvars(os.path.expanduser(stack["python"])))
+    return "parallel_stack.launcher", stack["launcher"], str(python if python.is_absolute() else REPO / python)
+
+
+def _launch_command(launcher: str, ntasks: int, key: str = "launcher") -> list[str]:
     try:
         words = launcher_argv(launcher, ntasks)
     except ValueError as err:
-        raise ForecastError(f"launcher {err}") from None
+        raise ForecastError(f"{key} {err}") from None
     found = shutil.which(words[0])
     if not found:
-        raise ForecastError(f"launcher program {words[0]!r} (from launcher {launcher!r}) is not on PATH nor beside "
-                            f"{sys.executable}; install an MPI (the mpich wheel) or set `launcher` in the config")
+        install = "install an MPI (the mpich wheel)" if key == "launcher" else SETUP_PARALLEL
+        raise ForecastError(f"launcher program {words[0]!r} (from {key} {launcher!r}) is not on PATH nor beside "
+                            f"{sys.executable}; {install}, or set `{key}` in the config")
     return [found, *words[1:]]
+
+
+@functools.lru_cache(maxsize=8)
+def _launcher_version(program: str) -> str:
+    """The launcher's own word on what it is (``--version``'s line naming a version), or ""."""
+    try:
+        result = subprocess.run([program, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    lines = [" ".join(line.split()) for line in (result.stdout + result.stderr).splitlines() if line.strip()]
+    named = [line for line in lines if "version" in line.lower() and any(ch.isdigit() for ch in line)]
+    return (named or [line for line in lines if any(ch.isdigit() for ch in line)] or [""])[0][:200]
+
+
+def launch_provenance(settings) -> dict:
+    """For a forecast job's manifest: what the arm's forecast program is started with (the launcher as it would
+    run two ranks, its version, the Python); the job adds what its ranks reported (run_forecast_mpi's ``info``)."""
+    try:
+        key, template, python = program_stack(settings)
+        words = launcher_argv(template, 2)
+    except (ForecastError, ValueError) as err:
+        return {"problem": str(err)}
+    program = shutil.which(words[0])
+    return {"config_key": key, "template": template, "argv": words, "program": program or "",
+            "launcher_version": _launcher_version(program) if program else "", "python": python}
 
 
 def default_timeout(settings, writes: list[FileSpec], ctx: WriteContext) -> float:
@@ -106,10 +156,13 @@ def _full_tier(workdir: Path) -> str:
 
 
 def run_forecast_mpi(settings, cycle: str, workdir: Path, writes: list[FileSpec], ctx: WriteContext, *,
-                     timeout: float | None = None, label: str = "", fail_rank: int | None = None) -> list[dict]:
+                     timeout: float | None = None, label: str = "", fail_rank: int | None = None,
+                     info: dict | None = None) -> list[dict]:
     """Run the forecast's writes as an MPI program under the arm's launcher; return its records.
 
     ``fail_rank``: fault injection (config ``faults.fail_rank``), the rank that fails at its first output hour.
+    ``info``, if given, gets what rank 0 reports of the program's stack: its MPI library, mpi4py, netCDF-C and
+    HDF5 versions, whether netCDF4 has parallel support, and the launcher's command.
 
     ``settings`` is the arm's ArmSettings (strategy, launcher, write_component, compute stand-in).
     Each record is a dict of Record fields (op, file, bytes, t_start, seconds, rank, nranks, n_files);
@@ -118,7 +171,11 @@ def run_forecast_mpi(settings, cycle: str, workdir: Path, writes: list[FileSpec]
     layout = Layout.from_settings(settings.strategy, settings.write_component)
     groups = hour_groups(writes)
     check_layout(layout, ctx.grid)  # here, not on every rank
-    command = _launch_command(settings.launcher, layout.ntasks)
+    key, template, python = program_stack(settings)
+    if not Path(python).is_file():
+        raise ForecastError(f"{label} write strategy {settings.strategy!r} runs on the parallel-netCDF stack, but its "
+                            f"Python {python} (config parallel_stack.python) is missing; {SETUP_PARALLEL}")
+    command = _launch_command(template, layout.ntasks, key)
     timeout = default_timeout(settings, writes, ctx) if timeout is None else timeout
     workdir = Path(workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
@@ -134,11 +191,11 @@ def run_forecast_mpi(settings, cycle: str, workdir: Path, writes: list[FileSpec]
             "compute_kind": settings.compute_kind,
             "hours": [[hour, [[s.path, s.kind, [list(p) for p in s.params]] for s in specs]] for hour, specs in groups],
             "buffer_bytes": ctx.buffer_bytes,
-            "records": str(tmp / "records.jsonl"), "errors": str(tmp / "errors"),
+            "records": str(tmp / "records.jsonl"), "errors": str(tmp / "errors"), "info": str(tmp / "info.json"),
             "fail_rank": fail_rank,
         }
         (tmp / "spec.json").write_text(json.dumps(spec))
-        argv = [*command, sys.executable, "-m", "cycleio.surrogates.forecast.rank", "--spec", str(tmp / "spec.json")]
+        argv = [*command, python, "-m", "cycleio.surrogates.forecast.rank", "--spec", str(tmp / "spec.json")]
         env = dict(os.environ)
         package_root = str(Path(__file__).resolve().parents[3])
         env["PYTHONPATH"] = package_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
@@ -164,6 +221,9 @@ def run_forecast_mpi(settings, cycle: str, workdir: Path, writes: list[FileSpec]
             raise ForecastError(f"{label} MPI forecast ({layout.describe()}) failed: {message}")
         with open(tmp / "records.jsonl") as handle:
             records = [json.loads(line) for line in handle if line.strip()]
+        if info is not None:
+            info.update(json.loads((tmp / "info.json").read_text()) if (tmp / "info.json").exists() else {})
+            info["argv"] = argv[:len(command) + 1]
         chatter = output.read_text(errors="replace").strip()
         if chatter:
             log.info("%s launcher output: %s", label, chatter[-2000:])

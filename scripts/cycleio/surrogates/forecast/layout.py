@@ -23,6 +23,7 @@ class Layout:
     write_groups: int
     tasks_per_group: int
     combine_at_end: bool
+    mpiio: str = "collective"  # the shared-file strategies' MPI-IO mode
 
     @classmethod
     def from_settings(cls, strategy: str, write_component: dict) -> "Layout":
@@ -33,8 +34,10 @@ class Layout:
         for key in ("ranks", "write_groups", "write_tasks_per_group"):
             if int(wc[key]) < 1:
                 raise ForecastError(f"write_component.{key} must be at least 1, got {wc[key]}")
+        if wc["mpiio"] not in ("collective", "independent"):
+            raise ForecastError(f"write_component.mpiio must be collective or independent, got {wc['mpiio']!r}")
         return cls(strategy, int(wc["ranks"]), int(wc["write_groups"]), int(wc["write_tasks_per_group"]),
-                   bool(wc["combine_per_rank"]))
+                   bool(wc["combine_per_rank"]), str(wc["mpiio"]))
 
     @property
     def write_strategy(self):
@@ -73,6 +76,10 @@ def tile_owner(tile: int, block: int, compute: int) -> int:
 
 def check_layout(layout: Layout, grid: Grid) -> None:
     """Refuse a decomposition with empty blocks before starting any rank."""
+    if layout.strategy == "quilt_parallel" and layout.tasks_per_group > layout.compute:
+        raise ForecastError(f"write_component.write_tasks_per_group={layout.tasks_per_group} is more than the "
+                            f"{layout.compute} compute ranks (write_component.ranks): with quilt_parallel each task "
+                            "of a write group takes the bands of at least one compute rank")
     if layout.compute > grid.ny:
         raise ForecastError(f"write_component.ranks={layout.compute} is more than the {grid.ny} rows of the "
                             f"{grid.resolution} history grid; use fewer ranks")

@@ -98,8 +98,10 @@ class Forecast:
         self.rank, self.size = self.world.Get_rank(), self.world.Get_size()
         self.layout = Layout.from_settings(spec["strategy"], spec["write_component"])
         if self.size != self.layout.ntasks:
-            raise ForecastError(f"the launcher started {self.size} ranks, but {self.layout.describe()} needs "
-                                f"{self.layout.ntasks}; does the launcher template pass {{ntasks}}?")
+            raise ForecastError(f"the launcher started a world of {self.size} ranks, but {self.layout.describe()} "
+                                f"needs {self.layout.ntasks}; does the launcher template pass {{ntasks}}, and is it "
+                                f"the launcher of the MPI this Python's mpi4py uses ({mpi_library()})? A launcher of "
+                                "another MPI starts each rank as a world of its own")
         self.workdir = Path(spec["workdir"])
         self.buffer_bytes = int(spec.get("buffer_bytes", ncfiles.IO_BUFFER_BYTES))
         self.ctx = WriteContext(Grid(spec["resolution"], spec["levels"]), spec["seed"], spec["cycle"],
@@ -125,6 +127,8 @@ class Forecast:
         self.records.append({"op": op, "file": file, "bytes": int(nbytes), "t_start": t_start,
                              "seconds": max(seconds, 0.0), "rank": self.rank, "nranks": self.size,
                              "n_files": n_files})
+        if self.layout.write_strategy.shared_file:
+            self.records[-1]["mpiio"] = self.layout.mpiio
 
     def fail_if_injected(self, path: Path | None = None) -> None:
         """Fault injection: raise if the config's ``faults.fail_rank`` names this rank."""
@@ -299,6 +303,24 @@ class Forecast:
                         f"f{self.hours[-1][0]:03d}", n_files=len(self.hours[-1][1]))
 
 
+def mpi_library() -> str:
+    """The MPI library this program's mpi4py runs on, in one line."""
+    from mpi4py import MPI
+
+    first = (MPI.Get_library_version().strip().splitlines() or [""])[0]  # MPICH: lines; Open MPI: one, by commas
+    return " ".join(first.split(",")[0].split())
+
+
+def stack_info() -> dict:
+    """What rank 0 reports of the program's stack (for the job's manifest)."""
+    import mpi4py
+    import netCDF4
+
+    return {"mpi_library": mpi_library(), "mpi4py": mpi4py.__version__, "python": sys.executable,
+            "netCDF4": netCDF4.__version__, "netcdf_c": netCDF4.__netcdf4libversion__,
+            "hdf5": netCDF4.__hdf5libversion__, "parallel4": bool(netCDF4.__has_parallel4_support__)}
+
+
 def rank_main(spec_path: Path) -> int:
     """Entry point of every rank: run, gather the records to rank 0, which writes them."""
     from mpi4py import MPI
@@ -310,6 +332,9 @@ def rank_main(spec_path: Path) -> int:
         records = forecast.run()
         gathered = MPI.COMM_WORLD.gather(records, root=0)
         if rank == 0:
+            if spec.get("info"):
+                with landing(spec["info"]) as tmp:
+                    tmp.write_text(json.dumps(stack_info()))
             with landing(spec["records"]) as tmp:
                 with open(tmp, "w") as handle:
                     for rank_records in gathered:

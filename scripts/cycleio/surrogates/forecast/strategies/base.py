@@ -15,6 +15,10 @@ class WriteStrategy:
     in the inventory's order.
     """
 
+    # Whether it writes shared files through MPI-IO: then the program runs on the parallel-netCDF stack
+    # (config ``parallel_stack``: its launcher and Python), not on the default one.
+    shared_file = False
+
     @classmethod
     def writer_ranks(cls, layout) -> int:
         """Ranks after the compute ranks that only write (run :meth:`writer_loop`)."""

@@ -27,6 +27,11 @@ class Quilt(WriteStrategy):
         group = index % layout.write_groups
         return [(plan, layout.writer_rank(group, j % layout.tasks_per_group)) for j, plan in enumerate(plans)]
 
+    def taker(self, index: int, number: int, source: int) -> int:
+        """The writer rank that takes compute rank ``source``'s bands of file ``number`` of hour ``index``."""
+        layout = self.fc.layout
+        return layout.writer_rank(index % layout.write_groups, number % layout.tasks_per_group)
+
     @staticmethod
     def tag(index: int, number: int) -> int:
         """Messages of hour ``index``, file ``number`` of the hour: a tag of their own."""
@@ -42,9 +47,9 @@ class Quilt(WriteStrategy):
         fc = self.fc
         packs: list[list[tuple]] = [[]]
         used = 0
-        for number, (plan, owner) in enumerate(self.assignments(index, plans)):
+        for number, plan in enumerate(plans):
             piece = plan.piece_of(source)
-            if owner != writer or plan.undecomposed or piece is None:
+            if plan.undecomposed or piece is None or self.taker(index, number, source) != writer:
                 continue
             items, _ = fc.band_items(plan, piece)
             for f, levels, shape, _, size in items:
@@ -69,7 +74,7 @@ class Quilt(WriteStrategy):
         """
         fc = self.fc
         requests, nbytes, in_flight = [], 0, 0
-        writers = sorted({writer for _, writer in self.assignments(index, plans)})
+        writers = sorted({self.taker(index, number, fc.rank) for number in range(len(plans))})
         for writer in writers:
             for number, pack in enumerate(self.handoff_packs(index, plans, writer, fc.rank)):
                 message = fc.message(self.pack_bytes(pack))
@@ -145,18 +150,20 @@ class QuiltWindow:
                 key = (file_number, f.name, None if levels is None else levels.start, source)
                 self.bands[key] = (band, (number, source))
 
-    def source(self, number: int, plan):
+    def source(self, number: int, plan, pieces: list | None = None):
+        """The writer's source of file ``number``'s blocks: the bands of ``pieces`` (default: every piece)."""
         fc = self.fc
+        pieces = plan.pieces if pieces is None else pieces
 
         def take(f, levels, rows):
             level = None if levels is None else levels.start
-            first = (number, f.name, level, plan.pieces[0].rank)
+            first = (number, f.name, level, pieces[0].rank)
             if first not in self.bands:
                 raise ForecastError(f"writer rank {fc.rank} has no hand-off for {plan.spec.path} {f.name}")
             fc.wait_all(self.requests)  # the whole window: the compute ranks are free once it is taken
             self.requests = []
             block = fc.buffers.block(plan.layout, f, levels, rows)
-            for piece in plan.pieces:
+            for piece in pieces:
                 band, message_key = self.bands.pop((number, f.name, level, piece.rank))
                 start, stop = piece.rows[f.dims[-2]]
                 block[..., start - rows[0]:stop - rows[0], :] = band
