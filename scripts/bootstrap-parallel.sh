@@ -36,18 +36,15 @@ flock 9
 say() { echo "bootstrap-parallel: $*"; }
 fail() { echo "bootstrap-parallel: $*" >&2; exit 1; }
 
+source scripts/debian-packages.sh
 missing=()
 if [ -z "$site_build" ] && command -v dpkg-query >/dev/null; then
-  for pkg in "${SYSTEM_PACKAGES[@]}"; do
-    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
-  done
+  mapfile -t missing < <(missing_packages "${SYSTEM_PACKAGES[@]}")
 fi
 if [ ${#missing[@]} -gt 0 ]; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  if can_apt; then
     say "installing system packages: ${missing[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq || say "apt-get update failed; trying with the cached package lists" >&2
-    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    apt_install "${missing[@]}"
   else
     fail "please install ${missing[*]} (Debian), or point NETCDF4_DIR, HDF5_INCDIR, HDF5_LIBDIR and MPICC at your" \
          "site's parallel netCDF-C, HDF5 and MPI compiler wrapper"

@@ -9,17 +9,13 @@ PYTHON=${PYTHON:-python3}
 SYSTEM_PACKAGES=(fio netcdf-bin rsync fuse3 chromium strace)   # fio: benchmarks where IOR is absent; ncdump; rsync staging; fuse3: faults.slow_tier; chromium: the report's rendering test; strace: make bench's write profile
 python_ok() { "$PYTHON" -c 'import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; }
 
-missing=()
-for pkg in "${SYSTEM_PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
-done
+source scripts/debian-packages.sh
+mapfile -t missing < <(missing_packages "${SYSTEM_PACKAGES[@]}")
 python_ok || missing+=(python3 python3-venv)
 if [ ${#missing[@]} -gt 0 ]; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  if can_apt; then
     echo "bootstrap: installing system packages: ${missing[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq || echo "bootstrap: apt-get update failed; trying with the cached package lists" >&2
-    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    apt_install "${missing[@]}"
   else
     echo "bootstrap: not root (or no apt-get): please install ${missing[*]} yourself;" \
          "tests that need them skip outside CI" >&2

@@ -1,0 +1,16 @@
+# Sourced by the bootstraps: which Debian packages are missing, and installing them with apt as root.
+
+missing_packages() {  # the given packages dpkg does not have installed, one per line
+  local pkg
+  for pkg in "$@"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || echo "$pkg"
+  done
+}
+
+can_apt() { [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; }
+
+apt_install() {
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq || echo "apt-get update failed; trying with the cached package lists" >&2
+  apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
