@@ -27,14 +27,24 @@ from ..storage.fsutil import landing
 
 PHASES = ("stage_in", "run", "stage_out", "verify", "cleanup")
 ARRIVALS = ("coldstart", "dump")  # jobs (a record's ``step``) whose data arrive from outside the cycle
+REPLAY = "replay"  # the phase of a paired replay's records: the instrument, not the cycle's I/O
 
 
 def cycle_records(events):
-    """The records of the cycles' own jobs, without ``ARRIVALS``: what every table of the cycles' I/O counts.
+    """The records of the cycles' own jobs, without ``ARRIVALS`` and without the paired replays' records
+    (phase ``REPLAY``): what every table of the cycles' I/O counts.
 
     ``events``: a pandas DataFrame of records (io_events, or a selection of its columns with ``step``).
     """
-    return events[~events["step"].isin(ARRIVALS)]
+    keep = ~events["step"].isin(ARRIVALS)
+    if "phase" in events:
+        keep &= events["phase"] != REPLAY
+    return events[keep]
+
+
+def replay_records(events):
+    """The paired replays' records (phase ``REPLAY``) of the cycles' jobs."""
+    return events[(events["phase"] == REPLAY) & ~events["step"].isin(ARRIVALS)]
 
 
 @dataclass
@@ -63,6 +73,7 @@ class Record:
     transfers: int = 0  # storage calls that moved the bytes (0: not counted); bytes/transfers = transfer size
     cached_fraction: float | None = None  # a read's file: share in the page cache when the read began
     mpiio: str = ""  # the shared-file write strategies' MPI-IO mode (collective, independent); "" for the others
+    repetition: int = 0  # a paired replay's repetition (phase ``replay``)
 
 
 RECORD_FIELDS = tuple(f.name for f in fields(Record))

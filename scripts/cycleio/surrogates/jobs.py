@@ -189,11 +189,13 @@ def _keep_failed_attempt(records: RecordLog, folder: Path, attempt: int, phase: 
 
 
 def run_step(settings: ArmSettings, cycle: str, step: str, records_path: Path, manifest_path: Path,
-             attempt: int = 1, failed_attempts: Path | None = None) -> dict:
+             attempt: int = 1, failed_attempts: Path | None = None, replay=None) -> dict:
     """Run one step of one cycle (``step`` = ``cycle`` runs all the cycle's steps in one job).
 
     ``attempt`` is Snakemake's (1, then 2 for a retry), which the records carry; a failed attempt's
     records go to ``failed_attempts`` if given. The config's ``faults`` aimed at this job fire here.
+    ``replay``: for a job paired with a replay (benchmarks.paired.PairedReplay), its ``run`` right after
+    each step, in the step's folder on scratch; fio's own output goes beside the records (``*.replay.raw``).
     """
     t_job, t0 = time.time(), time.perf_counter()
     faults = JobFaults(settings.faults, attempt)
@@ -236,6 +238,11 @@ def run_step(settings: ArmSettings, cycle: str, step: str, records_path: Path, m
             with filled(workdir, faults.fill_tier(name)), slowed(workdir, faults.slow_tier(name)) as rundir:
                 _run_step(settings, name, per_step[name], rundir, ctx, records, scratch, cache_cold, label, faults,
                           mpi)
+                if replay is not None:
+                    phase = "replay"
+                    replay.run(name, records, scratch, rundir / f".replay.{cycle}.{name}",
+                               records_path.with_name(f"{step}.replay.raw"), label)
+                    phase = "run"
 
         if settings.staged:
             phase = "stage_out"
