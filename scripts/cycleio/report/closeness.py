@@ -112,9 +112,6 @@ def timed_median(rows: pd.DataFrame) -> tuple[float, float, float]:
 
 # ------------------------------------------------------------------------------------------------ io gap
 
-GAP_PARTS = ("tier_best_s", "pattern_s", "cycleio_s")
-
-
 def io_gap_rows(io_gap: pd.DataFrame | None) -> pd.DataFrame:
     """The io_gap table's timed rows, in arm, step and direction order."""
     if io_gap is None or io_gap.empty:
