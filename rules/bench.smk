@@ -80,7 +80,12 @@ rule benchmark_tables:
             subcategory="tables",
             caption="../report/bench_efficiency.rst",
         ),
-        io_gap=out("tables", "io_gap.csv"),
+        io_gap=report(
+            out("tables", "io_gap.csv"),
+            category=REPORT["efficiency"],
+            subcategory="tables",
+            caption="../report/io_gap_table.rst",
+        ),
     log:
         out("logs", "benchmark_tables.log"),
     conda:
