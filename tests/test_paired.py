@@ -117,7 +117,7 @@ def test_paired_replay_repeats_the_steps_reads_and_writes_with_fio(tmp_path):
         records.add(phase="run", op=op, bytes=nbytes, seconds=0.1, transfers=transfers,
                     cached_fraction=1.0 if op == "read" else None, **site.fields())
     folder = site.root / ".replay.fcst"
-    PairedReplay(repetitions=2, transfer_size_bytes=65536, max_files=10).run(
+    PairedReplay(repetitions=2, transfer_size_bytes=65536, max_files=10, min_bytes=0, min_seconds=0).run(
         "fcst", records, site, folder, tmp_path / "raw", "[test]")
     replays = [r for r in records.records if r.phase == "replay"]
     timed = [(r.op, r.repetition) for r in replays if r.op != "wall"]
@@ -135,6 +135,24 @@ def test_paired_replay_repeats_the_steps_reads_and_writes_with_fio(tmp_path):
     folders = [json.loads((tmp_path / "raw" / f"fcst-write.rep{rep}.json").read_text())["global options"]["directory"]
                for rep in (0, 1)]
     assert folders[0] != folders[1] and not folder.exists()
+
+
+def test_reads_or_writes_too_little_to_time_are_not_replayed(tmp_path):
+    """No fio runs for them (the row could not be timed anyway); the job still says it was paired."""
+    site = TierSite(Tier(name="disk", kind="posix", path=str(tmp_path / "tier")), "s", "a")
+    records = RecordLog(study="s", arm="a", cycle="2026010100", step="prep")
+    records.add(phase="run", op="write", bytes=300_000, t_start=T0, seconds=0.001, transfers=1, **site.fields())
+    PairedReplay(fio_path="no-such-fio").run("prep", records, site, site.root / ".replay", tmp_path / "raw", "[t]")
+    assert [(r.phase, r.op) for r in records.records] == [("run", "write"), ("replay", "wall")]
+
+
+def test_a_paired_job_whose_io_was_not_replayed_keeps_a_not_timed_row():
+    events = pd.DataFrame([run_event("anal", "write", "c1", 0, 1, 0.01),
+                           {**replay_event("anal", "wall", "c1", 1, 0, 0.001, 0), "bytes": 0}])
+    [row] = efficiency_table(no_benchmarks(), events).to_dict("records")
+    assert (row["reference"], row["timed"], row["verdict"]) == ("replay", False, "not timed")
+    assert math.isnan(row["efficiency"]) and row["reference_repetitions"] == 0
+    assert io_gap_table(no_benchmarks(), events).empty
 
 
 def test_a_job_without_a_paired_replay_gets_none():

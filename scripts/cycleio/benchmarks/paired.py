@@ -29,6 +29,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..intervals import covered_seconds
 from ..storage.tiers import TierSite
 from ..units import MiB
 from .common import parse_run, run_tool, time_limit
@@ -47,6 +48,9 @@ class PairedReplay:
     transfer_size_bytes: int = 0  # 0: each size class's own mean transfer (the schema's auto)
     max_files: int = 100
     fio_path: str = ""
+    # a step's reads or writes with less than this, or covering fewer seconds, cannot be timed: not replayed
+    min_bytes: int = 32 * MiB
+    min_seconds: float = 0.1
 
     @classmethod
     def from_settings(cls, settings: dict) -> "PairedReplay | None":
@@ -55,12 +59,33 @@ class PairedReplay:
 
     def run(self, step: str, records, scratch: TierSite, folder: Path, raw_dir: Path, label: str) -> None:
         """Replay ``step``'s run-phase reads and writes (its records so far in ``records``, a RecordLog) in
-        ``folder`` on ``scratch``, ``repetitions`` times, adding a record per repetition and operation."""
+        ``folder`` on ``scratch``, ``repetitions`` times, adding a record per repetition and operation; reads or
+        writes too small or too short to time (``min_bytes``, ``min_seconds``) are not replayed."""
+        runs = [r for r in records.records if r.step == step and r.phase == "run" and r.op in ("read", "write")]
+        timeable = {op for op in ("read", "write") if self._timeable([r for r in runs if r.op == op], label, step, op)}
+        own = [r for r in runs if r.op in timeable]
+        # the whole replay, fio's start-up and the read files' layout included: the job's wall time leaves it out;
+        # a paired job has this record even when none of its I/O could be timed
+        with records.timed(step=step, phase="replay", op="wall", n_files=0, tool="fio", **scratch.fields()):
+            if own:
+                self._replay(own, step, records, scratch, folder, raw_dir, label)
+
+    def _timeable(self, mine: list, label: str, step: str, op: str) -> bool:
+        """Whether a step's reads (or writes), ``mine``, are enough to time (min_bytes, min_seconds)."""
+        if not mine:
+            return False
+        nbytes = sum(r.bytes for r in mine)
+        seconds = covered_seconds([r.t_start for r in mine], [r.t_start + r.seconds for r in mine])
+        enough = nbytes >= self.min_bytes and seconds >= self.min_seconds
+        if not enough:
+            log.info("%s %s %s: %.1f MiB in %.3f s is too little to time (benchmarks.replay.min_bytes, min_seconds): "
+                     "not replayed", label, step, op, nbytes / MiB, seconds)
+        return enough
+
+    def _replay(self, own: list, step: str, records, scratch: TierSite, folder: Path, raw_dir: Path,
+                label: str) -> None:
         import pandas as pd
 
-        own = [r for r in records.records if r.step == step and r.phase == "run" and r.op in ("read", "write")]
-        if not own:
-            return
         events = pd.DataFrame([{"arm": r.arm, "cycle": r.cycle, "step": r.step, "phase": r.phase, "op": r.op,
                                 "tier": r.tier, "bytes": r.bytes, "transfers": r.transfers,
                                 "cached_fraction": r.cached_fraction} for r in own])
@@ -72,18 +97,17 @@ class PairedReplay:
                                f"{self.fio_path!r}; install fio or set benchmarks.replay.enabled: false")
         raw_dir.mkdir(parents=True, exist_ok=True)
         kept: list[Path] = []
-        # the whole replay, fio's start-up and the read files' layout included: the job's wall time leaves it out
-        with records.timed(step=step, phase="replay", op="wall", n_files=0, tool="fio", **scratch.fields()):
-            try:
-                for rep in range(self.repetitions):
-                    for op in ("read", "write"):  # in the step's order
-                        if op in plans:
-                            self._once(path, plans[op], rep, records, scratch, folder, raw_dir, kept, step)
-            finally:
-                shutil.rmtree(folder, ignore_errors=True)
+        t0 = time.perf_counter()
+        try:
+            for rep in range(self.repetitions):
+                for op in ("read", "write"):  # in the step's order
+                    if op in plans:
+                        self._once(path, plans[op], rep, records, scratch, folder, raw_dir, kept, step)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
         log.info("%s replay of %s: %s, %d repetitions in %.1f s", label, step,
                  ", ".join(f"{op} {p['files']} files {p['bytes'] / MiB:.1f} MiB" for op, p in plans.items()),
-                 self.repetitions, records.records[-1].seconds)
+                 self.repetitions, time.perf_counter() - t0)
 
     @staticmethod
     def _once(path: str, plan: dict, rep: int, records, scratch: TierSite, folder: Path, raw_dir: Path,

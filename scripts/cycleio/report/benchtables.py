@@ -112,11 +112,13 @@ def _per_job(io: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
 
 def paired_jobs(events: pd.DataFrame) -> pd.DataFrame:
     """One row per paired job's step, direction and replay repetition: the step's run-phase bytes and covered
-    seconds beside its replay's (records phase ``replay``, benchmarks.paired) bytes and seconds."""
+    seconds beside its replay's (records phase ``replay``, benchmarks.paired) bytes and seconds. A paired job
+    (one with a replay ``wall`` record) whose reads or writes were too little to replay has one row for them,
+    its replay columns blank."""
     keys = ["study", "arm", "tier", "step", "cycle", "op"]
-    replays = replay_records(events)
-    replays = replays[replays["op"].isin(["read", "write"])]
-    if replays.empty:
+    every = replay_records(events)
+    replays = every[every["op"].isin(["read", "write"])]
+    if every.empty:
         return pd.DataFrame(columns=[*keys, "repetition", "step_bytes", "step_covered_s", "step_summed_s",
                                      "step_files", "step_cached_fraction", "nranks", "replay_bytes", "replay_s",
                                      "replay_cached_fraction"])
@@ -127,13 +129,13 @@ def paired_jobs(events: pd.DataFrame) -> pd.DataFrame:
     steps = steps.rename(columns={"bytes": "step_bytes", "covered_s": "step_covered_s", "summed_s": "step_summed_s",
                                   "files": "step_files"})
     steps["step_cached_fraction"] = (steps["cached_bytes"] / steps["measured_bytes"]).where(steps["measured_bytes"] > 0)
-    replays = replays.assign(cached_bytes=replays["cached_fraction"].fillna(0) * replays["bytes"])
+    replays = replays.assign(cached_bytes=replays["cached_fraction"].astype(float).fillna(0) * replays["bytes"])
     reps = replays.groupby([*keys, "repetition"], sort=True).agg(
         replay_bytes=("bytes", "sum"), replay_s=("seconds", "sum"), cached_bytes=("cached_bytes", "sum"))
     reps["replay_cached_fraction"] = reps.pop("cached_bytes") / reps["replay_bytes"]
-    pairs = reps.reset_index().merge(steps.drop(columns=["cached_bytes", "measured_bytes"]).reset_index(),
-                                     on=keys, how="inner")
-    return pairs
+    paired = every[keys[:-1]].drop_duplicates()
+    steps = steps.drop(columns=["cached_bytes", "measured_bytes"]).reset_index().merge(paired, on=keys[:-1])
+    return steps.merge(reps.reset_index(), on=keys, how="left")
 
 
 def _paired_rows(pairs: pd.DataFrame) -> pd.DataFrame:
@@ -143,8 +145,13 @@ def _paired_rows(pairs: pd.DataFrame) -> pd.DataFrame:
     pairs = pairs.assign(ratio=(pairs["step_bytes"] / pairs["step_covered_s"]) / (pairs["replay_bytes"] / pairs["replay_s"]))
     rows = []
     for key, group in pairs.groupby(keys, sort=True):
+        replayed = group[group["replay_s"].notna()]  # jobs whose reads or writes were enough to replay
+        group = replayed if not replayed.empty else group
         jobs = group.drop_duplicates("cycle")
+        group = replayed
         per_rep = group.groupby("repetition").agg(nbytes=("replay_bytes", "sum"), seconds=("replay_s", "sum"))
+        if per_rep.empty:
+            per_rep = pd.DataFrame({"nbytes": [float("nan")], "seconds": [float("nan")]})
         nbytes, covered = jobs["step_bytes"].sum(), jobs["step_covered_s"].sum()
         surrogate = nbytes / MiB / covered if covered > 0 else float("nan")
         measured = jobs["step_cached_fraction"].notna()
@@ -157,8 +164,8 @@ def _paired_rows(pairs: pd.DataFrame) -> pd.DataFrame:
                      "reference_operation": key[4], "reference_tool": "fio", "reference_tasks": 1,
                      "reference_from_cache": bool(key[4] == "read" and group["replay_cached_fraction"].mean() > 0.5),
                      "reference_MiB_per_s": float(per_rep["nbytes"].median() / MiB / per_rep["seconds"].median()),
-                     "reference_repetitions": len(per_rep),
-                     "reference_s": float(per_rep["seconds"].median()) / len(jobs),
+                     "reference_repetitions": int(group["repetition"].nunique()),
+                     "reference_s": float(per_rep["seconds"].median()) / max(1, group["cycle"].nunique()),
                      "efficiency_low": float(group["ratio"].min()), "efficiency_high": float(group["ratio"].max())})
     out = pd.DataFrame(rows)
     if not out.empty:
@@ -262,17 +269,18 @@ IO_GAP_COLUMNS = (
 
 
 def _best_point(bench: pd.DataFrame, tier: str, operation: str, tasks: int) -> pd.Series | None:
-    """The tier's best pattern for a job of ``tasks`` tasks: the io pattern named ``easy`` (else the fastest
-    pattern) at the job's task count, else at the most tasks measured below it, else at the fewest."""
+    """The tier's best pattern for a job of ``tasks`` tasks: the io pattern named ``easy`` (else every pattern),
+    the fastest of its points with at most the job's tasks (a job can always write with fewer), else the one
+    with the fewest tasks."""
     means = bench[(bench["benchmark"] == "io") & (bench["aggregate"] == "mean") & (bench["tier"] == tier)
                   & (bench["operation"] == operation) & bench["bw_MiB_per_s"].notna()]
     if means.empty:
         return None
     if (means["pattern"] == "easy").any():
         means = means[means["pattern"] == "easy"]
-    below = means[means["tasks"] <= tasks]
-    at = below[below["tasks"] == below["tasks"].max()] if not below.empty else means[means["tasks"] == means["tasks"].min()]
-    return at.loc[at["bw_MiB_per_s"].idxmax()]
+    within = means[means["tasks"] <= tasks]
+    within = within if not within.empty else means[means["tasks"] == means["tasks"].min()]
+    return within.loc[within["bw_MiB_per_s"].idxmax()]
 
 
 def io_gap_table(bench: pd.DataFrame, events: pd.DataFrame, timing: Timing = Timing()) -> pd.DataFrame:
@@ -281,6 +289,7 @@ def io_gap_table(bench: pd.DataFrame, events: pd.DataFrame, timing: Timing = Tim
     replay minus that: ``pattern_s``), and what cycleio adds (the step minus its replay: ``cycleio_s``);
     ``_low``/``_high`` from the replay's fastest and slowest repetition."""
     pairs = paired_jobs(events)
+    pairs = pairs[pairs["replay_s"].notna()]
     rows = []
     for (study, arm, tier, step, op), group in pairs.groupby(["study", "arm", "tier", "step", "op"], sort=True):
         jobs = group.drop_duplicates("cycle")
