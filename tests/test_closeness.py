@@ -153,6 +153,14 @@ def test_io_gap_sentence_in_the_issues_words():
                                   "file pattern (400 MiB in 12 files), 0.1 s (0-0.2) cycleio")
     assert arm_gap_sentence(gap.assign(timed=False), "lustre") is None
     assert arm_gap_sentence(gap, "nowhere") is None
+    # a part whose whole band is below zero took none of the seconds: the sentence says by how much it was beaten
+    faster = read._replace(pattern_s=-1.5, pattern_s_low=-1.9, pattern_s_high=-1.1, cycleio_s=-0.2,
+                           cycleio_s_low=-0.3, cycleio_s_high=-0.1, best_reference="easy, 2 tasks")
+    assert gap_sentence(faster) == (
+        "of fcst's 2.0 s of reads, 0.5 s is the tier at its best, none for the file pattern (400 MiB in 12 files) (its "
+        "replay beat the tier's best pattern, easy, 2 tasks by 1.5 s), none for cycleio (the step beat its replay by "
+        "0.2 s)")
+    assert gap_sentence(faster._replace(cycleio_s_high=0.1)).endswith("-0.2 s (-0.3 to 0.1) cycleio")
 
 
 def test_gap_segments_stack_to_the_steps_seconds():

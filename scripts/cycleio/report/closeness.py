@@ -130,8 +130,16 @@ def _with_band(value: float, low, high) -> str:
     """``0.4 s (0.1-0.7)``; no band when it rounds to the value alone or was not measured."""
     text = f"{seconds_text(value)} s"
     if pd.notna(low) and pd.notna(high) and seconds_text(low) != seconds_text(high):
-        text += f" ({seconds_text(low)}-{seconds_text(high)})"
+        text += f" ({seconds_text(low)}{' to ' if low < 0 else '-'}{seconds_text(high)})"
     return text
+
+
+def _part(value: float, low, high, what: str, below: str) -> str:
+    """One part of the split: ``0.4 s (0.1-0.7) cycleio``; where the whole band is below zero, no seconds but
+    ``below`` with the margin (``what`` took none of them)."""
+    if pd.notna(high) and high < 0:
+        return f"none for {what} ({below} by {seconds_text(-value)} s)"
+    return f"{_with_band(value, low, high)} {what}"
 
 
 def _files_text(row) -> str:
@@ -146,14 +154,14 @@ def gap_sentence(row) -> str:
     head = f"of {row.step}'s {seconds_text(row.step_s)} s of {row.direction}s"
     if pd.isna(row.replay_s):
         return head + ": no replay measured"
-    cycleio = _with_band(row.cycleio_s, row.cycleio_s_low, row.cycleio_s_high) + " cycleio"
+    cycleio = _part(row.cycleio_s, row.cycleio_s_low, row.cycleio_s_high, "cycleio", "the step beat its replay")
     if pd.isna(row.tier_best_s):
         replay = _with_band(row.replay_s, row.replay_s_low, row.replay_s_high)
         return (f"{head}, {replay} is the replay of its {_files_text(row)} (the tier's best pattern was not "
                 f"measured), {cycleio}")
-    pattern = _with_band(row.pattern_s, row.pattern_s_low, row.pattern_s_high)
-    return (f"{head}, {seconds_text(row.tier_best_s)} s is the tier at its best, {pattern} the file pattern "
-            f"({_files_text(row)}), {cycleio}")
+    pattern = _part(row.pattern_s, row.pattern_s_low, row.pattern_s_high, f"the file pattern ({_files_text(row)})",
+                    f"its replay beat the tier's best pattern, {row.best_reference}")
+    return f"{head}, {seconds_text(row.tier_best_s)} s is the tier at its best, {pattern}, {cycleio}"
 
 
 def arm_gap_sentence(io_gap: pd.DataFrame, arm: str) -> str | None:
