@@ -86,6 +86,7 @@ def _assign(records: pd.DataFrame, windows: pd.DataFrame) -> pd.Series:
 
 def _judge(records: pd.Series, kernel: pd.Series) -> tuple[pd.Series, pd.Series, pd.Series]:
     """(ratio, outside the band, judged) for one direction."""
+    records, kernel = records.astype(float), kernel.astype(float)
     ratio = (records / kernel).where(kernel > 0)
     judged = (records >= MIN_JUDGED_BYTES) | (kernel >= MIN_JUDGED_BYTES)
     outside = judged & ~ratio.between(LOW, HIGH)  # a NaN ratio (kernel saw nothing) is outside
@@ -123,10 +124,10 @@ def accounting_table(events: pd.DataFrame) -> pd.DataFrame:
     for direction in ("read", "write"):
         ratio, outside, judged = _judge(table[f"records_{direction}_bytes"], table[f"kernel_{direction}_bytes"])
         table[f"records_over_kernel_{direction}"] = ratio
-        flagged |= outside.to_numpy()
-        for number in np.flatnonzero(~judged.to_numpy()):
+        flagged |= outside.to_numpy(dtype=bool)
+        for number in np.flatnonzero(~judged.to_numpy(dtype=bool)):
             notes[number].append(f"{direction}: under {MIN_JUDGED_BYTES // MiB} MiB, not judged")
-        for number in np.flatnonzero(outside.to_numpy()):
+        for number in np.flatnonzero(outside.to_numpy(dtype=bool)):
             notes[number].append(f"{direction}: records {_share(ratio.iloc[number])} of the kernel's count")
     table["flagged"] = flagged
     table["note"] = ["; ".join(parts) for parts in notes]
@@ -142,7 +143,7 @@ def flagged_sentence(table: pd.DataFrame, most: int = 5) -> str:
     """For the report: how many jobs' phases were judged, and which were flagged (the first ``most``)."""
     if table.empty:
         return "no job kept the kernel's counts."
-    judged = table[~table["note"].str.contains("not judged", regex=False) | table["flagged"]]
+    judged = table[table["note"].str.count("not judged") < 2]  # moved enough to judge in one direction at least
     flagged = table[table["flagged"]]
     text = (f"{len(table)} job phases counted by the kernel, {len(judged)} moving {MIN_JUDGED_BYTES // MiB} MiB "
             f"or more in a direction; ")
