@@ -18,6 +18,8 @@ logging and the counters' own reads are a few KiB. Outside [``LOW``, ``HIGH``] i
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
@@ -140,9 +142,12 @@ def _share(ratio: float) -> str:
 
 
 def flagged_sentence(table: pd.DataFrame, most: int = 5) -> str:
-    """For the report: how many jobs' phases were judged, and which were flagged (the first ``most``)."""
+    """For the report: how many jobs' phases were judged, and which were flagged (the first ``most``).
+
+    ``table``: accounting_table's, or the same read back from its CSV (where an empty note reads as NaN)."""
     if table.empty:
         return "no job kept the kernel's counts."
+    table = table.assign(note=table["note"].fillna(""), flagged=table["flagged"].astype(bool))
     judged = table[table["note"].str.count("not judged") < 2]  # moved enough to judge in one direction at least
     flagged = table[table["flagged"]]
     text = (f"{len(table)} job phases counted by the kernel, {len(judged)} moving {MIN_JUDGED_BYTES // MiB} MiB "
@@ -152,3 +157,19 @@ def flagged_sentence(table: pd.DataFrame, most: int = 5) -> str:
     named = "; ".join(f"{r.arm} {r.cycle} {r.step} {r.phase} ({r.note})" for r in flagged.head(most).itertuples())
     more = f"; and {len(flagged) - most} more" if len(flagged) > most else ""
     return text + f"{len(flagged)} flagged, outside {LOW:.0%} to {HIGH:.0%}: {named}{more}."
+
+
+def write_accounting(events_path: Path, out: Path) -> int:
+    """io_accounting.csv from io_events.parquet; returns how many job phases are flagged."""
+    from .aggregate import write_table
+
+    try:
+        events = pd.read_parquet(events_path)
+    except (OSError, ValueError) as err:
+        raise ValueError(f"{events_path}: cannot read the io_events table: {err}") from err
+    missing = {"study", "arm", "cycle", "step", "phase", "op", "tool", "bytes", "t_start", "seconds"} - set(events)
+    if missing:
+        raise ValueError(f"{events_path}: no column {', '.join(sorted(missing))} (is it aggregate's io_events?)")
+    table = accounting_table(events)
+    write_table(table, Path(out))
+    return int(table["flagged"].sum())
