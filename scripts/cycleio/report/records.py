@@ -36,9 +36,10 @@ def cycle_records(events):
 
     The kernel's counts (kernelio: tools ``kernel`` and ``cgroup``) are left out too: they restate the
     bytes of a whole phase, and only the accounting table (report/accounting.py) reads them.
-    ``events``: a pandas DataFrame of records (io_events, or a selection of its columns with ``step`` and ``tool``).
+    ``events``: a pandas DataFrame of records (io_events, or a selection of its columns with ``step``, and ``tool`` if it holds the kernel's).
     """
-    return events[~events["step"].isin(ARRIVALS) & ~events["tool"].isin(COUNTER_TOOLS)]
+    cycles = ~events["step"].isin(ARRIVALS)
+    return events[cycles & ~events["tool"].isin(COUNTER_TOOLS)] if "tool" in events else events[cycles]
 
 
 @dataclass

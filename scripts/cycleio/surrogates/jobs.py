@@ -21,7 +21,7 @@ from pathlib import Path
 from ..config.calendar import com_dir, is_half_cycle
 from ..config.settings import ArmSettings
 from ..faults import JobFaults, filled, slowed
-from ..kernelio import RANK_OUTSIDE_OP, ProcIO, Window, counted
+from ..kernelio import ProcIO, Window, counted
 from ..storage.fsutil import file_checksum, write_json_atomic
 from .grid import Grid
 from .inventory import cycle_steps, FileSpec, coldstart_files, job_files, step_io
@@ -165,13 +165,12 @@ def _run_step(settings: ArmSettings, step: str, io, workdir: Path, ctx: WriteCon
         from .forecast.launcher import launch_provenance
 
         info: dict = {}
+        outside: list[dict] = []  # the ranks' start-up, which the kernel counts in this process once they end
         for event in run_forecast_mpi(settings, ctx.cycle, workdir, io.writes, ctx, label=label,
-                                      fail_rank=faults.fail_rank(), info=info):
-            if event["op"] == RANK_OUTSIDE_OP:
-                if kernel is not None:
-                    kernel.exclude(ProcIO.from_dict(event["counts"]))
-                continue
+                                      fail_rank=faults.fail_rank(), info=info, kernel_outside=outside):
             records.add(step=step, phase="run", **event, **scratch.fields())
+        for counts in outside if kernel is not None else ():
+            kernel.exclude(ProcIO.from_dict(counts))
         if mpi is not None:  # for the job's manifest
             mpi.update({**launch_provenance(settings), **info})
     else:
