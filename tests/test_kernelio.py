@@ -218,3 +218,20 @@ def test_a_real_job_kernel_counts_match_its_records_and_leave_step_summary_alone
     without = events[events["tool"] != "kernel"]
     pd.testing.assert_frame_equal(step_summary(cycle_records(events)), step_summary(cycle_records(without)))
     assert not cycle_records(events)["op"].str.startswith("kernel").any()
+
+
+@needs_proc_io
+def test_the_forecast_run_leaves_out_its_ranks_start_up(tmp_path, lay_cold_start):
+    """The ranks' imports and MPI start-up (several MB per rank) are counted in the job once mpiexec is reaped;
+    each rank reports them and the run's window leaves them out, so what stays is the forecast's I/O."""
+    lustre = Tier("lustre", "lustre", str(tmp_path / "lustre"))
+    settings = ArmSettings(study="t", arm="lustre", start="2026010100", seed=3, resolution="C12", levels=4,
+                           persistent=lustre, scratch=lustre, staging=StagingSettings(), forecast=TINY,
+                           write_component={"ranks": 1})
+    lay_cold_start(settings)
+    run_step(settings, "2026010100", "fcst", tmp_path / "r.jsonl", tmp_path / "m.json")
+    events = load_events([tmp_path / "r.jsonl"])
+    run = events[(events["phase"] == "run") & (events["tool"] == "kernel")].set_index("op")["bytes"]
+    assert run["kernel_excluded_read"] > MiB  # Python's start-up alone reads more
+    written = events.loc[(events["phase"] == "run") & (events["op"] == "write"), "bytes"].sum()
+    assert written <= run["kernel_write"] < written + 256 * 1024, run  # the records file and the like: KiB

@@ -228,6 +228,13 @@ def run_step(settings: ArmSettings, cycle: str, step: str, records_path: Path, m
 
     ``attempt`` is Snakemake's (1, then 2 for a retry), which the records carry; a failed attempt's
     records go to ``failed_attempts`` if given. The config's ``faults`` aimed at this job fire here.
+
+    The kernel counts each phase's I/O beside the records (kernelio.counted, one window each: stage_in,
+    each step's run, stage_out with its verify, cleanup; unstaged: run and verify). Inside a window: this
+    process's reads and writes, its threads', and those of the children it reaps (the forecast's launcher
+    and ranks), the log's lines and the counters' own reads (a few KiB). Left out: the libraries' imports
+    (done before the windows open: _import_libraries), the forecast ranks' start-up (each rank reports it),
+    and everything between the windows (the page-cache drop, the manifest, the records file).
     """
     t_job, t0 = time.time(), time.perf_counter()
     faults = JobFaults(settings.faults, attempt)
