@@ -40,7 +40,7 @@ ifeq ($(DRY_RUN),)
 	@echo
 	@echo "Study '$(STUDY_NAME)' is done:"
 	@echo "  answer:  results/$(STUDY_NAME)/summary.md, summary.csv, capacity.csv (the capacity plan)"
-	@echo "  tables:  results/$(STUDY_NAME)/tables/ (step_summary.csv, cycle_timeline.csv, io_events.parquet, staging.csv, benchmarks.csv, efficiency.csv, scaling_fit.csv, ...)"
+	@echo "  tables:  results/$(STUDY_NAME)/tables/ (step_summary.csv, cycle_timeline.csv, io_events.parquet, staging.csv, benchmarks.csv, efficiency.csv, io_gap.csv, scaling_fit.csv, ...)"
 	@echo "  figures: results/$(STUDY_NAME)/figures/ (PNG and SVG)"
 	@echo "  report:  results/$(STUDY_NAME)/report.html"
 endif

@@ -1,6 +1,7 @@
 # The study's answer: the summary (printed at the end of `make study`), the cycle timeline, what staging
-# buys, the efficiency heatmap, the tiers' scaling model and the capacity plan. Logic in cycleio.report
-# (answers, answerfigures, scaling, captions); captions are Jinja templates filled from params.answer.
+# buys, the efficiency heatmap and where a step's storage seconds go (io_gap), the tiers' scaling model and
+# the capacity plan. Logic in cycleio.report (answers, answerfigures, closeness, scaling, captions);
+# captions are Jinja templates filled from params.answer and params.numbers.
 if BENCH.enabled:
 
     rule capacity_plan:
@@ -39,6 +40,7 @@ rule summary:
         tiers=rules.aggregate.output.tiers,
         events=rules.aggregate.output.events,
         efficiency=bench_tables("efficiency"),
+        io_gap=bench_tables("io_gap"),
     output:
         report(
             out("summary.csv"),
@@ -55,9 +57,12 @@ rule summary:
         efficiency=lambda wildcards, input: (
             f"--efficiency {shlex.quote(input.efficiency)}" if input.efficiency else ""
         ),
+        io_gap=lambda wildcards, input: (
+            f"--io-gap {shlex.quote(input.io_gap)}" if input.io_gap else ""
+        ),
     shell:
         "python -m cycleio --log {log:q} summary --step-summary {input.summary:q} --tiers {input.tiers:q}"
-        " --events {input.events:q} {params.efficiency} --out {output:q}"
+        " --events {input.events:q} {params.efficiency} {params.io_gap} --out {output:q}"
 
 
 rule summary_md:
@@ -175,8 +180,30 @@ if BENCH.enabled:
             "../envs/cycleio.yaml"
         params:
             title=STUDY_TITLE,
-            answer=answer,
+            numbers=numbers,
         shell:
             "python -m cycleio --log {log:q} answer-figures --step-summary {input.summary:q}"
             " --answers {input.answers:q} --efficiency {input.efficiency:q}"
             " --heatmap-png {output.png:q} --heatmap-svg {output.svg:q} --title {params.title:q}"
+
+    rule io_gap_figure:
+        input:
+            io_gap=rules.benchmark_tables.output.io_gap,
+        output:
+            png=report(
+                out("figures", "io_gap.png"),
+                category=REPORT["efficiency"],
+                subcategory="figures",
+                caption="../report/io_gap.rst",
+            ),
+            svg=out("figures", "io_gap.svg"),
+        log:
+            out("logs", "io_gap_figure.log"),
+        conda:
+            "../envs/cycleio.yaml"
+        params:
+            title=STUDY_TITLE,
+            numbers=numbers,
+        shell:
+            "python -m cycleio --log {log:q} io-gap-figure --io-gap {input.io_gap:q}"
+            " --png {output.png:q} --svg {output.svg:q} --title {params.title:q}"

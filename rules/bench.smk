@@ -1,6 +1,6 @@
-# Benchmarks on every tier: IOR/mdtest (or fio's equivalents), field I/O, and replays of the
-# steps' I/O, one job per tier x pattern x tasks; then the benchmarks and efficiency tables and
-# figures. The plan (points, their settings and CSV paths) lives in cycleio.benchmarks.tierbench; its
+# Benchmarks on every tier: IOR/mdtest (or fio's equivalents) and field I/O, one job per tier x
+# pattern x tasks; then the benchmarks, efficiency and I/O gap tables (the steps' paired replays run
+# inside their jobs, see cycleio.benchmarks.paired) and figures. The plan (points, their settings and CSV paths) lives in cycleio.benchmarks.tierbench; its
 # errors name the key. The rules name the tables and figures.
 from cycleio.config.settings import ConfigError
 from cycleio.benchmarks.tierbench import BenchmarkPlan
@@ -62,30 +62,6 @@ rule bench_fieldio:
         " --out {output.rows:q} --raw {output.raw:q}"
 
 
-rule bench_replay:
-    input:
-        events=rules.aggregate.output.events,
-    output:
-        rows=out("bench", "{tier}", "replay.csv"),
-        raw=directory(out("bench", "{tier}", "replay.raw")),
-    log:
-        out("logs", "bench", "{tier}", "replay.log"),
-    benchmark:
-        out("benchmarks", "bench", "{tier}", "replay.tsv")
-    conda:
-        "../envs/cycleio.yaml"
-    resources:
-        **BENCH.rule_resources(),
-        io_lock=1,
-    params:
-        settings=lambda wildcards: BENCH.replay_json(wildcards.tier),
-    message:
-        "replay of the steps' I/O on tier {wildcards.tier}"
-    shell:
-        "python -m cycleio --log {log:q} bench --settings {params.settings:q}"
-        " --events {input.events:q} --out {output.rows:q} --raw {output.raw:q}"
-
-
 rule benchmark_tables:
     input:
         points=BENCH.point_files(out),
@@ -104,6 +80,12 @@ rule benchmark_tables:
             subcategory="tables",
             caption="../report/bench_efficiency.rst",
         ),
+        io_gap=report(
+            out("tables", "io_gap.csv"),
+            category=REPORT["efficiency"],
+            subcategory="tables",
+            caption="../report/io_gap_table.rst",
+        ),
     log:
         out("logs", "benchmark_tables.log"),
     conda:
@@ -111,12 +93,17 @@ rule benchmark_tables:
     params:
         n_points=lambda wildcards, input: len(input.points),
         numbers=numbers,
+        min_bytes=config["benchmarks"]["replay"]["min_bytes"],
+        min_seconds=config["benchmarks"]["replay"]["min_seconds"],
+        tolerance=config["benchmarks"]["replay"]["tolerance"],
     message:
-        "benchmark tables from {params.n_points} benchmark points"
+        "benchmark tables from {params.n_points} benchmark points and the paired replays"
     shell:
         "python -m cycleio --log {log:q} bench-tables --events {input.events:q}"
         " --benchmarks {output.table:q} --benchmarks-parquet {output.parquet:q}"
-        " --efficiency {output.efficiency:q} {input.points:q}"
+        " --efficiency {output.efficiency:q} --io-gap {output.io_gap:q}"
+        " --min-bytes {params.min_bytes:q} --min-seconds {params.min_seconds}"
+        " --tolerance {params.tolerance} {input.points:q}"
 
 
 rule scaling_fit:

@@ -137,5 +137,6 @@ def answer_outputs():
             *rules.scaling_fit.output,
             *rules.capacity_plan.output,
             *rules.efficiency_heatmap.output,
+            *rules.io_gap_figure.output,
         ]
     return files

@@ -40,10 +40,22 @@ def tiers() -> pd.DataFrame:
 
 
 def efficiency() -> pd.DataFrame:
+    """Replays of lustre's three fcst and post rows (one not timed) and shm's one (not timed); a pattern row."""
+    replay = {"tier": "lustre", "reference": "replay", "timed": True}
     return pd.DataFrame([
-        {"arm": "lustre", "reference": "replay", "efficiency": e} for e in (0.8, 1.0, 1.2)
-    ] + [{"arm": "lustre", "reference": "easy, best", "efficiency": 5.0},
-         {"arm": "shm", "reference": "replay", "efficiency": 0.5}])
+        {**replay, "arm": "lustre", "step": "fcst", "activity": "run:write", "efficiency": 0.8, "efficiency_low": 0.7,
+         "efficiency_high": 0.9, "verdict": "slower than the tier"},
+        {**replay, "arm": "lustre", "step": "fcst", "activity": "run:read", "efficiency": 1.0, "efficiency_low": 0.9,
+         "efficiency_high": 1.1, "verdict": "within noise"},
+        {**replay, "arm": "lustre", "step": "post", "activity": "run:write", "efficiency": 1.2,
+         "efficiency_low": 1.1, "efficiency_high": 1.3, "verdict": "faster than the replay"},
+        {**replay, "arm": "lustre", "step": "prep", "activity": "run:write", "efficiency": 9.0, "timed": False,
+         "verdict": "not timed"},
+        {**replay, "arm": "lustre", "reference": "easy, best", "step": "fcst", "activity": "run:write",
+         "efficiency": 5.0, "verdict": "slower than the tier"},
+        {**replay, "arm": "shm", "tier": "shm", "step": "prep", "activity": "run:write", "efficiency": 0.5,
+         "timed": False, "verdict": "not timed"},
+    ])
 
 
 def write_times() -> pd.DataFrame:
@@ -69,7 +81,16 @@ def test_arm_summary_numbers():
     assert lustre["cycle_wall_s"] == 8.5 and lustre["cycle_wall_sd_s"] == pytest.approx(math.sqrt(0.5))
     assert lustre["io_share"] == pytest.approx(4 / 17) and lustre["cycle_staging_s"] == 0
     assert lustre["verdict"] == "baseline" and math.isnan(lustre["saved_s"])
-    assert lustre["median_efficiency_vs_replay"] == 1.0  # the replay's rows only
+    # the replay's timed rows only: the pattern row and prep's 9.0 (not timed) do not enter
+    assert (lustre["timed_rows"], lustre["close_rows"]) == (3, 1)
+    assert (lustre["timed_median_efficiency"], lustre["timed_median_efficiency_low"],
+            lustre["timed_median_efficiency_high"]) == pytest.approx((1.0, 0.9, 1.1))
+    assert lustre["efficiency_verdicts"] == ("1 of 3 timed rows at the tier's speed or within noise; fcst write "
+                                             "slower than the tier (0.80, band 0.70-0.90); post write faster than "
+                                             "the replay (1.20, band 1.10-1.30); not timed: prep write")
+    assert shm["timed_rows"] == 0 and math.isnan(shm["timed_median_efficiency"])
+    assert shm["efficiency_verdicts"] == ("no row moved enough bytes or lasted long enough to time; "
+                                          "not timed: prep write")
     assert (lustre["strategy"], lustre["effective_write_s"], lustre["actual_write_s"]) == ("serial", 1.5, 1.5)
     # shm saves 2 and 2.5 s: mean 2.25, sd sqrt(0.125), standard error 0.25
     assert shm["baseline_arm"] == "lustre" and shm["saved_s"] == 2.25
@@ -78,7 +99,8 @@ def test_arm_summary_numbers():
     assert shm["effective_write_s"] == pytest.approx(0.3) and shm["actual_write_s"] == pytest.approx(1.1)
     # node_local saves -0.5 and 1: mean 0.25, standard error 0.75: within the noise
     assert local["saved_s"] == 0.25 and local["saved_se_s"] == pytest.approx(0.75)
-    assert local["verdict"] == "within noise" and math.isnan(local["median_efficiency_vs_replay"])
+    assert local["verdict"] == "within noise" and math.isnan(local["timed_median_efficiency"])
+    assert local["efficiency_verdicts"] == "no step was replayed" and local["timed_rows"] == 0
 
 
 def test_best_arm_line_and_markdown(tmp_path):
@@ -88,8 +110,11 @@ def test_best_arm_line_and_markdown(tmp_path):
                     "over 2 cycles.")
     text = write_summary(table, tmp_path / "summary.csv", tmp_path / "summary.md", "fx")
     assert (tmp_path / "summary.md").read_text() == text and text.rstrip().endswith(line)
-    assert ("| node_local | node_local | 2 | 8.25 (sd 0.35) | 24% | 1.00 | +0.25 ± 0.75 vs lustre | within noise "
-            "| - |") in text
+    assert "| node_local | node_local | 2 | 8.25 (sd 0.35) | 24% | 1.00 | +0.25 ± 0.75 vs lustre | within noise |" in text
+    assert ("- lustre: 1 of 3 timed rows at the tier's speed or within noise; fcst write slower than the tier "
+            "(0.80, band 0.70-0.90); post write faster than the replay (1.20, band 1.10-1.30); not timed: prep "
+            "write.") in text
+    assert "- node_local: No step was replayed." in text
     assert "| quilt | shm | 0.300 | 1.100 |" in text
     assert pd.read_csv(tmp_path / "summary.csv")["arm"].tolist() == ["lustre", "node_local", "shm"]
 
@@ -112,7 +137,8 @@ def test_table_numbers_give_each_tables_sentence(tmp_path):
                           "wall_s": [6.0, 8.0, 1.0, 3.0], "io_fraction": [0.5, 0.3, 0.9, 0.25]})
     steps.to_csv(tmp_path / "step_summary.csv", index=False)
     pd.DataFrame({"arm": ["a", "a"], "tier": ["t", "t"], "step": ["fcst", "prep"], "activity": ["run:write"] * 2,
-                  "reference": ["replay"] * 2, "surrogate_bytes": [2**30, 2**10], "efficiency": [0.95, 0.1]}
+                  "reference": ["replay"] * 2, "surrogate_bytes": [2**30, 2**10], "efficiency": [0.95, 0.1],
+                  "timed": [True, False], "verdict": ["within noise", "not timed"]}
                  ).to_csv(tmp_path / "efficiency.csv", index=False)
     pd.DataFrame(columns=["study", "arm", "cycle", "step", "attempt", "succeeded_on_attempt"]).to_csv(
         tmp_path / "retries.csv", index=False)
@@ -121,9 +147,9 @@ def test_table_numbers_give_each_tables_sentence(tmp_path):
                             tmp_path / "staging.csv", tmp_path / "records.jsonl", tmp_path / "tiers.csv")
     assert numbers["step_summary"] == ("the longest step per arm (mean over cycles): a fcst 7.00 s (40% I/O), "
                                        "b fcst 3.00 s (25% I/O).")
-    # the prep write moved 1 KiB: too little for its ratio to say anything, so it is not "the lowest"
-    assert numbers["efficiency"] == ("median against the replay: a 0.53; the lowest of the steps moving 32 MiB or "
-                                     "more: a fcst run:write 0.95.")
+    # the prep write moved 1 KiB: too little for its ratio to say anything, so it is only named
+    assert numbers["efficiency"] == ("1 of 2 rows against the replay are timed: 1 within noise; not timed (too few "
+                                     "bytes or too short to time, ratio not read): a prep write.")
     assert numbers["retries"] == "no job failed an attempt."
     assert numbers["staging"].startswith("(could not read staging.csv: ")
     assert numbers["tiers"] == numbers["capacity"] == numbers["io_events"] == MISSING
@@ -139,3 +165,25 @@ def test_a_table_of_another_version_gives_a_caption_that_says_so(tmp_path):
     numbers = answer_numbers(tmp_path / "summary.csv", None, tmp_path / "capacity.csv")
     assert numbers["plan"].startswith("(could not read capacity.csv: ")
     assert numbers["best"] == "not measured yet"
+
+
+def test_the_summary_says_where_an_arms_largest_step_seconds_go():
+    """One io_gap sentence per arm: the timed step and direction with the most storage seconds."""
+    nan = math.nan
+    gap = pd.DataFrame([
+        {"arm": "shm", "step": "post", "direction": "write", "files_per_job": 4, "bytes_per_job": 300 * 2**20,
+         "step_s": 0.8, "replay_s": 0.7, "replay_s_low": 0.68, "replay_s_high": 0.72, "tier_best_s": 0.5,
+         "pattern_s": 0.2, "pattern_s_low": 0.18, "pattern_s_high": 0.22, "cycleio_s": 0.1, "cycleio_s_low": 0.08,
+         "cycleio_s_high": 0.12, "timed": True},
+        {"arm": "shm", "step": "fcst", "direction": "read", "files_per_job": 1, "bytes_per_job": 64 * 2**20,
+         "step_s": 0.6, "replay_s": nan, "replay_s_low": nan, "replay_s_high": nan, "tier_best_s": nan,
+         "pattern_s": nan, "pattern_s_low": nan, "pattern_s_high": nan, "cycleio_s": nan, "cycleio_s_low": nan,
+         "cycleio_s_high": nan, "timed": True},
+    ])
+    table = arm_summary(step_summary(), tiers(), efficiency(), write_times(), io_gap=gap).set_index("arm")
+    assert table.loc["shm", "io_gap"] == ("of post's 0.8 s of writes, 0.5 s is the tier at its best, 0.2 s (0.18-0.22) "
+                                          "the file pattern (300 MiB in 4 files with an fsync each), 0.1 s "
+                                          "(0.08-0.12) cycleio")
+    assert pd.isna(table.loc["lustre", "io_gap"])
+    text = summary_markdown(table.reset_index(), "fx")
+    assert "0.1 s (0.08-0.12) cycleio." in text

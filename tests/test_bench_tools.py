@@ -54,9 +54,12 @@ def test_tool_ior_needs_mdtest_only_when_metadata_patterns_run(default_config, b
     with pytest.raises(ConfigError, match=r"config key 'benchmarks.mdtest_path': benchmarks.tool is 'ior' but mdtest "
                                           r"was not found"):
         load_study(config)
-    load_study(with_changes(config, benchmarks__metadata_patterns=[]))
+    load_study(with_changes(config, benchmarks__metadata_patterns=[], benchmarks__replay__enabled=False))
     fake_tool(bare_path, "mdtest")
-    load_study(config)  # both on PATH
+    with pytest.raises(ConfigError, match=r"config key 'benchmarks.fio_path': fio was not found"):
+        load_study(config)  # the paired replay runs fio
+    fake_tool(bare_path, "fio")
+    load_study(config)  # all three on PATH
 
 
 def test_a_configured_tool_path_must_be_an_executable(default_config, tmp_path):

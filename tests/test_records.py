@@ -8,8 +8,8 @@ from cycleio.report.records import RECORD_FIELDS, RecordLog, read_record_table, 
 DESIGN_FIELDS = (
     "study arm cycle step phase op tier tier_kind fs_type strategy tool host rank nranks file n_files bytes "
     "t_start seconds attempt cache_risk"
-).split() + ["transfers", "cached_fraction", "mpiio"]  # the design's, what the replay matches: transfer size, cache; and
-# the shared-file strategies' MPI-IO mode
+).split() + ["transfers", "cached_fraction", "mpiio", "repetition"]  # the design's, what the replay matches: transfer
+# size, cache; the shared-file strategies' MPI-IO mode; a paired replay's repetition
 
 
 def test_record_fields_are_the_designs():

@@ -204,10 +204,10 @@ def test_io_events_of_the_fixture_keep_every_record(tables):
     assert events.iloc[0][["arm", "step"]].tolist() == ["lustre", "coldstart"]  # by arm, cycle, step, t_start
     increment = events[(events["arm"] == "shm") & (events["op"] == "read") & events["file"].str.endswith("atminc.nc")]
     assert increment["cached_fraction"].tolist() == [0.5, 0.5] and not increment["cache_risk"].any()
-    baseline_reads = events[(events["arm"] == "lustre") & (events["op"] == "read")]
+    baseline_reads = events[(events["arm"] == "lustre") & (events["op"] == "read") & (events["phase"] == "run")]
     assert baseline_reads["cache_risk"].all() and baseline_reads["cached_fraction"].notna().all()
     assert events.loc[events["op"] != "read", "cached_fraction"].isna().all()
-    write = row_of(events, arm="shm", step="prep", op="write")
+    write = row_of(events, arm="shm", step="prep", op="write", phase="run")
     assert (write["MiB"], write["MiB_per_s"], write["t_end"]) == (4.0, 8.0, T0 + 112.5)
     assert set(events["op"]) >= {"generate", "encode", "decode", "define", "locate", "rename", "compute",
                                  "write_effective", "write_final", "remove", "sync", "checksum", "copy"}
@@ -232,9 +232,8 @@ def test_tiers_table_takes_each_arms_first_job_per_role(tables):
 
 def test_benchmark_table_of_the_fixture_points():
     bench = benchmark_table(load_points(point_files()))
-    # per tier: io 2 points x (4 reps + 6 max/min/mean), metadata 6 + 9, field I/O 8 + 12, replay 5 rows a plan
-    # (6 plans: prep, fcst, post x read, write)
-    assert len(bench) == 2 * (2 * 10 + 15 + 20 + 5 * 6)
+    # per tier: io 2 points x (4 reps + 6 max/min/mean), metadata 6 + 9, field I/O 8 + 12 (the replays are records)
+    assert len(bench) == 2 * (2 * 10 + 15 + 20)
     assert list(bench.columns) == list(COLUMNS)
     assert str(bench["tasks"].dtype) == "Int64" and str(bench["cache_risk"].dtype) == "boolean"
     keys = ["tier", "benchmark", "pattern", "api", "tasks", "operation"]
@@ -252,7 +251,8 @@ def test_benchmark_table_of_the_fixture_points():
 def efficiency(tables, tmp_path_factory) -> pd.DataFrame:
     out = tmp_path_factory.mktemp("bench")
     write_benchmark_tables(point_files(), tables / "io_events.parquet", benchmarks_csv=out / "benchmarks.csv",
-                           benchmarks_parquet=out / "benchmarks.parquet", efficiency=out / "efficiency.csv")
+                           benchmarks_parquet=out / "benchmarks.parquet", efficiency=out / "efficiency.csv",
+                           io_gap=out / "io_gap.csv")
     return pd.read_csv(out / "efficiency.csv")
 
 
@@ -260,21 +260,31 @@ def test_efficiency_of_the_fixture_by_hand(efficiency):
     shm_fcst = efficiency[(efficiency["arm"] == "shm") & (efficiency["step"] == "fcst")
                           & (efficiency["tier"] == "shm")]
     writes = shm_fcst[shm_fcst["activity"] == "run:write"].set_index("reference")
-    # two forecasts of 2 x 16 MiB, each written in 2 x 1 s: 64 MiB in 4 s = 16 MiB/s; shm's fcst write replay has a
-    # mean of (60 + 68) / 2 = 64 MiB/s, its easy pattern (480 + 544) / 2 = 512 at 1 task and 1024 at 2 (the best)
-    assert (writes.loc["replay", "surrogate_bytes"], writes.loc["replay", "surrogate_covered_s"]) == (64 * MiB, 4.0)
+    # two forecasts of 2 x 16 MiB, each written in 2 x 1 s: 64 MiB in 4 s = 16 MiB/s, against the easy pattern's
+    # (480 + 544) / 2 = 512 at 1 task and 1024 at 2 (the best); only the second is paired: 32 MiB in 2 s, against its
+    # replay's repetitions at 60 and 68 MiB/s: their median seconds give 2 / (1/60 + 1/68) = 63.75 MiB/s
+    assert (writes.loc["replay", "surrogate_bytes"], writes.loc["replay", "surrogate_covered_s"]) == (32 * MiB, 2.0)
     assert writes["surrogate_MiB_per_s"].tolist() == [16.0] * 3
-    assert writes["reference_MiB_per_s"].to_dict() == {"easy, 1 task": 512.0, "easy, best": 1024.0, "replay": 64.0}
-    assert writes["efficiency"].to_dict() == {"easy, 1 task": 16 / 512, "easy, best": 16 / 1024, "replay": 0.25}
+    assert writes["reference_MiB_per_s"].to_dict() == pytest.approx({"easy, 1 task": 512.0, "easy, best": 1024.0,
+                                                                     "replay": 63.75})
+    assert writes["efficiency"].to_dict() == pytest.approx({"easy, 1 task": 16 / 512, "easy, best": 16 / 1024,
+                                                            "replay": 16 / 63.75})
+    # the band: the step over its reference's fastest and slowest repetition
+    assert writes[["efficiency_low", "efficiency_high"]].loc["replay"].tolist() == pytest.approx([16 / 68, 16 / 60])
+    assert writes[["efficiency_low", "efficiency_high"]].loc["easy, 1 task"].tolist() == pytest.approx([16 / 544, 16 / 480])
+    # timed: 32 MiB per job (the least that is), 2 s on the step's side and 0.5 s on the replay's
+    assert writes.loc["replay", "timed"] and writes.loc["replay", "verdict"] == "slower than the tier"
     assert writes.loc["easy, best", "reference_tasks"] == 2 and not writes["reference_from_cache"].any()
     reads = shm_fcst[shm_fcst["activity"] == "run:read"].set_index("reference")
-    # 2 x (8 MiB in 0.5 s, 4 MiB in 0.25 s): 24 MiB in 1.5 s; the page cache held all of the 8 MiB, half of the 4
-    assert reads.loc["replay", "surrogate_MiB_per_s"] == 24 / 1.5
+    # 2 x (8 MiB in 0.5 s, 4 MiB in 0.25 s): 24 MiB in 1.5 s; the page cache held all of the 8 MiB, half of the 4;
+    # the paired job's 12 MiB in 0.75 s against a replay at 120 and 136 MiB/s (from the page cache): 127.5 MiB/s
+    assert reads.loc["easy, 1 task", "surrogate_MiB_per_s"] == 24 / 1.5 == reads.loc["replay", "surrogate_MiB_per_s"]
     assert reads.loc["replay", "surrogate_cached_fraction"] == pytest.approx((8 * 1.0 + 4 * 0.5) / 12)
-    assert reads.loc["replay", "efficiency"] == 16 / 128 and reads.loc["replay", "reference_from_cache"]
-    # the baseline writes its forecasts at half the speed, against lustre's fcst replay of (28 + 36) / 2 = 32 MiB/s
+    assert reads.loc["replay", "efficiency"] == pytest.approx(16 / 127.5) and reads.loc["replay", "reference_from_cache"]
+    assert not reads.loc["replay", "timed"]  # 12 MiB: too little to time
+    # the baseline writes its forecasts at half the speed, against lustre's fcst replay at 28 and 36 MiB/s: 31.5
     baseline = row_of(efficiency, arm="lustre", step="fcst", activity="run:write", reference="replay")
-    assert (baseline["surrogate_MiB_per_s"], baseline["efficiency"]) == (8.0, 0.25)
+    assert (baseline["surrogate_MiB_per_s"], baseline["efficiency"]) == (8.0, pytest.approx(8 / 31.5))
     # copies are timed on the tier they land on and compare with its writes
     copies = efficiency[efficiency["activity"].str.endswith(":copy")]
     assert set(zip(copies["activity"], copies["tier"])) == {("stage_in:copy", "shm"), ("stage_out:copy", "lustre")}
@@ -331,17 +341,19 @@ def test_efficiency_counts_a_jobs_overlapping_events_once_and_adds_up_the_jobs()
                            {**write(C1, 5.0, 1.0), "step": "dump"}])
     table = efficiency_table(benchmark_table(load_points(point_files())), events)
     assert list(table.columns) == list(EFFICIENCY_COLUMNS) and set(table["step"]) == {"fcst"}
-    row = row_of(table, reference="replay")
+    row = row_of(table, reference="easy, 1 task")
     assert (row["surrogate_jobs"], row["surrogate_bytes"], row["surrogate_summed_s"], row["surrogate_covered_s"]) == (
         2, 6 * MiB, 7.0, 6.0)
-    assert row["surrogate_MiB_per_s"] == 6 / 6.0 and row["efficiency"] == 1.0 / 64
+    assert row["surrogate_MiB_per_s"] == 6 / 6.0 and row["efficiency"] == 1.0 / 512
 
 
 def test_efficiency_without_matching_benchmarks_is_empty_with_its_columns(tables):
     events = load_events(record_files())
     bench = benchmark_table(load_points([p for p in point_files() if "metadata" in p.parts]))
-    empty = efficiency_table(bench, events)
-    assert empty.empty and "efficiency" in empty.columns
+    only_replays = efficiency_table(bench, events)
+    assert set(only_replays["reference"]) == {"replay"}  # the paired replays are the jobs' own records
+    empty = efficiency_table(bench, events[events["phase"] != "replay"])
+    assert empty.empty and list(empty.columns) == list(EFFICIENCY_COLUMNS)
 
 
 # ------------------------------------------------------------------------------------------------ figures

@@ -16,6 +16,7 @@ import yaml
 from conftest import assert_axes_carry_data, assert_png_drawn, require_tool, with_changes
 from cycleio.benchmarks import common, replay, tools
 from cycleio.benchmarks.rows import MiB
+from cycleio.benchmarks.specs import ReplaySpec
 from cycleio.benchmarks import tierbench as tb
 from cycleio.benchmarks.tools import fio, ior, mdtest
 from cycleio.cli import main
@@ -66,7 +67,7 @@ def test_default_plan_covers_every_study_tier_pattern_and_task_count(default_con
     again = tb.PointSettings.from_json(plan.point_json("io", "shm", "easy", "2"))
     assert again == easy
     files = plan.point_files(lambda *parts: "/".join(parts))
-    assert "bench/shm/io/easy.n2.csv" in files and "bench/lustre/replay.csv" in files
+    assert "bench/shm/io/easy.n2.csv" in files and not any("replay" in f for f in files)  # the replay runs in the jobs
     assert "bench/node_local/fieldio/n2.csv" in files
 
 
@@ -266,45 +267,20 @@ def test_failed_fio_run_fails_with_fios_message(tmp_path):
         tb.run_point(settings("io", tier, broken, tasks=1, repetitions=1), tmp_path / "raw")
 
 
-@pytest.mark.tool
-def test_replay_repeats_each_steps_files(tmp_path):
-    require_tool("fio", "the replay runs fio where IOR is absent")
+def test_replay_plans_each_steps_files_in_size_classes():
     events = pd.DataFrame({
         "arm": ["a"] * 5, "cycle": ["2026010100"] * 5, "tier": ["disk"] * 4 + ["other"],
         "step": ["fcst", "fcst", "fcst", "post", "fcst"], "phase": ["run"] * 5,
         "op": ["write", "write", "read", "write", "write"],
         "bytes": [300_000, 100_000, 50_000, 1_000_000, 9], "seconds": [0.1] * 5,
     })
-    specs = replay.replay_specs(events, "disk", tb.ReplaySpec(transfer_size_bytes=65536, max_files=10))
+    specs = replay.replay_specs(events, "disk", ReplaySpec(transfer_size_bytes=65536, max_files=10))
     assert [(s["step"], s["op"], s["files"], s["bytes"]) for s in specs] == [
         ("fcst", "read", 1, 50_000), ("fcst", "write", 2, 2 * 196608), ("post", "write", 1, 983040)]
     # a file smaller than the transfer size is one transfer; files of a small step form one class of their
     # mean size, rounded down to whole transfers
     assert [(c["files"], c["file_bytes"], c["transfer_bytes"]) for c in specs[0]["classes"] + specs[1]["classes"]] == [
         (1, 50_000, 50_000), (2, 196608, 65536)]
-    events.to_parquet(tmp_path / "io_events.parquet")
-    tier = Tier(name="disk", kind="posix", path=str(tmp_path / "tier"))
-    point = settings("replay", tier, tb.ReplaySpec(transfer_size_bytes=65536, max_files=10), tasks=1, repetitions=1)
-    rows = pd.DataFrame(tb.run_point(point, tmp_path / "raw", tmp_path / "io_events.parquet"))
-    reps = rows[rows["aggregate"] == "rep"].set_index(["pattern", "operation"])
-    assert sorted(reps.index) == [("fcst", "read"), ("fcst", "write"), ("post", "write")]
-    assert reps.loc[("fcst", "write"), "bytes"] == 2 * 196608
-    assert reps.loc[("fcst", "read"), "cache_risk"]
-
-
-def test_each_write_repetition_of_the_replay_lands_new_files(tmp_path):
-    """Not over files it just deleted: a step never writes into pages the kernel freed a moment before."""
-    require_tool("fio", "the replay runs fio where IOR is absent")
-    events = pd.DataFrame({"arm": ["a"] * 2, "cycle": ["2026010100"] * 2, "tier": ["disk"] * 2, "step": ["fcst"] * 2,
-                           "phase": ["run"] * 2, "op": ["write"] * 2, "bytes": [262144] * 2, "seconds": [0.1] * 2})
-    events.to_parquet(tmp_path / "io_events.parquet")
-    tier = Tier(name="disk", kind="posix", path=str(tmp_path / "tier"))
-    point = settings("replay", tier, tb.ReplaySpec(transfer_size_bytes=65536, max_files=10), tasks=1, repetitions=2)
-    tb.run_point(point, tmp_path / "raw", tmp_path / "io_events.parquet")
-    folders = [json.loads((tmp_path / "raw" / f"replay-fcst-write.rep{rep}.json").read_text())["global options"]["directory"]
-               for rep in (0, 1)]
-    assert folders[0] != folders[1] and all(f.startswith(str(tmp_path / "tier")) for f in folders)
-    assert not any(Path(f).exists() for f in folders)  # removed when the replay ends
 
 
 def test_kept_replay_files_give_way_oldest_first_when_the_tier_has_no_room(tmp_path, monkeypatch):
@@ -326,11 +302,11 @@ def test_replay_reads_from_storage_when_the_steps_reads_did():
         "bytes": [3_000_000, 1_000_000, 1_000_000, 1_000_000], "seconds": [0.1] * 4,
         "cached_fraction": [0.0, 1.0, 0.9, None],
     })
-    plans = {(p["step"], p["op"]): p for p in replay.replay_specs(events, "disk", tb.ReplaySpec())}
+    plans = {(p["step"], p["op"]): p for p in replay.replay_specs(events, "disk", ReplaySpec())}
     assert plans[("anal", "read")]["cached_fraction"] == pytest.approx(0.25)  # byte-weighted
     assert plans[("anal", "read")]["cold"] and not plans[("post", "read")]["cold"]
     assert plans[("fcst", "write")]["cached_fraction"] is None and not plans[("fcst", "write")]["cold"]
-    unmeasured = replay.replay_specs(events.drop(columns="cached_fraction"), "disk", tb.ReplaySpec())
+    unmeasured = replay.replay_specs(events.drop(columns="cached_fraction"), "disk", ReplaySpec())
     assert not any(p["cold"] for p in unmeasured)  # records of older studies: the page cache, as before
 
 
@@ -356,14 +332,14 @@ def test_replay_keeps_the_steps_file_sizes_and_cache_states_apart():
         "op": ["write"] * 24 + ["read"] * 24, "bytes": sizes * 2, "seconds": 0.1, "transfers": [10] * 4 + [1] * 20 + [1] * 24,
         "cached_fraction": [None] * 24 + [0.0] * 4 + [1.0] * 20,
     })
-    plans = {p["op"]: p for p in replay.replay_specs(events, "disk", tb.ReplaySpec(max_files=100))}
+    plans = {p["op"]: p for p in replay.replay_specs(events, "disk", ReplaySpec(max_files=100))}
     write = plans["write"]["classes"]
     assert [(c["files"], c["file_bytes"], c["transfer_bytes"], c["cold"]) for c in write] == [
         (20, small, small, False), (4, big, big // 10 // 8 * 8, False)]
     read = plans["read"]["classes"]
     assert [(c["files"], c["file_bytes"], c["cold"]) for c in read] == [(20, small, False), (4, big, True)]
     assert plans["read"]["cold"] and plans["read"]["cached_fraction"] == pytest.approx(20 * small / sum(sizes))
-    capped = replay.replay_specs(events, "disk", tb.ReplaySpec(max_files=12))
+    capped = replay.replay_specs(events, "disk", ReplaySpec(max_files=12))
     assert [c["files"] for c in capped[1]["classes"]] == [10, 2]  # in proportion, at least one each
 
 
@@ -373,12 +349,12 @@ def test_replay_merges_size_classes_that_hold_little_of_a_steps_bytes():
     sizes = [2**10] * 3 + [2**14] * 2 + [2**17] * 10 + [2**20] * 10 + [2**22] * 6 + [2**26] * 2 + [2**25] * 8
     events = pd.DataFrame({"arm": "a", "cycle": "2026010100", "tier": "disk", "phase": "run", "step": "fcst",
                            "op": "write", "bytes": sizes, "seconds": 0.1, "transfers": 1})
-    [plan] = replay.replay_specs(events, "disk", tb.ReplaySpec(max_files=100))
+    [plan] = replay.replay_specs(events, "disk", ReplaySpec(max_files=100))
     assert [c["files"] for c in plan["classes"]] == [31, 8, 2]
     assert plan["files"] == len(sizes)
     assert plan["bytes"] == pytest.approx(sum(sizes), rel=1e-3)  # rounded down to whole transfers
     tiny = events.assign(bytes=events["bytes"] // 64)  # a step of 8 MiB: one class, whatever its spread
-    assert [c["files"] for c in replay.replay_specs(tiny, "disk", tb.ReplaySpec(max_files=100))[0]["classes"]] == [41]
+    assert [c["files"] for c in replay.replay_specs(tiny, "disk", ReplaySpec(max_files=100))[0]["classes"]] == [41]
 
 
 def test_fio_replay_runs_a_job_per_size_class_and_drops_pages_only_for_cold_reads(tmp_path):
@@ -390,12 +366,15 @@ def test_fio_replay_runs_a_job_per_size_class_and_drops_pages_only_for_cold_read
 
     writes, reads = (jobs(fio.replay_command("fio", classes, tmp_path, tmp_path / "o.json", op)) for op in ("write", "read"))
     layout = jobs(fio.replay_layout_command("fio", classes, tmp_path, tmp_path / "o.json"))
-    assert [job.split()[0] for job in writes + reads + layout] == ["write.0", "write.1", "read.0", "read.1"] + ["write.0", "write.1"]
-    # timed jobs one class at a time; the writes that lay out a read replay's files run together
-    assert all("--stonewall" in job for job in writes + reads) and not any("--stonewall" in job for job in layout)
+    assert [job.split()[0] for job in writes + reads + layout] == ["write.0", "write.1", "read.0", "read.1"] + [
+        "write.0", "write.1", "warm.0"]
+    # timed jobs one class at a time; the writes that lay out a read replay's files run together, then the files that
+    # the replay reads from memory are read once (as a step's inputs were, by staging's verify), after every write
+    assert all("--stonewall" in job for job in writes + reads) and not any("--stonewall" in job for job in layout[:2])
+    assert "--stonewall" in layout[2] and "--rw=read" in layout[2] and "--invalidate=0" in layout[2]
     assert "--invalidate=0" in reads[0] and "--invalidate=1" in reads[1]
-    assert all("--fsync_on_close=1" in job for job in writes + layout) and "--fsync_on_close=1" not in reads[0]
-    assert [job.split("--filename_format=")[1].split()[0] for job in layout] == [
+    assert all("--fsync_on_close=1" in job for job in writes + layout[:2]) and "--fsync_on_close=1" not in reads[0]
+    assert [job.split("--filename_format=")[1].split()[0] for job in layout[:2]] == [
         job.split("--filename_format=")[1].split()[0] for job in reads]
 
 
@@ -450,7 +429,7 @@ def test_bench_cli_tables_and_figures(tmp_path, shm_dir, default_config, drawn_f
     assert main(["bench-tables", "--events", str(tmp_path / "io_events.parquet"),
                  "--benchmarks", str(tables / "benchmarks.csv"),
                  "--benchmarks-parquet", str(tables / "benchmarks.parquet"),
-                 "--efficiency", str(tables / "efficiency.csv"), *points]) == 0
+                 "--efficiency", str(tables / "efficiency.csv"), "--io-gap", str(tables / "io_gap.csv"), *points]) == 0
     bench = pd.read_parquet(tables / "benchmarks.parquet")
     assert len(bench) == len(pd.read_csv(tables / "benchmarks.csv"))
     assert set(bench["benchmark"]) == {"io", "metadata", "fieldio"} and set(bench["tier"]) == {"disk", "shm"}

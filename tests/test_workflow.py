@@ -16,6 +16,7 @@ import pytest
 import yaml
 from conftest import assert_axes_carry_data, assert_png_drawn, bar_sizes, require_tool
 
+from cycleio.report.closeness import as_flag
 from cycleio.storage import fsutil
 
 pytestmark = pytest.mark.e2e
@@ -150,7 +151,8 @@ def test_figures_show_the_tables(smoke, tmp_path, drawn_figures):
     _, workdir = smoke
     figures, tables = workdir / "results/smoke/figures", workdir / "results/smoke/tables"
     names = ["throughput_by_arm_and_phase.png", "write_strategies.png", "benchmark_scaling.png", "fieldio_vs_ior.png",
-             "cycle_timeline.png", "io_share_by_step.png", "what_staging_buys.png", "efficiency_heatmap.png"]
+             "cycle_timeline.png", "io_share_by_step.png", "what_staging_buys.png", "efficiency_heatmap.png",
+             "io_gap.png"]
     assert sorted(p.name for p in figures.glob("*.png")) == sorted(names)
     svgs = sorted(p.name for p in figures.glob("*.svg"))  # every figure comes as SVG too
     assert svgs == sorted(n.replace(".png", ".svg") for n in names)
@@ -168,14 +170,15 @@ def test_figures_show_the_tables(smoke, tmp_path, drawn_figures):
     assert main(["answer-figures", "--step-summary", str(tables / "step_summary.csv"), "--answers",
                  str(workdir / "results/smoke/summary.csv"), "--efficiency", str(tables / "efficiency.csv"),
                  "--staging-png", again[names[6]], "--heatmap-png", again[names[7]]]) == 0
+    assert main(["io-gap-figure", "--io-gap", str(tables / "io_gap.csv"), "--png", again[names[8]]]) == 0
     assert len(drawn_figures) == len(names)
     drawn = dict(zip(names, drawn_figures))
     for name, fig in drawn.items():
         assert_png_drawn(figures / name, tuple(fig.get_size_inches()))
-        if name == "efficiency_heatmap.png":  # a colour mesh: a finite cell per arm x step x direction replayed
+        if name == "efficiency_heatmap.png":  # a colour mesh: a coloured cell per arm x step x direction timed
             efficiency = pd.read_csv(tables / "efficiency.csv")
-            replay = efficiency[efficiency["reference"] == "replay"]
-            cells = fig.axes[0].collections[0].get_array()
+            replay = efficiency[(efficiency["reference"] == "replay") & as_flag(efficiency["timed"])]
+            cells = np.ma.filled(fig.axes[0].collections[0].get_array(), np.nan)
             assert int(np.isfinite(cells).sum()) == len(replay.groupby(["arm", "step", "activity"]))
         else:
             assert_axes_carry_data(fig)
@@ -218,13 +221,13 @@ def test_report_renders_offline_in_chromium_with_every_figure(smoke, tmp_path):
     snakemake(repo, workdir, "--report", str(report))
     html = report.read_text()
     figures = sorted(p.name for p in (workdir / "results" / "smoke" / "figures").glob("*.png"))
-    assert len(figures) == 8
+    assert len(figures) == 9
     for name in figures:
         assert f'"filename": "{name}"' in html and f"data:image/png;charset=utf8;filename={name}" in html, name
     assert "Best arm: " in html  # a caption says the answer in the study's numbers
     # every caption has this study's numbers: none is left "not measured yet", nor failed to read its table
     assert "not measured yet" not in html and "could not read" not in html
-    for said in ("timed events.", "the longest step per arm", "no job failed an attempt.", "median against the replay",
+    for said in ("timed events.", "the longest step per arm", "no job failed an attempt.", "rows against the replay are timed",
                  "best mean bandwidth per tier", "I/O within 10%", "files in all; a full cycle of arm"):
         assert said in html, said
     offline = ["unshare", "--net"] if os.geteuid() == 0 and shutil.which("unshare") else []

@@ -1,7 +1,7 @@
 """Write the checked-in post-processing fixtures: tests/data/records/ and tests/data/points/.
 
 A tiny study ``fx``, as its jobs write it (JSON-lines records, one file per job, and manifests) and as
-``cycleio bench`` writes its benchmark points (one CSV per point, plus each tier's replay.csv):
+``cycleio bench`` writes its benchmark points (one CSV per point):
 
 - two arms: ``lustre`` (the baseline: its steps run on the persistent tier, no staging) and ``shm``
   (steps on /dev/shm, staged in and out); the baseline's jobs run at half the speed (every offset and
@@ -11,9 +11,11 @@ A tiny study ``fx``, as its jobs write it (JSON-lines records, one file per job,
 - every phase (stage_in, run, stage_out, verify, cleanup) and the run ops read, write, generate, encode,
   decode, define, locate, rename and compute; the forecast's MPI records (two compute ranks, serial
   strategy: write_effective per rank and output hour, write_final); reads carry cached_fraction;
+- the second cycle's steps are paired: each job's records end with its paired replay (phase ``replay``: a
+  ``wall`` record spanning it, and per repetition a fio ``read`` and ``write`` record), right after the
+  job's last event, as benchmarks.paired adds them;
 - benchmark points of fio on both tiers: the easy bandwidth pattern at 1 and 2 tasks, the easy metadata
-  pattern at 1 task, field I/O at 2 tasks, and each tier's replay of the steps (the cycles' own jobs: no
-  cold start or dump, as report.records.cycle_records has it).
+  pattern at 1 task, field I/O at 2 tasks.
 
 Times are multiples of 1/64 s and sizes whole MiB, so every table value can be worked out by hand; the
 tests (tests/test_report_data.py) do so. The script is self-contained (no cycleio import) so that the
@@ -48,7 +50,7 @@ PERSISTENT = "lustre"
 
 RECORD_FIELDS = ("study", "arm", "cycle", "step", "phase", "op", "tier", "tier_kind", "fs_type", "strategy", "tool",
                  "host", "rank", "nranks", "file", "n_files", "bytes", "t_start", "seconds", "attempt", "cache_risk",
-                 "transfers", "cached_fraction", "mpiio")
+                 "transfers", "cached_fraction", "mpiio", "repetition")
 POINT_COLUMNS = ("study", "benchmark", "pattern", "tier", "tier_kind", "fs_type", "host", "source", "tool",
                  "tool_version", "api", "job", "operation", "aggregate", "repetition", "repetitions", "tasks", "nodes",
                  "file_per_proc", "random", "transfer_size_bytes", "block_size_bytes", "segments", "direct_io",
@@ -228,13 +230,37 @@ def job_records(arm: str, cycle: str, step: str, events: list[tuple]) -> list[di
                                                                      "locate", "rename") else 1,
                   "bytes": mib * MiB, "t_start": start + offset * scale, "seconds": seconds * scale, "attempt": 1,
                   "cache_risk": op == "read" and TIERS[tier][0] != "memory", "transfers": 0,
-                  "cached_fraction": None, "mpiio": ""}
+                  "cached_fraction": None, "mpiio": "", "repetition": 0}
         if op == "rename":
             record["n_files"] = 1
         record.update(extra)
         assert tuple(record) == RECORD_FIELDS, record  # extra names only record fields
         records.append(record)
+    if cycle == CYCLES[-1] and step in ("prep", "fcst", "post"):
+        records += replay_records(records, scratch)
     return records
+
+
+def replay_records(records: list[dict], tier: str) -> list[dict]:
+    """A paired job's replay, right after its last event: per repetition a read and a write record (REPLAY's rates),
+    and one ``wall`` record spanning them."""
+    start = max(r["t_start"] + r["seconds"] for r in records)
+    base = {**records[0], "phase": "replay", "tool": "fio", "rank": 0, "nranks": 1, "file": "", "attempt": 1,
+            "cache_risk": False, "mpiio": ""}
+    out, t = [], start
+    for rep in (0, 1):
+        for operation in ("read", "write"):
+            values, files, file_mib, transfer, cached = REPLAY[tier][(records[0]["step"], operation)]
+            nbytes = int(files * file_mib * MiB)
+            seconds = nbytes / MiB / values[rep]
+            out.append({**base, "op": operation, "n_files": files, "bytes": nbytes, "t_start": t, "seconds": seconds,
+                        "transfers": int(nbytes // transfer),
+                        "cached_fraction": (1.0 if cached else 0.0) if operation == "read" else None,
+                        "repetition": rep})
+            t += seconds
+    out.append({**base, "op": "wall", "n_files": 0, "bytes": 0, "t_start": start, "seconds": t - start,
+                "transfers": 0, "cached_fraction": None, "repetition": 0})
+    return out
 
 
 def manifest(arm: str, cycle: str, step: str, records: list[dict], number: int) -> dict:
@@ -319,7 +345,7 @@ FIELDIO = {  # tier: {layout: {operation: bw of the two repetitions}} (pattern 1
     "lustre": {"file_per_field": {"write": (30.0, 34.0), "read": (90.0, 110.0)},
                "appended": {"write": (60.0, 68.0), "read": (120.0, 140.0)}},
 }
-REPLAY = {  # tier: {(step, operation): (bw of the two repetitions, files, file MiB, transfer bytes, from cache)}
+REPLAY = {  # tier: {(step, operation): (MiB/s of the two repetitions, files, file MiB, transfer bytes, from cache)}
     "shm": {("fcst", "read"): ((120.0, 136.0), 2, 6, 4 * MiB, True), ("fcst", "write"): ((60.0, 68.0), 2, 16, 4 * MiB,
                                                                                         False),
             ("post", "read"): ((240.0, 272.0), 2, 16, 4 * MiB, True), ("post", "write"): ((28.0, 36.0), 2, 2, 2 * MiB,
@@ -377,22 +403,6 @@ def fieldio_point(tier: str) -> list[dict]:
     return summarized(reps)
 
 
-def replay_point(tier: str) -> list[dict]:
-    reps = []
-    for (step, operation), (values, files, file_mib, transfer, cached) in sorted(REPLAY[tier].items()):
-        transfer, file_bytes = int(transfer), int(file_mib * MiB)
-        for rep in (0, 1):
-            bw = values[rep]
-            nbytes = files * file_bytes
-            reps.append(point_row(tier, "replay", step, source=f"replay-{step}-{operation}.rep{rep}.json",
-                                  job=operation, operation=operation, aggregate="rep", repetition=rep, repetitions=2,
-                                  tasks=1, file_per_proc=True, transfer_size_bytes=transfer,
-                                  block_size_bytes=file_bytes, segments=files, fsync=True, bw_MiB_per_s=bw,
-                                  ops_per_s=bw * MiB / transfer, latency_s=transfer / MiB / bw,
-                                  seconds=nbytes / MiB / bw, bytes=nbytes, cache_risk=cached))
-    return summarized(reps)  # the replay's pattern is the step
-
-
 def csv_text(rows: list[dict]) -> str:
     """As tierbench.write_rows writes a point: every column, None as an empty cell."""
     buffer = io.StringIO(newline="")
@@ -410,7 +420,6 @@ def point_files() -> dict[str, str]:
             files[f"{tier}/io/easy.n{tasks}.csv"] = csv_text(io_point(tier, tasks))
         files[f"{tier}/metadata/easy.n1.csv"] = csv_text(metadata_point(tier))
         files[f"{tier}/fieldio/n2.csv"] = csv_text(fieldio_point(tier))
-        files[f"{tier}/replay.csv"] = csv_text(replay_point(tier))
     return files
 
 

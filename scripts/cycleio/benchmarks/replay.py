@@ -1,29 +1,24 @@
-"""The replay of the steps' I/O on a tier: for each surrogate step and operation, the files of one of
-its jobs (in size classes: count, mean size, transfer size) written, and read back, with IOR or fio,
-so the efficiency table compares each step with the storage doing the same work.
+"""What a replay of the steps' I/O does: for each step and operation, the files of one of its jobs in
+size classes (count, mean size, transfer size), from the step's records; the paired replay
+(:mod:`cycleio.benchmarks.paired`) runs it with fio right after the step, and bench/bench_efficiency.py
+the same way.
 """
 
 from __future__ import annotations
 
-import logging
 import shutil
-import time
 from pathlib import Path
 
 from ..storage.tiers import free_bytes
-from .common import parse_run, run_tool, time_limit
-from .points import benchmark_folder, context, finish, fresh, log_rows, summarize
 from .rows import MiB
-from .specs import PointSettings, ReplaySpec
-from .tools import choose_tool, fio, ior
-
-log = logging.getLogger("cycleio")
+from .specs import ReplaySpec
+from .tools import ior
 
 COLD_BELOW = 0.5  # a read whose file had less than this share of its bytes cached is replayed from storage
 MIN_CLASS_SHARE = 0.10  # size classes with less of a step's bytes, or less than MIN_CLASS_BYTES,
 MIN_CLASS_BYTES = 16 * MiB  # merge with their neighbours in size
 TIMED_BYTES = 32 * MiB  # a step moving less (prep at C48: under 1 MiB) takes a replay of a millisecond or two:
-# its ratio to the replay says little (the bench sets it no goal; the report's captions leave it out)
+# its ratio to the replay says little (the bench sets it no goal; the study's default benchmarks.replay.min_bytes)
 ROOM_MARGIN_BYTES = 512 * MiB  # kept replay files give way before the tier (or RAM) has less free
 
 
@@ -161,88 +156,3 @@ def make_room(kept: list[Path], nbytes: int, path: Path, memory: bool) -> None:
     """
     while kept and room(path, memory) < 1.1 * nbytes + ROOM_MARGIN_BYTES:
         shutil.rmtree(kept.pop(0), ignore_errors=True)
-
-
-def run_replay(settings: PointSettings, raw_dir: Path, events_path: Path) -> list[dict]:
-    """Replay each step's writes and reads on the tier with IOR or fio: one task, the files of one
-    of the step's jobs (size classes: count, mean size), fsync per file; a step's reads read such
-    files back (fio: laid out once, read in each repetition).
-
-    fio's write repetitions land new files, each in a folder of its own, and the job keeps the
-    replayed files until it ends (:func:`make_room`: while the tier has room), as a step lands new
-    files beside the cycle's others. Rewriting
-    files deleted a moment before would reuse the pages the kernel just freed, which a step never
-    does: on a VM that returns freed memory to its host, writes into such pages ran at three times
-    the speed of writes into new ones (1,715 against 477 MiB/s on the ext4 of the README's VM).
-    """
-    import pandas as pd
-
-    spec, reps = settings.replay_spec(), settings.repetitions
-    events = pd.read_parquet(events_path)
-    events = events[[c for c in ("arm", "cycle", "step", "phase", "op", "tier", "bytes", "transfers",
-                                          "cached_fraction") if c in events]]
-    plans = replay_specs(events, settings.tier.name, spec)
-    tool = choose_tool(settings.tool, "replay", settings.paths)
-    site, work = benchmark_folder(settings.tier, settings.study, "replay")
-    label = f"[{settings.tier.name} replay {tool.name}]"
-    if not plans:
-        log.info("%s no step ran on this tier: nothing to replay", label)
-        return []
-    version = tool.version()
-    rows: list[dict] = []
-    kept: list[Path] = []  # replayed files, oldest first
-    t_start = time.time()
-    try:
-        for plan in plans:
-            step, op = plan["step"], plan["op"]
-            make_room(kept, plan["bytes"], work, site.is_memory)
-            site.require_space(plan["bytes"], f"replay of {step}")
-            log.info("%s %s %s: %d files, %.1f MiB in %d size classes (%s), the step's jobs %s %d files", label, step,
-                     op, plan["files"], plan["bytes"] / MiB, len(plan["classes"]), _describe(plan["classes"]), op,
-                     plan["files_per_job"])
-            if plan["cold"] and tool.name != "fio":
-                log.info("%s %s read: %.0f%% of the step's bytes were cached as it read them; IOR cannot drop its "
-                         "files' pages: the replay reads warm", label, step, 100 * (plan["cached_fraction"] or 0))
-            name = f"replay-{step}-{op}"
-            nbytes = plan["bytes"] * (2 if op == "read" else 1)
-            limit = time_limit(nbytes, sum(c["files"] * c["file_bytes"] / c["transfer_bytes"] for c in plan["classes"]))
-            step_rows: list[dict] = []
-            folder = fresh(work / name)
-            if tool.name == "fio" and op == "read":  # laid out once: each repetition reads the same files
-                argv = fio.replay_layout_command(tool.path, plan["classes"], folder, raw_dir / f"{name}.layout.json")
-                run_tool(tool.label, argv, raw_dir, f"{name}.layout", limit)
-            for rep in range(1 if tool.name == "ior" else reps):
-                parsed: list[dict] = []
-                if tool.name == "ior":  # IOR's -m: one repetition per file; one run per size class
-                    for index, group in enumerate(plan["classes"]):
-                        summary = raw_dir / f"{name}.{index}.json"
-                        argv = ior.replay_command(tool.path, group["files"], group["file_bytes"],
-                                                  group["transfer_bytes"], folder / f"replay.{index}", summary,
-                                                  settings.launcher, read=op == "read")
-                        run = run_tool(tool.label, argv, raw_dir, f"{name}.{index}", limit)
-                        parsed += parse_run(ior.parse_json, summary, tool.label, run, stdout_path=run.stdout)
-                else:
-                    rep_name = f"{name}.rep{rep}"
-                    target = folder
-                    if op == "write":
-                        make_room(kept, plan["bytes"], work, site.is_memory)
-                        target = fresh(folder / f"rep{rep}")
-                        kept.append(target)
-                    argv = fio.replay_command(tool.path, plan["classes"], target, raw_dir / f"{rep_name}.json", op)
-                    run = run_tool(tool.label, argv, raw_dir, rep_name, limit)
-                    parsed = parse_run(fio.parse, raw_dir / f"{rep_name}.json", tool.label, run)
-                step_rows += [{**r, "repetition": rep, "repetitions": 1 if tool.name == "ior" else reps,
-                               "tool_version": r["tool_version"] or version,
-                               "cold_cache": op == "read" and tool.name == "fio" and all(c["cold"] for c in plan["classes"])}
-                              for r in replay_totals(parsed, plan) if r["operation"] == op]
-            if op == "read" or tool.name != "fio":
-                kept.append(folder)
-            rows += finish(step_rows, context(settings, site, pattern=step), t_start)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    log_rows(label, rows)
-    return rows + summarize(rows)
-
-
-def _describe(classes: list[dict]) -> str:
-    return ", ".join(f"{c['files']} x {c['file_bytes'] / MiB:.3g} MiB" + (" cold" if c["cold"] else "") for c in classes)

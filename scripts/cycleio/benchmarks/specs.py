@@ -102,6 +102,3 @@ class PointSettings:
         spec = dict(self.spec)
         spec["patterns"], spec["layouts"] = tuple(spec["patterns"]), tuple(spec["layouts"])
         return FieldIOSpec(**spec)
-
-    def replay_spec(self) -> ReplaySpec:
-        return ReplaySpec(**self.spec)

@@ -4,9 +4,9 @@ module holds the plan (the points of a study, validated from its config) and run
 A benchmark point is one tier x one named pattern x one task count. ``io`` patterns run IOR
 (IO500-like ``easy``: a file per process and MiB transfers; ``hard``: one shared file and
 47,008-byte transfers; or custom ones); ``metadata`` patterns run mdtest; ``fieldio`` runs the
-field-I/O patterns of :mod:`cycleio.benchmarks.fieldio`; ``replay`` (:mod:`cycleio.benchmarks.replay`)
-repeats each surrogate step's I/O (same files, same bytes per file) so the efficiency table compares
-like with like.
+field-I/O patterns of :mod:`cycleio.benchmarks.fieldio`. The replay of each step's own I/O, which the
+efficiency table divides by, runs inside the steps' jobs (:mod:`cycleio.benchmarks.paired`); the plan
+checks its settings and tool.
 
 Tool choice ``auto | ior | fio`` (:mod:`cycleio.benchmarks.tools`, one module per tool): IOR and
 mdtest when found (a configured path, else PATH), otherwise fio runs the equivalent pattern
@@ -40,14 +40,13 @@ from ..storage.fsutil import landing
 from ..storage.tiers import Tier
 from .common import COLUMNS, BenchmarkError, parse_run, run_tool, time_limit
 from .points import benchmark_folder, context, finish, fresh, log_rows, summarize
-from .replay import run_replay
 from .rows import MiB
-from .specs import FieldIOSpec, IOPattern, MetadataPattern, PointSettings, ReplaySpec
+from .specs import FieldIOSpec, IOPattern, MetadataPattern, PointSettings
 from .tools import NATIVE, choose_tool, fio, ior, mdtest
 
 log = logging.getLogger("cycleio")
 
-BENCHMARKS = ("io", "metadata", "fieldio", "replay")
+BENCHMARKS = ("io", "metadata", "fieldio")
 
 
 # --------------------------------------------------------------------------- the plan from config
@@ -169,8 +168,7 @@ class BenchmarkPlan:
                 if transfer % ior.WORD_BYTES:
                     raise ConfigError(f"config key 'benchmarks.replay.transfer_size': {transfer} bytes is not a multiple "
                                       f"of {ior.WORD_BYTES} bytes, as IOR requires (or use auto)")
-            spec = ReplaySpec(transfer_size_bytes=0 if transfer == "auto" else transfer, max_files=replay_cfg["max_files"])
-            plan.specs[("replay", "steps")] = (asdict(spec), reps(replay_cfg))
+            parse_size(replay_cfg["min_bytes"], "benchmarks.replay.min_bytes")
         if plan.enabled:
             plan._check_tools()
         return plan
@@ -180,9 +178,11 @@ class BenchmarkPlan:
         tools are missing (or cannot run a pattern) stops before its first job."""
         needs = [(kind, IOPattern(**spec) if kind == "io" else None)
                  for (kind, _), (spec, _) in self.specs.items() if kind in NATIVE]
+        if self.replay:  # the paired replay runs fio
+            needs.append(("replay", None))
         for kind, pattern in needs:
             try:
-                choose_tool(self.tool, kind, self.paths, pattern)
+                choose_tool("fio" if kind == "replay" else self.tool, kind, self.paths, pattern)
             except BenchmarkError as err:
                 raise ConfigError(str(err)) from None
 
@@ -206,12 +206,6 @@ class BenchmarkPlan:
 
     def point_json(self, benchmark: str, tier: str, pattern: str, tasks: int | str) -> str:
         return self.settings(benchmark, tier, pattern, int(tasks)).to_json()
-
-    def replay_json(self, tier: str) -> str:
-        spec, repetitions = self.specs[("replay", "steps")]
-        return PointSettings(study=self.study, benchmark="replay", tier=self.tiers[tier], pattern="steps", spec=spec,
-                             tasks=1, repetitions=repetitions, tool=self.tool, paths=dict(self.paths),
-                             launcher=self.launcher).to_json()
 
     def rule_resources(self) -> dict[str, Callable]:
         """Slurm resources of a benchmark job, as functions of its wildcards (``tier``, ``ntasks``):
@@ -237,12 +231,10 @@ class BenchmarkPlan:
 
     # Paths, built with the workflow's one path provider ``out`` (rules/common.smk).
     def point_files(self, out: Callable) -> list[str]:
-        """The CSV of every benchmark point (and of each tier's replay)."""
+        """The CSV of every benchmark point."""
         files = [out("bench", tier, kind, f"{pattern}.n{tasks}.csv")
                  for kind in ("io", "metadata") for tier, pattern, tasks in self.point_list(kind)]
         files += [out("bench", tier, "fieldio", f"n{tasks}.csv") for tier, _, tasks in self.point_list("fieldio")]
-        if self.replay:
-            files += [out("bench", tier, "replay.csv") for tier in self.tiers]
         return files
 
 
@@ -347,7 +339,7 @@ def run_fieldio_point(settings: PointSettings, raw_dir: Path) -> list[dict]:
     return rows + summarize(rows)
 
 
-def run_point(settings: PointSettings, raw_dir: Path, events_path: Path | None = None) -> list[dict]:
+def run_point(settings: PointSettings, raw_dir: Path) -> list[dict]:
     """Run one benchmark point; raw outputs land in ``raw_dir``; return its rows."""
     raw_dir.mkdir(parents=True, exist_ok=True)
     (raw_dir / "settings.json").write_text(json.dumps(asdict(settings), indent=2, sort_keys=True) + "\n")
@@ -357,10 +349,6 @@ def run_point(settings: PointSettings, raw_dir: Path, events_path: Path | None =
         return run_metadata(settings, raw_dir)
     if settings.benchmark == "fieldio":
         return run_fieldio_point(settings, raw_dir)
-    if settings.benchmark == "replay":
-        if events_path is None:
-            raise BenchmarkError("a replay needs the study's io_events table (--events)")
-        return run_replay(settings, raw_dir, events_path)
     raise ValueError(f"unknown benchmark {settings.benchmark!r}; expected one of: {', '.join(BENCHMARKS)}")
 
 

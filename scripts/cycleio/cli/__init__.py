@@ -16,12 +16,14 @@ log = logging.getLogger("cycleio")
 
 
 def cmd_step(args) -> None:
+    from ..benchmarks.paired import PairedReplay
     from ..config.settings import ArmSettings
     from ..surrogates.jobs import run_step
 
-    run_step(ArmSettings.from_json(args.arm_settings), args.cycle, args.step, Path(args.records),
-             Path(args.manifest), attempt=args.attempt,
-             failed_attempts=Path(args.failed_attempts) if args.failed_attempts else None)
+    settings = ArmSettings.from_json(args.arm_settings)
+    run_step(settings, args.cycle, args.step, Path(args.records), Path(args.manifest), attempt=args.attempt,
+             failed_attempts=Path(args.failed_attempts) if args.failed_attempts else None,
+             replay=PairedReplay.from_settings(settings.replay))
 
 
 def cmd_coldstart(args) -> None:

@@ -1,4 +1,5 @@
-"""The study's answer subcommands of ``cycleio``: summary, timeline, answer figures, scaling fit, plan, compare."""
+"""The study's answer subcommands of ``cycleio``: summary, timeline, answer figures, io gap figure, scaling fit,
+plan, compare."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ def cmd_summary(args) -> None:
     from ..report.answers import summary_table_from_tables
 
     summary_table_from_tables(Path(args.step_summary), Path(args.tiers), Path(args.events),
-                              Path(args.efficiency) if args.efficiency else None, Path(args.out))
+                              Path(args.efficiency) if args.efficiency else None, Path(args.out),
+                              Path(args.io_gap) if args.io_gap else None)
     log.info("wrote %s", args.out)
 
 
@@ -57,6 +59,14 @@ def cmd_answer_figures(args) -> None:
     if args.heatmap_png or args.heatmap_svg:
         efficiency = pd.read_csv(args.efficiency) if args.efficiency else None
         efficiency_heatmap(efficiency, _paths(args.heatmap_png, args.heatmap_svg), args.title)
+
+
+def cmd_io_gap_figure(args) -> None:
+    import pandas as pd
+
+    from ..report.answerfigures import io_gap_figure
+
+    io_gap_figure(pd.read_csv(args.io_gap), _paths(args.png, args.svg), args.title)
 
 
 def cmd_scaling_fit(args) -> None:
@@ -146,6 +156,7 @@ def register(sub) -> None:
     s.add_argument("--tiers", required=True, help="tables/tiers.csv")
     s.add_argument("--events", required=True, help="tables/io_events.parquet")
     s.add_argument("--efficiency", help="tables/efficiency.csv (when the benchmarks ran)")
+    s.add_argument("--io-gap", help="tables/io_gap.csv (when the benchmarks ran)")
     s.add_argument("--out", required=True, help="summary.csv to write")
     s.set_defaults(func=cmd_summary)
 
@@ -178,6 +189,13 @@ def register(sub) -> None:
     f.add_argument("--heatmap-svg")
     f.add_argument("--title", default="cycleio study")
     f.set_defaults(func=cmd_answer_figures)
+
+    g = sub.add_parser("io-gap-figure", help="where a step's storage seconds go: the tier, the file pattern, cycleio")
+    g.add_argument("--io-gap", required=True, help="tables/io_gap.csv")
+    g.add_argument("--png", help="the figure (PNG)")
+    g.add_argument("--svg", help="the figure (SVG)")
+    g.add_argument("--title", default="cycleio study")
+    g.set_defaults(func=cmd_io_gap_figure)
 
     fit = sub.add_parser("scaling-fit", help="fit each tier's bandwidth against tasks as linear up to a plateau")
     fit.add_argument("--benchmarks", required=True, help="tables/benchmarks.csv")

@@ -22,7 +22,7 @@ def cmd_bench(args) -> None:
     from ..benchmarks.tierbench import run_point, write_rows
 
     settings = PointSettings.from_json(_settings_text(args.settings))
-    rows = run_point(settings, Path(args.raw), Path(args.events) if args.events else None)
+    rows = run_point(settings, Path(args.raw))
     write_rows(rows, Path(args.out))
     log.info("wrote %d rows to %s (raw outputs in %s)", len(rows), args.out, args.raw)
 
@@ -120,9 +120,15 @@ def cmd_parse(args) -> None:
 def cmd_bench_tables(args) -> None:
     from ..report.benchtables import write_benchmark_tables
 
+    from ..config.sizes import parse_size
+    from ..report.benchtables import Timing
+
+    timing = Timing(min_bytes=parse_size(args.min_bytes, "--min-bytes"), min_seconds=args.min_seconds,
+                    tolerance=args.tolerance)
     write_benchmark_tables(args.points, Path(args.events), benchmarks_csv=Path(args.benchmarks),
-                           benchmarks_parquet=Path(args.benchmarks_parquet), efficiency=Path(args.efficiency))
-    for path in (args.benchmarks, args.benchmarks_parquet, args.efficiency):
+                           benchmarks_parquet=Path(args.benchmarks_parquet), efficiency=Path(args.efficiency),
+                           io_gap=Path(args.io_gap), timing=timing)
+    for path in (args.benchmarks, args.benchmarks_parquet, args.efficiency, args.io_gap):
         log.info("wrote %s", path)
 
 
@@ -140,11 +146,10 @@ def cmd_bench_figures(args) -> None:
 def register(sub) -> None:
     """Add the benchmark subcommands to the ``cycleio`` parser's subparsers."""
     bench = sub.add_parser("bench", help="run one benchmark point (tier x pattern x tasks): IOR/mdtest or fio, "
-                                         "field I/O, or the replay of the steps")
+                                         "or field I/O")
     bench.add_argument("--settings", required=True, help="the point's settings as JSON, or @FILE (the rules pass them)")
     bench.add_argument("--out", required=True, help="CSV of the point's tidy rows")
     bench.add_argument("--raw", required=True, help="folder for the raw outputs (JSON, stdout, stderr, command lines)")
-    bench.add_argument("--events", help="the study's io_events.parquet (replay only)")
     bench.set_defaults(func=cmd_bench)
 
     fio = sub.add_parser("fieldio", help="field I/O (FDB-like objects) on a folder, through the MPI launcher")
@@ -183,6 +188,12 @@ def register(sub) -> None:
     tables.add_argument("--benchmarks", required=True, help="CSV to write: every benchmark row")
     tables.add_argument("--benchmarks-parquet", required=True, help="Parquet to write: the same rows")
     tables.add_argument("--efficiency", required=True, help="CSV to write: the steps' MiB/s over their references")
+    tables.add_argument("--io-gap", required=True, help="CSV to write: where a step's I/O seconds go")
+    tables.add_argument("--min-bytes", default="32m", help="less per job is not timed (benchmarks.replay.min_bytes)")
+    tables.add_argument("--min-seconds", type=float, default=0.1,
+                        help="fewer seconds per job is not timed (benchmarks.replay.min_seconds)")
+    tables.add_argument("--tolerance", type=float, default=0.15,
+                        help="within 1 +/- this of the replay is at the tier's speed (benchmarks.replay.tolerance)")
     tables.add_argument("points", nargs="*", help="CSV files of benchmark points")
     tables.set_defaults(func=cmd_bench_tables)
 

@@ -21,6 +21,7 @@ from .calendar import cycles as calendar_cycles
 from .calendar import parse_cycle
 from .keys import ConfigError, persistent_tiers
 from .schema import SCHEMA_PATH, load_schema, schema_default
+from .sizes import parse_size
 from ..faults import arm_faults, check_faults, faults_for_job
 from ..process import launcher_argv
 from ..surrogates.forecast.strategies import STRATEGIES
@@ -256,7 +257,9 @@ class StagingSettings:
 _EVERY_JOB = ("study", "arm", "start", "seed", "resolution", "levels", "persistent", "strategy")
 # A step's job: the files it writes (compression) and their inventory (forecast), staging, its compute stand-in,
 # and the faults aimed at it (fault injection; only its own, see ArmSettings.job_settings).
-_STEP = (*_EVERY_JOB, "compression", "forecast", "scratch", "staging", "granularity", "compute_kind", "faults")
+# and, in a paired cycle, its paired replay (see ArmSettings.job_settings).
+_STEP = (*_EVERY_JOB, "compression", "forecast", "scratch", "staging", "granularity", "compute_kind", "faults",
+         "replay")
 JOB_SETTINGS = {
     "coldstart": (*_EVERY_JOB, "compression"),
     "dump": (*_EVERY_JOB, "compression", "forecast"),
@@ -297,6 +300,9 @@ class ArmSettings:
     # stage per step, or per cycle (one job runs the whole cycle on scratch)
     granularity: str = schema_default("staging.granularity")[0]
     faults: dict = field(default_factory=dict)  # fault injection (config `faults`): the entries aimed at this arm
+    # the paired replay (benchmarks.paired.PairedReplay's fields), for the jobs of ``paired_cycles`` only
+    replay: dict = field(default_factory=dict)
+    paired_cycles: tuple = ()
 
     @property
     def staged(self) -> bool:
@@ -314,6 +320,8 @@ class ArmSettings:
         if kind == "step":  # its own step's compute stand-in
             own = self.step_compute_seconds
             settings["step_compute_seconds"] = {job: own[job]} if job in own else {}
+        if "replay" in settings and cycle not in self.paired_cycles:
+            settings["replay"] = {}
         if "faults" in settings:
             steps = cycle_steps(cycle, self.start, self.forecast) if job == "cycle" and cycle else (job,)
             settings["faults"] = faults_for_job(self.faults, job, steps, cycle, self.staged)
@@ -339,6 +347,8 @@ class ArmSettings:
             raw["compression"] = Compression(**raw["compression"])
         if "staging" in raw:
             raw["staging"] = StagingSettings(**raw["staging"])
+        if "paired_cycles" in raw:
+            raw["paired_cycles"] = tuple(raw["paired_cycles"])
         return cls(**raw)
 
 
@@ -382,6 +392,21 @@ def arm_axes(scratch_tiers: list[str], persistent: str | list[str], granularitie
     return axes
 
 
+def paired_replay(config: dict, cycles: list[str]) -> tuple[dict, tuple]:
+    """The paired replay's settings (benchmarks.paired.PairedReplay's fields) and the cycles whose jobs run
+    it: the last ``benchmarks.replay.cycles`` of the study; none when the benchmarks or the replay are off."""
+    bench = config["benchmarks"]
+    cfg = bench["replay"]
+    count = len(cycles) if cfg["cycles"] == "all" else cfg["cycles"]
+    if not (bench["enabled"] and cfg["enabled"] and count):
+        return {}, ()
+    transfer = cfg["transfer_size"]
+    return ({"repetitions": cfg["repetitions"] or max(2, bench["repetitions"]),
+             "transfer_size_bytes": 0 if transfer == "auto" else parse_size(transfer, "benchmarks.replay.transfer_size"),
+             "max_files": cfg["max_files"], "fio_path": bench["fio_path"]},
+            tuple(cycles[-count:]))
+
+
 def build_study(config: dict) -> Study:
     """The study's cycles and arms from a validated config."""
     cyc, fc = config["cycles"], config["forecast"]
@@ -401,6 +426,8 @@ def build_study(config: dict) -> Study:
     )
     staging = {key: value for key, value in config["staging"].items() if key != "granularity"}
     granularities = config["staging"]["granularity"]
+    cycles = calendar_cycles(start, cyc["end"], cyc["interval_hours"])
+    replay, paired = paired_replay(config, cycles)
     arms = {}
     axes = arm_axes(config["scratch_tiers"], persistent_tiers(config), granularities, config["write_strategies"])
     for name, persistent_name, scratch_name, granularity, strategy in axes:
@@ -425,8 +452,10 @@ def build_study(config: dict) -> Study:
             parallel_stack=dict(config["parallel_stack"]) if strategy in SHARED_FILE_STRATEGIES else {},
             write_component=dict(config["write_component"]),
             faults=arm_faults(config["faults"], name),
+            replay=replay,
+            paired_cycles=paired,
         )
-    study = Study(config["study"], calendar_cycles(start, cyc["end"], cyc["interval_hours"]), arms, cyc["keep"])
+    study = Study(config["study"], cycles, arms, cyc["keep"])
     check_faults(config, study)
     return study
 

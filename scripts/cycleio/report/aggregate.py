@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 
 from ..intervals import covered_per_group
 from ..storage.fsutil import landing
-from .records import cycle_records, read_record_table, read_records, record_schema
+from .records import cycle_records, read_record_table, read_records, record_schema, replay_records
 from ..units import MiB
 
 # sync: making a batch of copies durable, then renaming; combine: per_rank pieces into one file
@@ -49,11 +49,13 @@ def group_codes(groups: pd.api.typing.DataFrameGroupBy) -> np.ndarray:
     return groups.ngroup().fillna(-1).to_numpy(dtype=np.int64)
 
 
-def step_summary(events: pd.DataFrame) -> pd.DataFrame:
+def step_summary(events: pd.DataFrame, replays: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per study x arm x cycle x step: wall, phase and I/O seconds, bytes, I/O share and MiB/s.
 
     ``events``: the cycles' records (records.cycle_records). Seconds are covered time: what a job's events
-    of a kind overlap (parallel copies, ranks writing at once) counts once.
+    of a kind overlap (parallel copies, ranks writing at once) counts once. ``replays``: the paired replays'
+    records (records.replay_records); the time they cover inside a job is the instrument's, not the job's:
+    it is left out of ``wall_s`` and shown as ``paired_replay_s``.
     """
     keys = ["study", "arm", "cycle", "step"]
     groups = events.groupby(keys, sort=True)
@@ -76,7 +78,17 @@ def step_summary(events: pd.DataFrame) -> pd.DataFrame:
         sums = pd.Series(events[column].to_numpy()[mask]).groupby(job[mask]).sum()
         return sums.reindex(range(len(out))).to_numpy()
 
-    out["wall_s"] = out["t_end"] - out["t_start"]
+    paired_replay_s = pd.Series(0.0, index=out.index)
+    if replays is not None and not replays.empty:
+        by_job = replays.groupby(keys, sort=True)
+        covered_replay = pd.Series(covered_per_group(group_codes(by_job), replays["t_start"].to_numpy(),
+                                                     replays["t_end"].to_numpy(), by_job.ngroups),
+                                   index=by_job.size().index)
+        paired_replay_s = covered_replay.reindex(out.index).fillna(0.0)
+        # the job's span covers its replay too (after its last event, or between its run and stage_out)
+        out["t_start"] = np.fmin(out["t_start"], by_job["t_start"].min().reindex(out.index))
+        out["t_end"] = np.fmax(out["t_end"], by_job["t_end"].max().reindex(out.index))
+    out["wall_s"] = out["t_end"] - out["t_start"] - paired_replay_s
     for name in PHASE_COLUMNS:
         out[f"{name}_s"] = covered(phase == name)
     out["io_s"] = covered(op.isin(IO_OPS))
@@ -99,6 +111,7 @@ def step_summary(events: pd.DataFrame) -> pd.DataFrame:
     out["write_MiB_per_s"] = (out["bytes_written"] / MiB / write_s).where(write_s > 0)
     staged_s = out["stage_in_s"] + out["stage_out_s"]
     out["staging_MiB_per_s"] = ((out["bytes_staged_in"] + out["bytes_staged_out"]) / MiB / staged_s).where(staged_s > 0)
+    out["paired_replay_s"] = paired_replay_s
     return out.drop(columns=["t_end"]).reset_index()
 
 
@@ -225,7 +238,7 @@ def aggregate(record_files: list[str | Path], tables: StudyTables, manifest_file
         # are written while pandas makes the summaries, from an Arrow table made here.
         events_written = background.submit(_write_events, pa.Table.from_pandas(events, preserve_index=False), tables)
         frames = {
-            tables.summary: step_summary(cycle_events),
+            tables.summary: step_summary(cycle_events, replay_records(events)[CYCLE_TABLE_COLUMNS]),
             tables.throughput: phase_throughput(cycle_events),
             tables.staging: staging_table(cycle_events),
             tables.tiers: tiers_table([Path(path) for path in manifest_files]),

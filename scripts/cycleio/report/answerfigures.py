@@ -1,14 +1,17 @@
 """The answer figures, from the tables: the cycle timeline (seed 001's monitoring view), the I/O share of
-wall time per step, what staging buys per arm, and the efficiency heatmap. Each figure is saved as every
+wall time per step, what staging buys per arm, the efficiency heatmap and where a step's storage seconds go
+(io_gap). Each figure is saved as every
 path it is given (PNG and SVG, by suffix)."""
 
 from __future__ import annotations
 
+import math
 import re
 
 import matplotlib
 
 matplotlib.use("Agg")
+import matplotlib.lines  # noqa: E402
 import matplotlib.patches  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
@@ -17,6 +20,9 @@ import seaborn as sns  # noqa: E402
 
 from ..config.calendar import FULL_CYCLE_STEPS  # noqa: E402
 from .aggregate import IO_OPS  # noqa: E402
+from .closeness import (AT_SPEED, DIRECTIONS, WITHIN_NOISE, io_gap_rows, replay_rows, seconds_text,  # noqa: E402
+                        step_rank)
+from ..units import MiB  # noqa: E402
 from .figsave import save_figure  # noqa: E402
 
 PHASES = ("stage_in", "run", "stage_out", "verify", "cleanup")
@@ -231,38 +237,174 @@ def staging_figure(cycles: pd.DataFrame, answers: pd.DataFrame, paths, title: st
 
 # ------------------------------------------------------------------------------------ efficiency heatmap
 
+VERDICT_MARKS = {AT_SPEED: "=", WITHIN_NOISE: "≈"}  # the other timed verdicts show as the colour's side of 1
+HEATMAP_LIMIT = 2  # log2: the colour scale runs from 1/4 to 4
+NOT_TIMED_COLOR = "#D9D9D9"
+CELL_COLUMNS = ["arm", "step", "direction", "efficiency", "efficiency_low", "efficiency_high", "timed", "verdict",
+                "shade", "label"]
 
-def efficiency_matrix(efficiency: pd.DataFrame) -> pd.DataFrame:
-    """Arm x (step, read/write) efficiency against the replay of the same bytes on the same tier."""
-    replay = efficiency[(efficiency["reference"] == "replay") & efficiency["efficiency"].notna()].copy()
-    if replay.empty:
+
+def cell_label(row) -> str:
+    """A cell's text: the ratio with its verdict's mark, the band below; "not timed" for a row too small to time
+    (its ratio is not shown: it means nothing)."""
+    if not row.timed:
+        return "not timed"
+    mark = VERDICT_MARKS.get(row.verdict)
+    text = f"{row.efficiency:.2f}" + (f" {mark}" if mark else "")
+    if pd.notna(row.efficiency_low) and pd.notna(row.efficiency_high):
+        text += f"\n{row.efficiency_low:.2f}-{row.efficiency_high:.2f}"
+    return text
+
+
+def efficiency_cells(efficiency: pd.DataFrame | None) -> pd.DataFrame:
+    """One cell per arm x step x direction against the replay (CELL_COLUMNS): ``shade`` is log2 of the efficiency
+    for a timed row and blank otherwise (a not-timed row is never coloured by its ratio), ``label`` its text. Of
+    several rows for one cell (tiers), the timed one moving the most bytes."""
+    rows = replay_rows(efficiency)
+    if rows.empty:
+        return pd.DataFrame(columns=CELL_COLUMNS)
+    rows = rows.sort_values(["timed", "surrogate_bytes"], ascending=False, kind="stable").drop_duplicates(
+        ["arm", "step", "direction"])
+    rows["shade"] = np.log2(rows["efficiency"].astype(float).where(rows["timed"] & (rows["efficiency"] > 0)))
+    rows["label"] = [cell_label(r) for r in rows.itertuples()]
+    rows["_rank"] = rows["step"].map(step_rank)
+    return rows.sort_values(["arm", "_rank", "direction"]).reindex(columns=CELL_COLUMNS).reset_index(drop=True)
+
+
+def efficiency_matrix(cells: pd.DataFrame, value: str = "shade") -> pd.DataFrame:
+    """Arm x (step, direction) of one column of efficiency_cells, steps in cycle order."""
+    if cells.empty:
         return pd.DataFrame()
-    replay["direction"] = replay["activity"].map(lambda a: "read" if str(a).endswith("read") else "write")
-    matrix = replay.pivot_table(index="arm", columns=["step", "direction"], values="efficiency", aggfunc="median")
+    matrix = cells.pivot(index="arm", columns=["step", "direction"], values=value)
     steps = step_order(matrix.columns.get_level_values(0))
-    order = [(s, d) for s in steps for d in ("read", "write") if (s, d) in matrix.columns]
-    return matrix[order]
+    return matrix[[(s, d) for s in steps for d in DIRECTIONS if (s, d) in matrix.columns]]
 
 
-def efficiency_heatmap(efficiency: pd.DataFrame, paths, title: str) -> None:
-    """Heatmap of efficiency_matrix: 1.0 (white) is the replay's speed; log colour scale from 1/4 to 4."""
-    matrix = efficiency_matrix(efficiency) if efficiency is not None and not efficiency.empty else pd.DataFrame()
-    n_cols = max(matrix.shape[1], 2)
-    fig, ax = plt.subplots(figsize=(max(7, 1.05 * n_cols + 3), 0.7 * max(len(matrix), 2) + 2.6))
-    if matrix.empty:
+def efficiency_heatmap(efficiency: pd.DataFrame | None, paths, title: str) -> None:
+    """Arm x step x direction, each step's MiB/s over its paired replay's: timed cells coloured on a log scale
+    centred on 1.0 (white) with the ratio and its band; not-timed cells hatched grey, never coloured."""
+    cells = efficiency_cells(efficiency)
+    shade, labels = efficiency_matrix(cells), efficiency_matrix(cells, "label")
+    timed = efficiency_matrix(cells, "timed")
+    n_rows, n_cols = max(len(shade), 1), max(shade.shape[1], 2)
+    fig, ax = plt.subplots(figsize=(max(7, 1.2 * n_cols + 3), 0.85 * n_rows + 2.8))
+    if shade.empty:
         _empty(ax, "no efficiency against a replay (benchmarks off or no replay)")
     else:
-        labels = [f"{step}\n{direction}" for step, direction in matrix.columns]
-        data = np.log2(matrix.to_numpy(dtype=float))
-        sns.heatmap(data, annot=matrix.to_numpy(dtype=float), fmt=".2f", cmap="RdBu", center=0, vmin=-2, vmax=2,
-                    xticklabels=labels, yticklabels=list(matrix.index), linewidths=0.5, linecolor="white", ax=ax,
-                    cbar_kws={"label": "efficiency (log2 scale): step MiB/s / replay MiB/s",
-                              "ticks": [-2, -1, 0, 1, 2]})
-        ax.collections[0].colorbar.set_ticklabels(["1/4", "1/2", "1", "2", "4"])
+        data = np.ma.masked_invalid(shade.to_numpy(dtype=float))
+        mesh = ax.pcolormesh(data, cmap="RdBu", vmin=-HEATMAP_LIMIT, vmax=HEATMAP_LIMIT, edgecolors="white",
+                             linewidth=1.5)
+        bar = fig.colorbar(mesh, ax=ax, ticks=range(-HEATMAP_LIMIT, HEATMAP_LIMIT + 1), pad=0.02)
+        bar.set_ticklabels(["1/4", "1/2", "1", "2", "4"])
+        bar.set_label("step MiB/s / replay MiB/s (log scale)")
+        for (y, x), text in np.ndenumerate(labels.to_numpy(dtype=object)):
+            if not isinstance(text, str):
+                ax.text(x + 0.5, y + 0.5, "no replay", ha="center", va="center", fontsize=7, color="grey")
+                continue
+            if not timed.iat[y, x]:
+                ax.add_patch(matplotlib.patches.Rectangle((x, y), 1, 1, facecolor=NOT_TIMED_COLOR, hatch="///",
+                                                          edgecolor="white", linewidth=1.5))
+            strong = np.ma.is_masked(data[y, x]) is False and abs(data[y, x]) > 1.2
+            ax.text(x + 0.5, y + 0.5, text, ha="center", va="center", fontsize=9.5,
+                    color="white" if strong else "black", fontstyle="normal" if timed.iat[y, x] else "italic")
+        ax.set_xticks(np.arange(shade.shape[1]) + 0.5, [f"{s}\n{d}" for s, d in shade.columns])
+        ax.set_yticks(np.arange(len(shade)) + 0.5, list(shade.index))
+        ax.set_ylim(len(shade), 0)
         ax.set(xlabel="step and direction", ylabel="arm")
-        ax.tick_params(axis="x", rotation=0)
-        ax.tick_params(axis="y", rotation=0)
-    ax.set_title(f"{title}\nEfficiency against a replay of the same bytes on the same tier (median where several)",
-                 fontsize=11)
-    fig.tight_layout()
+        ax.tick_params(length=0)
+        fig.text(0.01, 0.01, "in a cell: the ratio, below it the band (the step over the replay's fastest and slowest "
+                 "repetition).  = at the tier's speed,  ≈ within noise;\nred: slower than the tier, blue: faster "
+                 "than the replay.  Hatched grey: not timed (too few bytes or too short to time; its ratio means "
+                 "nothing).", fontsize=7.5, color="#333333", va="bottom")
+    ax.set_title(f"{title}\nHow close each step comes to a replay of its own files on the same tier", fontsize=11)
+    fig.tight_layout(rect=(0, 0.09, 1, 1))
+    save_figure(fig, paths)
+
+
+# ------------------------------------------------------------------------------------------------ io gap
+
+GAP_COLORS = {"tier_best_s": "#4C72B0", "pattern_s": "#DD8452", "cycleio_s": "#C44E52", "replay_s": "#9A9A9A"}
+GAP_LABELS = {"tier_best_s": "the tier at its best pattern", "pattern_s": "the step's file pattern (replay - best)",
+              "cycleio_s": "cycleio (step - replay)", "replay_s": "replay, the tier's best not measured"}
+
+
+def gap_segments(row) -> list[dict]:
+    """The stacked bar of one io_gap row: per part (GAP_LABELS) where it starts, its seconds and where its band's
+    error bar reaches (``x_low``, ``x_high``: the stack's end with the part at its band's edges). Where the tier's
+    best pattern was not measured, the replay is one part; with no replay, no part."""
+    if pd.isna(row.replay_s):
+        return []
+    parts = [("tier_best_s", None, None), ("pattern_s", "pattern_s_low", "pattern_s_high")]
+    if pd.isna(row.tier_best_s):
+        parts = [("replay_s", "replay_s_low", "replay_s_high")]
+    segments, left = [], 0.0
+    for part, low, high in [*parts, ("cycleio_s", "cycleio_s_low", "cycleio_s_high")]:
+        width = getattr(row, part)
+        if pd.isna(width):
+            continue
+        band = [getattr(row, low) if low else math.nan, getattr(row, high) if high else math.nan]
+        segments.append({"part": part, "left": left, "seconds": float(width),
+                         "x_low": left + band[0], "x_high": left + band[1]})
+        left += float(width)
+    return segments
+
+
+def io_gap_figure(io_gap: pd.DataFrame | None, paths, title: str) -> None:
+    """Per arm, for each timed step and direction, its storage seconds per job as a stacked bar: the tier at its
+    best pattern, what the step's file pattern adds, what cycleio adds (error bars: the bands); a diamond at the
+    step's own seconds."""
+    rows = io_gap_rows(io_gap)
+    arms = list(dict.fromkeys(rows["arm"])) if not rows.empty else []
+    heights = [0.6 * max((rows["arm"] == arm).sum(), 1) + 1.3 for arm in arms] or [3.0]
+    fig, axes = plt.subplots(len(heights), 1, figsize=(11, sum(heights) + 1.4), squeeze=False,
+                             gridspec_kw={"height_ratios": heights})
+    axes = axes[:, 0]
+    if not arms:
+        _empty(axes[0], "no timed step paired with a replay (benchmarks off, or no step moved enough to time)")
+    for ax, arm in zip(axes, arms):
+        mine = rows[rows["arm"] == arm].reset_index(drop=True)
+        ends, notes = [0.0], []
+        for y, row in enumerate(mine.itertuples()):
+            segments = gap_segments(row)
+            for seg in segments:
+                negative = seg["seconds"] < 0
+                ax.barh(y, seg["seconds"], left=seg["left"], height=0.6, color=GAP_COLORS[seg["part"]],
+                        edgecolor="white", hatch="//" if negative else None, linewidth=0.8)
+                end = seg["left"] + seg["seconds"]
+                if pd.notna(seg["x_low"]) and pd.notna(seg["x_high"]):
+                    ax.errorbar(end, y, xerr=[[max(end - seg["x_low"], 0)], [max(seg["x_high"] - end, 0)]],
+                                fmt="none", ecolor="black", elinewidth=1, capsize=3)
+                ends += [seg["left"], end, seg["x_high"] if pd.notna(seg["x_high"]) else end]
+            ax.plot(row.step_s, y, marker="D", color="black", markersize=6, linestyle="none")
+            ends.append(row.step_s)
+            segment_end = max([row.step_s, *(s["left"] + s["seconds"] for s in segments)])
+            best = "" if pd.isna(row.tier_best_s) else (
+                f"; tier's best: {row.best_reference}, {row.best_MiB_per_s:,.0f} MiB/s")
+            notes.append((segment_end, f"  step {seconds_text(row.step_s)} s{best}"))
+        right = max(ends) * 1.45 if max(ends) > 0 else 1.0
+        for y, row in enumerate(mine.itertuples()):
+            for seg in gap_segments(row):
+                if abs(seg["seconds"]) > 0.07 * right:
+                    ax.text(seg["left"] + seg["seconds"] / 2, y, seconds_text(seg["seconds"]), ha="center",
+                            va="center", fontsize=8, color="white")
+            ax.text(notes[y][0], y + 0.32, notes[y][1], va="center", fontsize=7.5, color="#333333")
+        labels = [f"{r.step} {r.direction}\n{r.bytes_per_job / MiB:,.0f} MiB, {r.files_per_job:,.0f} files"
+                  for r in mine.itertuples()]
+        ax.set_yticks(range(len(mine)), labels, fontsize=8)
+        ax.set_ylim(len(mine) - 0.4, -0.6)
+        ax.set_xlim(min(0.0, min(ends) * 1.1), right)
+        ax.axvline(0, color="black", linewidth=0.6)
+        tier = ", ".join(dict.fromkeys(mine["tier"].astype(str)))
+        ax.set_title(f"arm {arm} (tier {tier})", fontsize=10, loc="left")
+        ax.set_xlabel("storage seconds per job (mean over the jobs paired with a replay)")
+        ax.grid(axis="x", alpha=0.3)
+    handles = [matplotlib.patches.Patch(color=GAP_COLORS[p], label=GAP_LABELS[p]) for p in GAP_COLORS]
+    handles += [matplotlib.lines.Line2D([], [], marker="D", color="black", linestyle="none",
+                                        label="the step's own storage seconds"),
+                matplotlib.patches.Patch(facecolor="white", edgecolor="grey", hatch="//", label="negative: saves time")]
+    if arms:
+        fig.legend(handles=handles, loc="lower center", ncol=3, fontsize="small", frameon=False)
+    fig.suptitle(f"{title}\nWhere a step's storage seconds go: the tier, the file pattern, cycleio "
+                 "(error bars: the replay's fastest to slowest repetition)", fontsize=11)
+    fig.tight_layout(rect=(0, 0.75 / (sum(heights) + 1.4), 1, 1))
     save_figure(fig, paths)

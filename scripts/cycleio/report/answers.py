@@ -1,7 +1,8 @@
 """The study's answer: per arm, what a full cycle costs, what staging buys over the baseline, how close
-the steps come to the replay, and the write strategies' effective and actual write time.
+the steps come to the replay (in words: report.closeness), and the write strategies' effective and actual
+write time.
 
-Reads only the tables (step_summary, tiers, efficiency) and the write times of writefigures.write_times.
+Reads only the tables (step_summary, tiers, efficiency, io_gap) and the write times of writefigures.write_times.
 A cycle's wall time is the sum of its jobs' wall times (``cycle_wall_s``): on a shared machine the
 arms' jobs interleave, so the span from the first job's start to the last one's end would count waiting.
 The saving against the baseline is paired by cycle (the same cycle of both arms), and its spread is the
@@ -18,6 +19,7 @@ import pandas as pd
 
 from ..config.calendar import HALF_CYCLE_STEPS
 from ..storage.fsutil import landing
+from .closeness import CLOSE, arm_gap_sentence, replay_rows, timed_median, verdict_sentence
 
 NOISE_SIGMAS = 2.0  # a difference within this many standard errors of zero is noise
 CYCLE_COLUMNS = ("wall_s", "io_s", "staging_s", "stage_in_s", "stage_out_s", "verify_s", "cleanup_s", "run_io_s",
@@ -25,7 +27,8 @@ CYCLE_COLUMNS = ("wall_s", "io_s", "staging_s", "stage_in_s", "stage_out_s", "ve
 SUMMARY_COLUMNS = [
     "study", "arm", "host", "scratch_tier", "persistent_tier", "strategy", "n_cycles", "cycle_wall_s", "cycle_wall_sd_s",
     "io_share", "cycle_io_s", "cycle_staging_s", "baseline_arm", "saved_s", "saved_se_s", "saved_percent",
-    "verdict", "median_efficiency_vs_replay", "effective_write_s", "actual_write_s",
+    "verdict", "timed_rows", "close_rows", "timed_median_efficiency", "timed_median_efficiency_low",
+    "timed_median_efficiency_high", "efficiency_verdicts", "io_gap", "effective_write_s", "actual_write_s",
 ]
 
 
@@ -95,9 +98,12 @@ def verdict(saved: float, se: float, n: int) -> str:
 
 
 def arm_summary(summary: pd.DataFrame, tiers: pd.DataFrame, efficiency: pd.DataFrame | None = None,
-                write_times: pd.DataFrame | None = None, strategies: dict[str, str] | None = None) -> pd.DataFrame:
+                write_times: pd.DataFrame | None = None, strategies: dict[str, str] | None = None,
+                io_gap: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per arm (SUMMARY_COLUMNS). ``strategies``: each arm's forecast write strategy (else from
-    ``write_times``)."""
+    ``write_times``). Against the replay, over timed rows only: how many (``timed_rows``), how many at the tier's
+    speed or within noise (``close_rows``), the median efficiency and of its band's edges, and the sentences
+    ``efficiency_verdicts`` and ``io_gap`` (report.closeness)."""
     cycles = cycle_totals(summary)
     strategies = dict(strategies or {})
     if write_times is not None and not write_times.empty:
@@ -105,6 +111,7 @@ def arm_summary(summary: pd.DataFrame, tiers: pd.DataFrame, efficiency: pd.DataF
     arms = list(dict.fromkeys(cycles["arm"]))
     roles = arm_roles(tiers)
     base = baselines(roles, strategies, arms)
+    replays = replay_rows(efficiency) if efficiency is not None else None
     rows = []
     for arm in arms:
         mine = cycles[cycles["arm"] == arm]
@@ -129,9 +136,15 @@ def arm_summary(summary: pd.DataFrame, tiers: pd.DataFrame, efficiency: pd.DataF
             base_wall = cycles.loc[cycles["arm"] == base[arm], "wall_s"].mean()
             row.update(saved_s=saved, saved_se_s=se, saved_percent=100 * saved / base_wall if base_wall else math.nan,
                        verdict=verdict(saved, se, n))
-        if efficiency is not None and not efficiency.empty:
-            replay = efficiency[(efficiency["arm"] == arm) & (efficiency["reference"] == "replay")]["efficiency"]
-            row["median_efficiency_vs_replay"] = float(replay.median()) if replay.notna().any() else math.nan
+        if replays is not None and not replays.empty:
+            mine_replayed = replays[replays["arm"] == arm]
+            timed = mine_replayed[mine_replayed["timed"]]
+            median, low, high = timed_median(mine_replayed)
+            row.update(timed_rows=len(timed), close_rows=int(timed["verdict"].isin(CLOSE).sum()),
+                       timed_median_efficiency=median, timed_median_efficiency_low=low,
+                       timed_median_efficiency_high=high, efficiency_verdicts=verdict_sentence(mine_replayed))
+        if io_gap is not None and not io_gap.empty:
+            row["io_gap"] = arm_gap_sentence(io_gap, arm)
         if write_times is not None and not write_times.empty:
             times = write_times[write_times["arm"] == arm]
             if not times.empty:
@@ -172,17 +185,16 @@ def summary_markdown(table: pd.DataFrame, title: str) -> str:
              "Per arm, over its full cycles (a cycle's wall time sums its jobs' wall times). Saved: the baseline "
              "arm's cycle minus this arm's, paired by cycle, ± its standard error; within "
              f"{NOISE_SIGMAS:g} standard errors of zero it is noise.", "",
-             "| arm | scratch | cycles | cycle wall [s] | I/O share | staging [s] | saved vs baseline [s] | verdict "
-             "| median efficiency vs replay |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| arm | scratch | cycles | cycle wall [s] | I/O share | staging [s] | saved vs baseline [s] | verdict |",
+             "|---|---|---|---|---|---|---|---|"]
     for row in table.itertuples():
         saved = "-" if pd.isna(row.saved_s) else (
             f"{row.saved_s:+.2f}" + ("" if pd.isna(row.saved_se_s) else f" ± {row.saved_se_s:.2f}")
             + f" vs {row.baseline_arm}")
         wall = _fmt(row.cycle_wall_s) + ("" if pd.isna(row.cycle_wall_sd_s) else f" (sd {row.cycle_wall_sd_s:.2f})")
         lines.append(f"| {row.arm} | {row.scratch_tier or '-'} | {row.n_cycles} | {wall} | {_fmt(row.io_share, '.0%')} "
-                     f"| {_fmt(row.cycle_staging_s)} | {saved} | {row.verdict} "
-                     f"| {_fmt(row.median_efficiency_vs_replay)} |")
+                     f"| {_fmt(row.cycle_staging_s)} | {saved} | {row.verdict} |")
+    lines += closeness_markdown(table)
     strategies = table.dropna(subset=["effective_write_s"]) if "effective_write_s" in table else table.iloc[0:0]
     if not strategies.empty:
         lines += ["", "Forecast write strategies: seconds per forecast, mean over cycles (effective: what compute "
@@ -192,6 +204,24 @@ def summary_markdown(table: pd.DataFrame, title: str) -> str:
             lines.append(f"| {row.strategy} | {row.arm} | {row.effective_write_s:.3f} | {row.actual_write_s:.3f} |")
     lines += ["", best_arm_line(table), ""]
     return "\n".join(lines)
+
+
+def closeness_markdown(table: pd.DataFrame) -> list[str]:
+    """The summary's lines on how close the steps come to the storage: per arm, its verdicts against the replay
+    and where its largest step's storage seconds go (none when the benchmarks did not run)."""
+    lines = []
+    for row in table.itertuples():
+        said = [text[0].upper() + text[1:] for text in (getattr(row, "efficiency_verdicts", None),
+                                                        getattr(row, "io_gap", None))
+                if isinstance(text, str) and text]
+        if said:
+            lines.append(f"- {row.arm}: " + ". ".join(said) + ".")
+    if not lines:
+        return []
+    return ["", "How close to the storage: each step's MiB/s over a replay of its own files on the same tier, "
+            "repeated so each ratio has a band (the replay against itself); rows too small or too short to time "
+            "are named, never counted. Then, for each arm's step with the most storage seconds, what the tier "
+            "at its best, the file pattern and cycleio take of them, per job.", "", *lines]
 
 
 def write_summary(table: pd.DataFrame, csv_path: Path, md_path: Path, title: str, extra: str = "") -> str:
@@ -217,7 +247,8 @@ def model_markdown(fits: pd.DataFrame | None, capacity: pd.DataFrame | None) -> 
 
 
 def summary_table_from_tables(summary_csv: Path, tiers_csv: Path, events_parquet: Path,
-                              efficiency_csv: Path | None, out_csv: Path) -> pd.DataFrame:
+                              efficiency_csv: Path | None, out_csv: Path,
+                              io_gap_csv: Path | None = None) -> pd.DataFrame:
     """Read the tables and write summary.csv (one row per arm, SUMMARY_COLUMNS)."""
     from .writefigures import write_times
 
@@ -228,7 +259,8 @@ def summary_table_from_tables(summary_csv: Path, tiers_csv: Path, events_parquet
     fcst = events[events["step"] == "fcst"]
     strategies = fcst.dropna(subset=["strategy"]).groupby("arm")["strategy"].first().to_dict()
     efficiency = pd.read_csv(efficiency_csv) if efficiency_csv and Path(efficiency_csv).exists() else None
-    table = arm_summary(summary, tiers, efficiency, write_times(events, summary), strategies)
+    io_gap = pd.read_csv(io_gap_csv) if io_gap_csv and Path(io_gap_csv).exists() else None
+    table = arm_summary(summary, tiers, efficiency, write_times(events, summary), strategies, io_gap)
     with landing(Path(out_csv)) as tmp:
         table.to_csv(tmp, index=False)
     return table

@@ -4,6 +4,7 @@ benchmarks' MiB/s on the same tier)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -13,7 +14,7 @@ import pyarrow.csv as pa_csv
 
 from ..intervals import covered_per_group
 from .aggregate import group_codes, write_table
-from .records import cycle_records
+from .records import cycle_records, replay_records
 from ..benchmarks.common import COLUMNS
 from ..units import MiB
 
@@ -30,7 +31,8 @@ EFFICIENCY_COLUMNS = (
     "study", "arm", "tier", "step", "activity", "surrogate_jobs", "surrogate_bytes", "surrogate_summed_s",
     "surrogate_covered_s", "surrogate_MiB_per_s", "surrogate_cached_fraction", "reference", "reference_benchmark",
     "reference_pattern", "reference_operation", "reference_tool", "reference_tasks", "reference_from_cache",
-    "reference_MiB_per_s", "efficiency",
+    "reference_MiB_per_s", "efficiency", "reference_repetitions", "reference_s", "efficiency_low", "efficiency_high",
+    "timed", "verdict",
 )
 
 
@@ -61,89 +63,254 @@ def benchmark_table(points: pd.DataFrame) -> pd.DataFrame:
             .drop(columns="_order").reset_index(drop=True))
 
 
-def _references(bench: pd.DataFrame) -> pd.DataFrame:
-    """Per tier (and, for replays, step) and operation: the benchmark MiB/s a surrogate compares with.
+@dataclass(frozen=True)
+class Timing:
+    """When a ratio means something (config benchmarks.replay: min_bytes, min_seconds, tolerance; the
+    reasons in docs/performance.md): a row is timed when its step moved at least ``min_bytes`` per job
+    and both the step and its reference took at least ``min_seconds`` per job."""
 
-    Replays (same files and bytes as the step), and every io pattern at 1 task (the surrogates are
-    serial) and at its best task count (what the tier can do).
-    """
-    means = bench[(bench["aggregate"] == "mean") & bench["bw_MiB_per_s"].notna()]
+    min_bytes: int = 32 * MiB
+    min_seconds: float = 0.1
+    tolerance: float = 0.15
+
+
+VERDICTS = ("at the tier's speed", "slower than the tier", "faster than the replay", "within noise", "not timed")
+
+
+def verdict(efficiency: float, low: float, high: float, timed: bool, tolerance: float) -> str:
+    """A row's verdict: ``not timed``; ``at the tier's speed`` within 1 +/- ``tolerance``; else ``within noise``
+    when the band (``low``, ``high``) still holds 1.0; else slower or faster."""
+    if not timed or pd.isna(efficiency):
+        return "not timed"
+    if abs(efficiency - 1.0) <= tolerance:
+        return "at the tier's speed"
+    if not (pd.isna(low) or pd.isna(high)) and low <= 1.0 <= high:
+        return "within noise"
+    return "slower than the tier" if efficiency < 1.0 else "faster than the replay"
+
+
+def _io_rows(events: pd.DataFrame) -> pd.DataFrame:
+    io = events[events["op"].isin(["read", "write", "copy"]) & (events["bytes"] > 0)].copy()
+    io["cached_fraction"] = io["cached_fraction"].astype(float) if "cached_fraction" in io else float("nan")
+    for column in ("n_files", "nranks"):  # tables of records from before these were kept
+        if column not in io:
+            io[column] = 1
+    io["cached_bytes"] = io["cached_fraction"] * io["bytes"]
+    io["measured_bytes"] = io["bytes"].where(io["cached_fraction"].notna(), 0)
+    return io
+
+
+def _per_job(io: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Per ``keys`` (a job's step and activity): bytes, summed and covered seconds (overlaps once), files."""
+    groups = io.groupby(keys, sort=True)
+    jobs = groups.agg(bytes=("bytes", "sum"), summed_s=("seconds", "sum"), cached_bytes=("cached_bytes", "sum"),
+                      measured_bytes=("measured_bytes", "sum"), files=("n_files", "sum"))
+    jobs["covered_s"] = covered_per_group(group_codes(groups), io["t_start"].to_numpy(),
+                                          (io["t_start"] + io["seconds"]).to_numpy(), len(jobs))
+    return jobs
+
+
+def paired_jobs(events: pd.DataFrame) -> pd.DataFrame:
+    """One row per paired job's step, direction and replay repetition: the step's run-phase bytes and covered
+    seconds beside its replay's (records phase ``replay``, benchmarks.paired) bytes and seconds."""
+    keys = ["study", "arm", "tier", "step", "cycle", "op"]
+    replays = replay_records(events)
+    replays = replays[replays["op"].isin(["read", "write"])]
+    if replays.empty:
+        return pd.DataFrame(columns=[*keys, "repetition", "step_bytes", "step_covered_s", "step_summed_s",
+                                     "step_files", "step_cached_fraction", "nranks", "replay_bytes", "replay_s",
+                                     "replay_cached_fraction"])
+    run = _io_rows(cycle_records(events))
+    run = run[(run["phase"] == "run") & run["op"].isin(["read", "write"])]
+    steps = _per_job(run, keys)
+    steps["nranks"] = run.groupby(keys, sort=True)["nranks"].max()
+    steps = steps.rename(columns={"bytes": "step_bytes", "covered_s": "step_covered_s", "summed_s": "step_summed_s",
+                                  "files": "step_files"})
+    steps["step_cached_fraction"] = (steps["cached_bytes"] / steps["measured_bytes"]).where(steps["measured_bytes"] > 0)
+    replays = replays.assign(cached_bytes=replays["cached_fraction"].fillna(0) * replays["bytes"])
+    reps = replays.groupby([*keys, "repetition"], sort=True).agg(
+        replay_bytes=("bytes", "sum"), replay_s=("seconds", "sum"), cached_bytes=("cached_bytes", "sum"))
+    reps["replay_cached_fraction"] = reps.pop("cached_bytes") / reps["replay_bytes"]
+    pairs = reps.reset_index().merge(steps.drop(columns=["cached_bytes", "measured_bytes"]).reset_index(),
+                                     on=keys, how="inner")
+    return pairs
+
+
+def _paired_rows(pairs: pd.DataFrame) -> pd.DataFrame:
+    """Per arm, tier, step and direction: the step over its paired replays (the efficiency table's ``replay`` rows);
+    the reference is the replays' median bytes over their median seconds, summed over the paired jobs."""
+    keys = ["study", "arm", "tier", "step", "op"]
+    pairs = pairs.assign(ratio=(pairs["step_bytes"] / pairs["step_covered_s"]) / (pairs["replay_bytes"] / pairs["replay_s"]))
+    rows = []
+    for key, group in pairs.groupby(keys, sort=True):
+        jobs = group.drop_duplicates("cycle")
+        per_rep = group.groupby("repetition").agg(nbytes=("replay_bytes", "sum"), seconds=("replay_s", "sum"))
+        nbytes, covered = jobs["step_bytes"].sum(), jobs["step_covered_s"].sum()
+        surrogate = nbytes / MiB / covered if covered > 0 else float("nan")
+        measured = jobs["step_cached_fraction"].notna()
+        rows.append({**dict(zip(keys, key)), "surrogate_jobs": len(jobs), "surrogate_bytes": nbytes,
+                     "surrogate_summed_s": jobs["step_summed_s"].sum(), "surrogate_covered_s": covered,
+                     "surrogate_MiB_per_s": surrogate,
+                     "surrogate_cached_fraction": (jobs["step_cached_fraction"] * jobs["step_bytes"])[measured].sum()
+                     / jobs["step_bytes"][measured].sum() if measured.any() else float("nan"),
+                     "reference": "replay", "reference_benchmark": "replay", "reference_pattern": key[3],
+                     "reference_operation": key[4], "reference_tool": "fio", "reference_tasks": 1,
+                     "reference_from_cache": bool(key[4] == "read" and group["replay_cached_fraction"].mean() > 0.5),
+                     "reference_MiB_per_s": float(per_rep["nbytes"].median() / MiB / per_rep["seconds"].median()),
+                     "reference_repetitions": len(per_rep),
+                     "reference_s": float(per_rep["seconds"].median()) / len(jobs),
+                     "efficiency_low": float(group["ratio"].min()), "efficiency_high": float(group["ratio"].max())})
+    out = pd.DataFrame(rows)
+    if not out.empty:
+        out["activity"] = "run:" + out.pop("op")
+    return out
+
+
+def _references(bench: pd.DataFrame) -> pd.DataFrame:
+    """Per tier and operation, the IOR/fio patterns a step compares with besides its replay: every io pattern
+    at 1 task (the surrogates' one writer) and at its best task count (what the tier can do), with the
+    fastest and slowest repetition of that point for the band."""
+    aggregates = bench[(bench["benchmark"] == "io") & bench["bw_MiB_per_s"].notna()]
+    point = ["tier", "pattern", "operation", "tasks"]
+    spread = aggregates.pivot_table(index=point, columns="aggregate", values="bw_MiB_per_s", aggfunc="first")
+    counts = aggregates[aggregates["aggregate"] == "rep"].groupby(point).size()
     refs = []
-    for row in means[means["benchmark"] == "replay"].itertuples():
-        refs.append({"tier": row.tier, "step": row.pattern, "reference": "replay", "reference_benchmark": "replay",
-                     "reference_pattern": row.pattern, "reference_operation": row.operation,
-                     "reference_tool": row.tool, "reference_tasks": row.tasks,
-                     "reference_from_cache": row.cache_risk, "reference_MiB_per_s": row.bw_MiB_per_s})
-    io = means[means["benchmark"] == "io"]
-    for (tier, pattern, operation), group in io.groupby(["tier", "pattern", "operation"], sort=True):
+    means = aggregates[aggregates["aggregate"] == "mean"]
+    for (tier, pattern, operation), group in means.groupby(["tier", "pattern", "operation"], sort=True):
         picks = []
         single = group[group["tasks"] == 1]
         if not single.empty:
             picks.append((f"{pattern}, 1 task", single.iloc[0]))
         picks.append((f"{pattern}, best", group.loc[group["bw_MiB_per_s"].idxmax()]))
         for label, row in picks:
-            refs.append({"tier": tier, "step": None, "reference": label, "reference_benchmark": "io",
+            at = (tier, pattern, operation, row["tasks"])
+            refs.append({"tier": tier, "reference": label, "reference_benchmark": "io",
                          "reference_pattern": pattern, "reference_operation": operation,
                          "reference_tool": row["tool"], "reference_tasks": row["tasks"],
-                         "reference_from_cache": row["cache_risk"], "reference_MiB_per_s": row["bw_MiB_per_s"]})
-    return pd.DataFrame(refs, columns=["tier", "step", "reference", "reference_benchmark", "reference_pattern",
+                         "reference_from_cache": row["cache_risk"], "reference_MiB_per_s": row["bw_MiB_per_s"],
+                         "reference_repetitions": int(counts.get(at, 1)),
+                         "reference_max_MiB_per_s": spread.loc[at].get("max", row["bw_MiB_per_s"]),
+                         "reference_min_MiB_per_s": spread.loc[at].get("min", row["bw_MiB_per_s"])})
+    return pd.DataFrame(refs, columns=["tier", "reference", "reference_benchmark", "reference_pattern",
                                        "reference_operation", "reference_tool", "reference_tasks",
-                                       "reference_from_cache", "reference_MiB_per_s"])
+                                       "reference_from_cache", "reference_MiB_per_s", "reference_repetitions",
+                                       "reference_max_MiB_per_s", "reference_min_MiB_per_s"])
 
 
-def efficiency_table(bench: pd.DataFrame, events: pd.DataFrame) -> pd.DataFrame:
-    """One row per arm x tier x step x I/O activity x reference: surrogate MiB/s over benchmark MiB/s.
+def _judge(table: pd.DataFrame, timing: Timing) -> pd.DataFrame:
+    """``timed`` and ``verdict`` of every row (see :class:`Timing` and :func:`verdict`)."""
+    jobs = table["surrogate_jobs"].clip(lower=1)
+    reference_s = table["reference_s"].fillna(table["surrogate_bytes"] / jobs / MiB / table["reference_MiB_per_s"])
+    table["timed"] = ((table["surrogate_bytes"] / jobs >= timing.min_bytes)
+                      & (table["surrogate_covered_s"] / jobs >= timing.min_seconds)
+                      & (reference_s >= timing.min_seconds) & table["efficiency"].notna()).astype(bool)
+    table["verdict"] = [verdict(e, lo, hi, t, timing.tolerance) for e, lo, hi, t in
+                        zip(table["efficiency"], table["efficiency_low"], table["efficiency_high"], table["timed"])]
+    return table
 
-    The surrogate's seconds are those of step_summary and phase_throughput: per job (arm, cycle, step), the
-    time its events of the activity cover, overlapping events (parallel copies, ranks writing at once)
-    once; summed over the jobs (``surrogate_covered_s``, which divides the bytes). ``surrogate_summed_s``
-    adds every event's seconds up. Reads compare with reads; writes and staging copies (timed on the
-    tier they land on) with writes.
+
+def efficiency_table(bench: pd.DataFrame, events: pd.DataFrame, timing: Timing = Timing()) -> pd.DataFrame:
+    """One row per arm x tier x step x I/O activity x reference: the step's MiB/s over the reference's.
+
+    Reference ``replay``: the run phase of the paired jobs only, over their paired replays (:func:`paired_jobs`):
+    the median of the repetitions' MiB/s, and the band from the fastest to the slowest repetition of any paired
+    job (the replay against itself). Other references: the IOR/fio patterns on the tier (:func:`_references`),
+    against every job of the step, their band from the point's slowest and fastest repetition. A step's seconds
+    are those of step_summary: per job, the time its events of the activity cover, overlapping events (parallel
+    copies, ranks writing at once) once, summed over the jobs (``surrogate_covered_s``); ``surrogate_summed_s``
+    adds every event's seconds up. Reads compare with reads; writes and staging copies (timed on the tier they
+    land on) with writes. ``timed`` and ``verdict``: :func:`_judge`.
     """
-    events = cycle_records(events)
-    io = events[events["op"].isin(["read", "write", "copy"]) & (events["bytes"] > 0)].copy()
+    io = _io_rows(cycle_records(events))
     if io.empty:
         return pd.DataFrame(columns=list(EFFICIENCY_COLUMNS))
     io["activity"] = io["phase"] + ":" + io["op"]
-    if "cached_fraction" not in io:
-        io["cached_fraction"] = float("nan")
-    io["cached_bytes"] = io["cached_fraction"] * io["bytes"]
-    io["measured_bytes"] = io["bytes"].where(io["cached_fraction"].notna(), 0)
     keys = ["study", "arm", "tier", "step", "activity"]
-    per_job = io.groupby([*keys, "cycle"], sort=True)
-    jobs = per_job.agg(surrogate_bytes=("bytes", "sum"), surrogate_summed_s=("seconds", "sum"),
-                       cached_bytes=("cached_bytes", "sum"), measured_bytes=("measured_bytes", "sum"))
-    jobs["surrogate_covered_s"] = covered_per_group(group_codes(per_job), io["t_start"].to_numpy(),
-                                                    (io["t_start"] + io["seconds"]).to_numpy(), len(jobs))
+    jobs = _per_job(io, [*keys, "cycle"])
     jobs["surrogate_jobs"] = 1
     surrogate = jobs.groupby(level=keys, sort=True).sum().reset_index()
+    surrogate = surrogate.rename(columns={"bytes": "surrogate_bytes", "summed_s": "surrogate_summed_s",
+                                          "covered_s": "surrogate_covered_s"})
     # reads: the share of their bytes the page cache held as they began (blank where not measured)
     surrogate["surrogate_cached_fraction"] = (surrogate["cached_bytes"] / surrogate["measured_bytes"]).where(
         surrogate["measured_bytes"] > 0)
     surrogate["surrogate_MiB_per_s"] = (surrogate["surrogate_bytes"] / MiB / surrogate["surrogate_covered_s"]).where(
         surrogate["surrogate_covered_s"] > 0)
     surrogate["reference_operation"] = surrogate["activity"].map(lambda a: "read" if a.endswith(":read") else "write")
-    refs = _references(bench)
-    replay = refs[refs["reference"] == "replay"]
-    patterns = refs[refs["reference"] != "replay"].drop(columns="step")
-    run = surrogate[surrogate["activity"].str.startswith("run:")]
-    merged = pd.concat([
-        run.merge(replay, on=["tier", "step", "reference_operation"], how="inner"),
-        surrogate.merge(patterns, on=["tier", "reference_operation"], how="inner"),
-    ], ignore_index=True)
+    patterns = surrogate.merge(_references(bench), on=["tier", "reference_operation"], how="inner")
+    patterns["efficiency_low"] = patterns["surrogate_MiB_per_s"] / patterns.pop("reference_max_MiB_per_s")
+    patterns["efficiency_high"] = patterns["surrogate_MiB_per_s"] / patterns.pop("reference_min_MiB_per_s")
+    merged = pd.concat([frame for frame in (_paired_rows(paired_jobs(events)), patterns) if not frame.empty],
+                       ignore_index=True) if not patterns.empty or not replay_records(events).empty else pd.DataFrame()
     if merged.empty:
         return pd.DataFrame(columns=list(EFFICIENCY_COLUMNS))
     merged["efficiency"] = merged["surrogate_MiB_per_s"] / merged["reference_MiB_per_s"]
     merged["reference_tasks"] = merged["reference_tasks"].astype("Int64")
+    merged["reference_repetitions"] = merged["reference_repetitions"].astype("Int64")
+    if "reference_s" not in merged:
+        merged["reference_s"] = float("nan")
+    merged = _judge(merged, timing)
     return merged.reindex(columns=list(EFFICIENCY_COLUMNS)).sort_values(
         ["arm", "tier", "step", "activity", "reference"], kind="stable").reset_index(drop=True)
 
 
+IO_GAP_COLUMNS = (
+    "study", "arm", "tier", "step", "direction", "jobs", "files_per_job", "bytes_per_job", "step_s", "replay_s",
+    "replay_s_low", "replay_s_high", "best_reference", "best_tool", "best_MiB_per_s", "tier_best_s", "pattern_s",
+    "pattern_s_low", "pattern_s_high", "cycleio_s", "cycleio_s_low", "cycleio_s_high", "timed",
+)
+
+
+def _best_point(bench: pd.DataFrame, tier: str, operation: str, tasks: int) -> pd.Series | None:
+    """The tier's best pattern for a job of ``tasks`` tasks: the io pattern named ``easy`` (else the fastest
+    pattern) at the job's task count, else at the most tasks measured below it, else at the fewest."""
+    means = bench[(bench["benchmark"] == "io") & (bench["aggregate"] == "mean") & (bench["tier"] == tier)
+                  & (bench["operation"] == operation) & bench["bw_MiB_per_s"].notna()]
+    if means.empty:
+        return None
+    if (means["pattern"] == "easy").any():
+        means = means[means["pattern"] == "easy"]
+    below = means[means["tasks"] <= tasks]
+    at = below[below["tasks"] == below["tasks"].max()] if not below.empty else means[means["tasks"] == means["tasks"].min()]
+    return at.loc[at["bw_MiB_per_s"].idxmax()]
+
+
+def io_gap_table(bench: pd.DataFrame, events: pd.DataFrame, timing: Timing = Timing()) -> pd.DataFrame:
+    """Where a paired step's run-phase I/O seconds go, per job (means over the paired jobs): what the tier's
+    best pattern would take for its bytes (``tier_best_s``), what the step's own file pattern adds (its
+    replay minus that: ``pattern_s``), and what cycleio adds (the step minus its replay: ``cycleio_s``);
+    ``_low``/``_high`` from the replay's fastest and slowest repetition."""
+    pairs = paired_jobs(events)
+    rows = []
+    for (study, arm, tier, step, op), group in pairs.groupby(["study", "arm", "tier", "step", "op"], sort=True):
+        jobs = group.drop_duplicates("cycle")
+        n = len(jobs)
+        per_rep = group.groupby("repetition")["replay_s"].sum() / n
+        step_s, nbytes = jobs["step_covered_s"].sum() / n, jobs["step_bytes"].sum() / n
+        replay_s, low, high = float(per_rep.median()), float(per_rep.min()), float(per_rep.max())
+        best = _best_point(bench, tier, op, int(jobs["nranks"].max()))
+        best_s = nbytes / MiB / best["bw_MiB_per_s"] if best is not None else float("nan")
+        tasks = int(best["tasks"]) if best is not None else 0
+        rows.append({"study": study, "arm": arm, "tier": tier, "step": step, "direction": op, "jobs": n,
+                     "files_per_job": jobs["step_files"].sum() / n, "bytes_per_job": nbytes, "step_s": step_s,
+                     "replay_s": replay_s, "replay_s_low": low, "replay_s_high": high,
+                     "best_reference": f"{best['pattern']}, {tasks} task{'s' if tasks != 1 else ''}" if best is not None else "",
+                     "best_tool": best["tool"] if best is not None else "",
+                     "best_MiB_per_s": best["bw_MiB_per_s"] if best is not None else float("nan"),
+                     "tier_best_s": best_s, "pattern_s": replay_s - best_s, "pattern_s_low": low - best_s,
+                     "pattern_s_high": high - best_s, "cycleio_s": step_s - replay_s, "cycleio_s_low": step_s - high,
+                     "cycleio_s_high": step_s - low,
+                     "timed": bool(nbytes >= timing.min_bytes and step_s >= timing.min_seconds
+                                   and replay_s >= timing.min_seconds)})
+    return pd.DataFrame(rows, columns=list(IO_GAP_COLUMNS))
+
+
 def write_benchmark_tables(point_files: list[str | Path], events_path: Path, *, benchmarks_csv: Path,
-                           benchmarks_parquet: Path, efficiency: Path) -> None:
-    """The benchmarks table (CSV and Parquet) and the efficiency table, where the caller names them."""
+                           benchmarks_parquet: Path, efficiency: Path, io_gap: Path, timing: Timing = Timing()) -> None:
+    """The benchmarks table (CSV and Parquet), the efficiency table and the I/O gap table, where the caller
+    names them."""
     bench = benchmark_table(load_points(point_files))
     events = pd.read_parquet(events_path)
     for path, frame in ((benchmarks_parquet, bench), (benchmarks_csv, bench),
-                        (efficiency, efficiency_table(bench, events))):
+                        (efficiency, efficiency_table(bench, events, timing)), (io_gap, io_gap_table(bench, events, timing))):
         write_table(frame, Path(path))

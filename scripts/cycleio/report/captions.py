@@ -60,9 +60,11 @@ def _summary_numbers(summary_csv) -> dict[str, str]:
         return {}
     numbers = {"best": best_arm_line(table),
                "arms": "; ".join(_arm_sentence(row) for row in table.itertuples()) + "."}
-    eff = table.dropna(subset=["median_efficiency_vs_replay"])
-    if not eff.empty:
-        numbers["efficiency"] = ", ".join(f"{r.arm} {r.median_efficiency_vs_replay:.2f}" for r in eff.itertuples())
+    if "efficiency_verdicts" in table:
+        said = [f"{r.arm}: {r.efficiency_verdicts}" for r in table.itertuples()
+                if isinstance(r.efficiency_verdicts, str) and r.efficiency_verdicts]
+        if said:
+            numbers["efficiency"] = "; ".join(said) + "."
     writes = table.dropna(subset=["effective_write_s"])
     if not writes.empty:
         numbers["strategies"] = "; ".join(
@@ -153,19 +155,29 @@ def _benchmarks(t) -> str:
 
 
 def _efficiency(t) -> str:
-    replay = t[t["reference"] == "replay"]
+    from .closeness import NOT_TIMED, VERDICTS, replay_rows, verdict_counts
+
+    replay = replay_rows(t)
     if replay.empty:
         return "no replay ran (benchmarks.replay.enabled false)."
-    medians = replay.groupby("arm")["efficiency"].median()
-    text = "median against the replay: " + ", ".join(f"{arm} {value:.2f}" for arm, value in medians.items())
-    from ..benchmarks.replay import TIMED_BYTES
-
-    timed = replay[replay["surrogate_bytes"] >= TIMED_BYTES]
-    if not timed.empty:
-        low = timed.loc[timed["efficiency"].idxmin()]
-        text += (f"; the lowest of the steps moving {TIMED_BYTES // 2**20} MiB or more: {low['arm']} {low['step']} "
-                 f"{low['activity']} {low['efficiency']:.2f}")
+    counts = verdict_counts(replay)
+    timed = len(replay) - counts[NOT_TIMED]
+    text = f"{timed} of {len(replay)} rows against the replay are timed"
+    if timed:
+        text += ": " + ", ".join(f"{counts[v]} {v}" for v in VERDICTS if v != NOT_TIMED and counts[v])
+    untimed = replay[~replay["timed"]]
+    if not untimed.empty:
+        text += "; not timed (too few bytes or too short to time, ratio not read): " + ", ".join(
+            f"{r.arm} {r.step} {r.direction}" for r in untimed.itertuples())
     return text + "."
+
+
+def _io_gap(t) -> str:
+    from .closeness import arm_gap_sentence
+
+    said = [(arm, arm_gap_sentence(t, arm)) for arm in dict.fromkeys(t["arm"])]
+    said = [f"{arm}: {text}" for arm, text in said if text]
+    return "; ".join(said) + "." if said else "no step moved enough to time."
 
 
 def _fieldio(t) -> str:
@@ -209,6 +221,7 @@ TABLE_SENTENCES = {
     "cycle_timeline.csv": [("cycle_timeline", _timeline)],
     "benchmarks.csv": [("benchmarks", _benchmarks), ("fieldio", _fieldio)],
     "efficiency.csv": [("efficiency", _efficiency)],
+    "io_gap.csv": [("io_gap", _io_gap)],
     "scaling_fit.csv": [("scaling_fit", _fits)],
     "capacity.csv": [("capacity", _plan)],
 }

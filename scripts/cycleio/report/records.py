@@ -29,17 +29,28 @@ from ..storage.fsutil import landing
 PHASES = ("stage_in", "run", "stage_out", "verify", "cleanup")
 COUNTER_TOOLS = (KERNEL_TOOL, CGROUP_TOOL)  # records of what the kernel counted, not of cycleio's own events
 ARRIVALS = ("coldstart", "dump")  # jobs (a record's ``step``) whose data arrive from outside the cycle
+REPLAY = "replay"  # the phase of a paired replay's records: the instrument, not the cycle's I/O
 
 
 def cycle_records(events):
-    """The records of the cycles' own jobs, without ``ARRIVALS``: what every table of the cycles' I/O counts.
+    """The records of the cycles' own jobs, without ``ARRIVALS`` and without the paired replays' records
+    (phase ``REPLAY``): what every table of the cycles' I/O counts.
 
     The kernel's counts (kernelio: tools ``kernel`` and ``cgroup``) are left out too: they restate the
     bytes of a whole phase, and only the accounting table (report/accounting.py) reads them.
-    ``events``: a pandas DataFrame of records (io_events, or a selection of its columns with ``step``, and ``tool`` if it holds the kernel's).
+    ``events``: a pandas DataFrame of records (io_events, or a selection of its columns with ``step``).
     """
-    cycles = ~events["step"].isin(ARRIVALS)
-    return events[cycles & ~events["tool"].isin(COUNTER_TOOLS)] if "tool" in events else events[cycles]
+    keep = ~events["step"].isin(ARRIVALS)
+    if "phase" in events:
+        keep &= events["phase"] != REPLAY
+    if "tool" in events:
+        keep &= ~events["tool"].isin(COUNTER_TOOLS)
+    return events[keep]
+
+
+def replay_records(events):
+    """The paired replays' records (phase ``REPLAY``) of the cycles' jobs."""
+    return events[(events["phase"] == REPLAY) & ~events["step"].isin(ARRIVALS)]
 
 
 @dataclass
@@ -68,6 +79,7 @@ class Record:
     transfers: int = 0  # storage calls that moved the bytes (0: not counted); bytes/transfers = transfer size
     cached_fraction: float | None = None  # a read's file: share in the page cache when the read began
     mpiio: str = ""  # the shared-file write strategies' MPI-IO mode (collective, independent); "" for the others
+    repetition: int = 0  # a paired replay's repetition (phase ``replay``)
 
 
 RECORD_FIELDS = tuple(f.name for f in fields(Record))

@@ -223,18 +223,20 @@ def _keep_failed_attempt(records: RecordLog, folder: Path, attempt: int, phase: 
 
 
 def run_step(settings: ArmSettings, cycle: str, step: str, records_path: Path, manifest_path: Path,
-             attempt: int = 1, failed_attempts: Path | None = None) -> dict:
+             attempt: int = 1, failed_attempts: Path | None = None, replay=None) -> dict:
     """Run one step of one cycle (``step`` = ``cycle`` runs all the cycle's steps in one job).
 
     ``attempt`` is Snakemake's (1, then 2 for a retry), which the records carry; a failed attempt's
     records go to ``failed_attempts`` if given. The config's ``faults`` aimed at this job fire here.
+    ``replay``: for a job paired with a replay (benchmarks.paired.PairedReplay), its ``run`` right after
+    each step, in the step's folder on scratch; fio's own output goes beside the records (``*.replay.raw``).
 
     The kernel counts each phase's I/O beside the records (kernelio.counted, one window each: stage_in,
     each step's run, stage_out with its verify, cleanup; unstaged: run and verify). Inside a window: this
     process's reads and writes, its threads', and those of the children it reaps (the forecast's launcher
     and ranks), the log's lines and the counters' own reads (a few KiB). Left out: the libraries' imports
     (done before the windows open: _import_libraries), the forecast ranks' start-up (each rank reports it),
-    and everything between the windows (the page-cache drop, the manifest, the records file).
+    the paired replay, and everything between the windows (the page-cache drop, the manifest, the records).
     """
     t_job, t0 = time.time(), time.perf_counter()
     faults = JobFaults(settings.faults, attempt)
@@ -280,6 +282,11 @@ def run_step(settings: ArmSettings, cycle: str, step: str, records_path: Path, m
                 with counted(records, step=name, phase="run", **scratch.fields()) as kernel:
                     _run_step(settings, name, per_step[name], rundir, ctx, records, scratch, cache_cold, label,
                               faults, mpi, kernel)
+                if replay is not None:
+                    phase = "replay"
+                    replay.run(name, records, scratch, rundir / f".replay.{cycle}.{name}",
+                               records_path.with_name(f"{step}.replay.raw"), label)
+                    phase = "run"
 
         if settings.staged:
             phase = "stage_out"

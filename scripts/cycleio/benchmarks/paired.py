@@ -1,0 +1,123 @@
+"""A step's paired replay: right after the step ran, inside its job, fio does the step's reads and writes
+again on the same tier, a few times, so the efficiency table compares the step with the storage doing
+the same work in the same conditions, and the repetitions give each ratio its band.
+
+What "the same" means (benchmarks.replay.replay_specs): the step's files in size classes (count, mean
+size, the step's own transfer size), fsync per written file as the step lands them; reads read files
+fio lays out first and reads once (not timed: the step's inputs had been read once too, by staging's
+verify or by the job that wrote them), then from the page cache where the step's reads found their
+files cached, else from storage (fio ``--invalidate=1`` drops the files' pages first).
+
+Writes alternate between two page states, because which one a step met is not known and on a VM they
+differ by up to seven times: even repetitions write new files beside everything else (pages from the
+free pool, which a VM with free page reporting has handed back to its host: first touches, slow), odd
+ones first delete the files of the repetition before and write where they were (pages the kernel just
+freed: fast). bench/RESULTS.md has both on the README's VM ("fresh pages over reused"). The band of
+each write row spans the two, so a step is judged against what the tier does in either state; on a
+machine whose memory does not go back to a host they agree and the band is the replay's own noise.
+
+The replay's results are records (phase ``replay``, tool ``fio``, one per repetition and operation),
+so they travel with the job's records; no table of the cycle's I/O counts them (records.cycle_records),
+and a job's wall time leaves them out (aggregate.step_summary).
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..storage.tiers import TierSite
+from ..units import MiB
+from .common import parse_run, run_tool, time_limit
+from .replay import make_room, replay_specs, replay_totals
+from .specs import ReplaySpec
+from .tools import fio, find_tool
+
+log = logging.getLogger("cycleio")
+
+
+@dataclass(frozen=True)
+class PairedReplay:
+    """A job's replay settings (config benchmarks.replay; ArmSettings.replay holds them for a paired job)."""
+
+    repetitions: int = 2
+    transfer_size_bytes: int = 0  # 0: each size class's own mean transfer (the schema's auto)
+    max_files: int = 100
+    fio_path: str = ""
+
+    @classmethod
+    def from_settings(cls, settings: dict) -> "PairedReplay | None":
+        """None for a job that is not paired (its settings' ``replay`` is empty)."""
+        return cls(**settings) if settings else None
+
+    def run(self, step: str, records, scratch: TierSite, folder: Path, raw_dir: Path, label: str) -> None:
+        """Replay ``step``'s run-phase reads and writes (its records so far in ``records``, a RecordLog) in
+        ``folder`` on ``scratch``, ``repetitions`` times, adding a record per repetition and operation."""
+        import pandas as pd
+
+        own = [r for r in records.records if r.step == step and r.phase == "run" and r.op in ("read", "write")]
+        if not own:
+            return
+        events = pd.DataFrame([{"arm": r.arm, "cycle": r.cycle, "step": r.step, "phase": r.phase, "op": r.op,
+                                "tier": r.tier, "bytes": r.bytes, "transfers": r.transfers,
+                                "cached_fraction": r.cached_fraction} for r in own])
+        spec = ReplaySpec(transfer_size_bytes=self.transfer_size_bytes, max_files=self.max_files)
+        plans = {plan["op"]: plan for plan in replay_specs(events, scratch.tier.name, spec)}
+        path = find_tool("fio", self.fio_path)
+        if not path:
+            raise RuntimeError(f"{label} the paired replay needs fio: not found on PATH and benchmarks.fio_path is "
+                               f"{self.fio_path!r}; install fio or set benchmarks.replay.enabled: false")
+        raw_dir.mkdir(parents=True, exist_ok=True)
+        kept: list[Path] = []
+        # the whole replay, fio's start-up and the read files' layout included: the job's wall time leaves it out
+        with records.timed(step=step, phase="replay", op="wall", n_files=0, tool="fio", **scratch.fields()):
+            try:
+                for rep in range(self.repetitions):
+                    for op in ("read", "write"):  # in the step's order
+                        if op in plans:
+                            self._once(path, plans[op], rep, records, scratch, folder, raw_dir, kept, step)
+            finally:
+                shutil.rmtree(folder, ignore_errors=True)
+        log.info("%s replay of %s: %s, %d repetitions in %.1f s", label, step,
+                 ", ".join(f"{op} {p['files']} files {p['bytes'] / MiB:.1f} MiB" for op, p in plans.items()),
+                 self.repetitions, records.records[-1].seconds)
+
+    @staticmethod
+    def _once(path: str, plan: dict, rep: int, records, scratch: TierSite, folder: Path, raw_dir: Path,
+              kept: list[Path], step: str) -> None:
+        op, classes = plan["op"], plan["classes"]
+        rewrite = op == "write" and rep % 2 == 1
+        if rewrite:  # into the pages the last repetition's files held: see the module's docstring
+            last = folder / f"write.rep{rep - 1}"
+            shutil.rmtree(last, ignore_errors=True)
+            kept.remove(last)
+        make_room(kept, plan["bytes"], folder.parent, scratch.is_memory)
+        scratch.require_space(plan["bytes"], f"the paired replay of {step}")
+        target = folder / f"{op}.rep{rep}"
+        target.mkdir(parents=True)
+        kept.append(target)
+        name = f"{step}-{op}.rep{rep}"
+        calls = sum(c["files"] * c["file_bytes"] / c["transfer_bytes"] for c in classes)
+        limit = time_limit(plan["bytes"] * (2 if op == "read" else 1), calls)
+        if op == "read":  # laid out first, not timed
+            layout = fio.replay_layout_command(path, classes, target, raw_dir / f"{name}.layout.json")
+            parse_run(fio.parse, raw_dir / f"{name}.layout.json", "fio",
+                      run_tool("fio", layout, raw_dir, f"{name}.layout", limit))
+        t_start = time.time()
+        argv = fio.replay_command(path, classes, target, raw_dir / f"{name}.json", op)
+        run = run_tool("fio", argv, raw_dir, name, limit)
+        rows = [r for r in replay_totals(parse_run(fio.parse, raw_dir / f"{name}.json", "fio", run), plan)
+                if r["operation"] == op]
+        cold = op == "read" and all(c["cold"] for c in classes)
+        if op == "write":
+            what = "rewritten files" if rewrite else "new files"
+        else:
+            what = "files from storage" if cold else "files in memory"
+        for row in rows:
+            records.add(step=step, phase="replay", op=op, tool="fio", n_files=plan["files"], bytes=int(row["bytes"]),
+                        file=what, t_start=t_start, seconds=float(row["seconds"]), transfers=int(round(calls)),
+                        cached_fraction=(0.0 if cold else 1.0) if op == "read" else None, repetition=rep,
+                        **scratch.fields())

@@ -1,0 +1,166 @@
+"""How close the steps come to the storage, in words: the efficiency table's replay rows read as verdicts, and
+the io_gap table's split of a step's seconds (the tier at its best, the file pattern, cycleio).
+
+Only timed rows count: a row whose volume or duration is too small to time (``timed`` false) still carries a
+ratio, but it never enters a median, a count of verdicts or a sentence except in the list "not timed: ...".
+A table without ``timed`` and ``verdict`` (one an older cycleio wrote) reads as not timed throughout.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from ..config.calendar import FULL_CYCLE_STEPS
+from ..units import MiB
+
+AT_SPEED, WITHIN_NOISE, SLOWER, FASTER, NOT_TIMED = (
+    "at the tier's speed", "within noise", "slower than the tier", "faster than the replay", "not timed")
+VERDICTS = (AT_SPEED, WITHIN_NOISE, SLOWER, FASTER, NOT_TIMED)
+CLOSE = (AT_SPEED, WITHIN_NOISE)  # the verdicts that say the step runs as fast as its replay
+DIRECTIONS = ("read", "write")
+
+
+def direction(activity) -> str:
+    return "read" if str(activity).endswith("read") else "write"
+
+
+def as_flag(values: pd.Series) -> pd.Series:
+    """A bool column as read back from CSV (True/False, or text where blanks made it object); blank is false."""
+    return values.map(lambda v: str(v).strip().lower() in ("true", "1", "1.0")).astype(bool)
+
+
+def step_rank(step: str) -> tuple[int, str]:
+    order = {s: i for i, s in enumerate(FULL_CYCLE_STEPS)}
+    return order.get(step, len(order)), step
+
+
+def replay_rows(efficiency: pd.DataFrame | None) -> pd.DataFrame:
+    """The rows against the replay, with ``direction``, ``timed`` as bool, a ``verdict`` of VERDICTS (``not timed``
+    wherever ``timed`` is false) and the band columns (blank where the table has none), in step order."""
+    columns = ["arm", "tier", "step", "activity", "direction", "surrogate_bytes", "efficiency", "efficiency_low",
+               "efficiency_high", "reference_repetitions", "timed", "verdict"]
+    if efficiency is None or efficiency.empty or "reference" not in efficiency:
+        return pd.DataFrame(columns=columns)
+    rows = efficiency[efficiency["reference"] == "replay"].copy()
+    for column in ("surrogate_bytes", "efficiency_low", "efficiency_high", "reference_repetitions"):
+        if column not in rows:
+            rows[column] = math.nan
+    rows["timed"] = as_flag(rows["timed"]) if "timed" in rows else False
+    if "verdict" not in rows:
+        rows["verdict"] = NOT_TIMED
+    rows["verdict"] = rows["verdict"].where(rows["timed"], NOT_TIMED).fillna(NOT_TIMED)
+    rows["direction"] = rows["activity"].map(direction)
+    rows["_rank"] = rows["step"].map(step_rank)
+    rows = rows.sort_values(["arm", "tier", "_rank", "direction"], kind="stable")
+    return rows.reindex(columns=columns).reset_index(drop=True)
+
+
+def _names(rows: pd.DataFrame) -> list[str]:
+    """``fcst write`` per row; ``fcst write on lustre`` when the rows span several tiers."""
+    several = rows["tier"].nunique() > 1
+    return [f"{r.step} {r.direction}" + (f" on {r.tier}" if several else "") for r in rows.itertuples()]
+
+
+def ratio_text(value, low, high) -> str:
+    """``0.71, band 0.65-0.78`` (the band left out when not measured)."""
+    if pd.isna(low) or pd.isna(high):
+        return f"{value:.2f}"
+    return f"{value:.2f}, band {low:.2f}-{high:.2f}"
+
+
+def verdict_counts(rows: pd.DataFrame) -> dict[str, int]:
+    """How many rows of each verdict (of replay_rows: not-timed rows only under ``not timed``)."""
+    counts = rows["verdict"].value_counts()
+    return {v: int(counts.get(v, 0)) for v in VERDICTS}
+
+
+def verdict_sentence(rows: pd.DataFrame, arm: str | None = None) -> str:
+    """One arm's verdicts over its timed rows (of replay_rows), e.g. ``lustre: 5 of 6 timed rows at the tier's
+    speed or within noise; fcst write slower than the tier (0.71, band 0.65-0.78); not timed: prep read``."""
+    if arm is not None:
+        rows = rows[rows["arm"] == arm]
+    head = f"{arm}: " if arm is not None else ""
+    if rows.empty:
+        return f"{head}no step was replayed"
+    names = dict(zip(rows.index, _names(rows)))
+    timed = rows[rows["timed"]]
+    parts = []
+    if timed.empty:
+        parts.append("no row moved enough bytes or lasted long enough to time")
+    else:
+        close = int(timed["verdict"].isin(CLOSE).sum())
+        parts.append(f"{close} of {len(timed)} timed row{'s' if len(timed) != 1 else ''} at the tier's speed or "
+                     "within noise")
+        parts += [f"{names[i]} {r.verdict} ({ratio_text(r.efficiency, r.efficiency_low, r.efficiency_high)})"
+                  for i, r in zip(timed.index, timed.itertuples()) if r.verdict not in CLOSE]
+    untimed = [names[i] for i in rows.index if not rows.loc[i, "timed"]]
+    if untimed:
+        parts.append("not timed: " + ", ".join(untimed))
+    return head + "; ".join(parts)
+
+
+def timed_median(rows: pd.DataFrame) -> tuple[float, float, float]:
+    """Median over the timed rows of the efficiency and of each band edge (NaN when none is timed)."""
+    timed = rows[rows["timed"]]
+    if timed.empty:
+        return math.nan, math.nan, math.nan
+    return tuple(float(timed[c].median()) if timed[c].notna().any() else math.nan
+                 for c in ("efficiency", "efficiency_low", "efficiency_high"))
+
+
+# ------------------------------------------------------------------------------------------------ io gap
+
+def io_gap_rows(io_gap: pd.DataFrame | None) -> pd.DataFrame:
+    """The io_gap table's timed rows, in arm, step and direction order."""
+    if io_gap is None or io_gap.empty:
+        return pd.DataFrame(columns=[] if io_gap is None else io_gap.columns)
+    rows = io_gap[as_flag(io_gap["timed"])].copy()
+    rows["_rank"] = rows["step"].map(step_rank)
+    return rows.sort_values(["arm", "_rank", "direction"], kind="stable").drop(columns="_rank").reset_index(drop=True)
+
+
+def seconds_text(value: float) -> str:
+    """1.0 s and above to a tenth, below to two significant digits (0.43, 0.043)."""
+    return f"{value:.1f}" if abs(value) >= 0.95 else f"{value:.2g}"
+
+
+def _with_band(value: float, low, high) -> str:
+    """``0.4 s (0.1-0.7)``; no band when it rounds to the value alone or was not measured."""
+    text = f"{seconds_text(value)} s"
+    if pd.notna(low) and pd.notna(high) and seconds_text(low) != seconds_text(high):
+        text += f" ({seconds_text(low)}-{seconds_text(high)})"
+    return text
+
+
+def _files_text(row) -> str:
+    files = int(round(row.files_per_job))
+    text = f"{row.bytes_per_job / MiB:,.0f} MiB in {files:,} file{'s' if files != 1 else ''}"
+    return text + (" with an fsync each" if row.direction == "write" else "")  # every file lands by fsync, rename
+
+
+def gap_sentence(row) -> str:
+    """One io_gap row in the issue's words: ``of fcst's 6.0 s of writes, 3.5 s is the tier at its best, 2.1 s the
+    file pattern (1,265 MiB in 38 files with an fsync each), 0.4 s cycleio``."""
+    head = f"of {row.step}'s {seconds_text(row.step_s)} s of {row.direction}s"
+    if pd.isna(row.replay_s):
+        return head + ": no replay measured"
+    cycleio = _with_band(row.cycleio_s, row.cycleio_s_low, row.cycleio_s_high) + " cycleio"
+    if pd.isna(row.tier_best_s):
+        replay = _with_band(row.replay_s, row.replay_s_low, row.replay_s_high)
+        return (f"{head}, {replay} is the replay of its {_files_text(row)} (the tier's best pattern was not "
+                f"measured), {cycleio}")
+    pattern = _with_band(row.pattern_s, row.pattern_s_low, row.pattern_s_high)
+    return (f"{head}, {seconds_text(row.tier_best_s)} s is the tier at its best, {pattern} the file pattern "
+            f"({_files_text(row)}), {cycleio}")
+
+
+def arm_gap_sentence(io_gap: pd.DataFrame, arm: str) -> str | None:
+    """The arm's io_gap sentence for its step and direction with the most storage seconds among timed rows, or
+    None when the arm has no timed row."""
+    rows = io_gap_rows(io_gap)
+    rows = rows[(rows["arm"] == arm) & rows["step_s"].notna()] if not rows.empty else rows
+    if rows.empty:
+        return None
+    return gap_sentence(next(rows.loc[[rows["step_s"].idxmax()]].itertuples()))

@@ -1,0 +1,142 @@
+"""The study's efficiency answer: the paired replay inside a job (real fio), and the verdicts, bands and the
+timed threshold of efficiency.csv and io_gap.csv on fixed tables (no tools)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from conftest import require_tool
+from cycleio.benchmarks.paired import PairedReplay
+from cycleio.report.benchtables import Timing, efficiency_table, io_gap_table, verdict
+from cycleio.report.records import RecordLog
+from cycleio.storage.tiers import Tier, TierSite
+
+MiB = 2**20
+T0 = 1_800_000_000.0
+
+
+# ------------------------------------------------------------------------------------------- verdicts
+
+@pytest.mark.parametrize("efficiency, low, high, timed, expected", [
+    (0.95, 0.90, 1.02, True, "at the tier's speed"),
+    (1.15, 1.10, 1.20, True, "at the tier's speed"),  # the tolerance's edge
+    (0.70, 0.60, 1.05, True, "within noise"),  # outside the tolerance, but the band holds 1.0
+    (0.70, 0.65, 0.78, True, "slower than the tier"),
+    (1.60, 1.40, 1.90, True, "faster than the replay"),
+    (0.20, 0.19, 0.21, False, "not timed"),
+    (math.nan, math.nan, math.nan, True, "not timed"),
+])
+def test_verdict_of_a_ratio_and_its_band(efficiency, low, high, timed, expected):
+    assert verdict(efficiency, low, high, timed, tolerance=0.15) == expected
+
+
+def run_event(step: str, op: str, cycle: str, t: float, mib: float, seconds: float, **extra) -> dict:
+    return {"study": "s", "arm": "a", "tier": "disk", "step": step, "phase": "run", "op": op, "cycle": cycle,
+            "t_start": T0 + t, "seconds": seconds, "bytes": int(mib * MiB), "n_files": 1, "nranks": 1,
+            "cached_fraction": 1.0 if op == "read" else None, "repetition": 0, **extra}
+
+
+def replay_event(step: str, op: str, cycle: str, t: float, mib: float, seconds: float, rep: int) -> dict:
+    return {**run_event(step, op, cycle, t, mib, seconds), "phase": "replay", "repetition": rep,
+            "n_files": 4, "cached_fraction": 1.0 if op == "read" else None}
+
+
+def paired_events() -> pd.DataFrame:
+    """Two cycles of fcst; only the second is paired: 256 MiB written in 2 s (128 MiB/s) against replays of
+    1.6 and 2.4 s (160 and 106.7 MiB/s); and a prep of 1 MiB in 0.01 s against a replay of 0.008 s."""
+    rows = [run_event("fcst", "write", "c0", 0, 256, 4.0),  # not paired: never in a replay row
+            run_event("fcst", "write", "c1", 100, 128, 1.0), run_event("fcst", "write", "c1", 101, 128, 1.0),
+            replay_event("fcst", "write", "c1", 103, 256, 1.6, 0), replay_event("fcst", "write", "c1", 105, 256, 2.4, 1),
+            run_event("prep", "write", "c1", 90, 1, 0.01),
+            replay_event("prep", "write", "c1", 91, 1, 0.008, 0), replay_event("prep", "write", "c1", 92, 1, 0.008, 1)]
+    return pd.DataFrame(rows)
+
+
+def no_benchmarks() -> pd.DataFrame:
+    return pd.DataFrame(columns=["tier", "benchmark", "pattern", "operation", "tasks", "aggregate", "bw_MiB_per_s",
+                                 "tool", "cache_risk"])
+
+
+def test_replay_rows_pair_only_the_paired_jobs_and_carry_the_replays_band():
+    table = efficiency_table(no_benchmarks(), paired_events())
+    fcst = table[(table["step"] == "fcst") & (table["reference"] == "replay")].iloc[0]
+    assert (fcst["surrogate_jobs"], fcst["surrogate_bytes"], fcst["surrogate_covered_s"]) == (1, 256 * MiB, 2.0)
+    assert fcst["reference_MiB_per_s"] == pytest.approx(256 / 2.0)  # the median of 160 and 106.7
+    assert fcst["efficiency"] == pytest.approx(1.0)
+    assert (fcst["efficiency_low"], fcst["efficiency_high"]) == (pytest.approx(128 / 160), pytest.approx(128 / (256 / 2.4)))
+    assert fcst["reference_repetitions"] == 2 and fcst["timed"] and fcst["verdict"] == "at the tier's speed"
+
+
+def test_too_little_or_too_short_to_time_is_marked_not_timed_and_keeps_its_ratio():
+    table = efficiency_table(no_benchmarks(), paired_events())
+    prep = table[table["step"] == "prep"].iloc[0]
+    assert not prep["timed"] and prep["verdict"] == "not timed"
+    assert prep["efficiency"] == pytest.approx(100 / 125)  # kept, but no verdict uses it
+    # a lower threshold times it (min_seconds still refuses its 0.01 s)
+    assert not efficiency_table(no_benchmarks(), paired_events(), Timing(min_bytes=0)).query("step == 'prep'")["timed"].item()
+    assert efficiency_table(no_benchmarks(), paired_events(), Timing(min_bytes=0, min_seconds=0.005)).query(
+        "step == 'prep'")["timed"].item()
+
+
+def test_io_gap_splits_a_steps_seconds_into_the_tier_the_pattern_and_cycleio():
+    bench = pd.DataFrame([{"tier": "disk", "benchmark": "io", "pattern": "easy", "operation": "write", "tasks": 1,
+                           "aggregate": "mean", "bw_MiB_per_s": 256.0, "tool": "fio", "cache_risk": False}])
+    gap = io_gap_table(bench, paired_events()).set_index("step")
+    fcst = gap.loc["fcst"]
+    assert (fcst["step_s"], fcst["replay_s"], fcst["tier_best_s"]) == (2.0, 2.0, 1.0)
+    assert (fcst["pattern_s"], fcst["cycleio_s"]) == (1.0, 0.0)
+    assert (fcst["replay_s_low"], fcst["replay_s_high"]) == (1.6, 2.4)
+    assert (fcst["cycleio_s_low"], fcst["cycleio_s_high"]) == (pytest.approx(-0.4), pytest.approx(0.4))
+    assert fcst["best_reference"] == "easy, 1 task" and fcst["timed"] and not gap.loc["prep", "timed"]
+
+
+def test_a_jobs_wall_time_leaves_its_paired_replay_out():
+    from cycleio.report.aggregate import step_summary
+
+    events = pd.DataFrame([run_event("fcst", "write", "c1", 0, 1, 1.0), run_event("fcst", "write", "c1", 9, 1, 1.0)])
+    replays = pd.DataFrame([{**replay_event("fcst", "wall", "c1", 1.0, 0, 8.0, 0)}])
+    for frame in (events, replays):
+        frame["t_end"] = frame["t_start"] + frame["seconds"]
+    summary = step_summary(events, replays).iloc[0]
+    assert (summary["wall_s"], summary["paired_replay_s"]) == (2.0, 8.0)
+
+
+# ------------------------------------------------------------------------------- the replay itself
+
+@pytest.mark.tool
+def test_paired_replay_repeats_the_steps_reads_and_writes_with_fio(tmp_path):
+    require_tool("fio", "the paired replay runs fio")
+    site = TierSite(Tier(name="disk", kind="posix", path=str(tmp_path / "tier")), "s", "a")
+    records = RecordLog(study="s", arm="a", cycle="2026010100", step="fcst")
+    for op, nbytes, transfers in (("write", 300_000, 5), ("write", 100_000, 2), ("read", 50_000, 1)):
+        records.add(phase="run", op=op, bytes=nbytes, seconds=0.1, transfers=transfers,
+                    cached_fraction=1.0 if op == "read" else None, **site.fields())
+    folder = site.root / ".replay.fcst"
+    PairedReplay(repetitions=2, transfer_size_bytes=65536, max_files=10).run(
+        "fcst", records, site, folder, tmp_path / "raw", "[test]")
+    replays = [r for r in records.records if r.phase == "replay"]
+    timed = [(r.op, r.repetition) for r in replays if r.op != "wall"]
+    assert timed == [("read", 0), ("write", 0), ("read", 1), ("write", 1)]  # in the step's order, each repetition
+    writes = [r for r in replays if r.op == "write"]
+    assert {r.bytes for r in writes} == {2 * 196608} and all(r.seconds > 0 and r.tool == "fio" for r in writes)
+    assert all(r.cached_fraction == 1.0 for r in replays if r.op == "read")  # warm, as the step's were
+    [wall] = [r for r in replays if r.op == "wall"]
+    assert wall.t_start <= min(r.t_start for r in writes) and wall.seconds >= sum(r.seconds for r in replays
+                                                                                   if r.op != "wall")
+    # each write repetition lands new files in a folder of its own; all are gone when the replay ends
+    # even repetitions write new files, odd ones where the last repetition's files were (deleted first): the band spans
+    # the two page states (see benchmarks.paired); all are gone when the replay ends
+    assert [r.file for r in writes] == ["new files", "rewritten files"]
+    folders = [json.loads((tmp_path / "raw" / f"fcst-write.rep{rep}.json").read_text())["global options"]["directory"]
+               for rep in (0, 1)]
+    assert folders[0] != folders[1] and not folder.exists()
+
+
+def test_a_job_without_a_paired_replay_gets_none():
+    assert PairedReplay.from_settings({}) is None
+    assert PairedReplay.from_settings({"repetitions": 3}).repetitions == 3
