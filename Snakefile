@@ -85,6 +85,7 @@ rule all:
         job_files(JOBS.step_jobs()),
         job_files(JOBS.cleanups()),
         rules.aggregate.output,
+        rules.io_accounting.output,
         rules.inventory.output,
         rules.figures.output,
         rules.write_strategy_figure.output,

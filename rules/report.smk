@@ -61,6 +61,28 @@ rule aggregate:
         " {input.records:q} --manifests {input.manifests:q}"
 
 
+rule io_accounting:
+    input:
+        events=rules.aggregate.output.events,
+    output:
+        table=report(
+            out("tables", "io_accounting.csv"),
+            category=REPORT["data"],
+            subcategory="tables",
+            caption="../report/io_accounting.rst",
+        ),
+    log:
+        out("logs", "io_accounting.log"),
+    conda:
+        "../envs/cycleio.yaml"
+    params:
+        numbers=numbers,
+    message:
+        "setting each job's records against the kernel's count of its I/O"
+    shell:
+        "python -m cycleio --log {log:q} io-accounting --events {input.events:q} --out {output.table:q}"
+
+
 rule inventory:
     output:
         report(

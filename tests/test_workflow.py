@@ -85,6 +85,24 @@ def test_staging_table_has_every_copy_of_the_staged_arms(smoke):
     assert staging["n_files"].sum() == len(copies) and staging["bytes"].sum() == copies["bytes"].sum()
 
 
+def test_io_accounting_has_every_job_phase_the_kernel_counted(smoke):
+    from cycleio.report.accounting import flagged_sentence
+
+    _, workdir = smoke
+    tables = workdir / "results" / "smoke" / "tables"
+    accounting = pd.read_csv(tables / "io_accounting.csv", dtype={"cycle": str})
+    summary = pd.read_csv(tables / "step_summary.csv", dtype={"cycle": str})
+    runs = accounting[accounting["phase"] == "run"]
+    assert len(runs) == len(summary)  # one run window per job of the cycles
+    staged = accounting[accounting["arm"] != "lustre"].groupby(["arm", "cycle", "step"])["phase"].apply(set)
+    assert (staged == {"stage_in", "run", "stage_out", "cleanup"}).all()
+    judged = accounting[accounting["kernel_write_bytes"] >= 2**20]
+    assert not judged.empty and judged["records_over_kernel_write"].notna().all()
+    assert accounting["flagged"].dtype == bool
+    flagged = accounting[accounting["flagged"]]
+    assert (f"{len(flagged)} flagged" in flagged_sentence(accounting)) or flagged.empty
+
+
 def test_bytes_equal_file_sizes_on_the_persistent_tier(smoke):
     _, workdir = smoke
     events = pd.read_parquet(workdir / "results" / "smoke" / "tables" / "io_events.parquet")

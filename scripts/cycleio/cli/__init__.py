@@ -60,6 +60,13 @@ def cmd_aggregate(args) -> None:
             log.info("wrote %s", path)
 
 
+def cmd_io_accounting(args) -> None:
+    from ..report.accounting import write_accounting
+
+    flagged = write_accounting(Path(args.events), Path(args.out))
+    log.info("wrote %s (%d job phases flagged)", args.out, flagged)
+
+
 def cmd_figures(args) -> None:
     import pandas as pd
 
@@ -254,6 +261,11 @@ def main(argv: list[str] | None = None) -> int:
     agg.add_argument("--manifests", nargs="*", default=[], help="the jobs' manifests (for the tiers table)")
     agg.add_argument("records", nargs="+", help="the jobs' JSON-lines records")
     agg.set_defaults(func=cmd_aggregate)
+
+    acc = sub.add_parser("io-accounting", help="each job phase's records against what the kernel counted")
+    acc.add_argument("--events", required=True, help="the io_events Parquet table (aggregate)")
+    acc.add_argument("--out", required=True, help="CSV to write: one row per job and phase (io_accounting)")
+    acc.set_defaults(func=cmd_io_accounting)
 
     fig = sub.add_parser("figures", help="throughput figure from the tables")
     fig.add_argument("--summary", required=True, help="step_summary.csv")

@@ -203,6 +203,12 @@ def _plan(t) -> str:
     return "; ".join(plan_lines(t)) + "."
 
 
+def _io_accounting(t) -> str:
+    from .accounting import flagged_sentence
+
+    return flagged_sentence(t)
+
+
 # file name -> (key, sentence from its table); benchmarks.csv gives two
 TABLE_SENTENCES = {
     "step_summary.csv": [("step_summary", _step_summary)],
@@ -210,6 +216,7 @@ TABLE_SENTENCES = {
     "staging.csv": [("staging", _staging)],
     "tiers.csv": [("tiers", _tiers)],
     "retries.csv": [("retries", _retries)],
+    "io_accounting.csv": [("io_accounting", _io_accounting)],
     "inventory.csv": [("inventory", _inventory)],
     "cycle_timeline.csv": [("cycle_timeline", _timeline)],
     "benchmarks.csv": [("benchmarks", _benchmarks), ("fieldio", _fieldio)],
@@ -241,7 +248,7 @@ def table_numbers(*paths) -> dict[str, str]:
             elif path.name in TABLE_SENTENCES:
                 table = pd.read_csv(path, dtype={"cycle": str, "tasks_measured": str})
                 for key, sentence in TABLE_SENTENCES[path.name]:
-                    if not table.empty or key in ("retries", "staging"):  # an empty table of these says something
+                    if not table.empty or key in ("retries", "staging", "io_accounting"):  # an empty table of these says something
                         numbers[key] = sentence(table)
         except UNREADABLE as err:  # a caption never stops the workflow or the report
             for key, _ in TABLE_SENTENCES.get(path.name, [("io_events", None)]):

@@ -23,9 +23,11 @@ from typing import Iterator
 import pyarrow as pa
 import pyarrow.json as arrow_json
 
+from ..kernelio import CGROUP_TOOL, KERNEL_TOOL
 from ..storage.fsutil import landing
 
 PHASES = ("stage_in", "run", "stage_out", "verify", "cleanup")
+COUNTER_TOOLS = (KERNEL_TOOL, CGROUP_TOOL)  # records of what the kernel counted, not of cycleio's own events
 ARRIVALS = ("coldstart", "dump")  # jobs (a record's ``step``) whose data arrive from outside the cycle
 REPLAY = "replay"  # the phase of a paired replay's records: the instrument, not the cycle's I/O
 
@@ -34,11 +36,15 @@ def cycle_records(events):
     """The records of the cycles' own jobs, without ``ARRIVALS`` and without the paired replays' records
     (phase ``REPLAY``): what every table of the cycles' I/O counts.
 
+    The kernel's counts (kernelio: tools ``kernel`` and ``cgroup``) are left out too: they restate the
+    bytes of a whole phase, and only the accounting table (report/accounting.py) reads them.
     ``events``: a pandas DataFrame of records (io_events, or a selection of its columns with ``step``).
     """
     keep = ~events["step"].isin(ARRIVALS)
     if "phase" in events:
         keep &= events["phase"] != REPLAY
+    if "tool" in events:
+        keep &= ~events["tool"].isin(COUNTER_TOOLS)
     return events[keep]
 
 

@@ -21,9 +21,11 @@ from pathlib import Path
 from ..config.calendar import com_dir, is_half_cycle
 from ..config.settings import ArmSettings
 from ..faults import JobFaults, filled, slowed
+from ..kernelio import ProcIO, Window, counted
 from ..storage.fsutil import file_checksum, write_json_atomic
 from .grid import Grid
 from .inventory import cycle_steps, FileSpec, coldstart_files, job_files, step_io
+from .kinds import GRIB_KINDS
 from .ncfiles import FileReader, Transfer, WriteContext, write_file
 from ..report.records import RecordLog
 from ..storage.pagecache import cache_risk, drop_page_cache
@@ -143,8 +145,11 @@ def _compute(seconds: float, records: RecordLog, scratch: TierSite, step: str, k
 
 def _run_step(settings: ArmSettings, step: str, io, workdir: Path, ctx: WriteContext, records: RecordLog,
               scratch: TierSite, cache_cold: bool, label: str, faults: JobFaults = JobFaults({}),
-              mpi: dict | None = None) -> None:
-    """A step's own work on scratch: read its inputs, compute, write its outputs at its cadence."""
+              mpi: dict | None = None, kernel: Window | None = None) -> None:
+    """A step's own work on scratch: read its inputs, compute, write its outputs at its cadence.
+
+    ``kernel``: the kernel's count of this run (kernelio.counted), told what of it is not the step's own I/O.
+    """
     faults.fail_step(step, ctx.cycle)
     reader = FileReader()
     for spec in io.reads:
@@ -160,9 +165,12 @@ def _run_step(settings: ArmSettings, step: str, io, workdir: Path, ctx: WriteCon
         from .forecast.launcher import launch_provenance
 
         info: dict = {}
+        outside: list[dict] = []  # the ranks' start-up, which the kernel counts in this process once they end
         for event in run_forecast_mpi(settings, ctx.cycle, workdir, io.writes, ctx, label=label,
-                                      fail_rank=faults.fail_rank(), info=info):
+                                      fail_rank=faults.fail_rank(), info=info, kernel_outside=outside):
             records.add(step=step, phase="run", **event, **scratch.fields())
+        for counts in outside if kernel is not None else ():
+            kernel.exclude(ProcIO.from_dict(counts))
         if mpi is not None:  # for the job's manifest
             mpi.update({**launch_provenance(settings), **info})
     else:
@@ -172,6 +180,32 @@ def _run_step(settings: ArmSettings, step: str, io, workdir: Path, ctx: WriteCon
     written = sum(r.bytes for r in records.records if r.step == step and r.op == "write")
     log.info("%s run %s: read %d files, wrote %d files, %.1f MiB", label, step, len(io.reads), len(io.writes),
              written / MiB)
+
+
+def _verify_in_place(outputs: list[FileSpec], persistent: TierSite, records: RecordLog,
+                     options: StagingOptions) -> dict[str, tuple[int, str]]:
+    """An unstaged job's outputs, checksummed where the run wrote them; return path -> (bytes, checksum)."""
+    landed = {}
+    for spec in outputs:
+        path = persistent.root / spec.path
+        with records.timed(phase="verify", op="checksum", file=spec.path,
+                           cache_risk=cache_risk("checksum", memory=persistent.is_memory),
+                           **persistent.fields()) as event:
+            event["bytes"] = path.stat().st_size
+            landed[spec.path] = (event["bytes"], checksum_file(path, options))
+    return landed
+
+
+def _import_libraries(per_step: dict) -> None:
+    """Import now what the steps would import on first use, so that Python's reads of the libraries'
+    files (h5py about 3 MB, ecCodes 1.6 MB, the forecast's launcher) stay out of the kernel's count of
+    the run (kernelio.counted): prep, moving about 1.5 MiB, would otherwise read three times its records."""
+    import h5py  # noqa: F401: netCDF-4 reads and writes
+
+    if any(spec.kind in GRIB_KINDS for io in per_step.values() for spec in io.writes):
+        import eccodes  # noqa: F401
+    if "fcst" in per_step:
+        from .forecast import launcher  # noqa: F401
 
 
 def _keep_failed_attempt(records: RecordLog, folder: Path, attempt: int, phase: str, t_start: float, seconds: float,
@@ -196,6 +230,13 @@ def run_step(settings: ArmSettings, cycle: str, step: str, records_path: Path, m
     records go to ``failed_attempts`` if given. The config's ``faults`` aimed at this job fire here.
     ``replay``: for a job paired with a replay (benchmarks.paired.PairedReplay), its ``run`` right after
     each step, in the step's folder on scratch; fio's own output goes beside the records (``*.replay.raw``).
+
+    The kernel counts each phase's I/O beside the records (kernelio.counted, one window each: stage_in,
+    each step's run, stage_out with its verify, cleanup; unstaged: run and verify). Inside a window: this
+    process's reads and writes, its threads', and those of the children it reaps (the forecast's launcher
+    and ranks), the log's lines and the counters' own reads (a few KiB). Left out: the libraries' imports
+    (done before the windows open: _import_libraries), the forecast ranks' start-up (each rank reports it),
+    the paired replay, and everything between the windows (the page-cache drop, the manifest, the records).
     """
     t_job, t0 = time.time(), time.perf_counter()
     faults = JobFaults(settings.faults, attempt)
@@ -223,8 +264,9 @@ def run_step(settings: ArmSettings, cycle: str, step: str, records_path: Path, m
     mpi: dict = {}  # what the forecast's ranks report of their MPI
     try:
         if settings.staged:
-            _stage(inputs, persistent.root, workdir, "stage_in", step, persistent, scratch, records, options, label,
-                   faults)
+            with counted(records, step=step, phase="stage_in", **scratch.fields()):
+                _stage(inputs, persistent.root, workdir, "stage_in", step, persistent, scratch, records, options,
+                       label, faults)
         else:  # the steps write straight onto the persistent tier: sweep a killed attempt's temporaries
             remove_stale_temporaries([persistent.root / spec.path for spec in outputs])
 
@@ -234,10 +276,12 @@ def run_step(settings: ArmSettings, cycle: str, step: str, records_path: Path, m
             if not cache_cold:
                 log.warning("%s drop_caches is set but needs root: reads may come from the page cache", label)
         phase = "run"
+        _import_libraries(per_step)
         for name in steps:
             with filled(workdir, faults.fill_tier(name)), slowed(workdir, faults.slow_tier(name)) as rundir:
-                _run_step(settings, name, per_step[name], rundir, ctx, records, scratch, cache_cold, label, faults,
-                          mpi)
+                with counted(records, step=name, phase="run", **scratch.fields()) as kernel:
+                    _run_step(settings, name, per_step[name], rundir, ctx, records, scratch, cache_cold, label,
+                              faults, mpi, kernel)
                 if replay is not None:
                     phase = "replay"
                     replay.run(name, records, scratch, rundir / f".replay.{cycle}.{name}",
@@ -246,21 +290,18 @@ def run_step(settings: ArmSettings, cycle: str, step: str, records_path: Path, m
 
         if settings.staged:
             phase = "stage_out"
-            landed = _stage(outputs, workdir, persistent.root, "stage_out", step, scratch, persistent, records,
-                            options, label, faults)
+            with counted(records, step=step, phase="stage_out", **persistent.fields()):
+                landed = _stage(outputs, workdir, persistent.root, "stage_out", step, scratch, persistent, records,
+                                options, label, faults)
             phase = "cleanup"
-            with records.timed(phase="cleanup", op="remove", **scratch.fields()) as event:
+            with counted(records, step=step, phase="cleanup", **scratch.fields()), \
+                    records.timed(phase="cleanup", op="remove", **scratch.fields()) as event:
                 event["n_files"] = remove_tree(workdir)
         else:
             phase = "verify"
             landed = {}
-            for spec in outputs:
-                path = persistent.root / spec.path
-                with records.timed(phase="verify", op="checksum", file=spec.path,
-                                   cache_risk=cache_risk("checksum", memory=persistent.is_memory),
-                                   **persistent.fields()) as event:
-                    event["bytes"] = path.stat().st_size
-                    landed[spec.path] = (event["bytes"], checksum_file(path, options))
+            with counted(records, step=step, phase="verify", **persistent.fields()):
+                landed = _verify_in_place(outputs, persistent, records, options)
     except BaseException:
         if settings.staged:  # a failed attempt's scratch goes now: under Slurm its path holds the job id
             with contextlib.suppress(OSError):

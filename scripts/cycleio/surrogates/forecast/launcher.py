@@ -16,6 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from ...kernelio import RANK_OUTSIDE_OP
 from ...process import launcher_argv, run_command
 from ..inventory import FileSpec
 from ..kinds import expected_bytes
@@ -157,7 +158,7 @@ def _full_tier(workdir: Path) -> str:
 
 def run_forecast_mpi(settings, cycle: str, workdir: Path, writes: list[FileSpec], ctx: WriteContext, *,
                      timeout: float | None = None, label: str = "", fail_rank: int | None = None,
-                     info: dict | None = None) -> list[dict]:
+                     info: dict | None = None, kernel_outside: list | None = None) -> list[dict]:
     """Run the forecast's writes as an MPI program under the arm's launcher; return its records.
 
     ``fail_rank``: fault injection (config ``faults.fail_rank``), the rank that fails at its first output hour.
@@ -165,6 +166,8 @@ def run_forecast_mpi(settings, cycle: str, workdir: Path, writes: list[FileSpec]
     HDF5 versions, whether netCDF4 has parallel support, and the launcher's command.
 
     ``settings`` is the arm's ArmSettings (strategy, launcher, write_component, compute stand-in).
+    ``kernel_outside``, if given, gets each rank's kernel counts outside its I/O work (kernelio.outside_event's
+    ``counts``: its start-up), which the job's count of the run leaves out.
     Each record is a dict of Record fields (op, file, bytes, t_start, seconds, rank, nranks, n_files);
     the caller adds step, phase and tier. Raises ForecastError with the failing rank's error.
     """
@@ -221,6 +224,10 @@ def run_forecast_mpi(settings, cycle: str, workdir: Path, writes: list[FileSpec]
             raise ForecastError(f"{label} MPI forecast ({layout.describe()}) failed: {message}")
         with open(tmp / "records.jsonl") as handle:
             records = [json.loads(line) for line in handle if line.strip()]
+        outside = [record for record in records if record["op"] == RANK_OUTSIDE_OP]
+        records = [record for record in records if record["op"] != RANK_OUTSIDE_OP]
+        if kernel_outside is not None:
+            kernel_outside.extend(record["counts"] for record in outside)
         if info is not None:
             info.update(json.loads((tmp / "info.json").read_text()) if (tmp / "info.json").exists() else {})
             info["argv"] = argv[:len(command) + 1]

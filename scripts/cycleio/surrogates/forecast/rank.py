@@ -27,6 +27,7 @@ import numpy as np
 
 from .. import ncfiles
 from ...faults import InjectedFault
+from ...kernelio import outside_event, read_proc_io
 from ...storage.fsutil import landing
 from ..compute import COMPUTE_KINDS
 from ..grid import Grid
@@ -328,8 +329,13 @@ def rank_main(spec_path: Path) -> int:
     spec = json.loads(Path(spec_path).read_text())
     rank = MPI.COMM_WORLD.Get_rank()
     try:
+        import h5py  # noqa: F401: imported by the first netCDF write otherwise, inside the counted work
+
         forecast = Forecast(spec)
+        started = read_proc_io()
         records = forecast.run()
+        if started is not None:
+            records.append(outside_event(started, rank))
         gathered = MPI.COMM_WORLD.gather(records, root=0)
         if rank == 0:
             if spec.get("info"):

@@ -1,0 +1,237 @@
+"""The kernel's count of a job's I/O (cycleio.kernelio) and the table that sets it against the records."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from cycleio import kernelio
+from cycleio.config.settings import ArmSettings, StagingSettings
+from cycleio.kernelio import (CgroupIO, ProcIO, counted, job_cgroup, outside_event, parse_io_stat, parse_proc_io,
+                              read_proc_io)
+from cycleio.report.accounting import ACCOUNTING_COLUMNS, MIN_JUDGED_BYTES, accounting_table, flagged_sentence
+from cycleio.report.aggregate import load_events, step_summary
+from cycleio.report.records import RecordLog, cycle_records
+from cycleio.storage.tiers import Tier
+from cycleio.surrogates.inventory import ForecastSettings
+from cycleio.surrogates.jobs import run_arrival, run_step
+from cycleio.units import MiB
+
+PROC_IO = """rchar: 6976
+wchar: 12
+syscr: 10
+syscw: 1
+read_bytes: 4096
+write_bytes: 8192
+cancelled_write_bytes: 0
+"""
+
+needs_proc_io = pytest.mark.skipif(read_proc_io() is None, reason="this kernel keeps no /proc/self/io")
+
+
+# ------------------------------------------------------------------------------------------------ the counters
+
+
+def test_proc_io_is_parsed_and_snapshots_subtract():
+    counts = parse_proc_io(PROC_IO)
+    assert counts == ProcIO(rchar=6976, wchar=12, syscr=10, syscw=1, read_bytes=4096, write_bytes=8192)
+    later = ProcIO(rchar=7000, wchar=100, syscr=11, syscw=2, read_bytes=4096, write_bytes=12288)
+    assert later - counts == ProcIO(rchar=24, wchar=88, syscr=1, syscw=1, write_bytes=4096)
+    assert ProcIO.from_dict(counts.as_dict()) == counts
+
+
+def test_bad_proc_io_names_the_file_and_what_is_wrong():
+    with pytest.raises(ValueError, match=r"/proc/42/io, line 2: expected 'name: count', got 'wchar: lots'"):
+        parse_proc_io("rchar: 1\nwchar: lots\n", "/proc/42/io")
+    with pytest.raises(ValueError, match=r"/proc/42/io: no write_bytes, cancelled_write_bytes"):
+        parse_proc_io("\n".join(PROC_IO.splitlines()[:5]), "/proc/42/io")
+
+
+def test_cgroup_io_stat_is_summed_over_devices_and_the_job_cgroup_found():
+    text = ("8:0 rbytes=1000 wbytes=2000 rios=3 wios=4 dbytes=0 dios=0\n"
+            "253:1 rbytes=10 wbytes=20 rios=1 wios=2 dbytes=0 dios=0\n")
+    assert parse_io_stat(text) == CgroupIO(rbytes=1010, wbytes=2020, rios=4, wios=6)
+    assert parse_io_stat("") == CgroupIO()
+    slurm = "0::/system.slice/slurmstepd.scope/job_17/step_0/user/task_0\n"
+    assert job_cgroup(slurm) == "/system.slice/slurmstepd.scope/job_17"
+    assert job_cgroup("0::/user.slice/session-3.scope\n") == "/user.slice/session-3.scope"
+    assert job_cgroup("4:memory:/x\n1:cpu:/\n") is None  # cgroup v1 only
+
+
+def window_records(log: RecordLog, op: str) -> int:
+    [record] = [r for r in log.records if r.op == op]
+    return record.bytes
+
+
+@needs_proc_io
+def test_counted_sees_this_process_and_the_children_it_reaps(tmp_path):
+    """A block that writes 8 MiB itself and has a child (dd) read them back into /dev/null: the kernel saw it all."""
+    path, data = tmp_path / "known.bin", os.urandom(8 * MiB)
+    log = RecordLog(study="s", arm="a", cycle="2026010100", step="prep")
+    dd = shutil.which("dd")
+    with counted(log, phase="run", tier="t", tier_kind="posix", fs_type="ext4"):
+        with open(path, "wb", buffering=0) as handle:
+            handle.write(data)
+        if dd:
+            subprocess.run([dd, f"if={path}", "of=/dev/null", "bs=1M", "status=none"], check=True)
+    ops = [r.op for r in log.records]
+    assert ops == list(kernelio.KERNEL_OPS)
+    assert all(r.tool == "kernel" and r.n_files == 0 and r.phase == "run" and r.tier == "t" for r in log.records)
+    # the child's reads, and its writes to /dev/null, count once it is reaped (plus dd's start-up: a few KiB)
+    written = len(data) * (2 if dd else 1)
+    assert written <= window_records(log, "kernel_write") < written * 1.01
+    if dd:
+        assert len(data) <= window_records(log, "kernel_read") < len(data) * 1.01
+
+
+@needs_proc_io
+def test_counted_leaves_out_what_the_block_excludes(tmp_path):
+    log = RecordLog(study="s", arm="a", cycle="2026010100", step="fcst")
+    with counted(log, phase="run", tier="t", tier_kind="posix", fs_type="ext4") as window:
+        (tmp_path / "f").write_bytes(b"x" * MiB)
+        window.exclude(ProcIO(wchar=MiB // 2, syscw=1))
+    assert MiB // 2 <= window_records(log, "kernel_write") < MiB // 2 + 64 * 1024
+    assert window_records(log, "kernel_excluded_write") == MiB // 2
+    event = outside_event(ProcIO(rchar=5, wchar=6), rank=3)
+    assert event["op"] == kernelio.RANK_OUTSIDE_OP and ProcIO.from_dict(event["counts"]) == ProcIO(rchar=5, wchar=6)
+
+
+def test_without_proc_io_nothing_is_recorded_and_the_log_says_so_once(monkeypatch, caplog):
+    monkeypatch.setattr(kernelio, "read_proc_io", lambda pid="self": None)
+    monkeypatch.setattr(kernelio, "_said_unavailable", set())
+    log = RecordLog(study="s", arm="a", cycle="c", step="prep")
+    with caplog.at_level(logging.INFO, logger="cycleio"):
+        for _ in range(2):
+            with counted(log, phase="run", tier="t", tier_kind="posix", fs_type="ext4"):
+                pass
+    assert log.records == []
+    assert sum("/proc/self/io" in message for message in caplog.messages) == 1
+
+
+def test_a_block_that_raises_records_nothing():
+    log = RecordLog(study="s", arm="a", cycle="c", step="prep")
+    with pytest.raises(RuntimeError):
+        with counted(log, phase="run", tier="t", tier_kind="posix", fs_type="ext4"):
+            raise RuntimeError("the step failed")
+    assert log.records == []
+
+
+# ------------------------------------------------------------------------------------------------ the table
+
+
+def event(op, phase, t_start, nbytes=0, step="fcst", tool="cycleio", seconds=0.1, transfers=0, **extra):
+    return {"study": "s", "arm": "a", "cycle": "2026010100", "step": step, "phase": phase, "op": op, "tool": tool,
+            "host": "h", "bytes": nbytes, "t_start": t_start, "seconds": seconds, "transfers": transfers, **extra}
+
+
+def kernel_window(phase, t_start, seconds, read, write, step="fcst", storage=(0, 0)):
+    return [event("kernel_read", phase, t_start, read, step, "kernel", seconds, transfers=7),
+            event("kernel_write", phase, t_start, write, step, "kernel", seconds, transfers=3),
+            event("kernel_storage_read", phase, t_start, storage[0], step, "kernel", seconds),
+            event("kernel_storage_write", phase, t_start, storage[1], step, "kernel", seconds)]
+
+
+def fixed_events() -> pd.DataFrame:
+    rows = [
+        # stage_in: a 10 MiB copy (read on one tier, written on the other) and its verify: all accounted
+        *kernel_window("stage_in", 100.0, 5.0, 20 * MiB + 3000, 10 * MiB, storage=(0, 10 * MiB)),
+        event("copy", "stage_in", 100.5, 10 * MiB, transfers=10), event("sync", "stage_in", 101.0),
+        event("checksum", "verify", 102.0, 10 * MiB),
+        # run: records read 10 MiB of the 11 the kernel saw; the write restated by write_effective is not counted
+        *kernel_window("run", 110.0, 5.0, 11 * MiB, 10 * MiB),
+        event("read", "run", 110.5, 10 * MiB, transfers=5), event("write", "run", 111.0, 10 * MiB, transfers=2),
+        event("write_effective", "run", 111.0, 10 * MiB), event("generate", "run", 111.0),
+        # cleanup: too little to judge
+        *kernel_window("cleanup", 120.0, 1.0, 130, 0),
+        event("remove", "cleanup", 120.1),
+        # the replay, outside every window, and a job without kernel records
+        event("read", "replay", 116.0, 50 * MiB),
+        event("read", "run", 110.5, 10 * MiB, step="post"),
+    ]
+    return pd.DataFrame(rows)
+
+
+def test_accounting_sets_each_window_against_the_records_that_began_in_it():
+    table = accounting_table(fixed_events())
+    assert list(table.columns) == ACCOUNTING_COLUMNS
+    assert list(table["phase"]) == ["stage_in", "run", "cleanup"] and set(table["step"]) == {"fcst"}
+    stage_in, run, cleanup = (table.iloc[i] for i in range(3))
+    assert stage_in["records_read_bytes"] == 20 * MiB and stage_in["records_write_bytes"] == 10 * MiB
+    assert stage_in["kernel_storage_write_bytes"] == 10 * MiB and stage_in["kernel_read_calls"] == 7
+    assert stage_in["records_over_kernel_write"] == 1.0 and not stage_in["flagged"] and stage_in["note"] == ""
+    assert run["records_read_bytes"] == 10 * MiB and run["records_write_bytes"] == 10 * MiB
+    assert run["records_read_calls"] == 5 and run["records_write_calls"] == 2
+    assert run["records_over_kernel_read"] == pytest.approx(10 / 11)
+    assert run["flagged"] and run["note"] == "read: records 90.9% of the kernel's count"
+    assert not cleanup["flagged"] and "under 1 MiB, not judged" in cleanup["note"]
+    assert pd.isna(stage_in["cgroup_read_bytes"])
+    sentence = flagged_sentence(table)
+    assert "1 flagged" in sentence and "a 2026010100 fcst run (read: records 90.9%" in sentence
+
+
+def test_records_claiming_bytes_the_kernel_did_not_see_are_flagged():
+    rows = [*kernel_window("run", 0.0, 1.0, 0, 0), event("write", "run", 0.5, 2 * MiB)]
+    [row] = accounting_table(pd.DataFrame(rows)).itertuples()
+    assert row.flagged and "with the kernel counting none" in row.note
+    assert MIN_JUDGED_BYTES <= 2 * MiB
+
+
+def test_no_kernel_records_gives_an_empty_table_with_its_columns():
+    table = accounting_table(fixed_events().query("tool != 'kernel'"))
+    assert table.empty and list(table.columns) == ACCOUNTING_COLUMNS
+    assert flagged_sentence(table) == "no job kept the kernel's counts."
+
+
+# ------------------------------------------------------------------------------------------------ a real job
+
+
+TINY = ForecastSettings(obs_scale=1.0, pgrb2_fields=6, sflux_fields=3, product_grids=("1p00",), restart_hours=(6,))
+
+
+@needs_proc_io
+def test_a_real_job_kernel_counts_match_its_records_and_leave_step_summary_alone(tmp_path):
+    """prep at C48's observation volume (obs_scale 1): stage-in and run read 1.4 to 2.9 MiB each, known bytes."""
+    lustre = Tier("lustre", "lustre", str(tmp_path / "lustre"))
+    scratch = Tier("local", "node_local", str(tmp_path / "scratch"), persistent=False, shared=False)
+    settings = ArmSettings(study="t", arm="local", start="2026010100", seed=3, resolution="C12", levels=4,
+                           persistent=lustre, scratch=scratch, staging=StagingSettings(), forecast=TINY,
+                           write_component={"ranks": 1})
+    cycle = "2026010106"
+    run_arrival(settings, cycle, "dump", tmp_path / "d.jsonl", tmp_path / "d.json")
+    run_step(settings, cycle, "prep", tmp_path / "r.jsonl", tmp_path / "m.json")
+    events = load_events([tmp_path / "d.jsonl", tmp_path / "r.jsonl"])
+    table = accounting_table(events)
+    assert list(table["phase"]) == ["stage_in", "run", "stage_out", "cleanup"]
+    judged = table[~table["note"].str.contains("read: under", regex=False)]
+    assert {"stage_in", "run"} <= set(judged["phase"])
+    assert judged["records_over_kernel_read"].between(0.99, 1.01).all(), table.to_string()
+    assert not table["flagged"].any(), table.to_string()
+    stage_in = table.set_index("phase").loc["stage_in"]
+    assert stage_in["records_read_bytes"] > MIN_JUDGED_BYTES  # copy and verify: each file read twice
+    # the kernel's records change no table of the cycles' I/O
+    without = events[events["tool"] != "kernel"]
+    pd.testing.assert_frame_equal(step_summary(cycle_records(events)), step_summary(cycle_records(without)))
+    assert not cycle_records(events)["op"].str.startswith("kernel").any()
+
+
+@needs_proc_io
+def test_the_forecast_run_leaves_out_its_ranks_start_up(tmp_path, lay_cold_start):
+    """The ranks' imports and MPI start-up (several MB per rank) are counted in the job once mpiexec is reaped;
+    each rank reports them and the run's window leaves them out, so what stays is the forecast's I/O."""
+    lustre = Tier("lustre", "lustre", str(tmp_path / "lustre"))
+    settings = ArmSettings(study="t", arm="lustre", start="2026010100", seed=3, resolution="C12", levels=4,
+                           persistent=lustre, scratch=lustre, staging=StagingSettings(), forecast=TINY,
+                           write_component={"ranks": 1})
+    lay_cold_start(settings)
+    run_step(settings, "2026010100", "fcst", tmp_path / "r.jsonl", tmp_path / "m.json")
+    events = load_events([tmp_path / "r.jsonl"])
+    run = events[(events["phase"] == "run") & (events["tool"] == "kernel")].set_index("op")["bytes"]
+    assert run["kernel_excluded_read"] > MiB  # Python's start-up alone reads more
+    written = events.loc[(events["phase"] == "run") & (events["op"] == "write"), "bytes"].sum()
+    assert written <= run["kernel_write"] < written + 256 * 1024, run  # the records file and the like: KiB
