@@ -55,12 +55,18 @@ def test_a_jobs_settings_round_trip_and_the_rest_take_their_defaults(default_con
             if field.name not in given:
                 default = field.default if field.default_factory is MISSING else field.default_factory()
                 assert getattr(again, field.name) == default, (job, field.name)
-            elif field.name != "step_compute_seconds":
+            elif field.name not in ("step_compute_seconds", "replay"):
                 assert getattr(again, field.name) == getattr(arm, field.name), (job, field.name)
     assert ArmSettings.from_json(arm.job_json("prep")).step_compute_seconds == {"prep": 0.0}
     assert ArmSettings.from_json(arm.job_json("efcs01")).step_compute_seconds == {}
     assert ArmSettings.from_json(arm.job_json("cycle")).step_compute_seconds == arm.step_compute_seconds
     assert ArmSettings.from_json(arm.job_json("post")).staged and not ArmSettings.from_json(arm.job_json("dump")).staged
+    # the paired replay reaches the step jobs of the paired cycles only (so only they rerun when it changes)
+    paired = arm.paired_cycles[-1]
+    assert paired == "2026010118" and "2026010100" not in arm.paired_cycles
+    assert ArmSettings.from_json(arm.job_json("fcst", paired)).replay == arm.replay and arm.replay["repetitions"] >= 2
+    assert ArmSettings.from_json(arm.job_json("fcst", "2026010100")).replay == {}
+    assert "replay" not in json.loads(arm.job_json("cleanup", paired))
 
 
 class Watched(ArmSettings):

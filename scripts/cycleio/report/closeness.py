@@ -160,7 +160,7 @@ def gap_sentence(row) -> str:
         return (f"{head}, {replay} is the replay of its {_files_text(row)} (the tier's best pattern was not "
                 f"measured), {cycleio}")
     pattern = _part(row.pattern_s, row.pattern_s_low, row.pattern_s_high, f"the file pattern ({_files_text(row)})",
-                    f"its replay beat the tier's best pattern, {row.best_reference}")
+                    f"its replay beat the tier's best pattern, {getattr(row, 'best_reference', '') or 'easy'}")
     return f"{head}, {seconds_text(row.tier_best_s)} s is the tier at its best, {pattern}, {cycleio}"
 
 
