@@ -212,3 +212,41 @@ def test_captions_count_the_verdicts_and_name_the_rows_not_timed(tmp_path):
         "lustre prep write, shm prep write.")
     assert numbers["io_gap"].startswith("lustre: of fcst's 6.0 s of writes, 3.5 s is the tier at its best, ")
     assert "; shm: of fcst's 1.2 s of writes, 0.9 s (0.8-1.0) is the replay" in numbers["io_gap"]
+
+
+# ------------------------------------------------------------------------------------------------ goals
+
+def test_efficiency_goals_count_timed_rows_only():
+    from cycleio.report.closeness import efficiency_goals
+
+    table = pd.DataFrame([
+        {"arm": "a", "tier": "t", "step": "fcst", "activity": "run:write", "reference": "replay", "efficiency": 0.95,
+         "efficiency_low": 0.9, "efficiency_high": 1.0, "timed": True, "verdict": "at the tier's speed"},
+        {"arm": "a", "tier": "t", "step": "anal", "activity": "run:write", "reference": "replay", "efficiency": 1.7,
+         "efficiency_low": 0.9, "efficiency_high": 3.8, "timed": True, "verdict": "within noise"},  # band holds 1
+        {"arm": "b", "tier": "t", "step": "fcst", "activity": "run:write", "reference": "replay", "efficiency": 0.5,
+         "efficiency_low": 0.45, "efficiency_high": 0.55, "timed": True, "verdict": "slower than the tier"},
+        {"arm": "b", "tier": "t", "step": "prep", "activity": "run:write", "reference": "replay", "efficiency": 9.0,
+         "efficiency_low": 8.0, "efficiency_high": 10.0, "timed": False, "verdict": "not timed"},
+        {"arm": "b", "tier": "t", "step": "fcst", "activity": "run:read", "reference": "replay", "efficiency": 2.0,
+         "efficiency_low": 1.9, "efficiency_high": 2.1, "timed": True, "verdict": "faster than the replay"},
+    ])
+    goals = efficiency_goals(table)
+    assert goals["write"] == {"timed_rows": 3, "median": 0.95, "median_ok": True}
+    assert goals["read"]["timed_rows"] == 1 and goals["read"]["median_ok"] is None  # three timed reads to be judged
+    assert goals["rows"]["timed_rows"] == 4 and goals["rows"]["share_close"] == 0.5 and not goals["rows"]["share_ok"]
+    assert goals["rows"]["outside"] == ["b fcst read 2.00", "b fcst write 0.50"]  # in step order, reads first
+
+
+def test_two_runs_agree_where_their_bands_overlap():
+    from cycleio.report.closeness import bands_agree
+
+    def run(eff, low, high):
+        return pd.DataFrame([{"arm": "a", "tier": "t", "step": "fcst", "activity": "run:write", "reference": "replay",
+                              "efficiency": eff, "efficiency_low": low, "efficiency_high": high, "timed": True,
+                              "verdict": "x"}])
+
+    assert bands_agree(run(0.9, 0.8, 1.0), run(1.05, 0.98, 1.1)) == {"rows": 1, "agree": 1, "disagree": []}
+    apart = bands_agree(run(0.6, 0.55, 0.65), run(1.05, 0.98, 1.1))
+    assert apart["agree"] == 0 and apart["disagree"] == ["a fcst write: 0.60 (0.55-0.65) against 1.05 (0.98-1.10)"]
+    assert bands_agree(run(0.6, 0.55, 0.65), run(1.0, 0.9, 1.1).assign(timed=False))["rows"] == 0

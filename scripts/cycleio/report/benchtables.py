@@ -14,6 +14,7 @@ import pyarrow.csv as pa_csv
 
 from ..intervals import covered_per_group
 from .aggregate import group_codes, write_table
+from .closeness import AT_SPEED, FASTER, NOT_TIMED, SLOWER, WITHIN_NOISE
 from .records import cycle_records, replay_records
 from ..benchmarks.common import COLUMNS
 from ..units import MiB
@@ -74,19 +75,16 @@ class Timing:
     tolerance: float = 0.15
 
 
-VERDICTS = ("at the tier's speed", "slower than the tier", "faster than the replay", "within noise", "not timed")
-
-
 def verdict(efficiency: float, low: float, high: float, timed: bool, tolerance: float) -> str:
     """A row's verdict: ``not timed``; ``at the tier's speed`` within 1 +/- ``tolerance``; else ``within noise``
     when the band (``low``, ``high``) still holds 1.0; else slower or faster."""
     if not timed or pd.isna(efficiency):
-        return "not timed"
+        return NOT_TIMED
     if abs(efficiency - 1.0) <= tolerance:
-        return "at the tier's speed"
+        return AT_SPEED
     if not (pd.isna(low) or pd.isna(high)) and low <= 1.0 <= high:
-        return "within noise"
-    return "slower than the tier" if efficiency < 1.0 else "faster than the replay"
+        return WITHIN_NOISE
+    return SLOWER if efficiency < 1.0 else FASTER
 
 
 def _io_rows(events: pd.DataFrame) -> pd.DataFrame:

@@ -172,3 +172,49 @@ def arm_gap_sentence(io_gap: pd.DataFrame, arm: str) -> str | None:
     if rows.empty:
         return None
     return gap_sentence(next(rows.loc[[rows["step_s"].idxmax()]].itertuples()))
+
+
+# ------------------------------------------------------------------------------------------ the answer's goals
+
+GOAL_MEDIAN = (0.85, 1.15)  # the median step/replay ratio over the timed rows of a direction
+GOAL_RANGE = (0.75, 1.33)  # a timed row's ratio, unless its band holds 1.0
+GOAL_SHARE = 0.80  # of the timed rows, in GOAL_RANGE or holding 1.0 in their band
+
+
+def efficiency_goals(efficiency: pd.DataFrame | None) -> dict:
+    """How a study's efficiency table meets the answer's goals (docs/performance.md): per direction, the timed
+    rows, their median ratio and whether it lies in GOAL_MEDIAN (reads need three timed rows to be judged), and
+    over all timed rows the share in GOAL_RANGE or holding 1.0 in their band."""
+    rows = replay_rows(efficiency)
+    timed = rows[rows["timed"]]
+    out: dict = {}
+    for name in DIRECTIONS:
+        mine = timed[timed["direction"] == name]["efficiency"]
+        median = float(mine.median()) if len(mine) else math.nan
+        judged = len(mine) >= (3 if name == "read" else 1)
+        out[name] = {"timed_rows": len(mine), "median": median,
+                     "median_ok": (GOAL_MEDIAN[0] <= median <= GOAL_MEDIAN[1]) if judged else None}
+    inside = timed["efficiency"].between(*GOAL_RANGE) | ((timed["efficiency_low"] <= 1) & (timed["efficiency_high"] >= 1))
+    share = float(inside.mean()) if len(timed) else math.nan
+    out["rows"] = {"timed_rows": len(timed), "share_close": share, "share_ok": bool(share >= GOAL_SHARE) if len(timed)
+                   else None, "outside": [f"{r.arm} {r.step} {r.direction} {r.efficiency:.2f}"
+                                          for r in timed[~inside].itertuples()]}
+    return out
+
+
+def bands_agree(first: pd.DataFrame | None, second: pd.DataFrame | None) -> dict:
+    """Row by row, whether two runs of a study agree within their bands: every row timed in both whose bands
+    overlap (each band widened to its own ratio where it lacks one)."""
+    keys = ["arm", "tier", "step", "direction"]
+    a, b = (replay_rows(t) for t in (first, second))
+    both = a[a["timed"]].merge(b[b["timed"]], on=keys, suffixes=("_1", "_2"))
+    def band(side: str):
+        low = both[f"efficiency_low_{side}"].fillna(both[f"efficiency_{side}"])
+        high = both[f"efficiency_high_{side}"].fillna(both[f"efficiency_{side}"])
+        return low, high
+    (low1, high1), (low2, high2) = band("1"), band("2")
+    agree = (low1 <= high2) & (low2 <= high1)
+    return {"rows": len(both), "agree": int(agree.sum()),
+            "disagree": [f"{r.arm} {r.step} {r.direction}: {r.efficiency_1:.2f} ({r.efficiency_low_1:.2f}-"
+                         f"{r.efficiency_high_1:.2f}) against {r.efficiency_2:.2f} ({r.efficiency_low_2:.2f}-"
+                         f"{r.efficiency_high_2:.2f})" for r in both[~agree].itertuples()]}
