@@ -8,8 +8,15 @@ folders are fresh and no real study is touched. While it runs, a thread samples 
 tier) and (b) the used bytes (statvfs) of the filesystems holding them (results/, $TMPDIR or /tmp,
 /dev/shm), whose increases over the start are summed; each gives a peak disk use. (a) counts only
 the study; (b) also counts its temporaries elsewhere, and anything else written there meanwhile.
-Baselines are the absolute goals: ratio = measured / goal, lower is better. One run. Afterwards
-the study's results and tier folders go.
+Baselines are the absolute goals: ratio = measured / goal, lower is better. Afterwards the study's
+results and tier folders go.
+
+The same runs check the study's own efficiency answer (issue 28, docs/performance.md), from each
+run's tables/efficiency.csv: over its timed rows, the median step/replay ratio of the writes (goal
+0.85-1.15; reads only where three or more are timed), the share of timed rows in 0.75-1.33 or
+holding 1.0 in their band (goal 0.80), and, between the two runs (the second renamed
+benchdefault2, as a user would rerun it), the share of rows timed in both whose bands overlap
+(goal 1.0).
 
 --quick runs the smoke study (config/studies/smoke.yaml, renamed benchsmoke) instead, with the
 same measurement and goals.
@@ -103,7 +110,45 @@ def study_folders(config: dict, study: str) -> list[Path]:
 
 
 def run(args) -> list[dict]:
-    study = "benchsmoke" if args.quick else "benchdefault"
+    rows: list[dict] = []
+    tables = []
+    for index, name in enumerate(("benchsmoke", "benchsmoke2") if args.quick else ("benchdefault", "benchdefault2")):
+        study_rows, efficiency = run_study(args, name)
+        rows += study_rows if index == 0 else []  # time and disk: the first run, from fresh results
+        tables.append(efficiency)
+    return rows + efficiency_rows(tables, "smoke study (--quick)" if args.quick else "default study")
+
+
+def efficiency_rows(tables: list, case: str) -> list[dict]:
+    from cycleio.report.closeness import GOAL_MEDIAN, GOAL_SHARE, bands_agree, efficiency_goals
+
+    rows = []
+    for index, table in enumerate(tables, start=1):
+        goals = efficiency_goals(table)
+        writes, close = goals["write"], goals["rows"]
+        if writes["timed_rows"]:
+            rows.append(row(BENCHMARK, f"{case} run {index}: median write efficiency (timed rows)", "step / replay",
+                            "", [writes["median"]], [1.0], [writes["median"]], None,
+                            notes=f"{writes['timed_rows']} timed write rows; goal {GOAL_MEDIAN[0]}-{GOAL_MEDIAN[1]}: "
+                                  + ("met" if writes["median_ok"] else "missed")))
+        if close["timed_rows"]:
+            rows.append(row(BENCHMARK, f"{case} run {index}: timed rows close to 1", "share", "",
+                            [close["share_close"]], [1.0], [close["share_close"]], GOAL_SHARE,
+                            notes="in 0.75-1.33 or holding 1.0 in their band; outside: "
+                                  + (", ".join(close["outside"]) or "none")))
+    agree = bands_agree(*tables)
+    if agree["rows"]:
+        share = agree["agree"] / agree["rows"]
+        rows.append(row(BENCHMARK, f"{case}: rows of two runs agreeing within their bands", "share", "", [share],
+                        [1.0], [share], 1.0, notes=f"{agree['agree']} of {agree['rows']} rows timed in both; apart: "
+                                                   + ("; ".join(agree["disagree"]) or "none")))
+    return rows
+
+
+def run_study(args, study: str):
+    """One `make study` from fresh results: its rows (wall time, peak disk) and its efficiency table."""
+    import pandas as pd
+
     layer = yaml.safe_load((REPO / "config" / "studies" / "smoke.yaml").read_text()) if args.quick else {}
     layer["study"] = study
     BENCH_TIERS.mkdir(parents=True, exist_ok=True)
@@ -117,6 +162,7 @@ def run(args) -> list[dict]:
     env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
     argv = ["make", "-C", str(REPO), "study", f"STUDY={study_file}"]
     sampler = DiskSampler([REPO / "results", Path(os.environ.get("TMPDIR") or "/tmp"), Path("/dev/shm")], folders)
+    efficiency = None
     try:
         sampler.start()
         t0 = time.perf_counter()
@@ -127,6 +173,8 @@ def run(args) -> list[dict]:
         if result.returncode:
             raise RuntimeError(f"`{' '.join(argv)}` failed ({result.returncode}); last lines of {log}:\n"
                                + "\n".join(log.read_text().splitlines()[-15:]))
+        table = REPO / "results" / study / "tables" / "efficiency.csv"
+        efficiency = pd.read_csv(table) if table.exists() else None
     finally:
         sampler.stopping.set()
         for folder in folders:
@@ -142,7 +190,7 @@ def run(args) -> list[dict]:
         rows.append(row(BENCHMARK, f"{case}: peak disk, {what}", "peak disk use", "GB", [peak / 1e9], [GOAL_GB],
                         [peak / 1e9 / GOAL_GB], 1.0, higher_is_better=False,
                         notes=f"{note}; baseline = the 10 GB goal"))
-    return rows
+    return rows, efficiency
 
 
 if __name__ == "__main__":
