@@ -146,6 +146,21 @@ def test_reads_or_writes_too_little_to_time_are_not_replayed(tmp_path):
     assert [(r.phase, r.op) for r in records.records] == [("run", "write"), ("replay", "wall")]
 
 
+def test_a_tier_without_room_for_the_replay_leaves_the_step_alone(tmp_path, monkeypatch):
+    from cycleio.storage.tiers import TierError
+
+    site = TierSite(Tier(name="disk", kind="posix", path=str(tmp_path / "tier")), "s", "a")
+    records = RecordLog(study="s", arm="a", cycle="2026010100", step="fcst")
+    records.add(phase="run", op="write", bytes=64 * MiB, t_start=T0, seconds=0.5, transfers=8, **site.fields())
+
+    def full(nbytes, what):
+        raise TierError(f"tier 'disk': {what} needs {nbytes} bytes but only 0 are free")
+
+    monkeypatch.setattr(site, "require_space", full)
+    PairedReplay().run("fcst", records, site, site.root / ".replay", tmp_path / "raw", "[t]")
+    assert [(r.phase, r.op) for r in records.records] == [("run", "write"), ("replay", "wall")]
+
+
 def test_a_paired_job_whose_io_was_not_replayed_keeps_a_not_timed_row():
     events = pd.DataFrame([run_event("anal", "write", "c1", 0, 1, 0.01),
                            {**replay_event("anal", "wall", "c1", 1, 0, 0.001, 0), "bytes": 0}])

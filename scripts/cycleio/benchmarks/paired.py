@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..intervals import covered_seconds
-from ..storage.tiers import TierSite
+from ..storage.tiers import TierError, TierSite
 from ..units import MiB
 from .common import parse_run, run_tool, time_limit
 from .replay import make_room, replay_specs, replay_totals
@@ -68,7 +68,11 @@ class PairedReplay:
         # a paired job has this record even when none of its I/O could be timed
         with records.timed(step=step, phase="replay", op="wall", n_files=0, tool="fio", **scratch.fields()):
             if own:
-                self._replay(own, step, records, scratch, folder, raw_dir, label)
+                try:
+                    self._replay(own, step, records, scratch, folder, raw_dir, label)
+                except TierError as err:  # the step's data are fine: only the instrument has no room
+                    records.records[:] = [r for r in records.records if not (r.step == step and r.phase == "replay")]
+                    log.warning("%s no room for the paired replay of %s, its rows stay not timed: %s", label, step, err)
 
     def _timeable(self, mine: list, label: str, step: str, op: str) -> bool:
         """Whether a step's reads (or writes), ``mine``, are enough to time (min_bytes, min_seconds)."""
