@@ -65,8 +65,8 @@ def test_tables_have_rows_per_step_and_phase(smoke):
     assert len(summary) == 3 * (2 + 2 * 4)
     assert set(summary["arm"]) == {"lustre", "node_local", "shm"}
     phases = events[events["step"] != "coldstart"].groupby("arm")["phase"].unique().map(set)
-    assert phases["lustre"] == {"run", "verify"}  # the baseline does not stage
-    assert phases["shm"] == phases["node_local"] == {"stage_in", "run", "stage_out", "verify", "cleanup"}
+    assert phases["lustre"] == {"run", "verify", "replay"}  # the baseline does not stage; its last cycles are paired
+    assert phases["shm"] == phases["node_local"] == {"stage_in", "run", "replay", "stage_out", "verify", "cleanup"}
     io = events[events["op"].isin(["read", "write", "copy"])]
     assert (io["MiB_per_s"] > 0).all() and (summary["wall_s"] > 0).all()
     assert summary["io_fraction"].between(0, 1).all()
@@ -177,6 +177,11 @@ def test_figures_show_the_tables(smoke, tmp_path, drawn_figures):
         assert_png_drawn(figures / name, tuple(fig.get_size_inches()))
         if name == "efficiency_heatmap.png":  # a colour mesh: a coloured cell per arm x step x direction timed
             efficiency = pd.read_csv(tables / "efficiency.csv")
+            assert list(efficiency.columns[-4:]) == ["efficiency_low", "efficiency_high", "timed", "verdict"]
+            replays = efficiency[efficiency["reference"] == "replay"]
+            # the smoke study's C12 steps move a few MiB: every row against the replay is there, and not timed
+            assert len(replays) == len(replays.groupby(["arm", "step", "activity"])) > 0
+            assert set(replays["verdict"]) == {"not timed"} and not as_flag(replays["timed"]).any()
             replay = efficiency[(efficiency["reference"] == "replay") & as_flag(efficiency["timed"])]
             cells = np.ma.filled(fig.axes[0].collections[0].get_array(), np.nan)
             assert int(np.isfinite(cells).sum()) == len(replay.groupby(["arm", "step", "activity"]))

@@ -248,7 +248,7 @@ def table_numbers(*paths) -> dict[str, str]:
             elif path.name in TABLE_SENTENCES:
                 table = pd.read_csv(path, dtype={"cycle": str, "tasks_measured": str})
                 for key, sentence in TABLE_SENTENCES[path.name]:
-                    if not table.empty or key in ("retries", "staging", "io_accounting"):  # an empty table of these says something
+                    if not table.empty or key in ("retries", "staging", "io_accounting", "io_gap"):  # empty, these say something
                         numbers[key] = sentence(table)
         except UNREADABLE as err:  # a caption never stops the workflow or the report
             for key, _ in TABLE_SENTENCES.get(path.name, [("io_events", None)]):
