@@ -365,15 +365,20 @@ def first_read_row(fio: str, tier_name: str, folder: Path, repeats: int) -> dict
                 rates[state].append(json.loads(out.read_text())["jobs"][0]["read"]["bw"] / 1024)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    ratios = [first / second for first, second in zip(rates["first"], rates["second"])]
-    return {"benchmark": "surrogate efficiency", "case": f"{tier_name} read: first read of new files over the second (fio)",
-            "metric": "read MiB/s", "unit": "MiB/s", "value": statistics.median(rates["first"]),
-            "baseline": statistics.median(rates["second"]), "ratio": statistics.median(ratios), "min": min(ratios),
-            "median": statistics.median(ratios), "max": max(ratios), "repeats": len(ratios), "goal": None,
-            "higher_is_better": True,
-            "notes": ("a profile, no goal: 240 MB of files fio just wrote and fsynced, read from the page cache the "
-                      "first time over the second; below 1: why the paired replay reads its laid-out files once, "
-                      "untimed, as a step's inputs were read once (by staging's verify) before the step reads them")}
+    return profile_row(f"{tier_name} read: first read of new files over the second (fio)", "read MiB/s",
+                       rates["first"], rates["second"],
+                       "a profile, no goal: 240 MB of files fio just wrote and fsynced, read from the page cache the "
+                       "first time over the second; below 1: why the paired replay reads its laid-out files once, "
+                       "untimed, as a step's inputs were read once (by staging's verify) before the step reads them")
+
+
+def profile_row(case: str, metric: str, measured: list[float], baseline: list[float], notes: str) -> dict:
+    """A row without a goal: the measured rates over the baseline's, paired by repeat."""
+    ratios = [m / b for m, b in zip(measured, baseline)]
+    return {"benchmark": "surrogate efficiency", "case": case, "metric": metric, "unit": "MiB/s",
+            "value": statistics.median(measured), "baseline": statistics.median(baseline),
+            "ratio": statistics.median(ratios), "min": min(ratios), "median": statistics.median(ratios),
+            "max": max(ratios), "repeats": len(ratios), "goal": None, "higher_is_better": True, "notes": notes}
 
 
 FRESH_PAGES_WAIT_S = 10  # this VM reports freed memory to its host within seconds (page_reporting)
@@ -404,16 +409,12 @@ def fresh_pages_row(fio: str, tier_name: str, folder: Path, repeats: int) -> dic
                 rates[state].append(json.loads(out.read_text())["jobs"][0]["write"]["bw"] / 1024)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    ratios = [fresh / reused for fresh, reused in zip(rates["fresh"], rates["reused"])]
-    return {"benchmark": "surrogate efficiency", "case": f"{tier_name} write: fresh pages over reused pages (fio)",
-            "metric": "write MiB/s", "unit": "MiB/s", "value": statistics.median(rates["fresh"]),
-            "baseline": statistics.median(rates["reused"]), "ratio": statistics.median(ratios), "min": min(ratios),
-            "median": statistics.median(ratios), "max": max(ratios), "repeats": len(ratios), "goal": None,
-            "higher_is_better": True,
-            "notes": (f"a profile, no goal: 1 GiB of new files after {FRESH_PAGES_WAIT_S} s idle, over the same "
-                      "rewritten at once after deleting them; below 1: the host's cost of fresh guest pages (or "
-                      "whatever else idle time changes on the host), which a step writing new files pays, and the "
-                      "replay too, since it lands new files beside those it wrote before")}
+    return profile_row(f"{tier_name} write: fresh pages over reused pages (fio)", "write MiB/s", rates["fresh"],
+                       rates["reused"],
+                       f"a profile, no goal: 1 GiB of new files after {FRESH_PAGES_WAIT_S} s idle, over the same "
+                       "rewritten at once after deleting them; below 1: the host's cost of fresh guest pages (or "
+                       "whatever else idle time changes on the host): the study's paired replay writes in both states "
+                       "(docs/performance.md)")
 
 
 def read_call_size_row(fio: str, folder: Path, repeats: int) -> dict:
