@@ -24,9 +24,6 @@ IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 _VENV_BIN = str(Path(sys.executable).parent)
 if os.environ.get("PATH", "").split(os.pathsep)[0] != _VENV_BIN:
     os.environ["PATH"] = os.pathsep.join(filter(None, [_VENV_BIN, os.environ.get("PATH")]))
-# IOR cannot be installed from a package registry: its live test exists only where an ior is found.
-collect_ignore = [] if shutil.which("ior") else ["test_ior_live.py"]
-
 
 def require_tool(name: str, why: str) -> str:
     """Path of a tool the test needs; skip outside CI when it is missing, fail in CI."""
@@ -188,3 +185,16 @@ def tmpfs(path: Path, size: str, readonly: bool = False):
         yield path
     finally:
         subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+# ------------------------------------------------------------------------------------------------ benchmark points
+
+
+def point_settings(benchmark: str, tier, spec, tasks: int = 2, repetitions: int = 2, tool: str = "fio"):
+    """A benchmark point's settings (cycleio.benchmarks.tierbench.PointSettings) for a tier and an IOR pattern."""
+    from dataclasses import asdict
+
+    from cycleio.benchmarks import tierbench as tb
+
+    return tb.PointSettings(study="t", benchmark=benchmark, tier=tier, pattern=getattr(spec, "name", "fields"),
+                            spec=asdict(spec), tasks=tasks, repetitions=repetitions, tool=tool)
