@@ -62,6 +62,21 @@ def with_changes(config: dict, **changes) -> dict:
     return out
 
 
+# ------------------------------------------------------------------------------------------------ Snakemake runs
+
+
+def snakemake(repo: Path, workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    """The smoke study (with workdir/tiers.yaml laid over it) through the venv's snakemake, run in workdir."""
+    bin_dir = Path(sys.executable).parent
+    cmd = [str(bin_dir / "snakemake"), "-s", str(repo / "Snakefile"), "--cores", "2",
+           "--configfile", str(repo / "config" / "studies" / "smoke.yaml"), str(workdir / "tiers.yaml"), *args]
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    result = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, env=env, timeout=600)
+    if check and result.returncode != 0:
+        raise AssertionError(f"snakemake failed ({result.returncode}):\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}")
+    return result
+
+
 # ------------------------------------------------------------------------------------------------ cold starts
 
 
@@ -92,6 +107,36 @@ def lay_cold_start(tmp_path_factory):
                         dirs_exist_ok=True)
 
     return lay
+
+
+# ------------------------------------------------------------------------------------------------ a hand-made study
+
+# The step_summary table test_answers works out by hand and test_compare compares with a changed copy of.
+C0, C1, C2 = "2026010100", "2026010106", "2026010112"
+# per arm and cycle: wall seconds of prep, anal, fcst, post (C0 is the half cycle: fcst, post)
+WALLS = {
+    "lustre": {C0: (None, None, 4, 1), C1: (1, 2, 4, 1), C2: (1, 2, 5, 1)},  # 8, 9: mean 8.5
+    "shm": {C0: (None, None, 3, 1), C1: (1, 1, 3, 1), C2: (1, 1, 3, 1.5)},  # 6, 6.5: saves 2 and 2.5
+    "node_local": {C0: (None, None, 3, 1), C1: (1, 2, 4.5, 1), C2: (1, 2, 4, 1)},  # 8.5, 8: saves -0.5 and 1
+}
+
+
+def step_summary():
+    """The hand-made study's step_summary table (a pandas DataFrame)."""
+    import pandas as pd
+
+    rows = []
+    for arm, cycles in WALLS.items():
+        for cycle, walls in cycles.items():
+            for step, wall in zip(("prep", "anal", "fcst", "post"), walls):
+                if wall is None:
+                    continue
+                staging = 0.25 if arm != "lustre" else 0.0
+                rows.append({"study": "fx", "arm": arm, "cycle": cycle, "step": step, "wall_s": wall,
+                             "io_s": 2.0 if step == "fcst" else 0.0, "staging_s": staging})
+        rows.append({"study": "fx", "arm": arm, "cycle": C2, "step": "cleanup", "wall_s": 100.0, "io_s": 100.0,
+                     "staging_s": 0.0})  # an older cycle's cleanup: no cycle's forecast
+    return pd.DataFrame(rows)
 
 
 # ------------------------------------------------------------------------------------------------ figures
