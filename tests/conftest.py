@@ -73,7 +73,8 @@ def snakemake(repo: Path, workdir: Path, *args: str, check: bool = True) -> subp
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
     result = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, env=env, timeout=600)
     if check and result.returncode != 0:
-        raise AssertionError(f"snakemake failed ({result.returncode}):\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}")
+        raise AssertionError(f"snakemake failed ({result.returncode}):\n{result.stdout[-3000:]}\n"
+                             f"{result.stderr[-5000:]}")
     return result
 
 
@@ -137,6 +138,106 @@ def step_summary():
         rows.append({"study": "fx", "arm": arm, "cycle": C2, "step": "cleanup", "wall_s": 100.0, "io_s": 100.0,
                      "staging_s": 0.0})  # an older cycle's cleanup: no cycle's forecast
     return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------------------- the forecast under MPI
+# test_mpifcst (the serial, per_rank and quilt strategies) and test_parallel_io (the shared-file ones) run the same
+# short forecast and hold every strategy's files to the same reference.
+
+FCST_CYCLE = "2026010106"
+FCST_START = "2026010100"
+FCST_TIMEOUT_S = 60
+
+
+def short_forecast():
+    """A short forecast: outputs at 0, 3 and 6 h, one restart set at 6 h."""
+    from cycleio.surrogates.inventory import ForecastSettings
+
+    return ForecastSettings(forecast_hours=6, history_interval_hours=3, restart_hours=(6,))
+
+
+@pytest.fixture
+def forecast_dir():
+    """A folder for a forecast's files, on /dev/shm where it exists so that fsync does not dominate the tiny files."""
+    import tempfile
+
+    base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+    path = Path(tempfile.mkdtemp(prefix="cycleio-mpifcst-", dir=base))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def forecast_arm(strategy: str, ranks: int = 2, levels: int = 3, compute_s: float = 0.0, **write_component):
+    """The ArmSettings of a C12 arm on /dev/shm writing with a strategy and ranks."""
+    from cycleio.config.settings import ArmSettings
+    from cycleio.storage.tiers import Tier
+    from cycleio.surrogates.kinds import Compression
+
+    tier = Tier("shm", "memory", "/dev/shm")
+    return ArmSettings(study="t", arm=strategy, start=FCST_START, seed=11, resolution="C12", levels=levels,
+                       persistent=tier, scratch=tier, strategy=strategy, forecast=short_forecast(),
+                       compression=Compression(zlib_level=1, quantize_nsd=7), compute_seconds_per_hour=compute_s,
+                       write_component={"ranks": ranks, **write_component})
+
+
+def forecast_context(arm):
+    from cycleio.surrogates.grid import Grid
+    from cycleio.surrogates.ncfiles import WriteContext
+
+    return WriteContext(Grid(arm.resolution, arm.levels), arm.seed, FCST_CYCLE, arm.compression)
+
+
+def fcst_writes():
+    from cycleio.surrogates.inventory import step_io
+
+    return step_io("fcst", FCST_CYCLE, FCST_START, short_forecast()).writes
+
+
+def sampled_writes():
+    """The forecast's files with tile 1 of each restart kind, but all six tiles of fv_core.res: with fewer than six
+    compute ranks every tile is split alike (tile_blocks), so the other tiles add files, not cases."""
+    from cycleio.surrogates.kinds import TILE_LAYOUTS
+
+    return [spec for spec in fcst_writes()
+            if spec.kind not in TILE_LAYOUTS or spec.kind == "fv_core.res" or ".tile1." in spec.path]
+
+
+def run_forecast(arm, root: Path, writes=None, fail_rank: int | None = None, info: dict | None = None) -> list[dict]:
+    """The forecast's writes (all, or those given) as an MPI program under the arm's launcher; its records."""
+    from cycleio.surrogates.forecast.launcher import run_forecast_mpi
+
+    return run_forecast_mpi(arm, FCST_CYCLE, root, fcst_writes() if writes is None else writes, forecast_context(arm),
+                            timeout=FCST_TIMEOUT_S, label="[test]", fail_rank=fail_rank, info=info)
+
+
+def assert_same_files(reference: Path, other: Path) -> None:
+    """Both folders hold the same files, netCDF files with the same data (compared with xarray), others byte for
+    byte."""
+    import xarray as xr
+
+    ref = sorted(p.relative_to(reference) for p in reference.rglob("*") if p.is_file())
+    got = sorted(p.relative_to(other) for p in other.rglob("*") if p.is_file())
+    assert got == ref, f"files differ: {sorted(set(map(str, got)) ^ set(map(str, ref)))[:5]}"
+    for rel in ref:
+        if rel.suffix == ".nc":
+            with xr.open_dataset(reference / rel, decode_times=False) as a, \
+                    xr.open_dataset(other / rel, decode_times=False) as b:
+                xr.testing.assert_identical(a, b)
+        else:
+            assert (reference / rel).read_bytes() == (other / rel).read_bytes(), rel
+
+
+@pytest.fixture(scope="module")
+def forecast_reference(tmp_path_factory):
+    """The forecast's files written in process by ncfiles.write_file, the writer every strategy must match."""
+    from cycleio.surrogates.ncfiles import write_file
+
+    root = tmp_path_factory.mktemp("reference")
+    arm = forecast_arm("serial")
+    ctx = forecast_context(arm)
+    for spec in sampled_writes():
+        write_file(root / spec.path, spec, ctx)
+    return root
 
 
 # ------------------------------------------------------------------------------------------------ figures
