@@ -24,9 +24,6 @@ IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 _VENV_BIN = str(Path(sys.executable).parent)
 if os.environ.get("PATH", "").split(os.pathsep)[0] != _VENV_BIN:
     os.environ["PATH"] = os.pathsep.join(filter(None, [_VENV_BIN, os.environ.get("PATH")]))
-# IOR cannot be installed from a package registry: its live test exists only where an ior is found.
-collect_ignore = [] if shutil.which("ior") else ["test_ior_live.py"]
-
 
 def require_tool(name: str, why: str) -> str:
     """Path of a tool the test needs; skip outside CI when it is missing, fail in CI."""
@@ -65,6 +62,22 @@ def with_changes(config: dict, **changes) -> dict:
     return out
 
 
+# ------------------------------------------------------------------------------------------------ Snakemake runs
+
+
+def snakemake(repo: Path, workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    """The smoke study (with workdir/tiers.yaml laid over it) through the venv's snakemake, run in workdir."""
+    bin_dir = Path(sys.executable).parent
+    cmd = [str(bin_dir / "snakemake"), "-s", str(repo / "Snakefile"), "--cores", "2",
+           "--configfile", str(repo / "config" / "studies" / "smoke.yaml"), str(workdir / "tiers.yaml"), *args]
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    result = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, env=env, timeout=600)
+    if check and result.returncode != 0:
+        raise AssertionError(f"snakemake failed ({result.returncode}):\n{result.stdout[-3000:]}\n"
+                             f"{result.stderr[-5000:]}")
+    return result
+
+
 # ------------------------------------------------------------------------------------------------ cold starts
 
 
@@ -95,6 +108,136 @@ def lay_cold_start(tmp_path_factory):
                         dirs_exist_ok=True)
 
     return lay
+
+
+# ------------------------------------------------------------------------------------------------ a hand-made study
+
+# The step_summary table test_answers works out by hand and test_compare compares with a changed copy of.
+C0, C1, C2 = "2026010100", "2026010106", "2026010112"
+# per arm and cycle: wall seconds of prep, anal, fcst, post (C0 is the half cycle: fcst, post)
+WALLS = {
+    "lustre": {C0: (None, None, 4, 1), C1: (1, 2, 4, 1), C2: (1, 2, 5, 1)},  # 8, 9: mean 8.5
+    "shm": {C0: (None, None, 3, 1), C1: (1, 1, 3, 1), C2: (1, 1, 3, 1.5)},  # 6, 6.5: saves 2 and 2.5
+    "node_local": {C0: (None, None, 3, 1), C1: (1, 2, 4.5, 1), C2: (1, 2, 4, 1)},  # 8.5, 8: saves -0.5 and 1
+}
+
+
+def step_summary():
+    """The hand-made study's step_summary table (a pandas DataFrame)."""
+    import pandas as pd
+
+    rows = []
+    for arm, cycles in WALLS.items():
+        for cycle, walls in cycles.items():
+            for step, wall in zip(("prep", "anal", "fcst", "post"), walls):
+                if wall is None:
+                    continue
+                staging = 0.25 if arm != "lustre" else 0.0
+                rows.append({"study": "fx", "arm": arm, "cycle": cycle, "step": step, "wall_s": wall,
+                             "io_s": 2.0 if step == "fcst" else 0.0, "staging_s": staging})
+        rows.append({"study": "fx", "arm": arm, "cycle": C2, "step": "cleanup", "wall_s": 100.0, "io_s": 100.0,
+                     "staging_s": 0.0})  # an older cycle's cleanup: no cycle's forecast
+    return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------------------- the forecast under MPI
+# test_mpifcst (the serial, per_rank and quilt strategies) and test_parallel_io (the shared-file ones) run the same
+# short forecast and hold every strategy's files to the same reference.
+
+FCST_CYCLE = "2026010106"
+FCST_START = "2026010100"
+FCST_TIMEOUT_S = 60
+
+
+def short_forecast():
+    """A short forecast: outputs at 0, 3 and 6 h, one restart set at 6 h."""
+    from cycleio.surrogates.inventory import ForecastSettings
+
+    return ForecastSettings(forecast_hours=6, history_interval_hours=3, restart_hours=(6,))
+
+
+@pytest.fixture
+def forecast_dir():
+    """A folder for a forecast's files, on /dev/shm where it exists so that fsync does not dominate the tiny files."""
+    import tempfile
+
+    base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+    path = Path(tempfile.mkdtemp(prefix="cycleio-mpifcst-", dir=base))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def forecast_arm(strategy: str, ranks: int = 2, levels: int = 3, compute_s: float = 0.0, **write_component):
+    """The ArmSettings of a C12 arm on /dev/shm writing with a strategy and ranks."""
+    from cycleio.config.settings import ArmSettings
+    from cycleio.storage.tiers import Tier
+    from cycleio.surrogates.kinds import Compression
+
+    tier = Tier("shm", "memory", "/dev/shm")
+    return ArmSettings(study="t", arm=strategy, start=FCST_START, seed=11, resolution="C12", levels=levels,
+                       persistent=tier, scratch=tier, strategy=strategy, forecast=short_forecast(),
+                       compression=Compression(zlib_level=1, quantize_nsd=7), compute_seconds_per_hour=compute_s,
+                       write_component={"ranks": ranks, **write_component})
+
+
+def forecast_context(arm):
+    from cycleio.surrogates.grid import Grid
+    from cycleio.surrogates.ncfiles import WriteContext
+
+    return WriteContext(Grid(arm.resolution, arm.levels), arm.seed, FCST_CYCLE, arm.compression)
+
+
+def fcst_writes():
+    from cycleio.surrogates.inventory import step_io
+
+    return step_io("fcst", FCST_CYCLE, FCST_START, short_forecast()).writes
+
+
+def sampled_writes():
+    """The forecast's files with tile 1 of each restart kind, but all six tiles of fv_core.res: with fewer than six
+    compute ranks every tile is split alike (tile_blocks), so the other tiles add files, not cases."""
+    from cycleio.surrogates.kinds import TILE_LAYOUTS
+
+    return [spec for spec in fcst_writes()
+            if spec.kind not in TILE_LAYOUTS or spec.kind == "fv_core.res" or ".tile1." in spec.path]
+
+
+def run_forecast(arm, root: Path, writes=None, fail_rank: int | None = None, info: dict | None = None) -> list[dict]:
+    """The forecast's writes (all, or those given) as an MPI program under the arm's launcher; its records."""
+    from cycleio.surrogates.forecast.launcher import run_forecast_mpi
+
+    return run_forecast_mpi(arm, FCST_CYCLE, root, fcst_writes() if writes is None else writes, forecast_context(arm),
+                            timeout=FCST_TIMEOUT_S, label="[test]", fail_rank=fail_rank, info=info)
+
+
+def assert_same_files(reference: Path, other: Path) -> None:
+    """Both folders hold the same files, netCDF files with the same data (compared with xarray), others byte for
+    byte."""
+    import xarray as xr
+
+    ref = sorted(p.relative_to(reference) for p in reference.rglob("*") if p.is_file())
+    got = sorted(p.relative_to(other) for p in other.rglob("*") if p.is_file())
+    assert got == ref, f"files differ: {sorted(set(map(str, got)) ^ set(map(str, ref)))[:5]}"
+    for rel in ref:
+        if rel.suffix == ".nc":
+            with xr.open_dataset(reference / rel, decode_times=False) as a, \
+                    xr.open_dataset(other / rel, decode_times=False) as b:
+                xr.testing.assert_identical(a, b)
+        else:
+            assert (reference / rel).read_bytes() == (other / rel).read_bytes(), rel
+
+
+@pytest.fixture(scope="module")
+def forecast_reference(tmp_path_factory):
+    """The forecast's files written in process by ncfiles.write_file, the writer every strategy must match."""
+    from cycleio.surrogates.ncfiles import write_file
+
+    root = tmp_path_factory.mktemp("reference")
+    arm = forecast_arm("serial")
+    ctx = forecast_context(arm)
+    for spec in sampled_writes():
+        write_file(root / spec.path, spec, ctx)
+    return root
 
 
 # ------------------------------------------------------------------------------------------------ figures
@@ -188,3 +331,16 @@ def tmpfs(path: Path, size: str, readonly: bool = False):
         yield path
     finally:
         subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+# ------------------------------------------------------------------------------------------------ benchmark points
+
+
+def point_settings(benchmark: str, tier, spec, tasks: int = 2, repetitions: int = 2, tool: str = "fio"):
+    """A benchmark point's settings (cycleio.benchmarks.tierbench.PointSettings) for a tier and an IOR pattern."""
+    from dataclasses import asdict
+
+    from cycleio.benchmarks import tierbench as tb
+
+    return tb.PointSettings(study="t", benchmark=benchmark, tier=tier, pattern=getattr(spec, "name", "fields"),
+                            spec=asdict(spec), tasks=tasks, repetitions=repetitions, tool=tool)

@@ -7,31 +7,10 @@ import math
 import pandas as pd
 import pytest
 
+from conftest import C0, C1, C2, step_summary  # the hand-made step_summary, its walls worked out there
 from cycleio.report.answers import arm_summary, best_arm_line, cycle_totals, summary_markdown, write_summary
 
-C0, C1, C2 = "2026010100", "2026010106", "2026010112"
-# per arm and cycle: wall seconds of prep, anal, fcst, post (C0 is the half cycle: fcst, post)
-WALLS = {
-    "lustre": {C0: (None, None, 4, 1), C1: (1, 2, 4, 1), C2: (1, 2, 5, 1)},  # 8, 9: mean 8.5
-    "shm": {C0: (None, None, 3, 1), C1: (1, 1, 3, 1), C2: (1, 1, 3, 1.5)},  # 6, 6.5: saves 2 and 2.5
-    "node_local": {C0: (None, None, 3, 1), C1: (1, 2, 4.5, 1), C2: (1, 2, 4, 1)},  # 8.5, 8: saves -0.5 and 1
-}
 TIERS = {"lustre": "lustre", "shm": "shm", "node_local": "node_local"}
-
-
-def step_summary() -> pd.DataFrame:
-    rows = []
-    for arm, cycles in WALLS.items():
-        for cycle, walls in cycles.items():
-            for step, wall in zip(("prep", "anal", "fcst", "post"), walls):
-                if wall is None:
-                    continue
-                staging = 0.25 if arm != "lustre" else 0.0
-                rows.append({"study": "fx", "arm": arm, "cycle": cycle, "step": step, "wall_s": wall,
-                             "io_s": 2.0 if step == "fcst" else 0.0, "staging_s": staging})
-        rows.append({"study": "fx", "arm": arm, "cycle": C2, "step": "cleanup", "wall_s": 100.0, "io_s": 100.0,
-                     "staging_s": 0.0})  # an older cycle's cleanup: no cycle's forecast
-    return pd.DataFrame(rows)
 
 
 def tiers() -> pd.DataFrame:

@@ -88,8 +88,19 @@ def test_no_fio_where_fio_stands_in_is_refused(default_config, bare_path):
         validate_config(default_config)
 
 
-def test_tools_are_not_looked_for_when_benchmarks_are_off(default_config, bare_path):
-    validate_config(with_changes(default_config, benchmarks__enabled=False, benchmarks__tool="ior"))
+def test_tools_are_not_looked_for_when_benchmarks_are_off(default_config, bare_path, monkeypatch):
+    from cycleio.benchmarks import tierbench
+
+    looked_for = []
+    choose_tool = tierbench.choose_tool
+    monkeypatch.setattr(tierbench, "choose_tool", lambda *args: looked_for.append(args) or choose_tool(*args))
+    config = with_changes(default_config, benchmarks__tool="ior")
+    with pytest.raises(ConfigError, match="ior was not found"):  # on, the plan looks for IOR (and finds none)
+        validate_config(config)
+    assert looked_for, "the plan did not look for its tools with benchmarks on"
+    looked_for.clear()
+    filled = validate_config(with_changes(config, benchmarks__enabled=False))
+    assert looked_for == [] and filled["benchmarks"]["tool"] == "ior" and filled["benchmarks"]["enabled"] is False
 
 
 @pytest.mark.parametrize(
@@ -113,9 +124,17 @@ def test_iors_size_rules_are_checked_when_the_config_is_loaded(default_config, c
 
 
 def test_sizes_iors_rules_allow_are_accepted(default_config):
+    from cycleio.benchmarks.tierbench import BenchmarkPlan
+
     config = with_changes(default_config, benchmarks__patterns__easy__transfer_size="47008",
                           benchmarks__patterns__easy__block_size=47008 * 10, benchmarks__replay__transfer_size="64k")
-    load_study(config)
+    filled, _ = load_study(config)
+    plan = BenchmarkPlan.from_config(filled)
+    tier, pattern, tasks = next(point for point in plan.point_list("io") if point[1] == "easy")
+    easy = plan.settings("io", tier, pattern, tasks).io_pattern()
+    # a multiple of 8 bytes but of no power of two, and a block of whole transfers: IOR runs them as given
+    assert (easy.transfer_size_bytes, easy.block_size_bytes) == (47008, 470080)
+    assert plan.replay and filled["benchmarks"]["replay"]["transfer_size"] == "64k"
 
 
 # ------------------------------------------------------------------------- the registry

@@ -6,8 +6,7 @@ import math
 
 import pandas as pd
 import pytest
-from conftest import assert_png_drawn
-from test_answers import step_summary
+from conftest import assert_png_drawn, step_summary
 
 from cycleio.cli import main
 

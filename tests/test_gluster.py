@@ -27,13 +27,12 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import IN_CI, REPO
+from conftest import IN_CI, REPO, snakemake
 from cycleio.storage import fsutil
 from cycleio.storage import staging
 from cycleio.storage.fsutil import file_checksum
 from cycleio.storage.staging import StagingError, StagingOptions, copy_and_verify, syncfs_makes_durable
 from cycleio.storage.tiers import filesystem_type
-from test_workflow import snakemake
 
 pytestmark = [pytest.mark.e2e, pytest.mark.tool]
 GLUSTER_CI = REPO / "ci" / "gluster"

@@ -7,103 +7,32 @@ Runs on /dev/shm where it exists, so fsync does not dominate the tiny C12 files.
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 import time
 from collections import defaultdict
 from dataclasses import replace
-from pathlib import Path
 
 import netCDF4
 import numpy as np
 import pandas as pd
 import pytest
-import xarray as xr
-from conftest import assert_axes_carry_data, assert_png_drawn, bar_sizes, require_tool
+from conftest import (FCST_CYCLE, FCST_TIMEOUT_S, assert_axes_carry_data, assert_png_drawn, assert_same_files,
+                      bar_sizes, fcst_writes, forecast_arm, forecast_context, require_tool, run_forecast,
+                      sampled_writes)
 
 from cycleio.surrogates import ncfiles
-from cycleio.config.settings import ArmSettings
-from cycleio.surrogates.grid import Grid
-from cycleio.surrogates.inventory import ForecastSettings, step_io
 from cycleio.surrogates.forecast.layout import ForecastError, Layout, row_bounds, tile_blocks, tile_owner
 from cycleio.surrogates.forecast.launcher import run_forecast_mpi
 from cycleio.surrogates.forecast.plan import file_plan, hour_groups
-from cycleio.surrogates.kinds import TILE_LAYOUTS, Compression
-from cycleio.surrogates.ncfiles import WriteContext, write_file
-from cycleio.storage.tiers import Tier
+from cycleio.surrogates.ncfiles import write_file
 from cycleio.report.writefigures import write_strategy_figure, write_times
 
-CYCLE = "2026010106"
-START = "2026010100"
-# A short forecast: outputs at 0, 3 and 6 h, one restart set at 6 h.
-FORECAST = ForecastSettings(forecast_hours=6, history_interval_hours=3, restart_hours=(6,))
-TIMEOUT_S = 60
-
-
-@pytest.fixture
-def workdir():
-    base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
-    path = Path(tempfile.mkdtemp(prefix="cycleio-mpifcst-", dir=base))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
+# The short forecast, its arms, the reference files (fixture forecast_reference) and the folder the ranks write to
+# (fixture forecast_dir) are conftest's: test_parallel_io runs the other strategies on them.
 
 
 @pytest.fixture(scope="module")
 def mpiexec():
     return require_tool("mpiexec", "the mpich wheel (pip install mpich) provides it")
-
-
-def settings(strategy: str, ranks: int = 2, levels: int = 3, compute_s: float = 0.0, **write_component) -> ArmSettings:
-    tier = Tier("shm", "memory", "/dev/shm")
-    return ArmSettings(study="t", arm=strategy, start=START, seed=11, resolution="C12", levels=levels,
-                       persistent=tier, scratch=tier, strategy=strategy, forecast=FORECAST,
-                       compression=Compression(zlib_level=1, quantize_nsd=7), compute_seconds_per_hour=compute_s,
-                       write_component={"ranks": ranks, **write_component})
-
-
-def context(arm: ArmSettings) -> WriteContext:
-    return WriteContext(Grid(arm.resolution, arm.levels), arm.seed, CYCLE, arm.compression)
-
-
-def fcst_writes():
-    return step_io("fcst", CYCLE, START, FORECAST).writes
-
-
-def sampled_writes():
-    """The forecast's files with tile 1 of each restart kind, but all six tiles of fv_core.res: with fewer than six
-    compute ranks every tile is split alike (tile_blocks), so the other tiles add files, not cases."""
-    return [spec for spec in fcst_writes()
-            if spec.kind not in TILE_LAYOUTS or spec.kind == "fv_core.res" or ".tile1." in spec.path]
-
-
-def run(arm: ArmSettings, root: Path, writes=None, fail_rank: int | None = None) -> list[dict]:
-    return run_forecast_mpi(arm, CYCLE, root, fcst_writes() if writes is None else writes, context(arm),
-                            timeout=TIMEOUT_S, label="[test]", fail_rank=fail_rank)
-
-
-def assert_same_files(reference: Path, other: Path) -> None:
-    ref = sorted(p.relative_to(reference) for p in reference.rglob("*") if p.is_file())
-    got = sorted(p.relative_to(other) for p in other.rglob("*") if p.is_file())
-    assert got == ref, f"files differ: {sorted(set(map(str, got)) ^ set(map(str, ref)))[:5]}"
-    for rel in ref:
-        if rel.suffix == ".nc":
-            with xr.open_dataset(reference / rel, decode_times=False) as a, \
-                    xr.open_dataset(other / rel, decode_times=False) as b:
-                xr.testing.assert_identical(a, b)
-        else:
-            assert (reference / rel).read_bytes() == (other / rel).read_bytes(), rel
-
-
-@pytest.fixture(scope="module")
-def reference(tmp_path_factory):
-    """The forecast's files written in process by ncfiles.write_file, the writer every strategy must match."""
-    root = tmp_path_factory.mktemp("reference")
-    arm = settings("serial")
-    ctx = context(arm)
-    for spec in sampled_writes():
-        write_file(root / spec.path, spec, ctx)
-    return root
 
 
 # ---------------------------------------------------------------- decomposition (no MPI)
@@ -123,7 +52,7 @@ def test_tiles_take_the_models_layout_with_multiples_of_six_ranks():
 
 
 def test_history_pieces_split_rows_and_small_files_stay_whole():
-    ctx = context(settings("per_rank"))
+    ctx = forecast_context(forecast_arm("per_rank"))
     specs = {spec.kind: spec for spec in fcst_writes()}
     atm = file_plan(specs["atm_history"], ctx, 4)
     assert [p.rows["grid_yt"] for p in atm.pieces] == [(0, 6), (6, 12), (12, 18), (18, 24)] and atm.split
@@ -148,11 +77,11 @@ def test_quilt_layout_adds_writer_ranks_and_bad_strategy_is_refused():
         Layout.from_settings("pnetcdf", {})
 
 
-def test_a_missing_launcher_is_named(workdir):
-    arm = settings("serial")
+def test_a_missing_launcher_is_named(forecast_dir):
+    arm = forecast_arm("serial")
     arm.launcher = "no-such-mpiexec -n {ntasks}"
     with pytest.raises(ForecastError, match="no-such-mpiexec"):
-        run(arm, workdir)
+        run_forecast(arm, forecast_dir)
 
 
 # ---------------------------------------------------------------- under mpiexec
@@ -169,10 +98,11 @@ def test_a_missing_launcher_is_named(workdir):
     ("quilt", 2, {"write_groups": 2}),  # 4 ranks
     ("quilt", 1, {"write_tasks_per_group": 2}),
 ])
-def test_every_strategy_writes_the_same_data_and_its_records(mpiexec, reference, workdir, strategy, ranks, extra):
-    arm = settings(strategy, ranks, **extra)
-    records = run(arm, workdir, sampled_writes())
-    assert_same_files(reference, workdir)  # no pieces, temporaries or spec files left behind either
+def test_every_strategy_writes_the_same_data_and_its_records(mpiexec, forecast_reference, forecast_dir, strategy, ranks,
+                                                             extra):
+    arm = forecast_arm(strategy, ranks, **extra)
+    records = run_forecast(arm, forecast_dir, sampled_writes())
+    assert_same_files(forecast_reference, forecast_dir)  # no pieces, temporaries or spec files left behind either
 
     layout = Layout.from_settings(strategy, arm.write_component)
     assert {r["nranks"] for r in records} == {layout.ntasks}
@@ -197,8 +127,8 @@ def test_every_strategy_writes_the_same_data_and_its_records(mpiexec, reference,
     else:
         assert writers == {0}
     for r in by_op["write"] + by_op["combine"]:
-        if (workdir / r["file"]).exists():  # pieces are gone once combined
-            assert r["bytes"] == (workdir / r["file"]).stat().st_size
+        if (forecast_dir / r["file"]).exists():  # pieces are gone once combined
+            assert r["bytes"] == (forecast_dir / r["file"]).stat().st_size
 
 
 @pytest.mark.tool
@@ -208,29 +138,30 @@ def test_every_strategy_writes_the_same_data_and_its_records(mpiexec, reference,
     ("per_rank", {}),  # after each hour
     ("serial", {}),
 ])
-def test_each_files_record_counts_its_own_bytes_and_transfers(mpiexec, workdir, tmp_path, strategy, extra):
+def test_each_files_record_counts_its_own_bytes_and_transfers(mpiexec, forecast_dir, tmp_path, strategy, extra):
     """A file's write or combine record has the bytes on storage and the transfers writing that file takes in
     process. Small transfers (16 KiB) make every netCDF file several: a count left from an earlier file (the
     hour's pieces before the first combine at the end) cannot hide behind the floor of one transfer."""
-    arm = settings(strategy, ranks=2, **extra)
-    ctx = replace(context(arm), buffer_bytes=16 * 2**10)
+    arm = forecast_arm(strategy, ranks=2, **extra)
+    ctx = replace(forecast_context(arm), buffer_bytes=16 * 2**10)
     transfers = {}  # what each file takes when written whole in process, in the same transfers
     for spec in fcst_writes():
         written = write_file(tmp_path / spec.path, spec, replace(ctx, times=ncfiles.Overheads()))
         transfers[spec.path] = written.cpu.transfers
-    records = run_forecast_mpi(arm, CYCLE, workdir, fcst_writes(), ctx, timeout=TIMEOUT_S, label="[test]")
+    records = run_forecast_mpi(arm, FCST_CYCLE, forecast_dir, fcst_writes(), ctx, timeout=FCST_TIMEOUT_S,
+                               label="[test]")
     landed = [r for r in records if r["op"] in ("write", "combine") and r["file"] in transfers]
     assert sorted(r["file"] for r in landed) == sorted(transfers)  # each file once, whole or combined
     assert max(transfers.values()) > 1
     for r in landed:
-        assert (r["bytes"], r["transfers"]) == ((workdir / r["file"]).stat().st_size, transfers[r["file"]]), r
+        assert (r["bytes"], r["transfers"]) == ((forecast_dir / r["file"]).stat().st_size, transfers[r["file"]]), r
     if strategy == "per_rank":
         assert {r["op"] for r in landed} == {"write", "combine"}
 
 
 @pytest.mark.tool
 @pytest.mark.timeout(120)
-def test_quilt_hides_the_writes_and_serial_waits_for_them(mpiexec, workdir):
+def test_quilt_hides_the_writes_and_serial_waits_for_them(mpiexec, forecast_dir):
     """Quilt's compute ranks go on computing while the writer writes the hour they handed over; serial's wait.
 
     Told by the order of events, not by comparing durations (on oversubscribed cores, 3 ranks on 2 here, a
@@ -246,7 +177,8 @@ def test_quilt_hides_the_writes_and_serial_waits_for_them(mpiexec, workdir):
     files_per_hour = [len(specs) for _, specs in hour_groups(history)]
     assert files_per_hour == [2, 2, 2]
     for strategy, writer in (("quilt", 2), ("serial", 0)):
-        records = run(settings(strategy, ranks=2, levels=32, compute_s=0.1), workdir / strategy, history)
+        arm = forecast_arm(strategy, ranks=2, levels=32, compute_s=0.1)
+        records = run_forecast(arm, forecast_dir / strategy, history)
         writes = sorted((r for r in records if r["op"] == "write"), key=lambda r: r["t_start"])
         assert {r["rank"] for r in writes} == {writer} and len(writes) == sum(files_per_hour)
         hour_written = []  # when the writer's writes of each output hour ended (at least)
@@ -275,27 +207,28 @@ def test_quilt_hides_the_writes_and_serial_waits_for_them(mpiexec, workdir):
     ("serial", 0, "at its first output hour"),  # the rank that gathers and writes
     ("serial", 1, "at its first output hour"),  # a rank that never writes: it fails before it hands over
 ])
-def test_a_failing_rank_fails_the_step_with_its_error(mpiexec, workdir, strategy, fail_rank, where):
+def test_a_failing_rank_fails_the_step_with_its_error(mpiexec, forecast_dir, strategy, fail_rank, where):
     """faults.fail_rank under every strategy, writer or not."""
     with pytest.raises(ForecastError) as failure:
-        run(settings(strategy, ranks=2), workdir, fail_rank=fail_rank)
+        run_forecast(forecast_arm(strategy, ranks=2), forecast_dir, fail_rank=fail_rank)
     message = str(failure.value)
     assert f"rank {fail_rank} of" in message, message
     assert f"injected fault (config faults.fail_rank): rank {fail_rank} fails {where}" in message, message
     assert "did not finish" not in message  # failed fast, not by the timeout
-    assert not list(workdir.glob(".mpifcst.*"))
+    assert not list(forecast_dir.glob(".mpifcst.*"))
 
 
 @pytest.mark.tool
 @pytest.mark.timeout(60)
-def test_a_forecast_past_its_timeout_is_stopped_with_its_ranks(mpiexec, workdir):
+def test_a_forecast_past_its_timeout_is_stopped_with_its_ranks(mpiexec, forecast_dir):
     import psutil
 
-    arm = settings("quilt", ranks=2, compute_s=10.0)  # 30 s of compute before the second output hour
+    arm = forecast_arm("quilt", ranks=2, compute_s=10.0)  # 30 s of compute before the second output hour
     with pytest.raises(ForecastError, match="did not finish within 3 s"):
-        run_forecast_mpi(arm, CYCLE, workdir, fcst_writes(), context(arm), timeout=3, label="[test]")
+        run_forecast_mpi(arm, FCST_CYCLE, forecast_dir, fcst_writes(), forecast_context(arm), timeout=3, label="[test]")
     deadline = time.monotonic() + 1.0  # the killed ranks are gone within a second
-    while left := [p for p in psutil.process_iter(["cmdline"]) if str(workdir) in " ".join(p.info["cmdline"] or [])]:
+    while left := [p for p in psutil.process_iter(["cmdline"])
+                   if str(forecast_dir) in " ".join(p.info["cmdline"] or [])]:
         assert time.monotonic() < deadline, f"ranks left running: {left}"
         time.sleep(0.05)
 

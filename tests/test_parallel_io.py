@@ -19,7 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import IN_CI, REPO, with_changes
+from conftest import IN_CI, REPO, assert_same_files, forecast_arm, run_forecast, sampled_writes, with_changes
 
 from cycleio.config.keys import ConfigError
 from cycleio.config.settings import build_study, validate_config
@@ -28,8 +28,8 @@ from cycleio.surrogates.forecast.launcher import launch_provenance, program_stac
 from cycleio.surrogates.grid import Grid
 from cycleio.workflow.environment import parallel_launcher_problem, parallel_stack_problem
 
-# the forecast under real MPI, its reference files and helpers: as for the other strategies
-from test_mpifcst import assert_same_files, reference, run, sampled_writes, settings, workdir  # noqa: F401
+# the forecast under real MPI, its reference files (fixture forecast_reference) and the folder the ranks write to
+# (fixture forecast_dir) are conftest's, as for the other strategies (test_mpifcst)
 
 BUILD_TIMEOUT_S = 1200  # apt and the netCDF4 build: about a minute and a half on the 2-core machine
 
@@ -55,7 +55,7 @@ def parallel_python() -> str:
 
 
 def parallel_settings(strategy: str, ranks: int, **write_component):
-    arm = settings(strategy, ranks, **write_component)
+    arm = forecast_arm(strategy, ranks, **write_component)
     return replace(arm, parallel_stack={"python": ".venv-parallel/bin/python",
                                         "launcher": "mpirun.openmpi --oversubscribe -n {ntasks}"})
 
@@ -71,10 +71,10 @@ def by_op(records: list[dict]) -> dict[str, list[dict]]:
 
 
 def test_shared_file_strategies_run_on_the_parallel_stack_and_the_others_do_not():
-    key, template, python = program_stack(settings("parallel", 2))
+    key, template, python = program_stack(forecast_arm("parallel", 2))
     assert key == "parallel_stack.launcher" and template.startswith("mpirun.openmpi")
     assert python == str(REPO / ".venv-parallel" / "bin" / "python")  # relative: from the project's folder
-    assert program_stack(settings("serial", 2)) == ("launcher", "mpiexec -n {ntasks}", sys.executable)
+    assert program_stack(forecast_arm("serial", 2)) == ("launcher", "mpiexec -n {ntasks}", sys.executable)
     layout = Layout.from_settings("quilt_parallel", {"ranks": 3, "write_tasks_per_group": 2, "mpiio": "independent"})
     assert layout.ntasks == 5 and layout.describe().endswith("MPI-IO independent")
 
@@ -118,9 +118,9 @@ def test_a_study_asking_for_parallel_without_the_stack_is_refused_before_any_job
 
 
 def test_every_manifest_names_the_launcher_and_python_of_the_arms_forecast():
-    serial = launch_provenance(settings("serial", 2))
+    serial = launch_provenance(forecast_arm("serial", 2))
     assert serial["config_key"] == "launcher" and serial["python"] == sys.executable
-    shared = launch_provenance(settings("parallel", 2))
+    shared = launch_provenance(forecast_arm("parallel", 2))
     assert shared["config_key"] == "parallel_stack.launcher" and shared["python"].endswith(".venv-parallel/bin/python")
     assert shared["argv"][0] == "mpirun.openmpi" and shared["argv"][-2:] == ["-n", "2"]
 
@@ -145,12 +145,12 @@ def test_the_stack_is_built_for_parallel_io(parallel_python):
     ("quilt_parallel", 2, {"write_tasks_per_group": 2}),  # 2 compute + a write group of 2: 4 ranks
     ("quilt_parallel", 3, {"write_groups": 1}),  # 3 compute + 1 writer (the write group of one)
 ])
-def test_shared_file_strategies_write_the_same_data_and_their_records(parallel_python, reference, workdir,
+def test_shared_file_strategies_write_the_same_data_and_their_records(parallel_python, forecast_reference, forecast_dir,
                                                                       strategy, ranks, extra):
     arm = parallel_settings(strategy, ranks, **extra)
     info: dict = {}
-    records = run_info(arm, workdir, info)
-    assert_same_files(reference, workdir)  # same names and data; no temporaries left
+    records = run_info(arm, forecast_dir, info)
+    assert_same_files(forecast_reference, forecast_dir)  # same names and data; no temporaries left
 
     layout = Layout.from_settings(strategy, arm.write_component)
     ops = by_op(records)
@@ -167,7 +167,7 @@ def test_shared_file_strategies_write_the_same_data_and_their_records(parallel_p
     atm = next(name for name in shared if "atmf" in name)
     assert {r["rank"] for r in shared[atm]} == writers, "every writer rank writes its rows of the shared file"
     for name, parts in shared.items():  # the ranks' shares of a file add up to its size on storage
-        assert sum(r["bytes"] for r in parts) == (workdir / name).stat().st_size, name
+        assert sum(r["bytes"] for r in parts) == (forecast_dir / name).stat().st_size, name
     assert info["parallel4"] is True and info["mpi_library"].startswith("Open MPI")
     assert Path(info["argv"][0]).name == "mpirun.openmpi" and info["argv"][-1] == arm_python(arm)
 
@@ -177,16 +177,12 @@ def arm_python(arm) -> str:
 
 
 def run_info(arm, root: Path, info: dict) -> list[dict]:
-    from test_mpifcst import CYCLE, TIMEOUT_S, context
-    from cycleio.surrogates.forecast.launcher import run_forecast_mpi
-
-    return run_forecast_mpi(arm, CYCLE, root, sampled_writes(), context(arm), timeout=TIMEOUT_S, label="[test]",
-                            info=info)
+    return run_forecast(arm, root, sampled_writes(), info=info)
 
 
 @pytest.mark.tool
 @pytest.mark.timeout(120)
-def test_a_launcher_of_another_mpi_is_refused_by_the_ranks(parallel_python, workdir, tmp_path):
+def test_a_launcher_of_another_mpi_is_refused_by_the_ranks(parallel_python, forecast_dir, tmp_path):
     """The parallel stack's ranks started by a launcher that is not their MPI's: each is a world of one, and
     refuses to write every file whole."""
     alone = tmp_path / "foreign-mpiexec"
@@ -194,15 +190,15 @@ def test_a_launcher_of_another_mpi_is_refused_by_the_ranks(parallel_python, work
     alone.chmod(0o755)
     arm = replace(parallel_settings("parallel", 2), parallel_stack={"launcher": f"{alone} -n {{ntasks}}"})
     with pytest.raises(ForecastError, match=r"a world of 1 ranks, but parallel, 2 compute ranks.*needs 2"):
-        run(arm, workdir)
-    assert not any(p.suffix == ".nc" for p in workdir.rglob("*"))
+        run_forecast(arm, forecast_dir)
+    assert not any(p.suffix == ".nc" for p in forecast_dir.rglob("*"))
 
 
 @pytest.mark.tool
 @pytest.mark.timeout(120)
-def test_a_failing_writer_fails_the_step_with_its_error(parallel_python, workdir):
+def test_a_failing_writer_fails_the_step_with_its_error(parallel_python, forecast_dir):
     with pytest.raises(ForecastError, match=r"rank 1 of 4 failed: .*rank 1 fails at its first output hour"):
-        run(parallel_settings("quilt_parallel", 2, write_tasks_per_group=2), workdir, fail_rank=1)
+        run_forecast(parallel_settings("quilt_parallel", 2, write_tasks_per_group=2), forecast_dir, fail_rank=1)
 
 
 # ---------------------------------------------------------------- through the workflow

@@ -1,19 +1,38 @@
 import json
+import re
 import time
 
 import pytest
 
+from conftest import REPO
 from cycleio.report.records import RECORD_FIELDS, RecordLog, read_record_table, read_records, record_schema
 
-DESIGN_FIELDS = (
-    "study arm cycle step phase op tier tier_kind fs_type strategy tool host rank nranks file n_files bytes "
-    "t_start seconds attempt cache_risk"
-).split() + ["transfers", "cached_fraction", "mpiio", "repetition"]  # the design's, what the replay matches: transfer
-# size, cache; the shared-file strategies' MPI-IO mode; a paired replay's repetition
+# The design's line naming a record's fields, in the README or a page of docs/:
+# "Every timed event is a **record** (JSON lines): `study, arm, ...`".
+DESIGN_LINE = re.compile(r"\*\*records?\*\* \(JSON lines\):\s*`([^`]+)`")
+
+
+def design_fields() -> dict[str, list[str]]:
+    """The record fields each design document lists (file name -> fields), read from the text, not the code."""
+    found = {}
+    for path in [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]:
+        for match in DESIGN_LINE.finditer(path.read_text()):
+            found[str(path.relative_to(REPO))] = [name.strip() for name in match.group(1).split(",")]
+    return found
+
+
+DESIGN_FIELDS = next(iter(design_fields().values()), [])
 
 
 def test_record_fields_are_the_designs():
-    assert list(RECORD_FIELDS) == DESIGN_FIELDS
+    """A field added, renamed or reordered in the code (report.records.Record) without the design's line (or the
+    other way round) fails here."""
+    documents = design_fields()
+    assert documents, f"no design document names the record fields (a line matching {DESIGN_LINE.pattern})"
+    for document, listed in documents.items():
+        assert list(RECORD_FIELDS) == listed, f"{document} lists the record fields {listed}"
+    # the documents' lines are read right: the fields every version of the design has had
+    assert DESIGN_FIELDS[:3] == ["study", "arm", "cycle"] and {"bytes", "seconds", "cache_risk"} <= set(DESIGN_FIELDS)
 
 
 def test_record_log_writes_json_lines_atomically(tmp_path):

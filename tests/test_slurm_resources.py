@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 from types import SimpleNamespace
 
@@ -194,8 +195,9 @@ def plugin(tmp_path_factory):
     stub.chmod(0o755)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("PATH", f"{stub.parent}{os.pathsep}{os.environ.get('PATH', '')}")
-        submit = pytest.importorskip("snakemake_executor_plugin_slurm.submit_string")
-        validation = pytest.importorskip("snakemake_executor_plugin_slurm.validation")
+        # the plugin is a pinned dependency: a module of it gone (renamed in a new version) fails, never skips
+        submit = importlib.import_module("snakemake_executor_plugin_slurm.submit_string")
+        validation = importlib.import_module("snakemake_executor_plugin_slurm.validation")
     return SimpleNamespace(submit=submit, validation=validation)
 
 

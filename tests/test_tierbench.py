@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import assert_axes_carry_data, assert_png_drawn, require_tool, with_changes
+from conftest import assert_axes_carry_data, assert_png_drawn, point_settings, require_tool, with_changes
 from cycleio.benchmarks import common, replay, tools
 from cycleio.benchmarks.rows import MiB
 from cycleio.benchmarks.specs import ReplaySpec
@@ -32,13 +32,6 @@ def shm_dir():
     path = Path("/dev/shm") / f"cycleio-test-bench-{os.getpid()}"
     yield path
     shutil.rmtree(path, ignore_errors=True)
-
-
-def settings(benchmark: str, tier: Tier, spec, tasks: int = 2, repetitions: int = 2, tool: str = "fio") -> tb.PointSettings:
-    from dataclasses import asdict
-
-    return tb.PointSettings(study="t", benchmark=benchmark, tier=tier, pattern=getattr(spec, "name", "fields"),
-                            spec=asdict(spec), tasks=tasks, repetitions=repetitions, tool=tool)
 
 
 # ------------------------------------------------------------------------- config and plan
@@ -214,7 +207,7 @@ def test_fio_easy_pattern_on_two_tiers(where, tmp_path, shm_dir):
     tier = Tier(name=where, kind="posix" if where == "disk" else "memory", path=str(path))
     pattern = tb.IOPattern(name="easy", transfer_size_bytes=MIB, block_size_bytes=4 * MIB)
     raw = tmp_path / "raw"
-    rows = tb.run_point(settings("io", tier, pattern, tasks=2, repetitions=2), raw)
+    rows = tb.run_point(point_settings("io", tier, pattern, tasks=2, repetitions=2), raw)
     frame = pd.DataFrame(rows)
     assert list(frame.columns) == list(common.COLUMNS)
     reps = frame[frame["aggregate"] == "rep"]
@@ -246,12 +239,12 @@ def test_fio_hard_pattern_shared_file_and_metadata(tmp_path):
     tier = Tier(name="disk", kind="posix", path=str(tmp_path / "tier"))
     hard = tb.IOPattern(name="hard", file_per_proc=False, transfer_size_bytes=47008, block_size_bytes=47008,
                         segments=20)
-    rows = pd.DataFrame(tb.run_point(settings("io", tier, hard, tasks=2, repetitions=1), tmp_path / "raw"))
+    rows = pd.DataFrame(tb.run_point(point_settings("io", tier, hard, tasks=2, repetitions=1), tmp_path / "raw"))
     reps = rows[rows["aggregate"] == "rep"]
     assert (reps["bytes"] == 2 * 20 * 47008).all()
     assert set(reps["file_per_proc"]) == {False} and set(reps["transfer_size_bytes"]) == {47008}
     md = tb.MetadataPattern(name="easy", files_per_task=50)
-    rows = pd.DataFrame(tb.run_point(settings("metadata", tier, md, tasks=2, repetitions=1), tmp_path / "raw-md"))
+    rows = pd.DataFrame(tb.run_point(point_settings("metadata", tier, md, tasks=2, repetitions=1), tmp_path / "raw-md"))
     reps = rows[rows["aggregate"] == "rep"]
     assert list(reps["operation"]) == ["create", "stat", "remove"]
     assert (reps["ops_per_s"] > 0).all() and reps["bw_MiB_per_s"].isna().all()
@@ -264,7 +257,7 @@ def test_failed_fio_run_fails_with_fios_message(tmp_path):
     broken = tb.IOPattern(name="bad", transfer_size_bytes=4096, block_size_bytes=1024)  # config would refuse it
     # fio writes this error into its JSON output file and exits 0
     with pytest.raises(common.BenchmarkError, match=r"fio failed \(exit code 0\): fio: size too small, must not be less"):
-        tb.run_point(settings("io", tier, broken, tasks=1, repetitions=1), tmp_path / "raw")
+        tb.run_point(point_settings("io", tier, broken, tasks=1, repetitions=1), tmp_path / "raw")
 
 
 def test_replay_plans_each_steps_files_in_size_classes():

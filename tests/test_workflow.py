@@ -14,23 +14,13 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from conftest import assert_axes_carry_data, assert_png_drawn, bar_sizes, require_tool
+from conftest import assert_axes_carry_data, assert_png_drawn, bar_sizes, require_tool, snakemake
 
 from cycleio.report.closeness import as_flag
 from cycleio.storage import fsutil
 
 pytestmark = pytest.mark.e2e
 BIN = Path(sys.executable).parent
-
-
-def snakemake(repo: Path, workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    cmd = [str(BIN / "snakemake"), "-s", str(repo / "Snakefile"), "--cores", "2",
-           "--configfile", str(repo / "config" / "studies" / "smoke.yaml"), str(workdir / "tiers.yaml"), *args]
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
-    result = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, env=env, timeout=600)
-    if check and result.returncode != 0:
-        raise AssertionError(f"snakemake failed ({result.returncode}):\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}")
-    return result
 
 
 @pytest.fixture(scope="module")

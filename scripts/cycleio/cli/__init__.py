@@ -1,4 +1,4 @@
-"""The ``cycleio`` command: the subcommands the workflow's rules call, usable by hand too."""
+"""The ``cycleio`` command: what a person runs first, then (listed apart) the subcommands the workflow's rules run."""
 
 from __future__ import annotations
 
@@ -213,10 +213,35 @@ def cmd_verify(args) -> None:
         raise RuntimeError(f"{len(problems)} files listed in manifests are missing or differ (listed above)")
 
 
+# What a person runs, in the order `cycleio --help` lists them; every other subcommand is the rules' own (or started by
+# another subcommand), listed apart in one line. The rules call them by name: none is renamed or dropped.
+USER_COMMANDS = ("check-config", "inventory", "plan", "compare", "verify", "unlock-stale", "parse", "fieldio",
+                 "config-docs", "study-name")
+INTERNAL_NOTE = "internal: the workflow's rules run it"
+
+
+def _arrange_commands(parser: argparse.ArgumentParser, sub) -> None:
+    """List the user's commands first, one line each, and name the rules' internal ones in the epilog; each internal
+    command's own --help says it is internal."""
+    missing = set(USER_COMMANDS) - set(sub.choices)
+    if missing:
+        raise AssertionError(f"USER_COMMANDS names no subcommand: {sorted(missing)}")
+    # argparse keeps the listed commands (name and help) in _choices_actions, in the order they were added
+    listed = {action.dest: action for action in sub._choices_actions}
+    internal = [name for name in sub.choices if name not in USER_COMMANDS]
+    for name in internal:
+        sub.choices[name].description = f"({INTERNAL_NOTE}) {listed[name].help}"
+    sub._choices_actions[:] = [listed[name] for name in USER_COMMANDS]
+    parser.epilog = (f"internal commands the workflow's rules run (each takes --help): {', '.join(internal)}")
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="cycleio", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="cycleio", description="I/O studies of cycled weather-forecast systems (`make study` runs one).",
+        formatter_class=lambda prog: argparse.HelpFormatter(prog, max_help_position=20, width=100))
     parser.add_argument("--log", help="also write the log to this file")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands",
+                                help="what a person runs (cycleio COMMAND --help for its options):")
 
     step = sub.add_parser("step", help="run one step's job (stage_in, run, stage_out, verify, cleanup)")
     step.add_argument("--arm-settings", required=True, help="the arm's settings as JSON (the rules pass them)")
@@ -321,6 +346,7 @@ def main(argv: list[str] | None = None) -> int:
 
     register_bench(sub)
     register_answers(sub)
+    _arrange_commands(parser, sub)
 
     args = parser.parse_args(argv)
     setup_logging(args.log)
