@@ -8,7 +8,9 @@ STUDY ?=
 ARGS ?=
 CONFIG_ARGS := $(if $(STUDY),--configfile $(STUDY))
 RUN := PATH="$(BIN):$$PATH"
-STUDY_NAME = $(shell $(RUN) python -m cycleio study-name config/config.yaml $(STUDY) --snakemake-args '$(ARGS)' 2>/dev/null || echo default)
+# ARGS as one single-quoted shell word: each ' of ARGS becomes '\'' so quotes inside ARGS survive.
+QUOTED_ARGS = '$(subst ','\'',$(ARGS))'
+STUDY_NAME = $(shell $(RUN) python -m cycleio study-name config/config.yaml $(STUDY) --snakemake-args $(QUOTED_ARGS) 2>/dev/null || echo default)
 
 # MPI=system also builds the parallel-netCDF stack (.venv-parallel, against the system's MPI netCDF) that the
 # parallel and quilt_parallel write strategies run with; the tests that need it build it themselves.
@@ -34,7 +36,7 @@ study: setup
 	@$(RUN) python -m cycleio unlock-stale -- $(CONFIG_ARGS)
 	$(RUN) snakemake $(CONFIG_ARGS) $(ARGS)
 ifeq ($(DRY_RUN),)
-	@$(MAKE) --no-print-directory report STUDY=$(STUDY) ARGS='$(ARGS)'
+	@$(MAKE) --no-print-directory report STUDY=$(STUDY) ARGS=$(QUOTED_ARGS)
 	@echo
 	@cat results/$(STUDY_NAME)/summary.md
 	@echo

@@ -1,5 +1,5 @@
 """Every bad input is refused through the real entry point (`make study`), before any job, in one line
-that names the key or file and what is expected. The README's "Inputs refused before any job" lists
+that names the key or file and what is expected. docs/failures.md's "Inputs refused before any job" lists
 these cases; keep the two in step."""
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ def test_every_bad_input_is_refused_before_any_job_in_one_line(tmp_path):
     assert len(CASES) >= 25
 
 
-def test_the_readme_lists_every_refused_input():
-    readme = (REPO / "README.md").read_text()
-    missing = [name for name, _, _ in CASES if f"- {name}" not in readme]
-    assert not missing, f"README's 'Inputs refused before any job' lacks: {missing}"
+def test_the_docs_list_every_refused_input():
+    page = (REPO / "docs" / "failures.md").read_text()
+    missing = [name for name, _, _ in CASES if f"- {name}" not in page]
+    assert not missing, f"docs/failures.md's 'Inputs refused before any job' lacks: {missing}"

@@ -7,7 +7,6 @@ from conftest import with_changes
 import yaml
 
 from cycleio.config.settings import ConfigError, build_study, fill_defaults, load_schema, validate_config
-from cycleio.config.docs import schema_markdown
 
 
 @pytest.mark.parametrize(
@@ -314,12 +313,6 @@ def test_swapping_a_tier_is_one_key(default_config):
     config = with_changes(default_config, tiers__shm={"kind": "memory", "path": "/dev/shm/elsewhere"})
     study = build_study(validate_config(config))
     assert study.arms["shm"].scratch.path == "/dev/shm/elsewhere"
-
-
-def test_readme_configuration_table_is_generated_from_the_schema(repo):
-    readme = (repo / "README.md").read_text()
-    table = schema_markdown(load_schema())
-    assert table in readme, "README's configuration table is stale: regenerate it with `cycleio config-docs`"
 
 
 def test_arm_settings_round_trip_through_json(default_config):

@@ -328,7 +328,8 @@ def main(argv: list[str] | None = None) -> int:
     name.set_defaults(func=cmd_study_name)
 
     docs = sub.add_parser("config-docs", help="print the configuration reference (markdown) from the schema")
-    docs.add_argument("--update", metavar="README", help="replace the table between the config-table markers of this file")
+    docs.add_argument("--update", metavar="FILE",
+                      help="replace the table between the config-table markers of this file (docs/configuration.md)")
     docs.set_defaults(func=cmd_config_docs)
 
     unlock = sub.add_parser("unlock-stale", help="remove the Snakemake lock a killed run left (never a live run's)")

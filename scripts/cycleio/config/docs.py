@@ -1,4 +1,4 @@
-"""The README's configuration reference, generated from the schema so the two never drift."""
+"""The configuration reference of docs/configuration.md, generated from the schema so the two never drift."""
 
 from __future__ import annotations
 
