@@ -38,7 +38,7 @@ def test_every_step_of_a_cycle_has_its_files_defined():
 
 
 def test_every_file_the_inventory_names_has_a_kind_with_a_writer_and_a_size():
-    from cycleio.surrogates import ncfiles
+    from cycleio.surrogates import writers
     from cycleio.surrogates.grid import Grid
     from cycleio.surrogates.inventory import ForecastSettings, coldstart_files, step_io
     from cycleio.surrogates.kinds import FILE_KINDS, expected_bytes
@@ -48,6 +48,6 @@ def test_every_file_the_inventory_names_has_a_kind_with_a_writer_and_a_size():
     for step in STEPS:
         io = step_io(step, "2026010106", "2026010100", forecast)
         named |= {spec.kind for spec in io.reads + io.writes}
-    assert named <= FILE_KINDS and set(ncfiles.WRITERS) == FILE_KINDS
+    assert named <= FILE_KINDS and set(writers.WRITERS) == FILE_KINDS
     for spec in [*coldstart_files("2026010100"), *step_io("post", "2026010106", "2026010100", forecast).writes]:
         assert expected_bytes(spec, Grid("C12", 4)) > 0

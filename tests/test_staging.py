@@ -407,7 +407,8 @@ def test_parallel_streams_stop_taking_work_after_the_first_error():
 def test_a_full_tier_fails_every_write_path_naming_enospc_and_the_file(tmp_path, lay_cold_start):
     from cycleio.surrogates.grid import Grid
     from cycleio.surrogates.inventory import coldstart_files
-    from cycleio.surrogates.ncfiles import WriteContext, write_file
+    from cycleio.surrogates.context import WriteContext
+    from cycleio.surrogates.writers import write_file
 
     with tmpfs(tmp_path / "lustre", "64m") as lustre:
         settings = arm_on(lustre, None)  # the baseline: steps write straight onto the tier

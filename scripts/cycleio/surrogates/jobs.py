@@ -26,7 +26,10 @@ from ..storage.fsutil import file_checksum, write_json_atomic
 from .grid import Grid
 from .inventory import cycle_steps, FileSpec, coldstart_files, job_files, step_io
 from .kinds import GRIB_KINDS
-from .ncfiles import FileReader, Transfer, WriteContext, write_file
+from .context import WriteContext
+from .readers import FileReader
+from .transfers import Transfer
+from .writers import write_file
 from ..report.records import RecordLog
 from ..storage.pagecache import cache_risk, drop_page_cache
 from ..storage.staging import (StagingFaults, StagingOptions, checksum_file, copy_and_verify,

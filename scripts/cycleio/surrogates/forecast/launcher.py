@@ -20,7 +20,7 @@ from ...kernelio import RANK_OUTSIDE_OP
 from ...process import launcher_argv, run_command
 from ..inventory import FileSpec
 from ..kinds import expected_bytes
-from ..ncfiles import WriteContext
+from ..context import WriteContext
 from .layout import ForecastError, Layout, check_layout
 from .plan import hour_groups
 from .writetime import actual_seconds, effective_per_hour, final_seconds
