@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "scripts" / "cycleio"
 # Modules that DAG-time code must not load: the file writers' libraries, numpy, MPI, the staging engine and
 # the step runner.
-HEAVY = ("netCDF4", "h5py", "mpi4py", "eccodes", "numpy", "cycleio.storage.staging", "cycleio.surrogates.writers",
+HEAVY = ("netCDF4", "h5py", "mpi4py", "eccodes", "numpy", "cycleio.storage.staging", "cycleio.storage.copyengine", "cycleio.surrogates.writers",
          "cycleio.surrogates.readers", "cycleio.surrogates.h5chunks",
          "cycleio.surrogates.jobs", "cycleio.surrogates.forecast.rank",
          "cycleio.surrogates.forecast.launcher")

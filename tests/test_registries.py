@@ -4,7 +4,7 @@ from cycleio.benchmarks import fieldio
 from cycleio.benchmarks.tools import CHOICES, ior
 from cycleio.config.calendar import FULL_CYCLE_STEPS
 from cycleio.config.settings import load_schema
-from cycleio.storage import staging
+from cycleio.storage import copytools
 from cycleio.storage.tiers import TIER_KINDS
 from cycleio.surrogates.compute import COMPUTE_KINDS
 from cycleio.surrogates.forecast.strategies import STRATEGIES
@@ -26,7 +26,7 @@ def test_schema_enums_are_the_registries_keys():
         "benchmarks.patterns.<name>.api": (pattern["api"]["enum"], ior.APIS),
         "benchmarks.fieldio.patterns": (bench["fieldio"]["properties"]["patterns"]["items"]["enum"], fieldio.PATTERNS),
         "benchmarks.fieldio.layouts": (bench["fieldio"]["properties"]["layouts"]["items"]["enum"], fieldio.STORES),
-        "staging.method": (schema["staging"]["properties"]["method"]["enum"], staging.METHODS),
+        "staging.method": (schema["staging"]["properties"]["method"]["enum"], copytools.METHODS),
         "write_strategies": (schema["write_strategies"]["items"]["enum"], STRATEGIES),
     }
     for key, (enum, registry) in choices.items():
