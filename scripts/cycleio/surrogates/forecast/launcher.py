@@ -71,7 +71,8 @@ def _launch_command(launcher: str, ntasks: int, key: str = "launcher") -> list[s
 def _launcher_version(program: str) -> str:
     """The launcher's own word on what it is (``--version``'s line naming a version), or ""."""
     try:
-        result = subprocess.run([program, "--version"], capture_output=True, text=True, timeout=30)
+        result = run_command([program, "--version"], timeout=30, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
     except (OSError, subprocess.SubprocessError):
         return ""
     lines = [" ".join(line.split()) for line in (result.stdout + result.stderr).splitlines() if line.strip()]
