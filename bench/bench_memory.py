@@ -33,7 +33,8 @@ from pathlib import Path
 from cycleio.config.settings import ArmSettings, default_compression
 from cycleio.surrogates.grid import Grid
 from cycleio.surrogates.inventory import history_files
-from cycleio.surrogates.ncfiles import WriteContext, write_file
+from cycleio.surrogates.context import WriteContext
+from cycleio.surrogates.writers import write_file
 from cycleio.storage.tiers import Tier
 mode, resolution, levels, folder = sys.argv[2], sys.argv[3], int(sys.argv[4]), Path(sys.argv[5])
 sizes, t0 = [], time.perf_counter()

@@ -35,7 +35,8 @@ from pathlib import Path
 from common import BENCH_TIERS, REPO, MiB, drop_caches, fio_rate, row, standalone
 
 sys.path.insert(0, str(REPO / "scripts"))
-from cycleio.storage.staging import StagingOptions, copy_and_verify  # noqa: E402
+from cycleio.storage.staging import copy_and_verify  # noqa: E402
+from cycleio.storage.stagingtypes import StagingOptions  # noqa: E402
 
 BENCHMARK = "staging"
 

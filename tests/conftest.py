@@ -202,7 +202,7 @@ def forecast_arm(strategy: str, ranks: int = 2, levels: int = 3, compute_s: floa
 
 def forecast_context(arm):
     from cycleio.surrogates.grid import Grid
-    from cycleio.surrogates.ncfiles import WriteContext
+    from cycleio.surrogates.context import WriteContext
 
     return WriteContext(Grid(arm.resolution, arm.levels), arm.seed, FCST_CYCLE, arm.compression)
 
@@ -249,8 +249,8 @@ def assert_same_files(reference: Path, other: Path) -> None:
 
 @pytest.fixture(scope="module")
 def forecast_reference(tmp_path_factory):
-    """The forecast's files written in process by ncfiles.write_file, the writer every strategy must match."""
-    from cycleio.surrogates.ncfiles import write_file
+    """The forecast's files written in process by writers.write_file, the writer every strategy must match."""
+    from cycleio.surrogates.writers import write_file
 
     root = tmp_path_factory.mktemp("reference")
     arm = forecast_arm("serial")

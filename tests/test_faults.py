@@ -16,8 +16,9 @@ from cycleio.faults import InjectedFault
 from cycleio.report.aggregate import failed_attempt_files, load_events, retries_table
 from cycleio.report.records import read_records
 from cycleio.storage import slowfs
-from cycleio.storage.fsutil import file_checksum, is_temporary
-from cycleio.storage.staging import StagingError
+from cycleio.storage.checksums import checksum_file
+from cycleio.storage.fsutil import is_temporary
+from cycleio.storage.stagingtypes import StagingError
 from cycleio.storage.tiers import Tier
 from cycleio.surrogates.inventory import ForecastSettings, step_io
 from cycleio.surrogates.jobs import run_arrival, run_step
@@ -151,7 +152,7 @@ def landed_outputs(tmp_path: Path) -> list[Path]:
 def assert_second_attempt_lands_verified(settings: ArmSettings, tmp_path: Path) -> None:
     manifest = run_prep(settings, tmp_path, attempt=2)
     root = Path(manifest["root"])
-    assert manifest["outputs"] and all(file_checksum(root / o["path"]) == o["xxh3_64"] for o in manifest["outputs"])
+    assert manifest["outputs"] and all(checksum_file(root / o["path"]) == o["xxh3_64"] for o in manifest["outputs"])
     assert {r["attempt"] for r in read_records(tmp_path / "prep.records.jsonl")} == {2}
     assert len(list((tmp_path / "prep.failed-attempts").iterdir())) == 1  # the failed attempt's, still kept
 
@@ -228,7 +229,7 @@ def test_a_slow_tier_delays_every_operation_of_the_step_and_its_files_land_right
               if r["phase"] == "run" and r["op"] == "write" and r["bytes"] > 0]
     assert writes and all(r["seconds"] >= 0.05 for r in writes), [(r["file"], r["seconds"]) for r in writes]
     root = Path(manifest["root"])
-    assert manifest["outputs"] and all(file_checksum(root / o["path"]) == o["xxh3_64"] for o in manifest["outputs"])
+    assert manifest["outputs"] and all(checksum_file(root / o["path"]) == o["xxh3_64"] for o in manifest["outputs"])
     assert "cycleio-slow-" not in Path("/proc/mounts").read_text()
 
 

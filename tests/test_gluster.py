@@ -28,10 +28,11 @@ import pytest
 import yaml
 
 from conftest import IN_CI, REPO, snakemake
-from cycleio.storage import fsutil
-from cycleio.storage import staging
-from cycleio.storage.fsutil import file_checksum
-from cycleio.storage.staging import StagingError, StagingOptions, copy_and_verify, syncfs_makes_durable
+from cycleio.storage import checksums, fsutil, staging
+from cycleio.storage.checksums import checksum_file
+from cycleio.storage.copyengine import syncfs_makes_durable
+from cycleio.storage.staging import copy_and_verify
+from cycleio.storage.stagingtypes import StagingError, StagingOptions
 from cycleio.storage.tiers import filesystem_type
 
 pytestmark = [pytest.mark.e2e, pytest.mark.tool]
@@ -68,7 +69,7 @@ def gluster():
 
 
 def test_staging_onto_glusterfs_fsyncs_every_copy_and_verifies_it(gluster, tmp_path, monkeypatch):
-    monkeypatch.setattr(fsutil, "BLOCK_BYTES", 2**20)  # a 3-block file, copied with its blocks in parallel
+    monkeypatch.setattr(checksums, "BLOCK_BYTES", 2**20)  # a 3-block file, copied with its blocks in parallel
     monkeypatch.setattr(staging, "BLOCK_BYTES", 2**20)
     source = tmp_path / "src"
     source.mkdir()
@@ -92,7 +93,7 @@ def test_staging_onto_glusterfs_fsyncs_every_copy_and_verifies_it(gluster, tmp_p
     assert land.files == len(pairs)
     for (src, dst), (copied, verified) in zip(pairs, results):
         assert dst.read_bytes() == src.read_bytes()
-        assert copied.checksum == file_checksum(src) and verified.bytes == copied.bytes
+        assert copied.checksum == checksum_file(src) and verified.bytes == copied.bytes
     assert not [p for p in dest.rglob("*") if fsutil.is_temporary(p.name)]
 
 

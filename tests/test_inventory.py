@@ -12,7 +12,8 @@ import pytest
 from cycleio.surrogates.grid import Grid
 from cycleio.surrogates.inventory import ForecastSettings, history_files, product_files, restart_files, step_io
 from cycleio.surrogates.kinds import ATM_2D, ATM_3D, Compression, expected_bytes
-from cycleio.surrogates.ncfiles import WriteContext, write_file
+from cycleio.surrogates.context import WriteContext
+from cycleio.surrogates.writers import write_file
 
 START, CYCLE = "2026010100", "2026010106"
 

@@ -20,7 +20,8 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "scripts" / "cycleio"
 # Modules that DAG-time code must not load: the file writers' libraries, numpy, MPI, the staging engine and
 # the step runner.
-HEAVY = ("netCDF4", "h5py", "mpi4py", "eccodes", "numpy", "cycleio.storage.staging", "cycleio.surrogates.ncfiles",
+HEAVY = ("netCDF4", "h5py", "mpi4py", "eccodes", "numpy", "cycleio.storage.staging", "cycleio.storage.copyengine", "cycleio.surrogates.writers",
+         "cycleio.surrogates.readers", "cycleio.surrogates.h5chunks",
          "cycleio.surrogates.jobs", "cycleio.surrogates.forecast.rank",
          "cycleio.surrogates.forecast.launcher")
 
@@ -135,3 +136,13 @@ def test_the_snakefile_imports_stay_light():
     loaded = set(json.loads(result.stdout.splitlines()[-1]))
     assert "cycleio.storage.preflight" in loaded and "cycleio.workflow.slurm" in loaded
     assert not [name for name in HEAVY if name in loaded], f"DAG-time imports load {sorted(set(HEAVY) & loaded)}"
+
+
+def test_commands_run_only_through_the_projects_runner():
+    """process.run_command ends a timed-out command's whole tree (an MPI probe's ranks too); subprocess.run would
+    leave them running."""
+    calls = [f"{path.relative_to(PACKAGE)}:{node.lineno}" for path in sorted(PACKAGE.rglob("*.py"))
+             for node in ast.walk(ast.parse(path.read_text()))
+             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "run"
+             and isinstance(node.func.value, ast.Name) and node.func.value.id == "subprocess"]
+    assert not calls, f"subprocess.run outside process.run_command: {calls}"

@@ -19,11 +19,12 @@ from conftest import (FCST_CYCLE, FCST_TIMEOUT_S, assert_axes_carry_data, assert
                       bar_sizes, fcst_writes, forecast_arm, forecast_context, require_tool, run_forecast,
                       sampled_writes)
 
-from cycleio.surrogates import ncfiles
+from cycleio.surrogates import h5chunks
 from cycleio.surrogates.forecast.layout import ForecastError, Layout, row_bounds, tile_blocks, tile_owner
 from cycleio.surrogates.forecast.launcher import run_forecast_mpi
 from cycleio.surrogates.forecast.plan import file_plan, hour_groups
-from cycleio.surrogates.ncfiles import write_file
+from cycleio.surrogates.transfers import Overheads
+from cycleio.surrogates.writers import write_file
 from cycleio.report.writefigures import write_strategy_figure, write_times
 
 # The short forecast, its arms, the reference files (fixture forecast_reference) and the folder the ranks write to
@@ -58,7 +59,7 @@ def test_history_pieces_split_rows_and_small_files_stay_whole():
     assert [p.rows["grid_yt"] for p in atm.pieces] == [(0, 6), (6, 12), (12, 18), (18, 24)] and atm.split
     assert not file_plan(specs["coupler"], ctx, 4).split and file_plan(specs["coupler"], ctx, 4).undecomposed
     assert file_plan(specs["fv_core_axes"], ctx, 4).undecomposed  # no planes to split: written whole
-    assert ncfiles.netCDF4 is netCDF4  # the recording stand-in is gone again
+    assert h5chunks.netCDF4 is netCDF4  # the recording stand-in is gone again
     with pytest.raises(ForecastError, match="too many"):
         file_plan(specs["fv_core.res"], ctx, 14)  # 14 blocks of a 12-row tile
 
@@ -146,7 +147,7 @@ def test_each_files_record_counts_its_own_bytes_and_transfers(mpiexec, forecast_
     ctx = replace(forecast_context(arm), buffer_bytes=16 * 2**10)
     transfers = {}  # what each file takes when written whole in process, in the same transfers
     for spec in fcst_writes():
-        written = write_file(tmp_path / spec.path, spec, replace(ctx, times=ncfiles.Overheads()))
+        written = write_file(tmp_path / spec.path, spec, replace(ctx, times=Overheads()))
         transfers[spec.path] = written.cpu.transfers
     records = run_forecast_mpi(arm, FCST_CYCLE, forecast_dir, fcst_writes(), ctx, timeout=FCST_TIMEOUT_S,
                                label="[test]")

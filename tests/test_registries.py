@@ -4,7 +4,7 @@ from cycleio.benchmarks import fieldio
 from cycleio.benchmarks.tools import CHOICES, ior
 from cycleio.config.calendar import FULL_CYCLE_STEPS
 from cycleio.config.settings import load_schema
-from cycleio.storage import staging
+from cycleio.storage import copytools
 from cycleio.storage.tiers import TIER_KINDS
 from cycleio.surrogates.compute import COMPUTE_KINDS
 from cycleio.surrogates.forecast.strategies import STRATEGIES
@@ -26,7 +26,7 @@ def test_schema_enums_are_the_registries_keys():
         "benchmarks.patterns.<name>.api": (pattern["api"]["enum"], ior.APIS),
         "benchmarks.fieldio.patterns": (bench["fieldio"]["properties"]["patterns"]["items"]["enum"], fieldio.PATTERNS),
         "benchmarks.fieldio.layouts": (bench["fieldio"]["properties"]["layouts"]["items"]["enum"], fieldio.STORES),
-        "staging.method": (schema["staging"]["properties"]["method"]["enum"], staging.METHODS),
+        "staging.method": (schema["staging"]["properties"]["method"]["enum"], copytools.METHODS),
         "write_strategies": (schema["write_strategies"]["items"]["enum"], STRATEGIES),
     }
     for key, (enum, registry) in choices.items():
@@ -38,7 +38,7 @@ def test_every_step_of_a_cycle_has_its_files_defined():
 
 
 def test_every_file_the_inventory_names_has_a_kind_with_a_writer_and_a_size():
-    from cycleio.surrogates import ncfiles
+    from cycleio.surrogates import writers
     from cycleio.surrogates.grid import Grid
     from cycleio.surrogates.inventory import ForecastSettings, coldstart_files, step_io
     from cycleio.surrogates.kinds import FILE_KINDS, expected_bytes
@@ -48,6 +48,6 @@ def test_every_file_the_inventory_names_has_a_kind_with_a_writer_and_a_size():
     for step in STEPS:
         io = step_io(step, "2026010106", "2026010100", forecast)
         named |= {spec.kind for spec in io.reads + io.writes}
-    assert named <= FILE_KINDS and set(ncfiles.WRITERS) == FILE_KINDS
+    assert named <= FILE_KINDS and set(writers.WRITERS) == FILE_KINDS
     for spec in [*coldstart_files("2026010100"), *step_io("post", "2026010106", "2026010100", forecast).writes]:
         assert expected_bytes(spec, Grid("C12", 4)) > 0

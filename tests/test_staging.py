@@ -15,16 +15,17 @@ from pathlib import Path
 import pytest
 from conftest import IN_CI, require_tool, tmpfs
 
-from cycleio.storage import fsutil
-from cycleio.storage import staging
+from cycleio.storage import checksums, copyengine, fsutil, staging
 from cycleio.surrogates.inventory import ForecastSettings
 from cycleio.config.settings import ArmSettings, ConfigError, StagingSettings, build_study, validate_config
-from cycleio.storage.fsutil import file_checksum
+from cycleio.storage.checksums import checksum_file
 from cycleio.surrogates.jobs import run_arrival, run_coldstart, run_step
 from cycleio.storage.preflight import check_study, study_needs
 from cycleio.report.records import read_records
 from cycleio.faults import InjectedFault
-from cycleio.storage.staging import StagingError, StagingFaults, StagingOptions, copy_and_verify, copy_file
+from cycleio.storage.staging import copy_and_verify, copy_file
+from cycleio.storage.stagingtypes import StagingError, StagingFaults, StagingOptions
+from cycleio.storage.streams import in_parallel
 from cycleio.storage.tiers import Tier, TierError
 
 
@@ -40,7 +41,7 @@ ONE_RANK = {"ranks": 1}
 @pytest.fixture
 def small_blocks(monkeypatch):
     """1 MiB checksum blocks, so multi-block (parallel) copies happen with small files."""
-    monkeypatch.setattr(fsutil, "BLOCK_BYTES", 2**20)
+    monkeypatch.setattr(checksums, "BLOCK_BYTES", 2**20)
     monkeypatch.setattr(staging, "BLOCK_BYTES", 2**20)
 
 
@@ -65,8 +66,28 @@ def test_copies_are_verified_and_checksums_do_not_depend_on_streams(tmp_path, sm
     for (source, dest), (copied, verified) in zip(pairs, results):
         assert dest.read_bytes() == contents[source.name]
         assert copied.bytes == verified.bytes == len(contents[source.name])
-        assert copied.checksum == file_checksum(source)  # the block tree, however it was copied
+        assert copied.checksum == checksum_file(source)  # the block tree, however it was copied
     assert no_temporaries(tmp_path / "dst")
+
+
+def test_the_checksum_is_the_block_tree_whatever_the_streams(tmp_path, small_blocks):
+    """The one block checksum: xxh3-64 of the blocks' xxh3-64 digests (an empty file: one empty block)."""
+    import xxhash
+
+    data = os.urandom(2 * 2**20 + 77)
+    (tmp_path / "three").write_bytes(data)
+    (tmp_path / "empty").write_bytes(b"")
+    tree = xxhash.xxh3_64(b"".join(xxhash.xxh3_64(data[i:i + 2**20]).digest() for i in range(0, len(data), 2**20)))
+    assert {checksum_file(tmp_path / "three", streams=n) for n in (1, 3)} == {tree.hexdigest()}
+    assert checksum_file(tmp_path / "empty") == xxhash.xxh3_64(xxhash.xxh3_64(b"").digest()).hexdigest()
+
+
+def test_removing_a_scratch_tree_counts_its_files(tmp_path):
+    (tmp_path / "scratch" / "a" / "b").mkdir(parents=True)
+    for name in ("x", "a/y", "a/b/z"):
+        (tmp_path / "scratch" / name).write_bytes(b"1")
+    assert fsutil.remove_tree(tmp_path / "scratch") == 3 and not (tmp_path / "scratch").exists()
+    assert fsutil.remove_tree(tmp_path / "scratch") == 0  # already gone
 
 
 def test_rsync_method_copies_and_verifies(tmp_path):
@@ -112,7 +133,7 @@ def test_direct_io_verification_reads_storage_on_disk_and_still_verifies_on_tmpf
         ((copied, verified),), _ = copy_and_verify([(tmp_path / "src" / "big.nc", shm / "big.nc")], options)
         assert verified.bytes == copied.bytes
     finally:
-        staging.remove_tree(shm)
+        fsutil.remove_tree(shm)
 
 
 def fake_sync_file_range(code: int):
@@ -129,7 +150,7 @@ def fake_sync_file_range(code: int):
 
 def test_a_write_back_error_fails_the_batch_naming_the_file_and_leaves_nothing(tmp_path, monkeypatch, small_blocks):
     contents = make_files(tmp_path / "src")
-    monkeypatch.setattr(staging, "_sync_file_range", fake_sync_file_range(errno.EIO))
+    monkeypatch.setattr(copyengine, "_sync_file_range", fake_sync_file_range(errno.EIO))
     pairs = [(tmp_path / "src" / n, tmp_path / "dst" / n) for n in contents]
     with pytest.raises(StagingError, match=r"writing .*dst/big\.nc to storage failed: \[Errno 5\] Input/output error"):
         copy_and_verify(pairs, StagingOptions(streams=4))
@@ -138,7 +159,7 @@ def test_a_write_back_error_fails_the_batch_naming_the_file_and_leaves_nothing(t
 
 def test_without_sync_file_range_copies_are_still_made_durable_and_verified(tmp_path, monkeypatch, small_blocks):
     contents = make_files(tmp_path / "src")
-    monkeypatch.setattr(staging, "_sync_file_range", fake_sync_file_range(errno.EINVAL))
+    monkeypatch.setattr(copyengine, "_sync_file_range", fake_sync_file_range(errno.EINVAL))
     synced: list[list[Path]] = []
     real_make_durable = staging.make_durable
     monkeypatch.setattr(staging, "make_durable", lambda paths: (synced.append(paths), real_make_durable(paths))[1])
@@ -199,7 +220,7 @@ def test_full_persistent_tier_fails_stage_out_with_the_os_error_then_rerun_succe
         manifest = run_step(settings, "2026010106", "prep", tmp_path / "r.jsonl", tmp_path / "m.json")
         root = Path(manifest["root"])
         assert all((root / o["path"]).stat().st_size == o["bytes"] for o in manifest["outputs"])
-        assert all(file_checksum(root / o["path"]) == o["xxh3_64"] for o in manifest["outputs"])
+        assert all(checksum_file(root / o["path"]) == o["xxh3_64"] for o in manifest["outputs"])
 
 
 def test_preflight_refuses_a_tier_without_room_with_the_numbers(tmp_path, repo):
@@ -339,7 +360,7 @@ def test_copies_onto_scratch_are_verified_and_renamed_but_not_synced(tmp_path, m
     contents = make_files(tmp_path / "src")
     synced: list = []
     monkeypatch.setattr(staging, "make_durable", lambda paths: synced.append(paths))
-    monkeypatch.setattr(staging, "_sync_file_range", lambda *args: synced.append(args) or 0)
+    monkeypatch.setattr(copyengine, "_sync_file_range", lambda *args: synced.append(args) or 0)
     monkeypatch.setattr(staging.os, "fsync", lambda fd: synced.append(fd))
     pairs = [(tmp_path / "src" / n, tmp_path / "dst" / n) for n in contents]
     results, _ = copy_and_verify(pairs, StagingOptions(streams=4, durable=False))
@@ -400,14 +421,15 @@ def test_parallel_streams_stop_taking_work_after_the_first_error():
         # error went unseen for over a second)
 
     with pytest.raises(OSError, match="No space left"):
-        staging._in_parallel(work, 100, 2)
+        in_parallel(work, 100, 2)
     assert len(started) < 10  # the remaining items were never started
 
 
 def test_a_full_tier_fails_every_write_path_naming_enospc_and_the_file(tmp_path, lay_cold_start):
     from cycleio.surrogates.grid import Grid
     from cycleio.surrogates.inventory import coldstart_files
-    from cycleio.surrogates.ncfiles import WriteContext, write_file
+    from cycleio.surrogates.context import WriteContext
+    from cycleio.surrogates.writers import write_file
 
     with tmpfs(tmp_path / "lustre", "64m") as lustre:
         settings = arm_on(lustre, None)  # the baseline: steps write straight onto the tier
@@ -451,20 +473,20 @@ def test_verify_manifest_names_every_file_missing_or_changed_and_the_cli_fails_o
     outputs = []
     for name in ("kept", "changed", "gone", "shortened"):
         (root / name).write_bytes(name.encode() * 1000)
-        outputs.append({"path": name, "bytes": (root / name).stat().st_size, "xxh3_64": file_checksum(root / name)})
+        outputs.append({"path": name, "bytes": (root / name).stat().st_size, "xxh3_64": checksum_file(root / name)})
     manifest = tmp_path / "arms" / "fcst.manifest.json"
     manifest.parent.mkdir()
     manifest.write_text(json.dumps({"root": str(root), "outputs": outputs}))
-    assert staging.verify_manifest(manifest) == (4, [])
+    assert checksums.verify_manifest(manifest) == (4, [])
     assert main(["verify", str(tmp_path / "arms")]) == 0
     assert capsys.readouterr().out == "1 manifests: 4 files match their checksums, 0 missing or differ\n"
 
     (root / "changed").write_bytes(b"x" * outputs[1]["bytes"])
     (root / "gone").unlink()
     (root / "shortened").write_bytes(b"short")
-    matched, problems = staging.verify_manifest(manifest)
+    matched, problems = checksums.verify_manifest(manifest)
     assert matched == 1 and problems == [
-        f"{manifest}: {root / 'changed'}: checksum {file_checksum(root / 'changed')} does not match the manifest's "
+        f"{manifest}: {root / 'changed'}: checksum {checksum_file(root / 'changed')} does not match the manifest's "
         f"{outputs[1]['xxh3_64']} (corrupt copy)",
         f"{manifest}: {root / 'gone'} is missing",
         f"{manifest}: {root / 'shortened'}: size 5 bytes, expected {outputs[3]['bytes']}",

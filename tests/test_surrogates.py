@@ -12,7 +12,8 @@ from cycleio.config.settings import ArmSettings
 from cycleio.surrogates.grid import Grid
 from cycleio.surrogates.inventory import ForecastSettings, FileSpec, step_io
 from cycleio.surrogates.jobs import StepError, run_arrival, run_step
-from cycleio.surrogates.ncfiles import WriteContext, write_file
+from cycleio.surrogates.context import WriteContext
+from cycleio.surrogates.writers import write_file
 from cycleio.storage.tiers import Tier
 
 
@@ -119,7 +120,7 @@ def test_codec_time_is_kept_apart_from_storage_time_and_files_are_what_netcdf_c_
     import netCDF4
 
     from cycleio.surrogates.kinds import Compression
-    from cycleio.surrogates.ncfiles import read_file
+    from cycleio.surrogates.readers import read_file
 
     spec = FileSpec("gdas.t00z.atmf003.nc", "atm_history", (("fhour", 3),))
     ctx = WriteContext(Grid("C12", 4), 1, "2026010100", Compression(zlib_level=1, quantize_nsd=5))

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cycleio.storage.staging import verify_manifest
+from cycleio.storage.checksums import verify_manifest
 from cycleio.storage.tiers import current_user, workdir_tag
 
 pytestmark = pytest.mark.e2e

@@ -17,7 +17,7 @@ import yaml
 from conftest import assert_axes_carry_data, assert_png_drawn, bar_sizes, require_tool, snakemake
 
 from cycleio.report.closeness import as_flag
-from cycleio.storage import fsutil
+from cycleio.storage import checksums, fsutil
 
 pytestmark = pytest.mark.e2e
 BIN = Path(sys.executable).parent
@@ -416,7 +416,7 @@ def test_injected_faults_fail_their_attempt_which_is_retried_and_kept_out_of_the
         assert set(retries["attempt"]) == {1} and set(retries["succeeded_on_attempt"]) == {2}
         persistent = tmp_path / "results/tiers/lustre/smoke/shm"
         post = json.loads((arms / "2027010100/post.manifest.json").read_text())
-        assert all(fsutil.file_checksum(persistent / o["path"]) == o["xxh3_64"] for o in post["outputs"])
+        assert all(checksums.checksum_file(persistent / o["path"]) == o["xxh3_64"] for o in post["outputs"])
         assert not [p for p in persistent.rglob("*") if fsutil.is_temporary(p.name)]
         assert "Nothing to be done" in snakemake(repo, tmp_path, "-n").stdout
 

@@ -241,6 +241,19 @@ class BenchmarkPlan:
 # --------------------------------------------------------------------------- running
 
 
+def _repetitions(reps: int, name: str, work: Path, one_run: Callable[[str], list[dict]], version: str | None,
+                 fixed: dict) -> list[dict]:
+    """Run a tool ``reps`` times, each in a fresh ``work`` folder (``one_run(rep_name)`` gives its rows); every
+    row becomes a repetition's row with ``fixed``'s values (the point's and its pattern's parameters)."""
+    rows: list[dict] = []
+    for rep in range(reps):
+        rep_name = f"{name}.rep{rep}"
+        fresh(work)
+        rows += [{**r, "aggregate": "rep", "repetition": rep, "repetitions": reps,
+                  "tool_version": r["tool_version"] or version, **fixed} for r in one_run(rep_name)]
+    return rows
+
+
 def run_io(settings: PointSettings, raw_dir: Path) -> list[dict]:
     pattern, tasks, reps = settings.io_pattern(), settings.tasks, settings.repetitions
     tool = choose_tool(settings.tool, "io", settings.paths, pattern)
@@ -263,20 +276,16 @@ def run_io(settings: PointSettings, raw_dir: Path) -> list[dict]:
             rows = parse_run(ior.parse_json, summary, tool.label, run, stdout_path=run.stdout)
             rows = [{**r, "tasks": tasks} for r in rows]
         else:
-            rows = []
-            for rep in range(reps):
-                rep_name = f"{name}.rep{rep}"
-                fresh(work)
+            def one_run(rep_name: str) -> list[dict]:
                 argv = fio.io_command(tool.path, pattern, tasks, work, raw_dir / f"{rep_name}.json")
                 run = run_tool(tool.label, argv, raw_dir, rep_name, time_limit(nbytes, calls))
-                parsed = parse_run(fio.parse, raw_dir / f"{rep_name}.json", tool.label, run)
-                rows += [{**r, "aggregate": "rep", "repetition": rep, "repetitions": reps, "tasks": tasks,
-                          "tool_version": r["tool_version"] or version,
-                          # the pattern's parameters, so rows compare across tools
-                          "file_per_proc": pattern.file_per_proc, "block_size_bytes": pattern.block_size_bytes,
-                          "segments": pattern.segments, "reorder": pattern.reorder, "fsync": pattern.fsync,
-                          "stonewall_s": pattern.stonewall_s, "cold_cache": fio.reads_from_storage(pattern)}
-                         for r in parsed]
+                return parse_run(fio.parse, raw_dir / f"{rep_name}.json", tool.label, run)
+
+            # the pattern's parameters, so rows compare across tools
+            rows = _repetitions(reps, name, work, one_run, version, {
+                "tasks": tasks, "file_per_proc": pattern.file_per_proc, "block_size_bytes": pattern.block_size_bytes,
+                "segments": pattern.segments, "reorder": pattern.reorder, "fsync": pattern.fsync,
+                "stonewall_s": pattern.stonewall_s, "cold_cache": fio.reads_from_storage(pattern)})
     finally:
         shutil.rmtree(work, ignore_errors=True)
     rows = finish(rows, context(settings, site), t_start)
@@ -296,25 +305,23 @@ def run_metadata(settings: PointSettings, raw_dir: Path) -> list[dict]:
         log.info("%s fio's filecreate writes no data: file_size applies to mdtest only", label)
     files = pattern.files_per_task * tasks
     limit = time_limit(2 * files * pattern.file_size_bytes, 4 * files)  # create (write), stat, read, remove
-    name, rows, t_start = f"{pattern.name}.n{tasks}", [], time.time()
+    name, t_start = f"{pattern.name}.n{tasks}", time.time()
     version = tool.version()
+
+    def one_run(rep_name: str) -> list[dict]:
+        if tool.name == "mdtest":
+            argv = mdtest.command(tool.path, pattern, tasks, work / "mdtest", settings.launcher)
+            run = run_tool(tool.label, argv, raw_dir, rep_name, limit)
+            parsed = parse_run(mdtest.parse, run.stdout, tool.label, run)
+            return [r for r in parsed if r["aggregate"] == "mean"]  # -i 1: max = min = mean
+        argv = fio.metadata_command(tool.path, pattern, tasks, work, raw_dir / f"{rep_name}.json")
+        run = run_tool(tool.label, argv, raw_dir, rep_name, limit)
+        return parse_run(fio.parse, raw_dir / f"{rep_name}.json", tool.label, run)
+
     try:
-        for rep in range(reps):
-            rep_name = f"{name}.rep{rep}"
-            fresh(work)
-            if tool.name == "mdtest":
-                argv = mdtest.command(tool.path, pattern, tasks, work / "mdtest", settings.launcher)
-                run = run_tool(tool.label, argv, raw_dir, rep_name, limit)
-                parsed = parse_run(mdtest.parse, run.stdout, tool.label, run)
-                parsed = [r for r in parsed if r["aggregate"] == "mean"]  # -i 1: max = min = mean
-            else:
-                argv = fio.metadata_command(tool.path, pattern, tasks, work, raw_dir / f"{rep_name}.json")
-                run = run_tool(tool.label, argv, raw_dir, rep_name, limit)
-                parsed = parse_run(fio.parse, raw_dir / f"{rep_name}.json", tool.label, run)
-            rows += [{**r, "aggregate": "rep", "repetition": rep, "repetitions": reps, "tasks": tasks,
-                      "tool_version": r["tool_version"] or version, "file_per_proc": pattern.unique_dir,
-                      "block_size_bytes": pattern.file_size_bytes, "segments": pattern.files_per_task}
-                     for r in parsed]
+        rows = _repetitions(reps, name, work, one_run, version, {
+            "tasks": tasks, "file_per_proc": pattern.unique_dir, "block_size_bytes": pattern.file_size_bytes,
+            "segments": pattern.files_per_task})
     finally:
         shutil.rmtree(work, ignore_errors=True)
     rows = finish(rows, context(settings, site), t_start)

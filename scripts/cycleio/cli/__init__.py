@@ -195,7 +195,7 @@ def cmd_unlock_stale(args) -> None:
 
 
 def cmd_verify(args) -> None:
-    from ..storage.staging import verify_manifest
+    from ..storage.checksums import verify_manifest
 
     manifests = sorted({m for given in map(Path, args.paths)
                         for m in (given.rglob("*.manifest.json") if given.is_dir() else [given])})

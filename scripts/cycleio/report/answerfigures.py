@@ -23,7 +23,7 @@ from .aggregate import IO_OPS  # noqa: E402
 from .closeness import (AT_SPEED, DIRECTIONS, WITHIN_NOISE, io_gap_rows, replay_rows, seconds_text,  # noqa: E402
                         step_rank)
 from ..units import MiB  # noqa: E402
-from .figsave import save_figure  # noqa: E402
+from .figsave import empty_panel, save_figure  # noqa: E402
 
 PHASES = ("stage_in", "run", "stage_out", "verify", "cleanup")
 PHASE_COLORS = {"stage_in": "#4C72B0", "run": "#DDDDDD", "stage_out": "#55A868", "verify": "#8172B3",
@@ -33,12 +33,6 @@ OUTPUT_OPS = ("write", "combine", "write_final")
 TIMELINE_COLUMNS = ["study", "arm", "cycle", "step", "host", "rank", "kind", "what", "t_start", "t_end", "seconds",
                     "bytes", "t_from_arm_start_s"]
 _HOUR = re.compile(r"f(\d{3})(?:\.[A-Za-z0-9]+)?$")
-
-
-def _empty(ax, text: str) -> None:
-    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color="grey")
-    ax.set_xticks([])
-    ax.set_yticks([])
 
 
 def output_hour(file: str | None) -> str:
@@ -120,7 +114,7 @@ def timeline_figure(table: pd.DataFrame, paths, title: str) -> None:
     fig, axes = plt.subplots(1, max(len(arms), 1), figsize=(max(5.2 * len(arms), 8), height), squeeze=False)
     axes = axes[0]
     if not arms:
-        _empty(axes[0], "no jobs recorded")
+        empty_panel(axes[0], "no jobs recorded")
     for ax, arm in zip(axes, arms):
         rows = table[table["arm"] == arm]
         jobs = rows.groupby(["cycle", "step"]).agg(t_start=("t_start", "min"), t_end=("t_end", "max"))
@@ -159,7 +153,7 @@ def io_share_figure(summary: pd.DataFrame, paths, title: str) -> None:
     arms = list(dict.fromkeys(jobs["arm"]))
     fig, ax = plt.subplots(figsize=(max(7, 1.6 * len(steps) + 3), 4.6))
     if jobs.empty:
-        _empty(ax, "no jobs recorded")
+        empty_panel(ax, "no jobs recorded")
     else:
         sns.barplot(data=jobs.assign(io_percent=100 * jobs["io_fraction"]), x="step", y="io_percent", hue="arm",
                     order=steps, hue_order=arms, errorbar=("pi", 100), capsize=0.1, palette="colorblind", ax=ax)
@@ -201,7 +195,7 @@ def staging_figure(cycles: pd.DataFrame, answers: pd.DataFrame, paths, title: st
     arms = list(parts.index)
     fig, ax = plt.subplots(figsize=(11, 0.75 * max(len(arms), 2) + 2.6))
     if parts.empty:
-        _empty(ax, "no full cycle recorded")
+        empty_panel(ax, "no full cycle recorded")
     else:
         left = np.zeros(len(arms))
         for column, (label, color) in STAGING_PARTS.items():
@@ -289,7 +283,7 @@ def efficiency_heatmap(efficiency: pd.DataFrame | None, paths, title: str) -> No
     n_rows, n_cols = max(len(shade), 1), max(shade.shape[1], 2)
     fig, ax = plt.subplots(figsize=(max(7, 1.2 * n_cols + 3), 0.85 * n_rows + 2.8))
     if shade.empty:
-        _empty(ax, "no efficiency against a replay (benchmarks off or no replay)")
+        empty_panel(ax, "no efficiency against a replay (benchmarks off or no replay)")
     else:
         data = np.ma.masked_invalid(shade.to_numpy(dtype=float))
         mesh = ax.pcolormesh(data, cmap="RdBu", vmin=-HEATMAP_LIMIT, vmax=HEATMAP_LIMIT, edgecolors="white",
@@ -360,7 +354,7 @@ def io_gap_figure(io_gap: pd.DataFrame | None, paths, title: str) -> None:
                              gridspec_kw={"height_ratios": heights})
     axes = axes[:, 0]
     if not arms:
-        _empty(axes[0], "no timed step paired with a replay (benchmarks off, or no step moved enough to time)")
+        empty_panel(axes[0], "no timed step paired with a replay (benchmarks off, or no step moved enough to time)")
     for ax, arm in zip(axes, arms):
         mine = rows[rows["arm"] == arm].reset_index(drop=True)
         ends, notes = [0.0], []

@@ -13,7 +13,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from .figsave import save_figure  # noqa: E402
+from .figsave import empty_panel, save_figure  # noqa: E402
 
 LINESTYLES = ["-", "--", ":", "-."]
 MARKERS = ["o", "s", "^", "D", "v", "P"]
@@ -25,12 +25,6 @@ METADATA_ORDER = ["create", "stat", "read", "remove", "file_creation", "file_sta
 def _tools(frame: pd.DataFrame) -> str:
     pairs = frame[["tool", "tool_version"]].drop_duplicates().itertuples(index=False)
     return ", ".join(sorted(f"{tool} {version}" if isinstance(version, str) else str(tool) for tool, version in pairs))
-
-
-def _empty(ax, text: str) -> None:
-    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color="grey")
-    ax.set_xticks([])
-    ax.set_yticks([])
 
 
 def _typed(table: pd.DataFrame) -> pd.DataFrame:
@@ -55,7 +49,7 @@ def scaling_figure(table: pd.DataFrame, paths: list[Path], title: str, fits: pd.
     for ax, operation in zip(axes[:2], ("write", "read")):
         rows = io[io["operation"] == operation]
         if rows.empty:
-            _empty(ax, f"no {operation} benchmark")
+            empty_panel(ax, f"no {operation} benchmark")
             continue
         stats = rows.pivot_table(index=["tier", "pattern", "tasks"], columns="aggregate", values="bw_MiB_per_s",
                                  aggfunc="first").reset_index()
@@ -87,7 +81,7 @@ def scaling_figure(table: pd.DataFrame, paths: list[Path], title: str, fits: pd.
     ax = axes[2]
     md = table[(table["benchmark"] == "metadata") & (table["aggregate"] == "mean") & table["ops_per_s"].notna()]
     if md.empty:
-        _empty(ax, "no metadata benchmark")
+        empty_panel(ax, "no metadata benchmark")
     else:
         top = md[md["tasks"] == md.groupby(["tier", "pattern"])["tasks"].transform("max")].copy()
         top["what"] = top["pattern"] + ": " + top["operation"]
@@ -143,7 +137,7 @@ def fieldio_figure(table: pd.DataFrame, paths: list[Path], title: str) -> None:
     colors = dict(zip(tiers, sns.color_palette("colorblind", max(len(tiers), 1))))
     if fio.empty:
         fig, ax = plt.subplots(figsize=(8, 4))
-        _empty(ax, "no field-I/O benchmark")
+        empty_panel(ax, "no field-I/O benchmark")
         fig.suptitle(title)
         save_figure(fig, paths)
         return

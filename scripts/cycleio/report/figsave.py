@@ -1,4 +1,5 @@
-"""Saving a figure: every format asked for (by each path's suffix: .png, .svg), each landed safely."""
+"""Saving a figure: every format asked for (by each path's suffix: .png, .svg), each landed safely; and the
+panel a figure shows where it has nothing to plot."""
 
 from __future__ import annotations
 
@@ -21,3 +22,10 @@ def save_figure(fig, paths) -> None:
         with landing(path) as tmp:
             fig.savefig(tmp, dpi=DPI, format=path.suffix.lstrip("."))
     plt.close(fig)
+
+
+def empty_panel(ax, text: str) -> None:
+    """A panel with nothing to plot: ``text`` in grey, centred, no ticks."""
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color="grey")
+    ax.set_xticks([])
+    ax.set_yticks([])

@@ -44,9 +44,6 @@ class PlateauFit:
     def relative_error(self) -> float:
         return self.rmse / self.plateau if self.plateau > 0 else math.nan
 
-    def predict(self, tasks) -> np.ndarray:
-        return np.minimum(self.slope * np.asarray(tasks, float), self.plateau)
-
 
 def fit_linear_plateau(tasks, bandwidth) -> PlateauFit:
     """Least-squares fit of min(slope * n, plateau) to points (n, bandwidth); several points per n allowed."""

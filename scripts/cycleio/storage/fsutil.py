@@ -7,15 +7,12 @@ import json
 import logging
 import os
 import re
+import shutil
 import time
 from pathlib import Path
 from typing import Iterator
 
-import xxhash
-
 log = logging.getLogger("cycleio")
-
-CHUNK_BYTES = 8 * 2**20
 
 
 def fsync_file(path: str | os.PathLike) -> None:
@@ -130,43 +127,10 @@ def write_json_atomic(path: str | os.PathLike, obj) -> None:
     write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=True) + "\n")
 
 
-# Files are hashed in fixed blocks and the block digests hashed again, so a checksum does not
-# depend on how many parallel streams copied or read the file.
-BLOCK_BYTES = 64 * 2**20
-
-
-class BlockHasher:
-    """Incremental block-tree xxh3-64: feed bytes in order, get the file's checksum."""
-
-    def __init__(self):
-        self.digests: list[bytes] = []
-        self.block = xxhash.xxh3_64()
-        self.filled = 0
-
-    def update(self, data) -> None:
-        view = memoryview(data)
-        while view:
-            take = min(len(view), BLOCK_BYTES - self.filled)
-            self.block.update(view[:take])
-            self.filled += take
-            view = view[take:]
-            if self.filled == BLOCK_BYTES:
-                self.digests.append(self.block.digest())
-                self.block, self.filled = xxhash.xxh3_64(), 0
-
-    def hexdigest(self) -> str:
-        digests = self.digests + ([self.block.digest()] if self.filled or not self.digests else [])
-        return combine_block_digests(digests)
-
-
-def combine_block_digests(digests: list[bytes]) -> str:
-    return xxhash.xxh3_64(b"".join(digests)).hexdigest()
-
-
-def file_checksum(path: str | os.PathLike, chunk_bytes: int = CHUNK_BYTES) -> str:
-    """Block-tree xxh3-64 of a file's bytes, read in chunks (memory stays bounded)."""
-    hasher = BlockHasher()
-    with open(path, "rb", buffering=0) as handle:
-        while chunk := handle.read(chunk_bytes):
-            hasher.update(chunk)
-    return hasher.hexdigest()
+def remove_tree(path: Path) -> int:
+    """Remove a folder and all it holds (scratch); return how many files it held, for the record."""
+    if not path.exists():
+        return 0
+    files = sum(len(names) for _, _, names in os.walk(path))
+    shutil.rmtree(path)
+    return files

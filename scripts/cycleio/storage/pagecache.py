@@ -9,12 +9,12 @@ replay reads the same way (see benchmarks.replay.replay_specs).
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import mmap
 import os
 
-_libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
-_libc.mincore.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p)
+from .libc import libc
+
+libc.mincore.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p)
 _PAGE = mmap.PAGESIZE
 READ_OPERATIONS = ("read", "file_read", "checksum")  # the records' and the benchmark rows' reads of file data
 MEMORY_FILESYSTEMS = ("tmpfs", "ramfs")
@@ -51,7 +51,7 @@ def cached_fraction(path: str | os.PathLike) -> float | None:
         vector = (ctypes.c_ubyte * pages)()
         anchor = ctypes.c_char.from_buffer(mapped)  # the mapping's address; released before closing it
         try:
-            failed = _libc.mincore(ctypes.c_void_p(ctypes.addressof(anchor)), ctypes.c_size_t(size), vector)
+            failed = libc.mincore(ctypes.c_void_p(ctypes.addressof(anchor)), ctypes.c_size_t(size), vector)
         finally:
             del anchor
         return None if failed else bytes(vector).translate(_RESIDENT_BIT).count(1) / pages

@@ -26,6 +26,8 @@ import time
 from pathlib import Path
 from typing import Iterator
 
+from ..process import run_command
+
 log = logging.getLogger("cycleio")
 
 MOUNT_TIMEOUT_S = 30
@@ -191,9 +193,14 @@ def slow_mount(backing: Path, delay_ms: float) -> Iterator[Path]:
     finally:
         if _mounted(mountpoint):
             unmount = ["umount", str(mountpoint)] if os.geteuid() == 0 else ["fusermount3", "-u", str(mountpoint)]
-            if subprocess.run(unmount, capture_output=True).returncode != 0:
-                subprocess.run([*unmount[:-1], "-l" if unmount[0] == "umount" else "-z", str(mountpoint)],
-                               capture_output=True)
+            try:
+                unmounted = run_command(unmount, timeout=MOUNT_TIMEOUT_S, stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.DEVNULL).returncode == 0
+            except subprocess.TimeoutExpired:  # a server that no longer answers: detach it lazily
+                unmounted = False
+            if not unmounted:
+                run_command([*unmount[:-1], "-l" if unmount[0] == "umount" else "-z", str(mountpoint)],
+                            timeout=MOUNT_TIMEOUT_S, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             server.wait(timeout=MOUNT_TIMEOUT_S)
         except subprocess.TimeoutExpired:

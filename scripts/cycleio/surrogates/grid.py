@@ -26,9 +26,3 @@ class Grid:
     @property
     def ny(self) -> int:
         return 2 * self.n
-
-
-def parse_resolution(text: str) -> str:
-    if text not in RESOLUTIONS:
-        raise ValueError(f"resolution {text!r} is not one of {', '.join(RESOLUTIONS)}")
-    return text

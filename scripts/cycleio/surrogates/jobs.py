@@ -22,15 +22,19 @@ from ..config.calendar import com_dir, is_half_cycle
 from ..config.settings import ArmSettings
 from ..faults import JobFaults, filled, slowed
 from ..kernelio import ProcIO, Window, counted
-from ..storage.fsutil import file_checksum, write_json_atomic
+from ..storage.checksums import checksum_file
+from ..storage.fsutil import remove_tree, write_json_atomic
 from .grid import Grid
 from .inventory import cycle_steps, FileSpec, coldstart_files, job_files, step_io
 from .kinds import GRIB_KINDS
-from .ncfiles import FileReader, Transfer, WriteContext, write_file
+from .context import WriteContext
+from .readers import FileReader
+from .transfers import Transfer
+from .writers import write_file
 from ..report.records import RecordLog
 from ..storage.pagecache import cache_risk, drop_page_cache
-from ..storage.staging import (StagingFaults, StagingOptions, checksum_file, copy_and_verify,
-                               remove_stale_temporaries, remove_tree)
+from ..storage.staging import copy_and_verify, remove_stale_temporaries
+from ..storage.stagingtypes import StagingFaults, StagingOptions
 from ..storage.tiers import TierSite
 from .compute import COMPUTE_KINDS
 from ..units import MiB
@@ -339,7 +343,7 @@ def run_arrival(settings: ArmSettings, cycle: str, kind: str, records_path: Path
     for spec in specs:
         path = persistent.root / spec.path
         size = _timed_write(path, spec, ctx, records, persistent, kind)
-        outputs.append({"path": spec.path, "bytes": size, "xxh3_64": file_checksum(path)})
+        outputs.append({"path": spec.path, "bytes": size, "xxh3_64": checksum_file(path)})
     log.info("[%s %s %s] wrote %d files, %.1f MiB", settings.arm, cycle, kind, len(outputs),
              sum(o["bytes"] for o in outputs) / MiB)
     records.write(records_path)

@@ -3,7 +3,7 @@
 The variables of the history, increment and restart files, the GRIB2 products' parameters and
 grids, the history's compression, and :func:`expected_bytes` (the size a file of the inventory will
 have). No netCDF4, h5py or eccodes here: the workflow plans and checks a study with this module at
-DAG time; ncfiles.py writes and reads the files.
+DAG time; writers.py and readers.py write and read the files.
 """
 
 from __future__ import annotations
@@ -126,10 +126,10 @@ def grib_shape(spec: FileSpec, grid: Grid) -> tuple[int, int]:
     return grid.nx, grid.ny
 
 
-# Kinds written as netCDF-4 (ncfiles.LAYOUTS has a layout for each).
+# Kinds written as netCDF-4 (nclayout.LAYOUTS has a layout for each).
 NETCDF_KINDS = frozenset({"atm_history", "sfc_history", *TILE_LAYOUTS, "fv_core_axes", "increment", "dtfanl"})
 GRIB_KINDS = frozenset({"grib_master", "grib_sflux", "grib_pgrb2", "grib_index"})
-# Every kind of file the inventory names: ncfiles.WRITERS writes each, expected_bytes sizes each.
+# Every kind of file the inventory names: writers.WRITERS writes each, expected_bytes sizes each.
 FILE_KINDS = NETCDF_KINDS | GRIB_KINDS | {"bytes", "text_table", "log", "coupler"}
 NETCDF_FILE_OVERHEAD_BYTES = 16 * 1024  # HDF5 superblock and root group
 NETCDF_VARIABLE_OVERHEAD_BYTES = 4 * 1024  # object header, attributes and chunk index of a data variable

@@ -12,12 +12,15 @@ JOB_MODULES = ("numpy", "pandas", "pyarrow", "netCDF4", "h5py", "mpi4py", "eccod
 
 def job_python_problem(python: str = "python", modules: tuple[str, ...] = JOB_MODULES) -> str | None:
     """Why the ``python`` jobs start (``python -m cycleio``, found on PATH) cannot run them; None if it can."""
+    from ..process import run_command
+
     found = shutil.which(python)
     if found is None:
         return f"no {python!r} on PATH: the jobs run `{python} -m cycleio`"
     probe = "import importlib.util, sys; print(' '.join(m for m in sys.argv[1:] if importlib.util.find_spec(m) is None))"
     try:
-        result = subprocess.run([found, "-c", probe, *modules], capture_output=True, text=True, timeout=60)
+        result = run_command([found, "-c", probe, *modules], timeout=60, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
     except (OSError, subprocess.TimeoutExpired) as err:
         return f"{found} could not be run ({err})"
     missing = result.stdout.split()
@@ -55,8 +58,8 @@ def launcher_problem(template: str, python: str = "python", ntasks: int = 2, tim
     worlds = [int(size) for size in re.findall(r"cycleio-probe (\d+)", output)]
     if returncode == 0 and worlds == [ntasks]:
         return None
-    alone = subprocess.run([shutil.which(python) or python, "-c", MPI_PROBE], capture_output=True, text=True,
-                           timeout=timeout).stdout
+    alone = run_command([shutil.which(python) or python, "-c", MPI_PROBE], timeout=timeout, stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE, text=True).stdout
     ours = [alone.split("|", 1)[1]] if "|" in alone else ["(mpi4py cannot start)"]
     if worlds:
         found = f"worlds of sizes {sorted(worlds)}"
@@ -84,7 +87,7 @@ def parallel_stack_problem(study, timeout: float = 120) -> str | None:
     """
     from ..config.settings import SHARED_FILE_STRATEGIES
     from ..surrogates.forecast.launcher import SETUP_PARALLEL, program_stack
-    from ..process import launcher_argv
+    from ..process import launcher_argv, run_command
 
     arms = [arm for arm in study.arms.values() if arm.strategy in SHARED_FILE_STRATEGIES]
     if not arms:
@@ -95,7 +98,8 @@ def parallel_stack_problem(study, timeout: float = 120) -> str | None:
     if not Path(python).is_file():
         return f"{need}, but its Python {python} (config key parallel_stack.python) is missing; {SETUP_PARALLEL}"
     try:
-        result = subprocess.run([python, "-c", PARALLEL_PROBE], capture_output=True, text=True, timeout=timeout)
+        result = run_command([python, "-c", PARALLEL_PROBE], timeout=timeout, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
     except (OSError, subprocess.TimeoutExpired) as err:
         return f"{need}, but its Python {python} could not be run ({err}); {SETUP_PARALLEL}"
     words = result.stdout.split()

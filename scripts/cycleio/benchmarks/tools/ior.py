@@ -199,6 +199,25 @@ def _ior_rep_repetitions(results: list[Any]) -> list[tuple[int, dict[str, Any]]]
     return out
 
 
+# Where a summary line of IOR's JSON and of its text output holds each aggregate's bandwidth and
+# operations, the mean's seconds and the MiB moved.
+JSON_SUMMARY_KEYS = {"max": ("bwMaxMIB", "OPsMax"), "min": ("bwMinMIB", "OPsMin"), "mean": ("bwMeanMIB", "OPsMean"),
+                     "seconds": "MeanTime", "MiB": "xsizeMiB"}
+TEXT_SUMMARY_KEYS = {"max": ("Max(MiB)", "Max(OPs)"), "min": ("Min(MiB)", "Min(OPs)"),
+                     "mean": ("Mean(MiB)", "Mean(OPs)"), "seconds": "Mean(s)", "MiB": "aggs(MiB)"}
+
+
+def _summary_rows(entry: dict[str, Any], keys: dict, params: dict[str, Any], source: str, version: str | None,
+                  operation: str) -> list[dict[str, Any]]:
+    """One summary line of IOR's (JSON or text) as its max, min and mean rows."""
+    moved = num(entry.get(keys["MiB"]))
+    return [make_row(source=source, tool="ior", tool_version=version, **params, operation=operation, aggregate=agg,
+                     repetition=None, bw_MiB_per_s=num(entry.get(keys[agg][0])), ops_per_s=num(entry.get(keys[agg][1])),
+                     seconds=num(entry.get(keys["seconds"])) if agg == "mean" else None,
+                     bytes=int(round(moved * MiB)) if moved is not None else None)
+            for agg in ("max", "min", "mean")]
+
+
 def parse_json(path: str | Path, stdout_path: str | Path | None = None) -> list[dict[str, Any]]:
     """Parse an IOR JSON summary file (``-O summaryFormat=JSON``) into rows.
 
@@ -272,16 +291,7 @@ def parse_json(path: str | Path, stdout_path: str | Path | None = None) -> list[
                 p[key] = value
         for key in ("nodes", "random", "direct_io", "fsync", "stonewall_s"):
             p.setdefault(key, flags.get(key))
-        xsize = num(entry.get("xsizeMiB"))
-        for agg, bw_key, ops_key in (("max", "bwMaxMIB", "OPsMax"), ("min", "bwMinMIB", "OPsMin"),
-                                     ("mean", "bwMeanMIB", "OPsMean")):
-            rows.append(make_row(
-                source=source, tool="ior", tool_version=version, **p,
-                operation=str(entry.get("operation")), aggregate=agg, repetition=None,
-                bw_MiB_per_s=num(entry.get(bw_key)), ops_per_s=num(entry.get(ops_key)),
-                seconds=num(entry.get("MeanTime")) if agg == "mean" else None,
-                bytes=int(round(xsize * MiB)) if xsize is not None else None,
-            ))
+        rows += _summary_rows(entry, JSON_SUMMARY_KEYS, p, source, version, str(entry.get("operation")))
     return rows
 
 
@@ -426,16 +436,7 @@ def parse_text(path: str | Path) -> list[dict[str, Any]]:
     for s in summary:
         test_id = as_int(s.get("Test#")) or 0
         p = params_for(test_id, options_by_id.get(test_id, {}))
-        aggs = num(s.get("aggs(MiB)"))
-        for agg, bw_key, ops_key in (("max", "Max(MiB)", "Max(OPs)"), ("min", "Min(MiB)", "Min(OPs)"),
-                                     ("mean", "Mean(MiB)", "Mean(OPs)")):
-            rows.append(make_row(
-                source=source, tool="ior", tool_version=version, **p,
-                operation=s["Operation"], aggregate=agg, repetition=None,
-                bw_MiB_per_s=num(s.get(bw_key)), ops_per_s=num(s.get(ops_key)),
-                seconds=num(s.get("Mean(s)")) if agg == "mean" else None,
-                bytes=int(round(aggs * MiB)) if aggs is not None else None,
-            ))
+        rows += _summary_rows(s, TEXT_SUMMARY_KEYS, p, source, version, s["Operation"])
     return rows
 
 

@@ -16,12 +16,12 @@ Decomposition (what each compute rank holds, as the model's domain decomposition
 - each of the six N x N tiles is split by rows into k bands (FMS layout 1 x k): with a multiple of
   six compute ranks each tile gets its own k = ranks/6 ranks, as in the model; with fewer (the model
   needs at least six) every tile is split over all compute ranks (k = ranks).
-What a file holds is its ncfiles layout (dimensions, coordinates, attributes, fields with their
+What a file holds is its netCDF layout (nclayout.py) (dimensions, coordinates, attributes, fields with their
 seeds), so every strategy writes the same data as the in-process writer. Data move in blocks of
 many levels bounded by the buffer (``buffer_bytes``, 64 MiB), never plane by plane: each compute
 rank makes its band of a block (timed apart, op ``generate``), and gathers and hand-offs place the
 bands straight into the writer's block with MPI derived datatypes. Files without synthetic fields
-(logs, coupler.res, fv_core.res.nc) are written whole by one rank with their ncfiles writer.
+(logs, coupler.res, fv_core.res.nc) are written whole by one rank with their writer (writers.py).
 
 Write strategies (``ArmSettings.strategy``), for every output file of the hour (history and
 restart): ``serial`` (gather to rank 0, which writes; all wait), ``diskless`` (as serial, the file

@@ -20,7 +20,7 @@ from ...kernelio import RANK_OUTSIDE_OP
 from ...process import launcher_argv, run_command
 from ..inventory import FileSpec
 from ..kinds import expected_bytes
-from ..ncfiles import WriteContext
+from ..context import WriteContext
 from .layout import ForecastError, Layout, check_layout
 from .plan import hour_groups
 from .writetime import actual_seconds, effective_per_hour, final_seconds
@@ -71,7 +71,8 @@ def _launch_command(launcher: str, ntasks: int, key: str = "launcher") -> list[s
 def _launcher_version(program: str) -> str:
     """The launcher's own word on what it is (``--version``'s line naming a version), or ""."""
     try:
-        result = subprocess.run([program, "--version"], capture_output=True, text=True, timeout=30)
+        result = run_command([program, "--version"], timeout=30, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
     except (OSError, subprocess.SubprocessError):
         return ""
     lines = [" ".join(line.split()) for line in (result.stdout + result.stderr).splitlines() if line.strip()]

@@ -34,7 +34,7 @@ import netCDF4
 import numpy as np
 
 from ...storage.fsutil import fsync_dir, fsync_file, temp_name
-from .. import ncfiles
+from .. import nclayout, transfers
 
 MODES = ("collective", "independent")
 
@@ -63,16 +63,16 @@ def byte_shares(size: int, bands: list[dict[str, tuple[int, int]]]) -> list[int]
     return shares
 
 
-def _chunks(layout: ncfiles.Layout, f: ncfiles.Field, rows: dict[str, int], buffer_bytes: int) -> list[int]:
+def _chunks(layout: nclayout.NetcdfLayout, f: nclayout.Field, rows: dict[str, int], buffer_bytes: int) -> list[int]:
     """A chunk: the rows a rank holds by the full width, by one level when compressed (the write component's
     kchunk=1), else by the levels of one transfer, so that each rank's write of a block is one whole chunk."""
     levels = [] if layout.levels(f) is None else [1 if f.compression.enabled else layout.block_levels(f, buffer_bytes)]
     return [1] * layout.records(f) + levels + [rows[f.dims[-2]], layout.size(f.dims[-1])]
 
 
-def write_shared(final: Path, layout: ncfiles.Layout, source, times: ncfiles.Overheads, comm, band: dict,
+def write_shared(final: Path, layout: nclayout.NetcdfLayout, source, times: transfers.Overheads, comm, band: dict,
                  bands: list[dict], mode: str = "collective",
-                 buffer_bytes: int = ncfiles.IO_BUFFER_BYTES) -> SharedWrite:
+                 buffer_bytes: int = transfers.IO_BUFFER_BYTES) -> SharedWrite:
     """Write ``final`` with the ranks of ``comm``, this rank holding global rows ``band`` (per row dimension).
 
     ``bands``: every rank's rows, in ``comm``'s rank order (chunk shapes and byte shares are made from

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import ncfiles
+from .. import nclayout
 from ..inventory import FileSpec
-from ..ncfiles import WriteContext
+from ..context import WriteContext
 from .layout import ForecastError, row_bounds, tile_blocks, tile_owner
 
 
@@ -22,10 +22,10 @@ class Piece:
 
 @dataclass
 class FilePlan:
-    """A file of the hour: its layout (None: written whole by one rank with its ncfiles writer) and pieces."""
+    """A file of the hour: its layout (None: written whole by one rank with its writer (writers.py)) and pieces."""
 
     spec: FileSpec
-    layout: ncfiles.Layout | None = None
+    layout: nclayout.NetcdfLayout | None = None
     pieces: list[Piece] = field(default_factory=list)
 
     @property
@@ -42,7 +42,7 @@ class FilePlan:
     def piece_path(self, workdir: Path, piece: Piece) -> Path:
         return workdir / f"{self.spec.path}.{piece.index:04d}"
 
-    def piece_layout(self, piece: Piece) -> ncfiles.Layout:
+    def piece_layout(self, piece: Piece) -> nclayout.NetcdfLayout:
         rows = " ".join(f"{dim}={start}:{stop}" for dim, (start, stop) in piece.rows.items())
         return self.layout.piece(piece.rows, {"cycleio_piece": f"{piece.index} of {len(self.pieces)}",
                                               "cycleio_piece_rows": rows})
@@ -54,7 +54,7 @@ def file_plan(spec: FileSpec, ctx: WriteContext, compute: int) -> FilePlan:
     Tile files (a ``tile`` parameter) take the tile layout; other gridded files split their rows over
     all compute ranks. Files without synthetic fields are written whole by one rank.
     """
-    build = ncfiles.LAYOUTS.get(spec.kind)
+    build = nclayout.LAYOUTS.get(spec.kind)
     layout = build(spec, ctx) if build else None
     if layout is None or not layout.fields:
         return FilePlan(spec, layout, [Piece(0, 0, {})])

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import ncfiles
+from .. import h5chunks, nclayout, transfers, writers
 from ...faults import InjectedFault
 from ...kernelio import outside_event, read_proc_io
 from ...storage.fsutil import landing
@@ -33,7 +33,7 @@ from ..compute import COMPUTE_KINDS
 from ..grid import Grid
 from ..inventory import FileSpec
 from ..kinds import Compression
-from ..ncfiles import WriteContext
+from ..context import WriteContext
 from .layout import ForecastError, Layout
 from .plan import FilePlan, Piece, file_plan
 
@@ -43,7 +43,7 @@ log = logging.getLogger("cycleio")
 WRITER_BUFFER_BYTES = 1024 * 2**20
 
 
-def block_shape(layout: ncfiles.Layout, f: ncfiles.Field, levels: range | None, rows: tuple[int, int]) -> tuple:
+def block_shape(layout: nclayout.NetcdfLayout, f: nclayout.Field, levels: range | None, rows: tuple[int, int]) -> tuple:
     nx = layout.size(f.dims[-1])
     return (rows[1] - rows[0], nx) if levels is None else (len(levels), rows[1] - rows[0], nx)
 
@@ -60,7 +60,7 @@ class Buffers:
             self.arrays[key] = np.empty(shape, dtype)
         return self.arrays[key]
 
-    def block(self, layout: ncfiles.Layout, f: ncfiles.Field, levels: range | None, rows: tuple[int, int]):
+    def block(self, layout: nclayout.NetcdfLayout, f: nclayout.Field, levels: range | None, rows: tuple[int, int]):
         """The array of a block: global rows ``rows`` of field ``f`` at ``levels``."""
         return self.get(f.dtype, block_shape(layout, f, levels, rows))
 
@@ -104,7 +104,7 @@ class Forecast:
                                 f"the launcher of the MPI this Python's mpi4py uses ({mpi_library()})? A launcher of "
                                 "another MPI starts each rank as a world of its own")
         self.workdir = Path(spec["workdir"])
-        self.buffer_bytes = int(spec.get("buffer_bytes", ncfiles.IO_BUFFER_BYTES))
+        self.buffer_bytes = int(spec.get("buffer_bytes", transfers.IO_BUFFER_BYTES))
         self.ctx = WriteContext(Grid(spec["resolution"], spec["levels"]), spec["seed"], spec["cycle"],
                                 Compression(**spec["compression"]), buffer_bytes=self.buffer_bytes)
         self.writer_buffer_bytes = int(spec.get("writer_buffer_bytes", WRITER_BUFFER_BYTES))
@@ -142,7 +142,7 @@ class Forecast:
         self.records[-1]["transfers"] = max(1, self.ctx.times.transfers - self.transfer_mark)
         self.transfer_mark = self.ctx.times.transfers
 
-    def take_overheads(self) -> ncfiles.Overheads:
+    def take_overheads(self) -> transfers.Overheads:
         """The CPU work booked apart since the last take; counting starts again (transfers too).
 
         Always take through here, never ``ctx.times.take()``: that zeroes the transfers but not the mark of
@@ -153,7 +153,7 @@ class Forecast:
         self.transfer_mark = 0
         return cpu
 
-    def record_overheads(self, cpu: ncfiles.Overheads, t_start: float, file: str, always: tuple = ()) -> None:
+    def record_overheads(self, cpu: transfers.Overheads, t_start: float, file: str, always: tuple = ()) -> None:
         """One record per kind of CPU work (``generate``, ``encode``, ...) that took time, or is in ``always``."""
         for op, seconds in cpu.seconds().items():
             if seconds > 0 or op in always:
@@ -161,7 +161,7 @@ class Forecast:
 
     # ---- files
 
-    def land(self, path: Path, layout: ncfiles.Layout, source, diskless: bool = False) -> tuple[int, float]:
+    def land(self, path: Path, layout: nclayout.NetcdfLayout, source, diskless: bool = False) -> tuple[int, float]:
         """Write a netCDF file through a temporary name (write, fsync, rename); return size and storage seconds.
 
         ``source(field, levels, rows)`` gives each block. The rename and the directory's sync are
@@ -170,23 +170,23 @@ class Forecast:
         self.fail_if_injected(path)
         timing: dict = {}
         with landing(path, timing) as tmp:
-            _, io_s = ncfiles.write_netcdf(tmp, layout, source, self.ctx.times, self.buffer_bytes, diskless=diskless)
+            _, io_s = h5chunks.write_netcdf(tmp, layout, source, self.ctx.times, self.buffer_bytes, diskless=diskless)
             t1 = time.perf_counter()
         self.ctx.times.rename += timing["rename_s"]
         return path.stat().st_size, io_s + time.perf_counter() - t1 - timing["rename_s"]
 
-    def write(self, path: Path, layout: ncfiles.Layout, source, diskless: bool = False) -> None:
+    def write(self, path: Path, layout: nclayout.NetcdfLayout, source, diskless: bool = False) -> None:
         """Land a netCDF file (or a piece of one) and record its ``write``."""
         t_start = time.time()
         size, seconds = self.land(path, layout, source, diskless)
         self.write_record("write", path, t_start, size, seconds)
 
     def write_whole(self, plan: FilePlan) -> None:
-        """A file written whole by its ncfiles writer, and its ``write`` record; CPU work is kept out of the seconds."""
+        """A file written whole by its writer (writers.py), and its ``write`` record; CPU work is kept out of the seconds."""
         path = self.workdir / plan.spec.path
         t_start = time.time()
         self.fail_if_injected(path)
-        transfer = ncfiles.write_file(path, plan.spec, self.ctx)
+        transfer = writers.write_file(path, plan.spec, self.ctx)
         self.write_record("write", path, t_start, transfer.bytes, transfer.io_s)
 
     # ---- blocks, buffers and messages
