@@ -16,6 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "scripts" / "cycleio"
 # Modules that DAG-time code must not load: the file writers' libraries, numpy, MPI, the staging engine and
@@ -135,3 +137,33 @@ def test_the_snakefile_imports_stay_light():
     loaded = set(json.loads(result.stdout.splitlines()[-1]))
     assert "cycleio.storage.preflight" in loaded and "cycleio.workflow.slurm" in loaded
     assert not [name for name in HEAVY if name in loaded], f"DAG-time imports load {sorted(set(HEAVY) & loaded)}"
+
+
+# The crossings left (issue 24); the test flips to a pass, and so fails as strict xfail, once they are gone.
+LAYER_CROSSINGS = "see lint-imports: config imports storage, surrogates, benchmarks; faults imports config, storage, " \
+    "surrogates, workflow; storage.preflight imports surrogates; surrogates imports report, workflow; " \
+    "benchmarks imports report, workflow"
+
+
+@pytest.mark.xfail(strict=True, reason=LAYER_CROSSINGS)
+def test_the_layers_point_down():
+    """pyproject's import-linter contract: cli, report, workflow, benchmarks, surrogates, storage, config, then
+    the top-level modules; a lower layer imports no higher one, imports inside functions included."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "scripts"),
+                                                                     os.environ.get("PYTHONPATH")]))}
+    result = subprocess.run([str(Path(sys.executable).parent / "lint-imports"), "--no-cache"],
+                            capture_output=True, text=True, env=env, cwd=REPO)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+
+
+def test_the_layer_contract_covers_every_subpackage_and_module():
+    import tomllib
+
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]
+    (contract,) = config["contracts"]
+    assert config["root_package"] == "cycleio" and contract["type"] == "layers"
+    assert "ignore_imports" not in contract and contract["containers"] == ["cycleio"]
+    named = {name.strip() for layer in contract["layers"] for name in re.split(r"[|:]", layer)}
+    modules = {path.stem for path in PACKAGE.glob("*.py") if path.stem != "__init__"}
+    packages = {path.parent.name for path in PACKAGE.glob("*/__init__.py")}
+    assert named == modules | packages
