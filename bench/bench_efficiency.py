@@ -57,7 +57,7 @@ from cycleio.intervals import covered_seconds  # noqa: E402
 from cycleio.surrogates.grid import Grid  # noqa: E402
 from cycleio.surrogates.inventory import ForecastSettings  # noqa: E402
 from cycleio.surrogates.jobs import run_arrival, run_cleanup, run_coldstart, run_step  # noqa: E402
-from cycleio.report.records import read_records  # noqa: E402
+from cycleio.records import read_records  # noqa: E402
 from cycleio.benchmarks.replay import TIMED_BYTES, make_room, replay_specs, replay_totals  # noqa: E402
 from cycleio.benchmarks.specs import ReplaySpec  # noqa: E402
 from cycleio.benchmarks.tools.fio import replay_command as fio_replay_command  # noqa: E402

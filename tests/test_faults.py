@@ -14,9 +14,9 @@ from conftest import IN_CI, tmpfs, with_changes
 from cycleio.config.settings import ArmSettings, ConfigError, StagingSettings, build_study, validate_config
 from cycleio.faults import InjectedFault
 from cycleio.report.aggregate import failed_attempt_files, load_events, retries_table
-from cycleio.report.records import read_records
+from cycleio.records import read_records
 from cycleio.storage import slowfs
-from cycleio.storage.fsutil import file_checksum, is_temporary
+from cycleio.fsutil import file_checksum, is_temporary
 from cycleio.storage.staging import StagingError
 from cycleio.storage.tiers import Tier
 from cycleio.surrogates.inventory import ForecastSettings, step_io

@@ -28,9 +28,9 @@ import pytest
 import yaml
 
 from conftest import IN_CI, REPO, snakemake
-from cycleio.storage import fsutil
+from cycleio import fsutil
 from cycleio.storage import staging
-from cycleio.storage.fsutil import file_checksum
+from cycleio.fsutil import file_checksum
 from cycleio.storage.staging import StagingError, StagingOptions, copy_and_verify, syncfs_makes_durable
 from cycleio.storage.tiers import filesystem_type
 

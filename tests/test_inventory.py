@@ -143,7 +143,7 @@ def test_compute_stand_in_burns_or_sleeps_for_the_seconds_it_is_given():
     """A step's compute stand-in lasts the seconds asked for, not more (a stand-in that overran would inflate the
     job's wall time and shrink its I/O share), and its record times it; burn keeps the CPU busy all that time while
     sleep leaves it idle, so each kind's check would fail for the other."""
-    from cycleio.report.records import RecordLog
+    from cycleio.records import RecordLog
     from cycleio.surrogates.jobs import _compute
 
     class Scratch:  # the tier a record names

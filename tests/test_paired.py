@@ -13,7 +13,7 @@ import pytest
 from conftest import require_tool
 from cycleio.benchmarks.paired import PairedReplay
 from cycleio.report.benchtables import Timing, efficiency_table, io_gap_table, verdict
-from cycleio.report.records import RecordLog
+from cycleio.records import RecordLog
 from cycleio.storage.tiers import Tier, TierSite
 
 MiB = 2**20

@@ -15,14 +15,14 @@ from pathlib import Path
 import pytest
 from conftest import IN_CI, require_tool, tmpfs
 
-from cycleio.storage import fsutil
+from cycleio import fsutil
 from cycleio.storage import staging
 from cycleio.surrogates.inventory import ForecastSettings
 from cycleio.config.settings import ArmSettings, ConfigError, StagingSettings, build_study, validate_config
-from cycleio.storage.fsutil import file_checksum
+from cycleio.fsutil import file_checksum
 from cycleio.surrogates.jobs import run_arrival, run_coldstart, run_step
 from cycleio.storage.preflight import check_study, study_needs
-from cycleio.report.records import read_records
+from cycleio.records import read_records
 from cycleio.faults import InjectedFault
 from cycleio.storage.staging import StagingError, StagingFaults, StagingOptions, copy_and_verify, copy_file
 from cycleio.storage.tiers import Tier, TierError

@@ -17,7 +17,7 @@ import yaml
 from conftest import assert_axes_carry_data, assert_png_drawn, bar_sizes, require_tool, snakemake
 
 from cycleio.report.closeness import as_flag
-from cycleio.storage import fsutil
+from cycleio import fsutil
 
 pytestmark = pytest.mark.e2e
 BIN = Path(sys.executable).parent

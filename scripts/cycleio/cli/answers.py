@@ -36,7 +36,7 @@ def cmd_timeline(args) -> None:
 
     from ..report.aggregate import write_table
     from ..report.answerfigures import io_share_figure, timeline_figure, timeline_table
-    from ..report.records import cycle_records
+    from ..records import cycle_records
 
     events = cycle_records(pd.read_parquet(args.events))
     table = timeline_table(events)

@@ -22,12 +22,12 @@ from ..config.calendar import com_dir, is_half_cycle
 from ..config.settings import ArmSettings
 from ..faults import JobFaults, filled, slowed
 from ..kernelio import ProcIO, Window, counted
-from ..storage.fsutil import file_checksum, write_json_atomic
+from ..fsutil import file_checksum, write_json_atomic
 from .grid import Grid
 from .inventory import cycle_steps, FileSpec, coldstart_files, job_files, step_io
 from .kinds import GRIB_KINDS
 from .ncfiles import FileReader, Transfer, WriteContext, write_file
-from ..report.records import RecordLog
+from ..records import RecordLog
 from ..storage.pagecache import cache_risk, drop_page_cache
 from ..storage.staging import (StagingFaults, StagingOptions, checksum_file, copy_and_verify,
                                remove_stale_temporaries, remove_tree)

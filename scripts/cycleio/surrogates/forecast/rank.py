@@ -28,7 +28,7 @@ import numpy as np
 from .. import ncfiles
 from ...faults import InjectedFault
 from ...kernelio import outside_event, read_proc_io
-from ...storage.fsutil import landing
+from ...fsutil import landing
 from ..compute import COMPUTE_KINDS
 from ..grid import Grid
 from ..inventory import FileSpec

@@ -1,0 +1,172 @@
+"""File-system primitives that lose nothing: write to a temporary name, fsync, rename."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+import time
+from pathlib import Path
+from typing import Iterator
+
+import xxhash
+
+log = logging.getLogger("cycleio")
+
+CHUNK_BYTES = 8 * 2**20
+
+
+def fsync_file(path: str | os.PathLike) -> None:
+    """Write a file's data to storage (an fsync through a descriptor of its own)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_dir(path: str | os.PathLike) -> None:
+    """Make a rename durable by syncing its directory (not every filesystem allows it)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def temp_name(final: Path) -> Path:
+    """A hidden sibling name that never matches the final name, unique per process.
+
+    rsync's form (".name.SUFFIX", no dot in the suffix): GlusterFS's DHT places such a file on the
+    brick of "name", so the rename is local; with "name.tmp.PID" 24 of 40 renames left a link file
+    on a second brick here, an extra lookup on every later access.
+    """
+    return final.with_name(f".{final.name}.tmp-{os.getpid()}")
+
+
+_TEMPORARY = re.compile(r"^\..+\.tmp-\d+$")
+
+
+def is_temporary(name: str) -> bool:
+    """Whether a file name is one of temp_name's (a copy or write that never finished)."""
+    return bool(_TEMPORARY.match(name))
+
+
+def discard(path: Path) -> None:
+    """Remove a temporary while handling another error: never raise over that error.
+
+    On a network filesystem the server holding the file may be the failure (a GlusterFS brick
+    down: ENOTCONN), so the unlink fails too; the rerun removes what is left
+    (staging.remove_stale_temporaries).
+    """
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    except OSError as err:
+        log.warning("could not remove the temporary %s: [Errno %s] %s; a rerun removes it", path, err.errno,
+                    err.strerror or err)
+
+
+@contextlib.contextmanager
+def landing(final: str | os.PathLike, timing: dict | None = None) -> Iterator[Path]:
+    """Yield a temporary path beside ``final``; on success fsync it and rename it into place.
+
+    On any error the temporary file is removed, so no partial file ever has the final name.
+    ``timing`` gets ``rename_s``: the seconds of the rename and the directory's sync, the cost of
+    landing safely that a plain write (and a replay by fio) does not have.
+    """
+    final = Path(final)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temp_name(final)
+    try:
+        yield tmp
+        fsync_file(tmp)
+        t0 = time.perf_counter()
+        os.replace(tmp, final)
+        fsync_dir(final.parent)
+        if timing is not None:
+            timing["rename_s"] = time.perf_counter() - t0
+    except OSError as err:
+        discard(tmp)
+        named = naming(err, final)
+        if named is err:
+            raise
+        raise named from err
+    except BaseException:
+        discard(tmp)
+        raise
+
+
+def naming(err: OSError, path: Path) -> OSError:
+    """``err`` naming the file it happened to, with its errno where a library hid it in the text
+    (HDF5: "... errno = 28, error message = 'No space left on device'")."""
+    if err.filename is not None and err.errno is not None:
+        return err
+    code = err.errno
+    if code is None:
+        found = re.search(r"errno = (\d+)", str(err))
+        code = int(found.group(1)) if found else None
+    if code is None:
+        return OSError(f"{err} (writing {path})")
+    detail = str(err) if err.errno is None else err.strerror
+    reason = os.strerror(code) if detail in (None, "", os.strerror(code)) else f"{os.strerror(code)}: {detail}"
+    return OSError(code, reason, str(path))
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> None:
+    with landing(path) as tmp:
+        tmp.write_text(text)
+
+
+def write_json_atomic(path: str | os.PathLike, obj) -> None:
+    write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=True) + "\n")
+
+
+# Files are hashed in fixed blocks and the block digests hashed again, so a checksum does not
+# depend on how many parallel streams copied or read the file.
+BLOCK_BYTES = 64 * 2**20
+
+
+class BlockHasher:
+    """Incremental block-tree xxh3-64: feed bytes in order, get the file's checksum."""
+
+    def __init__(self):
+        self.digests: list[bytes] = []
+        self.block = xxhash.xxh3_64()
+        self.filled = 0
+
+    def update(self, data) -> None:
+        view = memoryview(data)
+        while view:
+            take = min(len(view), BLOCK_BYTES - self.filled)
+            self.block.update(view[:take])
+            self.filled += take
+            view = view[take:]
+            if self.filled == BLOCK_BYTES:
+                self.digests.append(self.block.digest())
+                self.block, self.filled = xxhash.xxh3_64(), 0
+
+    def hexdigest(self) -> str:
+        digests = self.digests + ([self.block.digest()] if self.filled or not self.digests else [])
+        return combine_block_digests(digests)
+
+
+def combine_block_digests(digests: list[bytes]) -> str:
+    return xxhash.xxh3_64(b"".join(digests)).hexdigest()
+
+
+def file_checksum(path: str | os.PathLike, chunk_bytes: int = CHUNK_BYTES) -> str:
+    """Block-tree xxh3-64 of a file's bytes, read in chunks (memory stays bounded)."""
+    hasher = BlockHasher()
+    with open(path, "rb", buffering=0) as handle:
+        while chunk := handle.read(chunk_bytes):
+            hasher.update(chunk)
+    return hasher.hexdigest()
