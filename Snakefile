@@ -16,7 +16,7 @@ shell.prefix(
 )
 
 from cycleio.config.settings import ConfigError, load_study
-from cycleio.storage.preflight import check_study
+from cycleio.workflow.preflight import check_study
 from cycleio.workflow import environment
 
 

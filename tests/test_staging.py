@@ -21,7 +21,7 @@ from cycleio.surrogates.inventory import ForecastSettings
 from cycleio.config.settings import ArmSettings, ConfigError, StagingSettings, build_study, validate_config
 from cycleio.fsutil import file_checksum
 from cycleio.surrogates.jobs import run_arrival, run_coldstart, run_step
-from cycleio.storage.preflight import check_study, study_needs
+from cycleio.workflow.preflight import check_study, study_needs
 from cycleio.records import read_records
 from cycleio.faults import InjectedFault
 from cycleio.storage.staging import StagingError, StagingFaults, StagingOptions, copy_and_verify, copy_file
@@ -233,7 +233,7 @@ def test_preflight_asks_for_a_stated_margin_beyond_the_estimate(tmp_path, repo):
 def test_preflight_counts_only_the_cycles_cleanup_leaves_on_the_persistent_tier(repo):
     import yaml
 
-    from cycleio.storage.preflight import held_bytes
+    from cycleio.workflow.preflight import held_bytes
 
     assert held_bytes([1, 2, 3, 4, 5], None) == 15
     assert held_bytes([1, 2, 3, 4, 5], 1) == 3 + 4 + 5  # three cycles at once: kept, being read, being written

@@ -11,7 +11,7 @@ from ..surrogates.grid import Grid
 from ..surrogates.catalog import arm_jobs, inventory_rows
 from ..surrogates.inventory import job_files
 from ..surrogates.kinds import expected_bytes
-from .tiers import (JOB_TIME_VARIABLES, TierError, claim_study_folder, expand_tier_path, filesystem_type, free_bytes,
+from ..storage.tiers import (JOB_TIME_VARIABLES, TierError, claim_study_folder, expand_tier_path, filesystem_type, free_bytes,
                     nearest_existing, owner_problem, study_folder_owner, writable_without_writing)
 
 # Room asked beyond the inventory's estimate: records, manifests, a job's temporaries and the
