@@ -141,8 +141,7 @@ def test_the_snakefile_imports_stay_light():
 
 # The crossings left (issue 24); the test flips to a pass, and so fails as strict xfail, once they are gone.
 LAYER_CROSSINGS = "see lint-imports: config imports storage, surrogates, benchmarks; faults imports config, storage, " \
-    "surrogates, workflow; surrogates.catalog imports workflow; benchmarks.tierbench imports " \
-    "workflow.slurm"
+    "surrogates, workflow"
 
 
 @pytest.mark.xfail(strict=True, reason=LAYER_CROSSINGS)

@@ -85,7 +85,7 @@ def _study_inventory(study_json: str):
     import pandas as pd
 
     from ..config.settings import ArmSettings
-    from ..surrogates.catalog import inventory_rows
+    from ..workflow.catalog import inventory_rows
 
     study = json.loads(study_json)
     return pd.DataFrame([row for text in study["arms"]
@@ -100,7 +100,7 @@ def _config_inventory(configfiles: list[str], resolution: str):
     from snakemake.utils import update_config
 
     from ..config.settings import load_study, read_config_file
-    from ..surrogates.catalog import inventory_rows
+    from ..workflow.catalog import inventory_rows
 
     config: dict = {}
     for path in configfiles:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..config.settings import ConfigError, Study
 from ..surrogates.grid import Grid
-from ..surrogates.catalog import arm_jobs, inventory_rows
+from .catalog import arm_jobs, inventory_rows
 from ..surrogates.inventory import job_files
 from ..surrogates.kinds import expected_bytes
 from ..storage.tiers import (JOB_TIME_VARIABLES, TierError, claim_study_folder, expand_tier_path, filesystem_type, free_bytes,
