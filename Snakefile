@@ -15,7 +15,8 @@ shell.prefix(
     "${{PYTHONPATH:+:$PYTHONPATH}}; "
 )
 
-from cycleio.config.settings import ConfigError, load_study
+from cycleio.config.settings import ConfigError
+from cycleio.workflow.study import load_study
 from cycleio.workflow.preflight import check_study
 from cycleio.workflow import environment
 

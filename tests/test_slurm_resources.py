@@ -8,7 +8,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from cycleio.config.settings import ArmSettings, load_study
+from cycleio.config.settings import ArmSettings
+from cycleio.workflow.study import load_study
 from cycleio.storage.burstbuffer import FORBIDDEN_SLURM_EXTRA, SlurmResourceError, burst_buffer_request
 from cycleio.workflow.slurm import (
     RESOURCE_KEYS,

@@ -109,7 +109,7 @@ class BenchmarkPlan:
     def from_config(cls, config: dict) -> "BenchmarkPlan":
         """Check ``config["benchmarks"]`` of a config the schema has validated (defaults filled) across keys,
         IOR's size rules included, and find the tools its points will run; errors name the key.
-        ``validate_config`` calls it."""
+        workflow.study.load_study calls it."""
         bench = config["benchmarks"]
         tiers_cfg = config["tiers"]
         names = bench["tiers"] or list(dict.fromkeys([*persistent_tiers(config), *config["scratch_tiers"]]))

@@ -98,7 +98,7 @@ def cmd_inventory(args) -> None:
     import pandas as pd
 
     from ..workflow.catalog import study_inventory
-    from ..config.settings import load_study
+    from ..workflow.study import load_study
 
     config = _read_configs(args.configfile) if args.configfile else {}
     if args.resolution:
@@ -163,7 +163,7 @@ def command_line_config(argv: list[str]) -> dict[str, str]:
 
 
 def cmd_check_config(args) -> None:
-    from ..config.settings import load_study
+    from ..workflow.study import load_study
 
     from ..config.keys import ConfigError
     from ..workflow.environment import parallel_stack_problem

@@ -99,7 +99,8 @@ def _config_inventory(configfiles: list[str], resolution: str):
 
     from snakemake.utils import update_config
 
-    from ..config.settings import load_study, read_config_file
+    from ..config.settings import read_config_file
+    from ..workflow.study import load_study
     from ..workflow.catalog import inventory_rows
 
     config: dict = {}

@@ -2,8 +2,8 @@
 
 The JSON Schema (config/schemas/config.schema.yaml) gives every key its type, description and
 default, and validation fills the defaults in; this module adds the checks that span keys (end after
-start, tier names that exist), and has the benchmark plan check its section (patterns, IOR's size rules,
-the tools found), all before any job.
+start, tier names that exist). workflow.study.load_study adds the checks that need the layers above
+(the benchmark plan's, the faults' against the study's jobs), all before any job.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from .calendar import parse_cycle
 from .keys import ConfigError, persistent_tiers
 from .schema import SCHEMA_PATH, load_schema, schema_default
 from .sizes import parse_size
-from ..faults import arm_faults, check_faults, faults_for_job
+from ..faults import arm_faults, faults_for_job
 from ..process import launcher_argv
 from ..surrogates.forecast.strategies import STRATEGIES
 from ..surrogates.inventory import ForecastSettings, cycle_steps
@@ -154,15 +154,14 @@ SHARED_FILE_STRATEGIES = tuple(name for name, strategy in STRATEGIES.items() if 
 
 
 def validate_config(config: dict, schema: dict | None = None) -> dict:
-    """Validate and fill defaults; raise ConfigError naming the first problem (by key path)."""
+    """Validate and fill defaults; raise ConfigError naming the first problem (by key path).
+
+    The keys' own checks: workflow.study.load_study adds those of the benchmark plan and the faults."""
     schema = load_schema() if schema is None else schema
     filled, errors = _fill_and_check(config, schema)
     if errors:
         raise ConfigError(_describe(errors[0]))
     _check_across_keys(filled)
-    from ..benchmarks.tierbench import BenchmarkPlan  # here: jobs import this module for ArmSettings alone
-
-    BenchmarkPlan.from_config(filled)
     return filled
 
 
@@ -456,11 +455,4 @@ def build_study(config: dict) -> Study:
             replay=replay,
             paired_cycles=paired,
         )
-    study = Study(config["study"], cycles, arms, cyc["keep"])
-    check_faults(config, study)
-    return study
-
-
-def load_study(config: dict, schema_path: str | Path = SCHEMA_PATH) -> tuple[dict, Study]:
-    filled = validate_config(config, load_schema(schema_path))
-    return filled, build_study(filled)
+    return Study(config["study"], cycles, arms, cyc["keep"])

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..config.calendar import com_dir, is_half_cycle
 from ..config.settings import ArmSettings
-from ..faults import JobFaults, filled, slowed
+from ..faults import JobFaults, filled
 from ..kernelio import ProcIO, Window, counted
 from ..fsutil import file_checksum, write_json_atomic
 from .grid import Grid
@@ -31,6 +31,7 @@ from ..records import RecordLog
 from ..storage.pagecache import cache_risk, drop_page_cache
 from ..storage.staging import (StagingFaults, StagingOptions, checksum_file, copy_and_verify,
                                remove_stale_temporaries, remove_tree)
+from ..storage.slowfs import slowed
 from ..storage.tiers import TierSite
 from .compute import COMPUTE_KINDS
 from ..units import MiB
