@@ -34,7 +34,7 @@ from cycleio.config.settings import ArmSettings, default_compression
 from cycleio.surrogates.grid import Grid
 from cycleio.surrogates.inventory import history_files
 from cycleio.surrogates.ncfiles import WriteContext, write_file
-from cycleio.storage.tiers import Tier
+from cycleio.config.tierspec import Tier
 mode, resolution, levels, folder = sys.argv[2], sys.argv[3], int(sys.argv[4]), Path(sys.argv[5])
 sizes, t0 = [], time.perf_counter()
 if mode != "baseline":

@@ -15,7 +15,7 @@ from cycleio.config.calendar import com_dir
 from cycleio.config.settings import ArmSettings
 from cycleio.report.aggregate import MiB, StudyTables, aggregate, load_events
 from cycleio.records import RECORD_FIELDS, Record
-from cycleio.storage.tiers import Tier
+from cycleio.config.tierspec import Tier
 from cycleio.surrogates.jobs import run_cleanup
 
 T0 = 1_800_000_000.0

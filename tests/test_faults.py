@@ -18,8 +18,9 @@ from cycleio.records import read_records
 from cycleio.storage import slowfs
 from cycleio.fsutil import file_checksum, is_temporary
 from cycleio.storage.staging import StagingError
-from cycleio.storage.tiers import Tier
-from cycleio.surrogates.inventory import ForecastSettings, step_io
+from cycleio.config.tierspec import Tier
+from cycleio.config.forecast import ForecastSettings
+from cycleio.surrogates.inventory import step_io
 from cycleio.surrogates.jobs import run_arrival, run_step
 from cycleio.workflow.dependencies import CycledJobs
 from cycleio.workflow.study import load_study

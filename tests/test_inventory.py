@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from cycleio.surrogates.grid import Grid
-from cycleio.surrogates.inventory import ForecastSettings, history_files, product_files, restart_files, step_io
-from cycleio.surrogates.kinds import ATM_2D, ATM_3D, Compression, expected_bytes
+from cycleio.config.forecast import Compression, ForecastSettings
+from cycleio.surrogates.inventory import history_files, product_files, restart_files, step_io
+from cycleio.surrogates.kinds import ATM_2D, ATM_3D, expected_bytes
 from cycleio.surrogates.ncfiles import WriteContext, write_file
 
 START, CYCLE = "2026010100", "2026010106"

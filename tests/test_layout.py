@@ -16,8 +16,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "scripts" / "cycleio"
 # Modules that DAG-time code must not load: the file writers' libraries, numpy, MPI, the staging engine and
@@ -139,12 +137,6 @@ def test_the_snakefile_imports_stay_light():
     assert not [name for name in HEAVY if name in loaded], f"DAG-time imports load {sorted(set(HEAVY) & loaded)}"
 
 
-# The crossings left (issue 24); the test flips to a pass, and so fails as strict xfail, once they are gone.
-LAYER_CROSSINGS = "see lint-imports: config.settings imports storage.tiers (Tier, tier paths) and surrogates (the " \
-    "strategies registry, ForecastSettings, cycle_steps, Compression) to build ArmSettings"
-
-
-@pytest.mark.xfail(strict=True, reason=LAYER_CROSSINGS)
 def test_the_layers_point_down():
     """pyproject's import-linter contract: cli, report, workflow, benchmarks, surrogates, storage, config, then
     the top-level modules; a lower layer imports no higher one, imports inside functions included."""

@@ -17,7 +17,7 @@ from conftest import IN_CI, require_tool, tmpfs
 
 from cycleio import fsutil
 from cycleio.storage import staging
-from cycleio.surrogates.inventory import ForecastSettings
+from cycleio.config.forecast import ForecastSettings
 from cycleio.config.settings import ArmSettings, ConfigError, StagingSettings, build_study, validate_config
 from cycleio.fsutil import file_checksum
 from cycleio.surrogates.jobs import run_arrival, run_coldstart, run_step
@@ -25,7 +25,7 @@ from cycleio.workflow.preflight import check_study, study_needs
 from cycleio.records import read_records
 from cycleio.faults import InjectedFault
 from cycleio.storage.staging import StagingError, StagingFaults, StagingOptions, copy_and_verify, copy_file
-from cycleio.storage.tiers import Tier, TierError
+from cycleio.config.tierspec import Tier, TierError
 
 
 # Observations and products scaled down to the C12 grid, as the smoke study does, and one restart set: the one

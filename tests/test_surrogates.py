@@ -10,10 +10,11 @@ from conftest import require_tool
 
 from cycleio.config.settings import ArmSettings
 from cycleio.surrogates.grid import Grid
-from cycleio.surrogates.inventory import ForecastSettings, FileSpec, step_io
+from cycleio.config.forecast import ForecastSettings
+from cycleio.surrogates.inventory import FileSpec, step_io
 from cycleio.surrogates.jobs import StepError, run_arrival, run_step
 from cycleio.surrogates.ncfiles import WriteContext, write_file
-from cycleio.storage.tiers import Tier
+from cycleio.config.tierspec import Tier
 
 
 def arm(tmp_path, scratch="lustre", study="t") -> ArmSettings:
@@ -118,7 +119,7 @@ def test_codec_time_is_kept_apart_from_storage_time_and_files_are_what_netcdf_c_
     HDF5 as stored; netCDF-C writing the same values with the same settings stores the same numbers."""
     import netCDF4
 
-    from cycleio.surrogates.kinds import Compression
+    from cycleio.config.forecast import Compression
     from cycleio.surrogates.ncfiles import read_file
 
     spec = FileSpec("gdas.t00z.atmf003.nc", "atm_history", (("fhour", 3),))

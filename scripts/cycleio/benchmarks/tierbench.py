@@ -38,7 +38,7 @@ from ..config.keys import ConfigError, persistent_tiers, unknown_choice
 from ..config.sizes import parse_size
 from ..fsutil import landing
 from ..storage.burstbuffer import burst_buffer_request
-from ..storage.tiers import Tier
+from ..config.tierspec import Tier
 from .common import COLUMNS, BenchmarkError, parse_run, run_tool, time_limit
 from .points import benchmark_folder, context, finish, fresh, log_rows, summarize
 from .rows import MiB

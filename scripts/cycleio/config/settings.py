@@ -19,15 +19,13 @@ import yaml
 
 from .calendar import cycles as calendar_cycles
 from .calendar import parse_cycle
+from .forecast import Compression, ForecastSettings, cycle_steps
 from .keys import ConfigError, persistent_tiers
 from .schema import SCHEMA_PATH, load_schema, schema_default
 from .sizes import parse_size
+from .tierspec import JOB_TIME_VARIABLES, Tier, TierError, expand_tier_path
 from ..faults import arm_faults, faults_for_job
 from ..process import launcher_argv
-from ..surrogates.forecast.strategies import STRATEGIES
-from ..surrogates.inventory import ForecastSettings, cycle_steps
-from ..surrogates.kinds import Compression
-from ..storage.tiers import JOB_TIME_VARIABLES, Tier, TierError, expand_tier_path
 
 
 def read_config_file(path: str | Path) -> dict:
@@ -149,8 +147,10 @@ def fill_defaults(config: dict, schema: dict) -> dict:
     return _fill_and_check(config, schema)[0]
 
 
-# The write strategies that write shared files through MPI-IO and run on the parallel-netCDF stack.
-SHARED_FILE_STRATEGIES = tuple(name for name, strategy in STRATEGIES.items() if strategy.shared_file)
+# The write strategies that write shared files through MPI-IO and run on the parallel-netCDF stack: the names
+# of those with ``shared_file`` in the registry (surrogates.forecast.strategies; tests/test_registries.py holds
+# them equal), so that config reads them without importing the strategies.
+SHARED_FILE_STRATEGIES = ("parallel", "quilt_parallel")
 
 
 def validate_config(config: dict, schema: dict | None = None) -> dict:

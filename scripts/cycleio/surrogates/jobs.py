@@ -24,7 +24,8 @@ from ..faults import JobFaults, filled
 from ..kernelio import ProcIO, Window, counted
 from ..fsutil import file_checksum, write_json_atomic
 from .grid import Grid
-from .inventory import cycle_steps, FileSpec, coldstart_files, job_files, step_io
+from ..config.forecast import cycle_steps
+from .inventory import FileSpec, coldstart_files, job_files, step_io
 from .kinds import GRIB_KINDS
 from .ncfiles import FileReader, Transfer, WriteContext, write_file
 from ..records import RecordLog

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from ..config.settings import ArmSettings, Study
 from ..surrogates.grid import Grid
-from ..surrogates.inventory import cycle_steps, coldstart_files, step_io
+from ..config.forecast import cycle_steps
+from ..surrogates.inventory import coldstart_files, step_io
 from ..surrogates.kinds import expected_bytes
 from .dependencies import jobs_of_cycle
 

@@ -11,7 +11,8 @@ from ..config.keys import ConfigError
 from ..faults import KINDS, STEP_KINDS
 from ..storage.slowfs import unavailable as slowfs_unavailable
 from ..surrogates.forecast.layout import Layout
-from ..surrogates.inventory import cycle_steps, job_files
+from ..config.forecast import cycle_steps
+from ..surrogates.inventory import job_files
 from ..units import size_or_none
 from .dependencies import CycledJobs
 

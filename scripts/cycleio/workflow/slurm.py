@@ -38,8 +38,9 @@ from typing import Callable, Mapping
 from ..config.calendar import FULL_CYCLE_STEPS
 from ..surrogates.forecast.layout import forecast_ntasks
 from ..surrogates.grid import Grid
-from ..surrogates.inventory import cycle_steps, FileSpec, coldstart_files, step_io
-from ..surrogates.kinds import Compression, expected_bytes
+from ..config.forecast import Compression, cycle_steps
+from ..surrogates.inventory import FileSpec, coldstart_files, step_io
+from ..surrogates.kinds import expected_bytes
 from ..storage.burstbuffer import burst_buffer_request
 from ..units import MiB
 

@@ -32,7 +32,7 @@ from ...fsutil import landing
 from ..compute import COMPUTE_KINDS
 from ..grid import Grid
 from ..inventory import FileSpec
-from ..kinds import Compression
+from ...config.forecast import Compression
 from ..ncfiles import WriteContext
 from .layout import ForecastError, Layout
 from .plan import FilePlan, Piece, file_plan
