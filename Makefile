@@ -60,6 +60,7 @@ test-fast: setup
 lint: setup
 	$(RUN) snakemake --lint
 	$(RUN) snakefmt --check Snakefile rules/
+	PYTHONPATH=scripts $(RUN) lint-imports
 
 format: setup
 	$(RUN) snakefmt Snakefile rules/

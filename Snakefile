@@ -15,8 +15,9 @@ shell.prefix(
     "${{PYTHONPATH:+:$PYTHONPATH}}; "
 )
 
-from cycleio.config.settings import ConfigError, load_study
-from cycleio.storage.preflight import check_study
+from cycleio.config.settings import ConfigError
+from cycleio.workflow.study import load_study
+from cycleio.workflow.preflight import check_study
 from cycleio.workflow import environment
 
 

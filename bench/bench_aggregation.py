@@ -2,7 +2,7 @@
 
 A long study (many cycles, arms and members) collects millions of records; the aggregate rule
 must still turn them into tables in seconds. This writes 1,000,000 synthetic records (JSON lines
-with every field of cycleio.report.records.Record) into 105 record files laid out as the workflow lays
+with every field of cycleio.records.Record) into 105 record files laid out as the workflow lays
 them out (results/<study>/arms/<arm>/<cycle>/<step>.records.jsonl: 3 arms x 7 cycles x prep, anal,
 fcst, post and the obs dump), with the mix of phases, ops, tiers and sizes of the default study's
 jobs (the lustre arm unstaged), then times the rule's command, `python -m cycleio aggregate
@@ -30,7 +30,7 @@ from common import BENCH_TIERS, REPO, MiB, row, standalone
 
 sys.path.insert(0, str(REPO / "scripts"))
 from cycleio.config.calendar import shift_cycle  # noqa: E402
-from cycleio.report.records import RECORD_FIELDS, Record, read_records  # noqa: E402
+from cycleio.records import RECORD_FIELDS, Record, read_records  # noqa: E402
 
 BENCHMARK = "aggregation"
 GOAL_S = 10.0

@@ -55,15 +55,15 @@ from cycleio.config.calendar import shift_cycle  # noqa: E402
 from cycleio.config.settings import ArmSettings  # noqa: E402
 from cycleio.intervals import covered_seconds  # noqa: E402
 from cycleio.surrogates.grid import Grid  # noqa: E402
-from cycleio.surrogates.inventory import ForecastSettings  # noqa: E402
+from cycleio.config.forecast import ForecastSettings  # noqa: E402
 from cycleio.surrogates.jobs import run_arrival, run_cleanup, run_coldstart, run_step  # noqa: E402
-from cycleio.report.records import read_records  # noqa: E402
+from cycleio.records import read_records  # noqa: E402
 from cycleio.benchmarks.replay import TIMED_BYTES, make_room, replay_specs, replay_totals  # noqa: E402
 from cycleio.benchmarks.specs import ReplaySpec  # noqa: E402
 from cycleio.benchmarks.tools.fio import replay_command as fio_replay_command  # noqa: E402
 from cycleio.benchmarks.tools.fio import replay_layout_command as fio_replay_layout_command  # noqa: E402
 from cycleio.storage.pagecache import evict  # noqa: E402
-from cycleio.storage.tiers import Tier  # noqa: E402
+from cycleio.config.tierspec import Tier  # noqa: E402
 
 MiB = 2**20
 START = "2026010100"
@@ -165,7 +165,7 @@ def replay(records: list[dict], tier_name: str, root: Path, raw: Path, fio: str,
 def run_cycle(settings: ArmSettings, cycle: str, work: Path, steps=None, replay_on: tuple | None = None) -> list[dict]:
     """Run a cycle's steps; with ``replay_on`` (tier name, root, fio), replay each step right after it
     ran, so step and replay meet the same state of the machine, and return those samples."""
-    from cycleio.surrogates.inventory import cycle_steps
+    from cycleio.config.forecast import cycle_steps
 
     samples = []
     for step in steps or cycle_steps(cycle, START, settings.forecast):
@@ -299,7 +299,7 @@ def write_call_profile(settings: ArmSettings, cycle: str, work: Path, root: Path
     rate inside their write calls (the copy into the page cache) and per second of fsync. The same
     rate inside the write calls of both says the time is the kernel's, not cycleio's; a lower one in
     the step's says that copy cost more there (on a VM: pages the host had to back first)."""
-    from cycleio.surrogates.inventory import cycle_steps
+    from cycleio.config.forecast import cycle_steps
 
     run_arrival(settings, cycle, "dump", work / "profile-dump.jsonl", work / "profile-dump.json")
     steps = list(cycle_steps(cycle, START, settings.forecast))

@@ -35,7 +35,7 @@ from cycleio.surrogates.grid import Grid
 from cycleio.surrogates.inventory import history_files
 from cycleio.surrogates.context import WriteContext
 from cycleio.surrogates.writers import write_file
-from cycleio.storage.tiers import Tier
+from cycleio.config.tierspec import Tier
 mode, resolution, levels, folder = sys.argv[2], sys.argv[3], int(sys.argv[4]), Path(sys.argv[5])
 sizes, t0 = [], time.perf_counter()
 if mode != "baseline":

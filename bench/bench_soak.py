@@ -40,7 +40,7 @@ from bench_study import study_folders
 from common import BENCH_TIERS, REPO, row, standalone
 
 sys.path.insert(0, str(REPO / "scripts"))
-from cycleio.storage.fsutil import is_temporary  # noqa: E402
+from cycleio.fsutil import is_temporary  # noqa: E402
 from cycleio.storage.checksums import verify_manifest  # noqa: E402
 
 BENCHMARK = "soak"

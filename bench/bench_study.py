@@ -40,7 +40,7 @@ import yaml
 from common import BENCH_TIERS, REPO, row, standalone
 
 sys.path.insert(0, str(REPO / "scripts"))
-from cycleio.storage.tiers import expand_tier_path  # noqa: E402
+from cycleio.config.tierspec import expand_tier_path  # noqa: E402
 
 BENCHMARK = "default study"
 GOAL_S, GOAL_GB = 300.0, 10.0

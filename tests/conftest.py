@@ -111,7 +111,7 @@ def lay_cold_start(tmp_path_factory):
     import dataclasses
     import shutil
 
-    from cycleio.storage.tiers import Tier
+    from cycleio.config.tierspec import Tier
     from cycleio.surrogates.jobs import run_coldstart
 
     written: dict[tuple, Path] = {}
@@ -171,7 +171,7 @@ FCST_TIMEOUT_S = 60
 
 def short_forecast():
     """A short forecast: outputs at 0, 3 and 6 h, one restart set at 6 h."""
-    from cycleio.surrogates.inventory import ForecastSettings
+    from cycleio.config.forecast import ForecastSettings
 
     return ForecastSettings(forecast_hours=6, history_interval_hours=3, restart_hours=(6,))
 
@@ -190,8 +190,8 @@ def forecast_dir():
 def forecast_arm(strategy: str, ranks: int = 2, levels: int = 3, compute_s: float = 0.0, **write_component):
     """The ArmSettings of a C12 arm on /dev/shm writing with a strategy and ranks."""
     from cycleio.config.settings import ArmSettings
-    from cycleio.storage.tiers import Tier
-    from cycleio.surrogates.kinds import Compression
+    from cycleio.config.tierspec import Tier
+    from cycleio.config.forecast import Compression
 
     tier = Tier("shm", "memory", "/dev/shm")
     return ArmSettings(study="t", arm=strategy, start=FCST_START, seed=11, resolution="C12", levels=levels,

@@ -14,8 +14,8 @@ import pytest
 from cycleio.config.calendar import com_dir
 from cycleio.config.settings import ArmSettings
 from cycleio.report.aggregate import MiB, StudyTables, aggregate, load_events
-from cycleio.report.records import RECORD_FIELDS, Record
-from cycleio.storage.tiers import Tier
+from cycleio.records import RECORD_FIELDS, Record
+from cycleio.config.tierspec import Tier
 from cycleio.surrogates.jobs import run_cleanup
 
 T0 = 1_800_000_000.0

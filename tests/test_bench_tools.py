@@ -14,7 +14,9 @@ from conftest import with_changes
 from cycleio.benchmarks import fieldio, tools
 from cycleio.benchmarks.common import BenchmarkError, run_tool
 from cycleio.benchmarks.tools import ior
-from cycleio.config.settings import ConfigError, load_schema, load_study, validate_config
+from cycleio.config.settings import ConfigError, load_schema
+from cycleio.workflow.study import load_study
+from cycleio.workflow.study import validate_study_config as validate_config
 
 DATA = Path(__file__).parent / "data"
 

@@ -174,9 +174,9 @@ def test_objects_built_without_a_config_take_the_schemas_defaults():
     from cycleio.benchmarks.specs import FieldIOSpec, IOPattern, MetadataPattern
     from cycleio.benchmarks.tierbench import BenchmarkPlan
     from cycleio.config.settings import ArmSettings
-    from cycleio.storage.tiers import Tier
+    from cycleio.config.tierspec import Tier
     from cycleio.surrogates.forecast.layout import Layout
-    from cycleio.surrogates.inventory import ForecastSettings
+    from cycleio.config.forecast import ForecastSettings
 
     config = validate_config({})
     arm = build_study(config).arms["shm"]

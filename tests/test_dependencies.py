@@ -6,7 +6,7 @@ import pytest
 from conftest import with_changes
 
 from cycleio.config.settings import build_study, validate_config
-from cycleio.surrogates.catalog import arm_jobs
+from cycleio.workflow.catalog import arm_jobs
 from cycleio.workflow.dependencies import ArmJobs, CycledJobs, Job, jobs_of_cycle
 
 C0, C1, C2, C3 = "2026010100", "2026010106", "2026010112", "2026010118"

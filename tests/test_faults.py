@@ -11,24 +11,26 @@ from pathlib import Path
 import pytest
 from conftest import IN_CI, tmpfs, with_changes
 
-from cycleio.config.settings import ArmSettings, ConfigError, StagingSettings, build_study, validate_config
+from cycleio.config.settings import ArmSettings, ConfigError, StagingSettings
 from cycleio.faults import InjectedFault
 from cycleio.report.aggregate import failed_attempt_files, load_events, retries_table
-from cycleio.report.records import read_records
+from cycleio.records import read_records
 from cycleio.storage import slowfs
 from cycleio.storage.checksums import checksum_file
-from cycleio.storage.fsutil import is_temporary
+from cycleio.fsutil import is_temporary
 from cycleio.storage.stagingtypes import StagingError
-from cycleio.storage.tiers import Tier
-from cycleio.surrogates.inventory import ForecastSettings, step_io
+from cycleio.config.tierspec import Tier
+from cycleio.config.forecast import ForecastSettings
+from cycleio.surrogates.inventory import step_io
 from cycleio.surrogates.jobs import run_arrival, run_step
 from cycleio.workflow.dependencies import CycledJobs
+from cycleio.workflow.study import load_study
 
 CYCLE = "2026010106"
 
 
 def study_with(default_config, **faults):
-    return build_study(validate_config(with_changes(default_config, faults={**default_config["faults"], **faults})))
+    return load_study(with_changes(default_config, faults={**default_config["faults"], **faults}))[1]
 
 
 @pytest.mark.parametrize("faults, message", [
@@ -68,7 +70,7 @@ def test_a_bad_fault_is_refused_at_start_naming_the_key(default_config, faults, 
 
 
 def test_faults_are_off_by_default(default_config):
-    study = build_study(validate_config(default_config))
+    study = load_study(default_config)[1]
     jobs = CycledJobs.of_study(study).step_jobs()
     assert all(not arm.faults for arm in study.arms.values())
     assert all(study.arms[job.arm].job_settings(job.name, job.cycle)["faults"] == {} for job in jobs)
@@ -76,7 +78,7 @@ def test_faults_are_off_by_default(default_config):
 
 def test_a_fault_reaches_only_the_job_it_aims_at(default_config):
     """So that adding, changing or removing it reruns that job alone (the settings are the job's params)."""
-    plain = build_study(validate_config(default_config))
+    plain = load_study(default_config)[1]
     faulted = study_with(default_config,
                          fail_step=[{"cycle": CYCLE, "step": "anal", "arm": "shm"}],
                          fail_rank=[{"cycle": 2026010112, "rank": 1, "arm": "node_local", "attempt": 2}],
@@ -96,10 +98,10 @@ def test_a_fault_reaches_only_the_job_it_aims_at(default_config):
 
 
 def test_a_per_cycle_job_gets_the_faults_of_its_steps(default_config):
-    study = build_study(validate_config(with_changes(
+    study = load_study(with_changes(
         default_config, scratch_tiers=["shm"], staging__granularity=["cycle"],
         faults={**default_config["faults"], "fail_step": [{"cycle": CYCLE, "step": "fcst"}],
-                "fail_stage_out": [{"cycle": CYCLE, "step": "cycle", "after_files": 3}]})))
+                "fail_stage_out": [{"cycle": CYCLE, "step": "cycle", "after_files": 3}]}))[1]
     settings = study.arms["shm"].job_settings("cycle", CYCLE)
     assert settings["faults"] == {"fail_step": [{"cycle": CYCLE, "step": "fcst", "attempt": 1}],
                                   "fail_stage_out": [{"cycle": CYCLE, "step": "cycle", "after_files": 3, "attempt": 1}]}

@@ -28,7 +28,8 @@ import pytest
 import yaml
 
 from conftest import IN_CI, REPO, snakemake
-from cycleio.storage import checksums, fsutil, staging
+from cycleio import fsutil
+from cycleio.storage import checksums, staging
 from cycleio.storage.checksums import checksum_file
 from cycleio.storage.copyengine import syncfs_makes_durable
 from cycleio.storage.staging import copy_and_verify

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from cycleio.surrogates.grid import Grid
-from cycleio.surrogates.inventory import ForecastSettings, history_files, product_files, restart_files, step_io
-from cycleio.surrogates.kinds import ATM_2D, ATM_3D, Compression, expected_bytes
+from cycleio.config.forecast import Compression, ForecastSettings
+from cycleio.surrogates.inventory import history_files, product_files, restart_files, step_io
+from cycleio.surrogates.kinds import ATM_2D, ATM_3D, expected_bytes
 from cycleio.surrogates.context import WriteContext
 from cycleio.surrogates.writers import write_file
 
@@ -144,7 +145,7 @@ def test_compute_stand_in_burns_or_sleeps_for_the_seconds_it_is_given():
     """A step's compute stand-in lasts the seconds asked for, not more (a stand-in that overran would inflate the
     job's wall time and shrink its I/O share), and its record times it; burn keeps the CPU busy all that time while
     sleep leaves it idle, so each kind's check would fail for the other."""
-    from cycleio.report.records import RecordLog
+    from cycleio.records import RecordLog
     from cycleio.surrogates.jobs import _compute
 
     class Scratch:  # the tier a record names

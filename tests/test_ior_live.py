@@ -10,7 +10,7 @@ import pytest
 
 from conftest import point_settings, require_tool
 from cycleio.benchmarks import tierbench as tb
-from cycleio.storage.tiers import Tier
+from cycleio.config.tierspec import Tier
 
 MIB = 2**20
 

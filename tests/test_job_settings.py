@@ -9,8 +9,8 @@ import pytest
 from conftest import with_changes
 
 from cycleio.config.settings import JOB_SETTINGS, ArmSettings, build_study, validate_config
-from cycleio.storage.tiers import Tier
-from cycleio.surrogates.inventory import ForecastSettings
+from cycleio.config.tierspec import Tier
+from cycleio.config.forecast import ForecastSettings
 from cycleio.surrogates.jobs import run_cleanup, run_coldstart, run_step, run_arrival
 
 C0, C1 = "2026010100", "2026010106"

@@ -17,9 +17,9 @@ from cycleio.kernelio import (CgroupIO, ProcIO, counted, job_cgroup, outside_eve
                               read_proc_io)
 from cycleio.report.accounting import ACCOUNTING_COLUMNS, MIN_JUDGED_BYTES, accounting_table, flagged_sentence
 from cycleio.report.aggregate import load_events, step_summary
-from cycleio.report.records import RecordLog, cycle_records
-from cycleio.storage.tiers import Tier
-from cycleio.surrogates.inventory import ForecastSettings
+from cycleio.records import RecordLog, cycle_records
+from cycleio.config.tierspec import Tier
+from cycleio.config.forecast import ForecastSettings
 from cycleio.surrogates.jobs import run_arrival, run_step
 from cycleio.units import MiB
 

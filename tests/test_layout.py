@@ -115,7 +115,7 @@ def test_the_snakefile_imports_stay_light():
     program = "\n".join([
         "import json, sys, yaml",
         *imports,
-        "from cycleio.storage.preflight import study_needs",
+        "from cycleio.workflow.preflight import study_needs",
         "from cycleio.workflow.slurm import slurm_resources",
         f"config, study = load_study(yaml.safe_load(open({str(REPO / 'config' / 'config.yaml')!r})))",
         "study_needs(study)",
@@ -134,7 +134,7 @@ def test_the_snakefile_imports_stay_light():
     result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, env=env, cwd=REPO)
     assert result.returncode == 0, result.stderr
     loaded = set(json.loads(result.stdout.splitlines()[-1]))
-    assert "cycleio.storage.preflight" in loaded and "cycleio.workflow.slurm" in loaded
+    assert "cycleio.workflow.preflight" in loaded and "cycleio.workflow.slurm" in loaded
     assert not [name for name in HEAVY if name in loaded], f"DAG-time imports load {sorted(set(HEAVY) & loaded)}"
 
 
@@ -146,3 +146,26 @@ def test_commands_run_only_through_the_projects_runner():
              if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "run"
              and isinstance(node.func.value, ast.Name) and node.func.value.id == "subprocess"]
     assert not calls, f"subprocess.run outside process.run_command: {calls}"
+
+
+def test_the_layers_point_down():
+    """pyproject's import-linter contract: cli, report, workflow, benchmarks, surrogates, storage, config, then
+    the top-level modules; a lower layer imports no higher one, imports inside functions included."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "scripts"),
+                                                                     os.environ.get("PYTHONPATH")]))}
+    result = subprocess.run([str(Path(sys.executable).parent / "lint-imports"), "--no-cache"],
+                            capture_output=True, text=True, env=env, cwd=REPO)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+
+
+def test_the_layer_contract_covers_every_subpackage_and_module():
+    import tomllib
+
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]
+    (contract,) = config["contracts"]
+    assert config["root_package"] == "cycleio" and contract["type"] == "layers"
+    assert "ignore_imports" not in contract and contract["containers"] == ["cycleio"]
+    named = {name.strip() for layer in contract["layers"] for name in re.split(r"[|:]", layer)}
+    modules = {path.stem for path in PACKAGE.glob("*.py") if path.stem != "__init__"}
+    packages = {path.parent.name for path in PACKAGE.glob("*/__init__.py")}
+    assert named == modules | packages

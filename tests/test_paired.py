@@ -13,8 +13,9 @@ import pytest
 from conftest import require_tool
 from cycleio.benchmarks.paired import PairedReplay
 from cycleio.report.benchtables import Timing, efficiency_table, io_gap_table, verdict
-from cycleio.report.records import RecordLog
-from cycleio.storage.tiers import Tier, TierSite
+from cycleio.records import RecordLog
+from cycleio.config.tierspec import Tier
+from cycleio.storage.tiers import TierSite
 
 MiB = 2**20
 T0 = 1_800_000_000.0
@@ -147,7 +148,7 @@ def test_reads_or_writes_too_little_to_time_are_not_replayed(tmp_path):
 
 
 def test_a_tier_without_room_for_the_replay_leaves_the_step_alone(tmp_path, monkeypatch):
-    from cycleio.storage.tiers import TierError
+    from cycleio.config.tierspec import TierError
 
     site = TierSite(Tier(name="disk", kind="posix", path=str(tmp_path / "tier")), "s", "a")
     records = RecordLog(study="s", arm="a", cycle="2026010100", step="fcst")

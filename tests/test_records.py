@@ -5,7 +5,7 @@ import time
 import pytest
 
 from conftest import REPO
-from cycleio.report.records import RECORD_FIELDS, RecordLog, read_record_table, read_records, record_schema
+from cycleio.records import RECORD_FIELDS, RecordLog, read_record_table, read_records, record_schema
 
 # The design's line naming a record's fields, in the README or a page of docs/:
 # "Every timed event is a **record** (JSON lines): `study, arm, ...`".
@@ -25,7 +25,7 @@ DESIGN_FIELDS = next(iter(design_fields().values()), [])
 
 
 def test_record_fields_are_the_designs():
-    """A field added, renamed or reordered in the code (report.records.Record) without the design's line (or the
+    """A field added, renamed or reordered in the code (cycleio.records.Record) without the design's line (or the
     other way round) fails here."""
     documents = design_fields()
     assert documents, f"no design document names the record fields (a line matching {DESIGN_LINE.pattern})"
@@ -64,7 +64,7 @@ def test_failed_write_leaves_no_final_file(tmp_path, monkeypatch):
     def boom(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("cycleio.report.records.json.dumps", boom)
+    monkeypatch.setattr("cycleio.records.json.dumps", boom)
     with pytest.raises(OSError):
         log.write(out)
     assert list(tmp_path.iterdir()) == []

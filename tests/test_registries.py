@@ -33,6 +33,12 @@ def test_schema_enums_are_the_registries_keys():
         assert set(map(str, enum)) == set(map(str, registry)), key  # YAML may read the pattern "1" as 1
 
 
+def test_config_names_the_shared_file_strategies_of_the_registry():
+    from cycleio.config.settings import SHARED_FILE_STRATEGIES
+
+    assert SHARED_FILE_STRATEGIES == tuple(name for name, strategy in STRATEGIES.items() if strategy.shared_file)
+
+
 def test_every_step_of_a_cycle_has_its_files_defined():
     assert set(STEPS) == {*FULL_CYCLE_STEPS, "dump"}
 
@@ -40,7 +46,8 @@ def test_every_step_of_a_cycle_has_its_files_defined():
 def test_every_file_the_inventory_names_has_a_kind_with_a_writer_and_a_size():
     from cycleio.surrogates import writers
     from cycleio.surrogates.grid import Grid
-    from cycleio.surrogates.inventory import ForecastSettings, coldstart_files, step_io
+    from cycleio.config.forecast import ForecastSettings
+    from cycleio.surrogates.inventory import coldstart_files, step_io
     from cycleio.surrogates.kinds import FILE_KINDS, expected_bytes
 
     forecast = ForecastSettings()

@@ -26,7 +26,7 @@ from cycleio.report.benchfigures import fieldio_figure, scaling_figure
 from cycleio.report.benchtables import (EFFICIENCY_COLUMNS, benchmark_table, efficiency_table, load_points,
                                         write_benchmark_tables)
 from cycleio.report.figures import throughput_figure
-from cycleio.report.records import ARRIVALS, RECORD_FIELDS
+from cycleio.records import ARRIVALS, RECORD_FIELDS
 from cycleio.report.writefigures import write_strategy_figure, write_times
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -482,7 +482,7 @@ def test_the_timeline_from_the_fixed_records(tables):
     """cycle_timeline on the fx study: each job's phases per rank and the forecast's output hours, from the
     arm's first record (offsets from the records, multiples of 1/64 s)."""
     from cycleio.report.answerfigures import timeline_table
-    from cycleio.report.records import cycle_records
+    from cycleio.records import cycle_records
 
     timeline = timeline_table(cycle_records(pd.read_parquet(tables / "io_events.parquet")))
     shm = timeline[(timeline["arm"] == "shm") & (timeline["cycle"] == C1)].set_index(["step", "rank", "kind", "what"])

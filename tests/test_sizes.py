@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from cycleio.config.settings import ConfigError
-from cycleio.config.sizes import parse_size, size_or_none
+from cycleio.config.sizes import parse_size
+from cycleio.units import size_or_none
 
 MIB = 2**20
 

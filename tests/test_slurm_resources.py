@@ -8,12 +8,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from cycleio.config.settings import ArmSettings, load_study
+from cycleio.config.settings import ArmSettings
+from cycleio.workflow.study import load_study
+from cycleio.storage.burstbuffer import FORBIDDEN_SLURM_EXTRA, SlurmResourceError, burst_buffer_request
 from cycleio.workflow.slurm import (
-    FORBIDDEN_SLURM_EXTRA,
     RESOURCE_KEYS,
-    SlurmResourceError,
-    burst_buffer_request,
     job_bytes,
     job_threads,
     mem_mb,

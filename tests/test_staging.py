@@ -15,18 +15,19 @@ from pathlib import Path
 import pytest
 from conftest import IN_CI, require_tool, tmpfs
 
-from cycleio.storage import checksums, copyengine, fsutil, staging
-from cycleio.surrogates.inventory import ForecastSettings
+from cycleio import fsutil
+from cycleio.storage import checksums, copyengine, staging
+from cycleio.config.forecast import ForecastSettings
 from cycleio.config.settings import ArmSettings, ConfigError, StagingSettings, build_study, validate_config
 from cycleio.storage.checksums import checksum_file
 from cycleio.surrogates.jobs import run_arrival, run_coldstart, run_step
-from cycleio.storage.preflight import check_study, study_needs
-from cycleio.report.records import read_records
+from cycleio.workflow.preflight import check_study, study_needs
+from cycleio.records import read_records
 from cycleio.faults import InjectedFault
 from cycleio.storage.staging import copy_and_verify, copy_file
 from cycleio.storage.stagingtypes import StagingError, StagingFaults, StagingOptions
 from cycleio.storage.streams import in_parallel
-from cycleio.storage.tiers import Tier, TierError
+from cycleio.config.tierspec import Tier, TierError
 
 
 # Observations and products scaled down to the C12 grid, as the smoke study does, and one restart set: the one
@@ -254,7 +255,7 @@ def test_preflight_asks_for_a_stated_margin_beyond_the_estimate(tmp_path, repo):
 def test_preflight_counts_only_the_cycles_cleanup_leaves_on_the_persistent_tier(repo):
     import yaml
 
-    from cycleio.storage.preflight import held_bytes
+    from cycleio.workflow.preflight import held_bytes
 
     assert held_bytes([1, 2, 3, 4, 5], None) == 15
     assert held_bytes([1, 2, 3, 4, 5], 1) == 3 + 4 + 5  # three cycles at once: kept, being read, being written

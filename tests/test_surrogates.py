@@ -10,11 +10,12 @@ from conftest import require_tool
 
 from cycleio.config.settings import ArmSettings
 from cycleio.surrogates.grid import Grid
-from cycleio.surrogates.inventory import ForecastSettings, FileSpec, step_io
+from cycleio.config.forecast import ForecastSettings
+from cycleio.surrogates.inventory import FileSpec, step_io
 from cycleio.surrogates.jobs import StepError, run_arrival, run_step
 from cycleio.surrogates.context import WriteContext
 from cycleio.surrogates.writers import write_file
-from cycleio.storage.tiers import Tier
+from cycleio.config.tierspec import Tier
 
 
 def arm(tmp_path, scratch="lustre", study="t") -> ArmSettings:
@@ -119,7 +120,7 @@ def test_codec_time_is_kept_apart_from_storage_time_and_files_are_what_netcdf_c_
     HDF5 as stored; netCDF-C writing the same values with the same settings stores the same numbers."""
     import netCDF4
 
-    from cycleio.surrogates.kinds import Compression
+    from cycleio.config.forecast import Compression
     from cycleio.surrogates.readers import read_file
 
     spec = FileSpec("gdas.t00z.atmf003.nc", "atm_history", (("fhour", 3),))

@@ -21,7 +21,8 @@ from cycleio.benchmarks import tierbench as tb
 from cycleio.benchmarks.tools import fio, ior, mdtest
 from cycleio.cli import main
 from cycleio.config.settings import ConfigError, validate_config
-from cycleio.storage.tiers import OWNER_FILE, Tier, filesystem_type
+from cycleio.config.tierspec import Tier
+from cycleio.storage.tiers import OWNER_FILE, filesystem_type
 
 DATA = Path(__file__).parent / "data"
 MIB = 2**20

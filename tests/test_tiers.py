@@ -5,17 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from cycleio.storage.tiers import (
-    JOB_TIME_VARIABLES,
-    OWNER_FILE,
-    Tier,
-    TierError,
-    check_writable,
-    claim_study_folder,
-    current_user,
-    expand_tier_path,
-    filesystem_type,
-)
+from cycleio.config.tierspec import JOB_TIME_VARIABLES, Tier, TierError, current_user, expand_tier_path
+from cycleio.storage.tiers import OWNER_FILE, check_writable, claim_study_folder, filesystem_type, open_tier
 
 
 def test_expands_variables_defaults_and_placeholders():
@@ -53,13 +44,13 @@ def test_a_study_folder_on_a_shared_path_is_the_first_checkouts(tmp_path, monkey
     for name in ("a", "b"):
         (tmp_path / name).mkdir()
     monkeypatch.chdir(tmp_path / "a")
-    assert tier.open("smoke") == shared
+    assert open_tier(tier, "smoke") == shared
     assert (shared / "smoke" / OWNER_FILE).read_text() == f"{tmp_path / 'a'}\n"
     claim_study_folder("node_local", shared, "smoke")  # the owner again
     claim_study_folder("node_local", shared, "other")  # another study's folder is another claim
     monkeypatch.chdir(tmp_path / "b")
     with pytest.raises(TierError) as refused:
-        tier.open("smoke")
+        open_tier(tier, "smoke")
     assert str(refused.value).startswith(
         f"tier 'node_local': {shared / 'smoke'} holds study 'smoke' of another checkout, {tmp_path / 'a'} "
         f"(named in {shared / 'smoke' / OWNER_FILE}), and this checkout is {tmp_path / 'b'};")
@@ -69,7 +60,8 @@ def test_a_study_folder_on_a_shared_path_is_the_first_checkouts(tmp_path, monkey
 
 def test_of_two_checkouts_claiming_at_once_exactly_one_gets_the_folder(tmp_path):
     shared = tmp_path / "scratch"
-    script = ("import sys; from cycleio.storage.tiers import claim_study_folder, TierError\n"
+    script = ("import sys; from cycleio.config.tierspec import TierError\n"
+              "from cycleio.storage.tiers import claim_study_folder\n"
               "try: claim_study_folder('t', __import__('pathlib').Path(sys.argv[1]), 's')\n"
               "except TierError: sys.exit(3)\n")
     runs = []

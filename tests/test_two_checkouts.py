@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from cycleio.storage.checksums import verify_manifest
-from cycleio.storage.tiers import current_user, workdir_tag
+from cycleio.config.tierspec import current_user, workdir_tag
 
 pytestmark = pytest.mark.e2e
 BIN = Path(sys.executable).parent

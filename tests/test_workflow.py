@@ -17,7 +17,8 @@ import yaml
 from conftest import assert_axes_carry_data, assert_png_drawn, bar_sizes, require_tool, snakemake
 
 from cycleio.report.closeness import as_flag
-from cycleio.storage import checksums, fsutil
+from cycleio import fsutil
+from cycleio.storage import checksums
 
 pytestmark = pytest.mark.e2e
 BIN = Path(sys.executable).parent

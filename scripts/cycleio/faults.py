@@ -13,10 +13,11 @@ Off by default (every list empty). Each entry names a cycle, a step (or job) and
 - ``fill_tier``: the step runs on a full tier: a file allocated on the tier it writes to leaves only
   ``leave`` bytes free (:func:`filled`), so its writes meet a real ENOSPC;
 - ``slow_tier``: the step's run works in its folder through a FUSE filesystem that answers every
-  operation ``delay_ms`` late (:func:`slowed`, storage/slowfs.py).
+  operation ``delay_ms`` late (storage.slowfs.slowed).
 
 A job gets only the entries aimed at it (:func:`faults_for_job`, passed in its settings), so
-changing a fault reruns that job alone. :func:`check_faults` checks every entry at start.
+changing a fault reruns that job alone. This module holds what the jobs and ranks call; the check of
+every entry against the study, at start, is workflow.faultcheck.check_faults.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
+
+from .units import size_or_none
 
 KINDS = ("fail_step", "fail_rank", "corrupt_staged_file", "fail_stage_out", "fill_tier", "slow_tier")
 STEP_KINDS = ("fail_step", "fill_tier", "slow_tier")  # aimed at a step, staged or not
@@ -85,8 +88,6 @@ class JobFaults:
 
     def fill_tier(self, step: str) -> int | None:
         """The bytes ``faults.fill_tier`` leaves free on the tier this step writes to, if it aims here."""
-        from .config.sizes import size_or_none
-
         entries = self._entries("fill_tier", step=step)
         return size_or_none(entries[0]["leave"]) if entries else None
 
@@ -129,74 +130,3 @@ def filled(folder: Path, leave: int | None) -> Iterator[None]:
         yield
     finally:
         path.unlink(missing_ok=True)
-
-
-@contextlib.contextmanager
-def slowed(folder: Path, delay_ms: float | None) -> Iterator[Path]:
-    """``folder``, or with ``delay_ms`` set the same folder through a mount answering each operation that late."""
-    if delay_ms is None:
-        yield folder
-        return
-    from .storage.slowfs import slow_mount
-
-    with slow_mount(folder, delay_ms) as mountpoint:
-        yield mountpoint
-
-
-def check_faults(config: dict, study) -> None:
-    """Every entry of ``faults`` aims at a job the study runs; ConfigError naming the key otherwise.
-
-    ``study`` is the config.settings.Study built from ``config`` (its arms already hold their faults).
-    """
-    from .config.keys import ConfigError
-    from .config.sizes import size_or_none
-    from .storage.slowfs import unavailable as slowfs_unavailable
-    from .surrogates.forecast.layout import Layout
-    from .surrogates.inventory import cycle_steps, job_files
-    from .workflow.dependencies import CycledJobs
-
-    jobs = CycledJobs.of_study(study)
-    for kind in KINDS:
-        for index, entry in enumerate(config["faults"][kind]):
-            key = f"faults.{kind}[{index}]"
-            arm_name, cycle = entry.get("arm"), str(entry["cycle"])
-            if arm_name is not None and arm_name not in study.arms:
-                raise ConfigError(f"config key '{key}.arm': {arm_name!r} is not an arm of the study; expected one "
-                                  f"of: {', '.join(study.arms)}")
-            if cycle not in study.cycles:
-                raise ConfigError(f"config key '{key}.cycle': {cycle} is not a cycle of the study "
-                                  f"({study.cycles[0]} to {study.cycles[-1]})")
-            arms = [study.arms[arm_name]] if arm_name else list(study.arms.values())
-            if kind in ("corrupt_staged_file", "fail_stage_out"):
-                arms = [arm for arm in arms if arm.staged]
-                if not arms:
-                    who = f"arm {arm_name} does not stage" if arm_name else "no arm of the study stages"
-                    raise ConfigError(f"config key '{key}': {who} its files (scratch tier = persistent tier); "
-                                      "a staging fault needs an arm with staging")
-            for arm in arms:
-                steps = cycle_steps(cycle, arm.start, arm.forecast)
-                if kind == "fill_tier" and size_or_none(entry["leave"]) is None:
-                    raise ConfigError(f"config key '{key}.leave': {entry['leave']!r} is not a size; expected bytes "
-                                      "or a number with k, m, g (e.g. 0, 64k, 1m)")
-                if kind == "slow_tier" and (why := slowfs_unavailable()):
-                    raise ConfigError(f"config key '{key}': a slow tier is mounted with FUSE, and here there is {why}")
-                if kind in STEP_KINDS and entry["step"] not in steps:
-                    raise ConfigError(f"config key '{key}.step': {entry['step']!r} does not run in cycle {cycle}; "
-                                      f"expected one of: {', '.join(steps)}")
-                if kind == "fail_rank":
-                    ntasks = Layout.from_settings(arm.strategy, arm.write_component).ntasks
-                    if entry["rank"] >= ntasks:
-                        raise ConfigError(f"config key '{key}.rank': {entry['rank']} is not a rank of arm {arm.arm}'s "
-                                          f"forecast, which has {ntasks} (ranks 0 to {ntasks - 1})")
-                if kind in ("corrupt_staged_file", "fail_stage_out"):
-                    names = jobs.jobs_of_cycle(arm.arm, cycle)
-                    if entry["step"] not in names:
-                        raise ConfigError(f"config key '{key}.step': arm {arm.arm} runs no job {entry['step']!r} in "
-                                          f"cycle {cycle}; expected one of: {', '.join(names)}")
-                if kind == "fail_stage_out":
-                    job_steps = list(steps) if entry["step"] == "cycle" else [entry["step"]]
-                    staged_out = len(job_files(arm, cycle, job_steps)[1])
-                    if entry["after_files"] >= staged_out:
-                        raise ConfigError(f"config key '{key}.after_files': {entry['after_files']} is not fewer than "
-                                          f"the {staged_out} files {entry['step']} of cycle {cycle} stages out "
-                                          f"(arm {arm.arm}), so the fault would never fire")

@@ -11,7 +11,7 @@ every process of the job) is read too, where the io controller is enabled.
 
 ``counted(records, **fields)`` snapshots around a block and adds the differences to a RecordLog as
 records of their own (``KERNEL_OPS``, tool ``kernel``, ``n_files`` 0): report/accounting.py sets them
-against the block's records; no other table reads them (report.records.cycle_records leaves them out).
+against the block's records; no other table reads them (records.cycle_records leaves them out).
 """
 
 from __future__ import annotations
@@ -207,7 +207,7 @@ def kernel_records(counts: ProcIO, excluded: ProcIO = ProcIO()) -> list[dict]:
 def counted(records, **fields) -> Iterator[Window]:
     """Count what the kernel saw this process (and the children it reaps) move during the block.
 
-    ``records`` is a RecordLog (report.records; passed in, as this module sits below it); ``fields`` are
+    ``records`` is a RecordLog (cycleio.records; passed in, as this module sits below it); ``fields`` are
     those of the block's records (phase, step, the tier's fields ...). After the block, one record per
     ``KERNEL_OPS`` (tool ``kernel``, ``n_files`` 0, ``t_start`` and ``seconds`` the window's), net of what the
     block excluded (``Window.exclude``, recorded as ``EXCLUDED_OPS`` when not nothing), and under

@@ -1,3 +1,29 @@
-"""Units the study reports in: MiB and MiB/s are 2**20 bytes (as IOR and fio report them)."""
+"""Units the study reports in: MiB and MiB/s are 2**20 bytes (as IOR and fio report them).
+
+A size is a whole number of bytes (47008), or a number with a binary unit as IOR and fio read it:
+``64k``, ``1m``, ``2MiB``, ``1.5 GiB``, ``4096 bytes`` (k, m, g, t, p, e: powers of 1024; an ``iB``
+or ``B`` after the unit changes nothing). config.sizes.parse_size reads a config key's size with it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
 
 MiB = 2**20
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?:([kmgtpe])(?:i?b)?|b|bytes?)?\s*$", re.I)
+_SCALE = {None: 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40, "p": 2**50, "e": 2**60}
+
+
+def size_or_none(value: Any) -> int | None:
+    """Bytes, or None for what is not a size (a range such as 4k-16k, a percentage, a bool, None)."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    match = _SIZE.match(str(value))
+    if not match:
+        return None
+    unit = match.group(2).lower() if match.group(2) else None
+    return int(float(match.group(1)) * _SCALE[unit])

@@ -39,7 +39,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from ..storage.fsutil import landing
+from ..fsutil import landing
 from .common import BenchmarkError, launcher_argv, run_tool, time_limit, tool_failure
 from .rows import MiB, BenchmarkOutputError, as_int, make_row, read_json_object, read_text
 

@@ -30,7 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..intervals import covered_seconds
-from ..storage.tiers import TierError, TierSite
+from ..config.tierspec import TierError
+from ..storage.tiers import TierSite
 from ..units import MiB
 from .common import parse_run, run_tool, time_limit
 from .replay import make_room, replay_specs, replay_totals

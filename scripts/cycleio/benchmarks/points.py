@@ -10,7 +10,8 @@ import socket
 from pathlib import Path
 
 from ..storage.pagecache import cache_risk, memory_backed
-from ..storage.tiers import Tier, TierSite
+from ..config.tierspec import Tier
+from ..storage.tiers import TierSite
 from .common import COLUMNS
 from .specs import PointSettings
 

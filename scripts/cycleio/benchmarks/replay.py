@@ -26,7 +26,7 @@ def replay_specs(events, tier: str, spec: ReplaySpec) -> list[dict]:
     """Per surrogate step and operation on a tier: the files of one job in size classes.
 
     ``events`` are the study's records (io_events), one per file and operation; only the run
-    phase's reads and writes of the cycles' own jobs count (report.records.cycle_records: no cold
+    phase's reads and writes of the cycles' own jobs count (records.cycle_records: no cold
     start or dumps). A step's files fall into classes by size (powers of two) and, for reads, by
     page-cache state; each class gives its files per job (at least one), their mean size
     and transfer size (bytes over storage calls, from the records' ``transfers``, rounded down to a
@@ -40,7 +40,7 @@ def replay_specs(events, tier: str, spec: ReplaySpec) -> list[dict]:
     """
     import numpy as np
 
-    from ..report.records import cycle_records  # here: the Snakefile imports this module, records loads pyarrow
+    from ..records import cycle_records  # here: the Snakefile imports this module, records loads pyarrow
 
     events = cycle_records(events)
     run = events[(events["tier"] == tier) & (events["phase"] == "run") & events["op"].isin(["read", "write"])

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field
 
 from ..config.schema import schema_default
 from ..config.sizes import parse_size
-from ..storage.tiers import Tier
+from ..config.tierspec import Tier
 
 
 # The defaults below are the schema's (benchmarks.patterns.<name>.*, benchmarks.metadata.<name>.*, ...), for

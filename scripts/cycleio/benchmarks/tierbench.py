@@ -36,8 +36,9 @@ from typing import Callable
 
 from ..config.keys import ConfigError, persistent_tiers, unknown_choice
 from ..config.sizes import parse_size
-from ..storage.fsutil import landing
-from ..storage.tiers import Tier
+from ..fsutil import landing
+from ..storage.burstbuffer import burst_buffer_request
+from ..config.tierspec import Tier
 from .common import COLUMNS, BenchmarkError, parse_run, run_tool, time_limit
 from .points import benchmark_folder, context, finish, fresh, log_rows, summarize
 from .rows import MiB
@@ -108,7 +109,7 @@ class BenchmarkPlan:
     def from_config(cls, config: dict) -> "BenchmarkPlan":
         """Check ``config["benchmarks"]`` of a config the schema has validated (defaults filled) across keys,
         IOR's size rules included, and find the tools its points will run; errors name the key.
-        ``validate_config`` calls it."""
+        workflow.study.load_study calls it."""
         bench = config["benchmarks"]
         tiers_cfg = config["tiers"]
         names = bench["tiers"] or list(dict.fromkeys([*persistent_tiers(config), *config["scratch_tiers"]]))
@@ -212,12 +213,6 @@ class BenchmarkPlan:
         its tasks, one node when the tier is not shared, ``srun`` for MPI, and the tier's burst-buffer
         request. Local runs ignore them; a site overrides them in its profile."""
 
-        def request(tier: Tier) -> str:
-            try:
-                from ..workflow.slurm import burst_buffer_request
-            except ImportError:
-                return ""
-            return burst_buffer_request(tier)
 
         def tasks(wildcards) -> int:
             return int(getattr(wildcards, "ntasks", 1))
@@ -226,7 +221,7 @@ class BenchmarkPlan:
             "tasks": tasks,
             "nodes": lambda wildcards: 1 if tasks(wildcards) == 1 or not self.tiers[wildcards.tier].shared else None,
             "mpi": lambda wildcards: "srun" if tasks(wildcards) > 1 else None,
-            "slurm_extra": lambda wildcards: request(self.tiers[wildcards.tier]),
+            "slurm_extra": lambda wildcards: burst_buffer_request(self.tiers[wildcards.tier]),
         }
 
     # Paths, built with the workflow's one path provider ``out`` (rules/common.smk).

@@ -97,8 +97,8 @@ def _read_configs(paths: list[str]) -> dict:
 def cmd_inventory(args) -> None:
     import pandas as pd
 
-    from ..surrogates.catalog import study_inventory
-    from ..config.settings import load_study
+    from ..workflow.catalog import study_inventory
+    from ..workflow.study import load_study
 
     config = _read_configs(args.configfile) if args.configfile else {}
     if args.resolution:
@@ -132,7 +132,7 @@ def cmd_inventory_table(args) -> None:
     import pandas as pd
 
     from ..report.aggregate import write_table
-    from ..surrogates.catalog import inventory_rows
+    from ..workflow.catalog import inventory_rows
     from ..config.settings import ArmSettings
 
     study = json.loads(args.study_json)
@@ -163,7 +163,7 @@ def command_line_config(argv: list[str]) -> dict[str, str]:
 
 
 def cmd_check_config(args) -> None:
-    from ..config.settings import load_study
+    from ..workflow.study import load_study
 
     from ..config.keys import ConfigError
     from ..workflow.environment import parallel_stack_problem

@@ -36,7 +36,7 @@ def cmd_timeline(args) -> None:
 
     from ..report.aggregate import write_table
     from ..report.answerfigures import io_share_figure, timeline_figure, timeline_table
-    from ..report.records import cycle_records
+    from ..records import cycle_records
 
     events = cycle_records(pd.read_parquet(args.events))
     table = timeline_table(events)
@@ -85,7 +85,7 @@ def _study_inventory(study_json: str):
     import pandas as pd
 
     from ..config.settings import ArmSettings
-    from ..surrogates.catalog import inventory_rows
+    from ..workflow.catalog import inventory_rows
 
     study = json.loads(study_json)
     return pd.DataFrame([row for text in study["arms"]
@@ -99,8 +99,9 @@ def _config_inventory(configfiles: list[str], resolution: str):
 
     from snakemake.utils import update_config
 
-    from ..config.settings import load_study, read_config_file
-    from ..surrogates.catalog import inventory_rows
+    from ..config.settings import read_config_file
+    from ..workflow.study import load_study
+    from ..workflow.catalog import inventory_rows
 
     config: dict = {}
     for path in configfiles:

@@ -34,7 +34,7 @@ START, END = "<!-- config-table:start -->", "<!-- config-table:end -->"
 
 
 def update_readme(path, table: str) -> None:
-    from ..storage.fsutil import write_text_atomic
+    from ..fsutil import write_text_atomic
 
     text = path.read_text()
     if START not in text or END not in text:

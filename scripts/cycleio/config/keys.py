@@ -1,8 +1,8 @@
-"""Reading study config keys outside settings.py: the error that names a key, the did-you-mean hint,
-and the tiers of the persistent role.
+"""Reading study config keys: the error that names a key, the did-you-mean hint, and the tiers of the
+persistent role.
 
-They live apart from settings.py because settings.py validates the benchmarks through their plan
-(benchmarks.tierbench), which needs them too: this way neither imports the other back.
+The small part of the config layer that the layers above read without the whole of settings.py:
+the benchmark plan (benchmarks.tierbench), sizes.py and the fault checks (workflow.faultcheck).
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 The JSON Schema (config/schemas/config.schema.yaml) gives every key its type, description and
 default, and validation fills the defaults in; this module adds the checks that span keys (end after
-start, tier names that exist), and has the benchmark plan check its section (patterns, IOR's size rules,
-the tools found), all before any job.
+start, tier names that exist). workflow.study.load_study adds the checks that need the layers above
+(the benchmark plan's, the faults' against the study's jobs), all before any job.
 """
 
 from __future__ import annotations
@@ -19,15 +19,13 @@ import yaml
 
 from .calendar import cycles as calendar_cycles
 from .calendar import parse_cycle
+from .forecast import Compression, ForecastSettings, cycle_steps
 from .keys import ConfigError, persistent_tiers
 from .schema import SCHEMA_PATH, load_schema, schema_default
 from .sizes import parse_size
-from ..faults import arm_faults, check_faults, faults_for_job
+from .tierspec import JOB_TIME_VARIABLES, Tier, TierError, expand_tier_path
+from ..faults import arm_faults, faults_for_job
 from ..process import launcher_argv
-from ..surrogates.forecast.strategies import STRATEGIES
-from ..surrogates.inventory import ForecastSettings, cycle_steps
-from ..surrogates.kinds import Compression
-from ..storage.tiers import JOB_TIME_VARIABLES, Tier, TierError, expand_tier_path
 
 
 def read_config_file(path: str | Path) -> dict:
@@ -149,20 +147,21 @@ def fill_defaults(config: dict, schema: dict) -> dict:
     return _fill_and_check(config, schema)[0]
 
 
-# The write strategies that write shared files through MPI-IO and run on the parallel-netCDF stack.
-SHARED_FILE_STRATEGIES = tuple(name for name, strategy in STRATEGIES.items() if strategy.shared_file)
+# The write strategies that write shared files through MPI-IO and run on the parallel-netCDF stack: the names
+# of those with ``shared_file`` in the registry (surrogates.forecast.strategies; tests/test_registries.py holds
+# them equal), so that config reads them without importing the strategies.
+SHARED_FILE_STRATEGIES = ("parallel", "quilt_parallel")
 
 
 def validate_config(config: dict, schema: dict | None = None) -> dict:
-    """Validate and fill defaults; raise ConfigError naming the first problem (by key path)."""
+    """Validate and fill defaults; raise ConfigError naming the first problem (by key path).
+
+    The keys' own checks: workflow.study.load_study adds those of the benchmark plan and the faults."""
     schema = load_schema() if schema is None else schema
     filled, errors = _fill_and_check(config, schema)
     if errors:
         raise ConfigError(_describe(errors[0]))
     _check_across_keys(filled)
-    from ..benchmarks.tierbench import BenchmarkPlan  # here: jobs import this module for ArmSettings alone
-
-    BenchmarkPlan.from_config(filled)
     return filled
 
 
@@ -456,11 +455,4 @@ def build_study(config: dict) -> Study:
             replay=replay,
             paired_cycles=paired,
         )
-    study = Study(config["study"], cycles, arms, cyc["keep"])
-    check_faults(config, study)
-    return study
-
-
-def load_study(config: dict, schema_path: str | Path = SCHEMA_PATH) -> tuple[dict, Study]:
-    filled = validate_config(config, load_schema(schema_path))
-    return filled, build_study(filled)
+    return Study(config["study"], cycles, arms, cyc["keep"])

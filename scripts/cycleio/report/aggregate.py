@@ -14,8 +14,8 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
 from ..intervals import covered_per_group
-from ..storage.fsutil import landing
-from .records import cycle_records, read_record_table, read_records, record_schema, replay_records
+from ..fsutil import landing
+from ..records import cycle_records, read_record_table, read_records, record_schema, replay_records
 from ..units import MiB
 
 # sync: making a batch of copies durable, then renaming; combine: per_rank pieces into one file

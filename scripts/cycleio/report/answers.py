@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..config.calendar import HALF_CYCLE_STEPS
-from ..storage.fsutil import landing
+from ..fsutil import landing
 from .closeness import CLOSE, arm_gap_sentence, replay_rows, timed_median, verdict_sentence
 
 NOISE_SIGMAS = 2.0  # a difference within this many standard errors of zero is noise

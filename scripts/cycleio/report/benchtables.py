@@ -15,7 +15,7 @@ import pyarrow.csv as pa_csv
 from ..intervals import covered_per_group
 from .aggregate import group_codes, write_table
 from .closeness import AT_SPEED, FASTER, NOT_TIMED, SLOWER, WITHIN_NOISE
-from .records import cycle_records, replay_records
+from ..records import cycle_records, replay_records
 from ..benchmarks.common import COLUMNS
 from ..units import MiB
 

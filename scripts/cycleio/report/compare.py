@@ -22,7 +22,7 @@ import pandas as pd  # noqa: E402
 from .answerfigures import step_order  # noqa: E402
 from .answers import NOISE_SIGMAS, cycle_totals  # noqa: E402
 from .figsave import save_figure  # noqa: E402
-from ..storage.fsutil import landing  # noqa: E402
+from ..fsutil import landing  # noqa: E402
 
 ACTIVITIES = ("wall_s", "io_s", "run_io_s", "staging_s", "stage_in_s", "stage_out_s", "verify_s", "compute_s",
               "generate_s", "codec_s", "metadata_s")

@@ -10,7 +10,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from ..storage.fsutil import landing  # noqa: E402
+from ..fsutil import landing  # noqa: E402
 
 DPI = 120
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..storage.fsutil import landing
+from ..fsutil import landing
 from ..units import MiB
 
 FIT_COLUMNS = ["tier", "tier_kind", "pattern", "operation", "n_points", "tasks_measured", "nodes_measured",

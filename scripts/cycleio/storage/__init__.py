@@ -1,1 +1,1 @@
-"""Storage: tiers, the staging engine, safe landing of files, and the preflight check of a study's tiers."""
+"""Storage: tiers, the staging engine and its file system probes."""

@@ -14,7 +14,7 @@ from pathlib import Path
 import xxhash
 
 from .checksums import blocks, combine_block_digests, mismatch, read_range_digest
-from .fsutil import discard, temp_name
+from ..fsutil import discard, temp_name
 from .libc import libc
 from .stagingtypes import CopyResult, StagingError, StagingOptions, VerifyResult, corrupt
 from .streams import buffers, in_parallel

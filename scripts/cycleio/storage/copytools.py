@@ -12,7 +12,7 @@ from typing import Callable
 from ..process import run_command
 from ..units import MiB
 from .checksums import checksum_file
-from .fsutil import discard, fsync_file, temp_name
+from ..fsutil import discard, fsync_file, temp_name
 from .stagingtypes import CopyResult, StagingError, StagingOptions
 
 

@@ -210,6 +210,17 @@ def slow_mount(backing: Path, delay_ms: float) -> Iterator[Path]:
             mountpoint.rmdir()
 
 
+@contextlib.contextmanager
+def slowed(folder: Path, delay_ms: float | None) -> Iterator[Path]:
+    """The folder a step runs in for fault injection (config ``faults.slow_tier``): ``folder``, or with
+    ``delay_ms`` set the same folder through a mount answering each operation that late."""
+    if delay_ms is None:
+        yield folder
+        return
+    with slow_mount(folder, delay_ms) as mountpoint:
+        yield mountpoint
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("backing", type=Path)

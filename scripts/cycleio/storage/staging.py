@@ -29,7 +29,7 @@ from ..units import MiB
 from .checksums import BLOCK_BYTES, verify_file
 from .copyengine import WriteBehind, stage_with_engine, syncfs_makes_durable
 from .copytools import stage_with_tool
-from .fsutil import discard, fsync_dir, is_temporary
+from ..fsutil import discard, fsync_dir, is_temporary
 from .libc import libc
 from .streams import in_parallel
 from .stagingtypes import CopyResult, LandResult, StagingError, StagingOptions, VerifyResult, corrupt, os_error

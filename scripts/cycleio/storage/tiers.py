@@ -1,7 +1,7 @@
-"""Storage tiers: named locations with a kind, a path template and a few properties.
+"""Storage tiers where a job runs: opened, probed, striped, the study's folder claimed.
 
-A tier path may hold environment variables (``$TMPDIR``, ``${SLURM_JOB_ID}``,
-``${TMPDIR:-/tmp}`` with a default) and the placeholders ``{user}``, ``{study}`` and ``{workdir}``
+A tier (config.tierspec.Tier) is a named location with a kind, a path template and a few properties.
+Its path may hold environment variables and the placeholders ``{user}``, ``{study}`` and ``{workdir}``
 (8 hex digits naming the working directory the study runs from), so node-local and memory tiers get
 a per-user, per-study subfolder, and two checkouts running a study of the same name on one node
 never share (and delete) each other's scratch. A path without ``{workdir}`` may still be shared:
@@ -13,17 +13,13 @@ and another checkout is refused. Paths are expanded where the job runs, since va
 from __future__ import annotations
 
 import contextlib
-import getpass
-import hashlib
 import logging
 import os
-import re
 import shutil
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 
-from ..config.schema import schema_default
+from ..config.tierspec import Tier, TierError, current_user
 from ..process import run_command
 from ..units import MiB
 from .pagecache import memory_backed
@@ -31,48 +27,7 @@ from .pagecache import memory_backed
 LFS_TIMEOUT_S = 120  # lfs getstripe/setstripe: metadata calls, seconds when the file system is well
 TIER_KINDS = ("lustre", "burst_buffer", "node_local", "memory", "posix")
 
-# Variables that exist only inside a batch job: a study may name them although the submitting
-# shell lacks them, so validation before the run tolerates them.
-JOB_TIME_VARIABLES = re.compile(r"^(SLURM_\w+|DW_\w+|BB_\w+|PBS_\w+|LSB_\w+)$")
-
 log = logging.getLogger("cycleio")
-
-_VARIABLE = re.compile(r"\$(?:\{(?P<braced>\w+)(?::-(?P<default>[^}]*))?\}|(?P<bare>\w+))")
-
-
-class TierError(ValueError):
-    """A tier that cannot be used, with the tier's name and what is wrong."""
-
-
-@dataclass(frozen=True)
-class Tier:
-    name: str
-    kind: str
-    path: str  # template, unexpanded
-    # the defaults are the schema's (tiers.<name>.*)
-    persistent: bool = schema_default("tiers.<name>.persistent")
-    shared: bool = schema_default("tiers.<name>.shared")
-    # the batch directive that requests it, e.g. "#DW jobdw ..." or "#BB_LUA ..."
-    burst_buffer: str = schema_default("tiers.<name>.burst_buffer")
-    # Lustre striping set with lfs setstripe before writing (0 and "" leave it as is)
-    stripe_count: int = schema_default("tiers.<name>.stripe_count")
-    stripe_size: str = schema_default("tiers.<name>.stripe_size")
-
-    def resolve(self, study: str, env: dict[str, str] | None = None) -> Path:
-        return expand_tier_path(self.name, self.path, study, env)
-
-    def open(self, study: str) -> Path:
-        """Where a job uses the tier: its path resolved here, proven writable, the study's folder claimed."""
-        base = self.resolve(study)
-        check_writable(self.name, base)
-        claim_study_folder(self.name, base, study)
-        return base
-
-
-def workdir_tag(path: str | os.PathLike = ".") -> str:
-    """8 hex digits naming a working directory: the ``{workdir}`` placeholder of tier paths."""
-    return hashlib.sha1(os.path.realpath(path).encode()).hexdigest()[:8]
-
 
 # The checkout a study's folder on a tier belongs to, written by the first run that uses the folder.
 OWNER_FILE = ".cycleio-owner"
@@ -126,40 +81,6 @@ def claim_study_folder(tier_name: str, base: Path, study: str) -> None:
         raise TierError(problem)
 
 
-def current_user() -> str:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return str(os.getuid())
-
-
-def expand_variables(tier_name: str, template: str, env: dict[str, str], tolerate=None) -> str:
-    def replace(match: re.Match) -> str:
-        name = match.group("braced") or match.group("bare")
-        if name in env and env[name] != "":
-            return env[name]
-        if match.group("default") is not None:
-            return match.group("default")
-        if tolerate is not None and tolerate.match(name):
-            return match.group(0)
-        raise TierError(
-            f"tier '{tier_name}': path {template!r} uses ${name}, which is not set; "
-            f"set it, or give a default as ${{{name}:-/some/path}}"
-        )
-
-    return _VARIABLE.sub(replace, template)
-
-
-def expand_tier_path(
-    tier_name: str, template: str, study: str, env: dict[str, str] | None = None, tolerate=None
-) -> Path:
-    """Expand variables and placeholders; relative paths stay relative to the working directory."""
-    env = dict(os.environ if env is None else env)
-    # placeholders first: a variable's default may hold one, as in ${SLURM_JOB_ID:-local-{workdir}}
-    text = template.replace("{user}", current_user()).replace("{study}", study).replace("{workdir}", workdir_tag())
-    return Path(os.path.expanduser(expand_variables(tier_name, text, env, tolerate)))
-
-
 def check_writable(tier_name: str, path: Path) -> None:
     """Create the tier folder if needed and prove a file can be written there."""
     try:
@@ -169,6 +90,14 @@ def check_writable(tier_name: str, path: Path) -> None:
         probe.unlink()
     except OSError as err:
         raise TierError(f"tier '{tier_name}': path {str(path)!r} is not writable ({err.strerror})") from None
+
+
+def open_tier(tier: Tier, study: str) -> Path:
+    """Where a job uses the tier: its path resolved here, proven writable, the study's folder claimed."""
+    base = tier.resolve(study)
+    check_writable(tier.name, base)
+    claim_study_folder(tier.name, base, study)
+    return base
 
 
 def nearest_existing(path: str | os.PathLike) -> Path:
@@ -274,14 +203,14 @@ def writable_without_writing(path: Path) -> str | None:
 
 
 class TierSite:
-    """A tier opened where the job runs (:meth:`Tier.open`: expanded, writable, the study's folder
+    """A tier opened where the job runs (:func:`open_tier`: expanded, writable, the study's folder
     this checkout's) and the folder of it a job works in, created and striped as configured: an
     arm's root for the steps (``study/arm``), the study's benchmark folder (``study/bench``).
     ``fields()`` goes on every record, ``describe()`` into the manifest."""
 
     def __init__(self, tier: Tier, study: str, *folder: str):
         self.tier = tier
-        self.base = tier.open(study)
+        self.base = open_tier(tier, study)
         self.root = self.base.joinpath(study, *folder)
         self.root.mkdir(parents=True, exist_ok=True)
         self.striping = apply_striping(tier, self.root)  # new files below inherit it

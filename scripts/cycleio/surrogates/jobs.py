@@ -20,21 +20,23 @@ from pathlib import Path
 
 from ..config.calendar import com_dir, is_half_cycle
 from ..config.settings import ArmSettings
-from ..faults import JobFaults, filled, slowed
+from ..faults import JobFaults, filled
 from ..kernelio import ProcIO, Window, counted
 from ..storage.checksums import checksum_file
-from ..storage.fsutil import remove_tree, write_json_atomic
+from ..fsutil import remove_tree, write_json_atomic
 from .grid import Grid
-from .inventory import cycle_steps, FileSpec, coldstart_files, job_files, step_io
+from ..config.forecast import cycle_steps
+from .inventory import FileSpec, coldstart_files, job_files, step_io
 from .kinds import GRIB_KINDS
 from .context import WriteContext
 from .readers import FileReader
 from .transfers import Transfer
 from .writers import write_file
-from ..report.records import RecordLog
+from ..records import RecordLog
 from ..storage.pagecache import cache_risk, drop_page_cache
 from ..storage.staging import copy_and_verify, remove_stale_temporaries
 from ..storage.stagingtypes import StagingFaults, StagingOptions
+from ..storage.slowfs import slowed
 from ..storage.tiers import TierSite
 from .compute import COMPUTE_KINDS
 from ..units import MiB

@@ -9,9 +9,9 @@ DAG time; writers.py and readers.py write and read the files.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from functools import lru_cache
 
+from ..config.forecast import Compression
 from .grid import Grid
 from .inventory import FileSpec
 
@@ -82,29 +82,6 @@ PRODUCT_GRIDS = {"0p25": (1440, 721), "1p00": (360, 181)}
 GRIB_BITS_PER_VALUE = 8  # byte-aligned simple packing: 12 bits encodes 15 times slower in ecCodes
 GRIB_MESSAGE_OVERHEAD_BYTES = 179  # sections 0-5 and 7's header of a simple-packed regular_ll message
 MASTER_SURFACE_FIELDS = 40
-
-
-@dataclass(frozen=True)
-class Compression:
-    """The write component's history compression: zlib level (0 = off) and bit rounding."""
-
-    zlib_level: int = 0
-    quantize_nsd: int = 0  # significant bits kept by BitRound; 0 = off
-
-    @property
-    def enabled(self) -> bool:
-        return self.zlib_level > 0 or self.quantize_nsd > 0
-
-    def lossless(self) -> "Compression":
-        return Compression(self.zlib_level)
-
-    def variable_kwargs(self) -> dict:
-        kwargs: dict = {}
-        if self.zlib_level > 0:
-            kwargs.update(compression="zlib", complevel=self.zlib_level, shuffle=True)
-        if self.quantize_nsd > 0:
-            kwargs.update(significant_digits=self.quantize_nsd, quantize_mode="BitRound")
-        return kwargs
 
 
 def grib_fields(kind: str, count: int | None) -> list[tuple]:

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ..config.calendar import parse_cycle
-from ..storage.fsutil import landing
+from ..fsutil import landing
 from .context import WriteContext
 from .fields import seed_for
 from .h5chunks import write_netcdf

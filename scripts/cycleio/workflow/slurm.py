@@ -32,16 +32,16 @@ site overrides any value in its profile (``set-resources``). Local runs ignore t
 from __future__ import annotations
 
 import math
-import re
-import shlex
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
 from ..config.calendar import FULL_CYCLE_STEPS
 from ..surrogates.forecast.layout import forecast_ntasks
 from ..surrogates.grid import Grid
-from ..surrogates.inventory import cycle_steps, FileSpec, coldstart_files, step_io
-from ..surrogates.kinds import Compression, expected_bytes
+from ..config.forecast import Compression, cycle_steps
+from ..surrogates.inventory import FileSpec, coldstart_files, step_io
+from ..surrogates.kinds import expected_bytes
+from ..storage.burstbuffer import burst_buffer_request
 from ..units import MiB
 
 RESOURCE_KEYS = ("nodes", "tasks", "cpus_per_task", "mem_mb", "runtime", "mpi", "slurm_extra")
@@ -68,10 +68,6 @@ class Scale:
 
 
 DEFAULT_SCALE = Scale()
-
-
-class SlurmResourceError(ValueError):
-    """A setting that cannot be turned into a valid Slurm request; the message names the key."""
 
 
 def estimated_file_bytes(spec: FileSpec, grid: Grid) -> int:
@@ -156,72 +152,6 @@ def mem_mb_per_task(settings, scale: Scale = DEFAULT_SCALE) -> int:
 def mem_mb(settings, step: str, cycle: str | None = None, attempt: int = 1, scale: Scale = DEFAULT_SCALE) -> int:
     """Memory of one job (``sbatch --mem``): per-rank memory times its tasks; a retry gets more."""
     return mem_mb_per_task(settings, scale) * job_tasks(settings, step, cycle) * max(1, attempt)
-
-
-# What snakemake-executor-plugin-slurm 2.8 refuses in ``slurm_extra`` (it sets these itself), as in its
-# validation.get_forbidden_slurm_options(). Kept here because importing the plugin runs `scontrol`,
-# which waits long where no Slurm answers; tests/test_slurm_resources.py checks both lists agree.
-FORBIDDEN_SLURM_EXTRA = {
-    r"--job-name[=\s]|-J\s?": "job name",
-    r"--output[=\s]|-o\s": "output file",
-    r"--error[=\s]|-e\s": "error file",
-    r"--parsable": "parsable output",
-    r"--export[=\s]": "environment export",
-    r"--comment[=\s]": "job comment",
-    r"--workdir[=\s]|-D\s": "working directory",
-    r"--account[=\s]|-A\s": "account",
-    r"--partition[=\s]|-p\s": "partition",
-    r"--mem[=\s]": "memory",
-    r"--mem-per-cpu[=\s]": "memory per CPU",
-    r"--ntasks[=\s]|-n\s": "number of tasks",
-    r"--ntasks-per-gpu[=\s]": "tasks per GPU",
-    r"--cpus-per-task[=\s]|-c\s": "CPUs per task",
-    r"--cpus-per-gpu[=\s]": "CPUs per GPU",
-    r"--time[=\s]|-t\s": "runtime/time limit",
-    r"--constraint[=\s]|-C\s": "node constraints",
-    r"--qos[=\s]": "quality of service",
-    r"--nodes[=\s]|-N\s": "number of nodes",
-    r"--clusters[=\s]": "cluster specification",
-    r"--gres[=\s]": "generic resources (GRES)",
-    r"--gpus[=\s]": "GPU allocation",
-}
-
-
-def forbidden_slurm_extra(text: str) -> str | None:
-    """The option the executor plugin would refuse in ``slurm_extra``, or None when it is accepted."""
-    for pattern, name in FORBIDDEN_SLURM_EXTRA.items():
-        if re.search(pattern, text):
-            return name
-    return None
-
-
-def burst_buffer_request(tier) -> str:
-    """``--bb '<directives>'`` for a tier with burst-buffer directives, else an empty string.
-
-    Each directive keeps its prefix (``#DW`` for DataWarp, ``#BB_LUA`` for the Lua plugin, or the
-    site's ``Directive=``): Slurm ignores a ``--bb`` value without it. Several directives (say
-    ``#DW jobdw ...`` and ``#DW stage_in ...``) go one per line, as in a batch script.
-    """
-    text = getattr(tier, "burst_buffer", "") or ""
-    directives = [" ".join(line.split()) for line in text.splitlines() if line.strip()]
-    if not directives:
-        return ""
-    key = f"tiers.{tier.name}.burst_buffer"
-    for directive in directives:
-        if not directive.startswith("#"):
-            raise SlurmResourceError(
-                f"config key '{key}': {directive!r} lacks the directive prefix; Slurm ignores a burst-buffer "
-                "request without it. Expected e.g. '#DW jobdw type=scratch access_mode=striped capacity=200GiB' "
-                "or '#BB_LUA pool=mypool capacity=10'"
-            )
-    request = f"--bb {shlex.quote(chr(10).join(directives))}"
-    refused = forbidden_slurm_extra(request)
-    if refused:
-        raise SlurmResourceError(
-            f"config key '{key}': {text!r} holds what looks like the Slurm {refused} option, which the "
-            "Snakemake Slurm plugin refuses in slurm_extra; set it as a resource in the profile instead"
-        )
-    return request
 
 
 def slurm_resources(settings, step: str, cycle: str | None = None, attempt: int = 1,

@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from ...config.sizes import size_or_none
+from ...units import size_or_none
 from ...process import run_command
 from ..rows import MiB, BenchmarkOutputError, as_bool, as_int, make_row, num, read_json_object, read_text
 from ..specs import IOPattern, MetadataPattern

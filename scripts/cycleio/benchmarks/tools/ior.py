@@ -17,7 +17,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from ...config.sizes import size_or_none
+from ...units import size_or_none
 from ..common import launcher_argv
 from ..rows import MiB, BenchmarkOutputError, as_bool, as_int, decode_json_object, make_row, num, read_text
 from ..specs import IOPattern

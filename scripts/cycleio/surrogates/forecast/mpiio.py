@@ -33,7 +33,7 @@ from pathlib import Path
 import netCDF4
 import numpy as np
 
-from ...storage.fsutil import fsync_dir, fsync_file, temp_name
+from ...fsutil import fsync_dir, fsync_file, temp_name
 from .. import nclayout, transfers
 
 MODES = ("collective", "independent")

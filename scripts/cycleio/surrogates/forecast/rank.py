@@ -28,11 +28,11 @@ import numpy as np
 from .. import h5chunks, nclayout, transfers, writers
 from ...faults import InjectedFault
 from ...kernelio import outside_event, read_proc_io
-from ...storage.fsutil import landing
+from ...fsutil import landing
 from ..compute import COMPUTE_KINDS
 from ..grid import Grid
 from ..inventory import FileSpec
-from ..kinds import Compression
+from ...config.forecast import Compression
 from ..context import WriteContext
 from .layout import ForecastError, Layout
 from .plan import FilePlan, Piece, file_plan

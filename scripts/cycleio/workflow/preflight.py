@@ -8,11 +8,12 @@ from pathlib import Path
 
 from ..config.settings import ConfigError, Study
 from ..surrogates.grid import Grid
-from ..surrogates.catalog import arm_jobs, inventory_rows
+from .catalog import arm_jobs, inventory_rows
 from ..surrogates.inventory import job_files
 from ..surrogates.kinds import expected_bytes
-from .tiers import (JOB_TIME_VARIABLES, TierError, claim_study_folder, expand_tier_path, filesystem_type, free_bytes,
-                    nearest_existing, owner_problem, study_folder_owner, writable_without_writing)
+from ..config.tierspec import JOB_TIME_VARIABLES, TierError, expand_tier_path
+from ..storage.tiers import (claim_study_folder, filesystem_type, free_bytes, nearest_existing, owner_problem,
+                             study_folder_owner, writable_without_writing)
 
 # Room asked beyond the inventory's estimate: records, manifests, a job's temporaries and the
 # file system's own overhead are not in it (a tier sized at the estimate filled in the last job).

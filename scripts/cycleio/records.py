@@ -23,8 +23,8 @@ from typing import Iterator
 import pyarrow as pa
 import pyarrow.json as arrow_json
 
-from ..kernelio import CGROUP_TOOL, KERNEL_TOOL
-from ..storage.fsutil import landing
+from .kernelio import CGROUP_TOOL, KERNEL_TOOL
+from .fsutil import landing
 
 PHASES = ("stage_in", "run", "stage_out", "verify", "cleanup")
 COUNTER_TOOLS = (KERNEL_TOOL, CGROUP_TOOL)  # records of what the kernel counted, not of cycleio's own events

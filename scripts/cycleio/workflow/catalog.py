@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from ..config.settings import ArmSettings, Study
-from .grid import Grid
-from .inventory import cycle_steps, coldstart_files, step_io
-from .kinds import expected_bytes
-from ..workflow.dependencies import jobs_of_cycle
+from ..surrogates.grid import Grid
+from ..config.forecast import cycle_steps
+from ..surrogates.inventory import coldstart_files, step_io
+from ..surrogates.kinds import expected_bytes
+from .dependencies import jobs_of_cycle
 
 
 def arm_jobs(arm: ArmSettings, cycles: list[str]) -> list[tuple[str, str, list[str]]]:

@@ -1,0 +1,30 @@
+"""A study from its config, every check made before any job: the keys (config.settings), the benchmark
+plan (benchmarks.tierbench) and the faults against the study's jobs (workflow.faultcheck).
+
+The Snakefile, the rules and the command load a study here; config.settings alone validates the keys
+and builds the arms, without the layers above it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..benchmarks.tierbench import BenchmarkPlan
+from ..config.settings import SCHEMA_PATH, Study, build_study, load_schema, validate_config
+from .faultcheck import check_faults
+
+
+def validate_study_config(config: dict, schema: dict | None = None) -> dict:
+    """validate_config, then the benchmark plan's checks of its section (patterns, IOR's size rules, the
+    tools found): the filled config, or ConfigError naming the first problem."""
+    filled = validate_config(config, schema)
+    BenchmarkPlan.from_config(filled)
+    return filled
+
+
+def load_study(config: dict, schema_path: str | Path = SCHEMA_PATH) -> tuple[dict, Study]:
+    """The filled config and its Study, every check passed (ConfigError naming the key otherwise)."""
+    filled = validate_study_config(config, load_schema(schema_path))
+    study = build_study(filled)
+    check_faults(filled, study)
+    return filled, study
