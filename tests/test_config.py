@@ -175,7 +175,7 @@ def test_objects_built_without_a_config_take_the_schemas_defaults():
     from cycleio.benchmarks.tierbench import BenchmarkPlan
     from cycleio.config.settings import ArmSettings
     from cycleio.config.tierspec import Tier
-    from cycleio.surrogates.forecast.layout import Layout
+    from cycleio.surrogates.forecast.layout import RankLayout
     from cycleio.config.forecast import ForecastSettings
 
     config = validate_config({})
@@ -184,7 +184,7 @@ def test_objects_built_without_a_config_take_the_schemas_defaults():
                        levels=arm.levels, persistent=arm.persistent)
     for name in ("strategy", "compute_seconds_per_hour", "compute_kind", "staging", "launcher", "granularity"):
         assert getattr(bare, name) == getattr(arm, name), name
-    assert Layout.from_settings(arm.strategy, {}) == Layout.from_settings(arm.strategy, arm.write_component)
+    assert RankLayout.from_settings(arm.strategy, {}) == RankLayout.from_settings(arm.strategy, arm.write_component)
     mirrored = ("forecast_hours", "history_interval_hours", "restart_hours", "interval_hours", "iau",
                 "pgrb2_fields", "sflux_fields", "members", "members_per_job")
     assert {k: getattr(ForecastSettings(), k) for k in mirrored} == {k: getattr(arm.forecast, k) for k in mirrored}

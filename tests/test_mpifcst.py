@@ -20,7 +20,7 @@ from conftest import (FCST_CYCLE, FCST_TIMEOUT_S, assert_axes_carry_data, assert
                       sampled_writes)
 
 from cycleio.surrogates import h5chunks
-from cycleio.surrogates.forecast.layout import ForecastError, Layout, row_bounds, tile_blocks, tile_owner
+from cycleio.surrogates.forecast.layout import ForecastError, RankLayout, row_bounds, tile_blocks, tile_owner
 from cycleio.surrogates.forecast.launcher import run_forecast_mpi
 from cycleio.surrogates.forecast.plan import file_plan, hour_groups
 from cycleio.surrogates.transfers import Overheads
@@ -71,11 +71,11 @@ def test_hours_group_restarts_with_their_output_hour():
 
 
 def test_quilt_layout_adds_writer_ranks_and_bad_strategy_is_refused():
-    layout = Layout.from_settings("quilt", {"ranks": 2, "write_groups": 2, "write_tasks_per_group": 2})
+    layout = RankLayout.from_settings("quilt", {"ranks": 2, "write_groups": 2, "write_tasks_per_group": 2})
     assert layout.ntasks == 6 and layout.writer_rank(1, 0) == 4
-    assert Layout.from_settings("serial", {"ranks": 3, "write_groups": 2}).ntasks == 3
+    assert RankLayout.from_settings("serial", {"ranks": 3, "write_groups": 2}).ntasks == 3
     with pytest.raises(ForecastError, match="not one of"):
-        Layout.from_settings("pnetcdf", {})
+        RankLayout.from_settings("pnetcdf", {})
 
 
 def test_a_missing_launcher_is_named(forecast_dir):
@@ -105,7 +105,7 @@ def test_every_strategy_writes_the_same_data_and_its_records(mpiexec, forecast_r
     records = run_forecast(arm, forecast_dir, sampled_writes())
     assert_same_files(forecast_reference, forecast_dir)  # no pieces, temporaries or spec files left behind either
 
-    layout = Layout.from_settings(strategy, arm.write_component)
+    layout = RankLayout.from_settings(strategy, arm.write_component)
     assert {r["nranks"] for r in records} == {layout.ntasks}
     by_op = defaultdict(list)
     for r in records:

@@ -23,7 +23,7 @@ from conftest import IN_CI, REPO, assert_same_files, forecast_arm, run_forecast,
 
 from cycleio.config.keys import ConfigError
 from cycleio.config.settings import build_study, validate_config
-from cycleio.surrogates.forecast.layout import ForecastError, Layout, check_layout
+from cycleio.surrogates.forecast.layout import ForecastError, RankLayout, check_layout
 from cycleio.surrogates.forecast.launcher import launch_provenance, program_stack
 from cycleio.surrogates.grid import Grid
 from cycleio.workflow.environment import parallel_launcher_problem, parallel_stack_problem
@@ -75,15 +75,15 @@ def test_shared_file_strategies_run_on_the_parallel_stack_and_the_others_do_not(
     assert key == "parallel_stack.launcher" and template.startswith("mpirun.openmpi")
     assert python == str(REPO / ".venv-parallel" / "bin" / "python")  # relative: from the project's folder
     assert program_stack(forecast_arm("serial", 2)) == ("launcher", "mpiexec -n {ntasks}", sys.executable)
-    layout = Layout.from_settings("quilt_parallel", {"ranks": 3, "write_tasks_per_group": 2, "mpiio": "independent"})
+    layout = RankLayout.from_settings("quilt_parallel", {"ranks": 3, "write_tasks_per_group": 2, "mpiio": "independent"})
     assert layout.ntasks == 5 and layout.describe().endswith("MPI-IO independent")
 
 
 def test_bad_mpiio_and_too_many_tasks_per_group_are_refused_naming_the_key():
     with pytest.raises(ForecastError, match="write_component.mpiio"):
-        Layout.from_settings("parallel", {"mpiio": "sometimes"})
+        RankLayout.from_settings("parallel", {"mpiio": "sometimes"})
     with pytest.raises(ForecastError, match="write_component.write_tasks_per_group=3 is more than the 2 compute"):
-        check_layout(Layout.from_settings("quilt_parallel", {"ranks": 2, "write_tasks_per_group": 3}), Grid("C12", 3))
+        check_layout(RankLayout.from_settings("quilt_parallel", {"ranks": 2, "write_tasks_per_group": 3}), Grid("C12", 3))
 
 
 def test_config_names_the_key_of_a_bad_value(default_config):
@@ -152,7 +152,7 @@ def test_shared_file_strategies_write_the_same_data_and_their_records(parallel_p
     records = run_info(arm, forecast_dir, info)
     assert_same_files(forecast_reference, forecast_dir)  # same names and data; no temporaries left
 
-    layout = Layout.from_settings(strategy, arm.write_component)
+    layout = RankLayout.from_settings(strategy, arm.write_component)
     ops = by_op(records)
     assert {r["nranks"] for r in records} == {layout.ntasks}
     assert {r.get("mpiio") for r in ops["write"] + ops["write_effective"]} == {layout.mpiio}

@@ -17,7 +17,7 @@ import pandas as pd
 
 from cycleio.config.settings import load_schema
 from cycleio.report.writefigures import _arm_order
-from cycleio.surrogates.forecast.layout import Layout
+from cycleio.surrogates.forecast.layout import RankLayout
 from cycleio.surrogates.forecast.strategies import STRATEGIES, WriteStrategy
 
 REPO = Path(__file__).resolve().parents[1]
@@ -32,19 +32,19 @@ def test_every_strategy_has_its_hooks():
     for name, strategy in STRATEGIES.items():
         assert issubclass(strategy, WriteStrategy), name
         assert strategy.output is not WriteStrategy.output, f"{name} has no output of its own"
-        if strategy.writer_ranks(Layout.from_settings(name, {})):
+        if strategy.writer_ranks(RankLayout.from_settings(name, {})):
             assert strategy.writer_loop is not WriteStrategy.writer_loop, f"{name} has writer ranks but no loop"
 
 
 def test_each_strategy_sizes_and_describes_its_layout():
     component = {"ranks": 3, "write_groups": 2, "write_tasks_per_group": 2, "combine_per_rank": True}
-    layouts = {name: Layout.from_settings(name, component) for name in STRATEGIES}
+    layouts = {name: RankLayout.from_settings(name, component) for name in STRATEGIES}
     assert {name: layout.ntasks for name, layout in layouts.items()} == {
         "serial": 3, "diskless": 3, "per_rank": 3, "parallel": 3, "quilt": 7, "quilt_parallel": 7}
     assert layouts["serial"].describe() == "serial, 3 compute ranks"
     assert layouts["quilt"].describe() == "quilt, 3 compute ranks + 2 write groups x 2 tasks"
     assert layouts["per_rank"].describe() == "per_rank, 3 compute ranks, pieces combined at the end"
-    assert Layout.from_settings("per_rank", {}).describe().endswith("pieces combined after each hour")
+    assert RankLayout.from_settings("per_rank", {}).describe().endswith("pieces combined after each hour")
     assert layouts["parallel"].describe() == "parallel, 3 compute ranks, MPI-IO collective"
     assert layouts["quilt_parallel"].describe() == "quilt_parallel, 3 compute ranks + 2 write groups x 2 tasks, MPI-IO collective"
 

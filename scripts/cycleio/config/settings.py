@@ -295,7 +295,7 @@ class ArmSettings:
     # the shared-file strategies' launcher and Python (config parallel_stack; empty for the other strategies, whose
     # jobs then do not rerun when it changes); launcher.py fills in the schema's defaults
     parallel_stack: dict = field(default_factory=dict)
-    write_component: dict = field(default_factory=dict)  # Layout.from_settings fills in the schema's defaults
+    write_component: dict = field(default_factory=dict)  # RankLayout.from_settings fills in the schema's defaults
     # stage per step, or per cycle (one job runs the whole cycle on scratch)
     granularity: str = schema_default("staging.granularity")[0]
     faults: dict = field(default_factory=dict)  # fault injection (config `faults`): the entries aimed at this arm

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..config.keys import ConfigError
 from ..faults import KINDS, STEP_KINDS
 from ..storage.slowfs import unavailable as slowfs_unavailable
-from ..surrogates.forecast.layout import Layout
+from ..surrogates.forecast.layout import RankLayout
 from ..config.forecast import cycle_steps
 from ..surrogates.inventory import job_files
 from ..units import size_or_none
@@ -51,7 +51,7 @@ def check_faults(config: dict, study) -> None:
                     raise ConfigError(f"config key '{key}.step': {entry['step']!r} does not run in cycle {cycle}; "
                                       f"expected one of: {', '.join(steps)}")
                 if kind == "fail_rank":
-                    ntasks = Layout.from_settings(arm.strategy, arm.write_component).ntasks
+                    ntasks = RankLayout.from_settings(arm.strategy, arm.write_component).ntasks
                     if entry["rank"] >= ntasks:
                         raise ConfigError(f"config key '{key}.rank': {entry['rank']} is not a rank of arm {arm.arm}'s "
                                           f"forecast, which has {ntasks} (ranks 0 to {ntasks - 1})")

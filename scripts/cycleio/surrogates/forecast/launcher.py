@@ -21,7 +21,7 @@ from ...process import launcher_argv, run_command
 from ..inventory import FileSpec
 from ..kinds import expected_bytes
 from ..context import WriteContext
-from .layout import ForecastError, Layout, check_layout
+from .layout import ForecastError, RankLayout, check_layout
 from .plan import hour_groups
 from .writetime import actual_seconds, effective_per_hour, final_seconds
 
@@ -45,7 +45,7 @@ def program_stack(settings) -> tuple[str, str, str]:
     (config ``parallel_stack``): netCDF4 on parallel HDF5 is built for its own MPI. The others run
     under ``launcher`` with this Python (the project's venv, mpi4py on the mpich wheel).
     """
-    if not Layout.from_settings(settings.strategy, settings.write_component).write_strategy.shared_file:
+    if not RankLayout.from_settings(settings.strategy, settings.write_component).write_strategy.shared_file:
         return "launcher", settings.launcher, sys.executable
     from ...config.schema import object_defaults
 
@@ -172,7 +172,7 @@ def run_forecast_mpi(settings, cycle: str, workdir: Path, writes: list[FileSpec]
     Each record is a dict of Record fields (op, file, bytes, t_start, seconds, rank, nranks, n_files);
     the caller adds step, phase and tier. Raises ForecastError with the failing rank's error.
     """
-    layout = Layout.from_settings(settings.strategy, settings.write_component)
+    layout = RankLayout.from_settings(settings.strategy, settings.write_component)
     groups = hour_groups(writes)
     check_layout(layout, ctx.grid)  # here, not on every rank
     key, template, python = program_stack(settings)

@@ -15,7 +15,7 @@ from .strategies import STRATEGIES
 
 
 @dataclass(frozen=True)
-class Layout:
+class RankLayout:
     """Ranks of the forecast program: compute ranks first, then the write groups of a strategy with writer ranks."""
 
     strategy: str
@@ -26,7 +26,7 @@ class Layout:
     mpiio: str = "collective"  # the shared-file strategies' MPI-IO mode
 
     @classmethod
-    def from_settings(cls, strategy: str, write_component: dict) -> "Layout":
+    def from_settings(cls, strategy: str, write_component: dict) -> "RankLayout":
         """The layout of the config's ``write_component``; keys it leaves out take the schema's defaults."""
         if strategy not in STRATEGIES:
             raise ForecastError(f"write strategy {strategy!r} is not one of {', '.join(STRATEGIES)}")
@@ -74,7 +74,7 @@ def tile_owner(tile: int, block: int, compute: int) -> int:
     return (tile - 1) * k + block if k != compute else block
 
 
-def check_layout(layout: Layout, grid: Grid) -> None:
+def check_layout(layout: RankLayout, grid: Grid) -> None:
     """Refuse a decomposition with empty blocks before starting any rank."""
     if layout.strategy == "quilt_parallel" and layout.tasks_per_group > layout.compute:
         raise ForecastError(f"write_component.write_tasks_per_group={layout.tasks_per_group} is more than the "
@@ -90,4 +90,4 @@ def check_layout(layout: Layout, grid: Grid) -> None:
 
 def forecast_ntasks(settings) -> int:
     """Ranks the forecast job starts (compute plus quilt writers): for a scheduler's task request."""
-    return Layout.from_settings(settings.strategy, settings.write_component).ntasks
+    return RankLayout.from_settings(settings.strategy, settings.write_component).ntasks

@@ -34,7 +34,7 @@ from ..grid import Grid
 from ..inventory import FileSpec
 from ...config.forecast import Compression
 from ..context import WriteContext
-from .layout import ForecastError, Layout
+from .layout import ForecastError, RankLayout
 from .plan import FilePlan, Piece, file_plan
 
 log = logging.getLogger("cycleio")
@@ -97,7 +97,7 @@ class Forecast:
 
         self.world = MPI.COMM_WORLD
         self.rank, self.size = self.world.Get_rank(), self.world.Get_size()
-        self.layout = Layout.from_settings(spec["strategy"], spec["write_component"])
+        self.layout = RankLayout.from_settings(spec["strategy"], spec["write_component"])
         if self.size != self.layout.ntasks:
             raise ForecastError(f"the launcher started a world of {self.size} ranks, but {self.layout.describe()} "
                                 f"needs {self.layout.ntasks}; does the launcher template pass {{ntasks}}, and is it "
