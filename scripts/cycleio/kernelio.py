@@ -42,8 +42,18 @@ CGROUP_OPS = {"cgroup_read": ("rbytes", "rios"), "cgroup_write": ("wbytes", "wio
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 
 
+class _Counters:
+    """Field-wise arithmetic of a dataclass of counters: two snapshots' difference is what happened between them."""
+
+    def __sub__(self, other):
+        return type(self)(*(getattr(self, f.name) - getattr(other, f.name) for f in fields(self)))
+
+    def __add__(self, other):
+        return type(self)(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))
+
+
 @dataclass(frozen=True)
-class ProcIO:
+class ProcIO(_Counters):
     """The counters of ``/proc/<pid>/io``; subtract two snapshots for what happened between them."""
 
     rchar: int = 0
@@ -53,12 +63,6 @@ class ProcIO:
     read_bytes: int = 0
     write_bytes: int = 0
     cancelled_write_bytes: int = 0
-
-    def __sub__(self, other: ProcIO) -> ProcIO:
-        return ProcIO(*(getattr(self, f.name) - getattr(other, f.name) for f in fields(self)))
-
-    def __add__(self, other: ProcIO) -> ProcIO:
-        return ProcIO(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))
 
     def as_dict(self) -> dict[str, int]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -100,16 +104,13 @@ def read_proc_io(pid: int | str = "self") -> ProcIO | None:
 
 
 @dataclass(frozen=True)
-class CgroupIO:
+class CgroupIO(_Counters):
     """A cgroup v2 ``io.stat`` summed over its devices: bytes and I/Os that reached them."""
 
     rbytes: int = 0
     wbytes: int = 0
     rios: int = 0
     wios: int = 0
-
-    def __sub__(self, other: CgroupIO) -> CgroupIO:
-        return CgroupIO(*(getattr(self, f.name) - getattr(other, f.name) for f in fields(self)))
 
 
 def parse_io_stat(text: str) -> CgroupIO:
