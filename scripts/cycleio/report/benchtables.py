@@ -144,8 +144,7 @@ def _paired_rows(pairs: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for key, group in pairs.groupby(keys, sort=True):
         replayed = group[group["replay_s"].notna()]  # jobs whose reads or writes were enough to replay
-        group = replayed if not replayed.empty else group
-        jobs = group.drop_duplicates("cycle")
+        jobs = (replayed if not replayed.empty else group).drop_duplicates("cycle")
         group = replayed
         per_rep = group.groupby("repetition").agg(nbytes=("replay_bytes", "sum"), seconds=("replay_s", "sum"))
         if per_rep.empty:
