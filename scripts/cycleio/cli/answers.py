@@ -36,9 +36,11 @@ def cmd_timeline(args) -> None:
 
     from ..report.aggregate import write_table
     from ..report.answerfigures import io_share_figure, timeline_figure, timeline_table
-    from ..records import cycle_records
+    from ..records import cycle_records, replay_records
 
-    events = cycle_records(pd.read_parquet(args.events))
+    events = pd.read_parquet(args.events)
+    replays = replay_records(events)
+    events = pd.concat([cycle_records(events), replays[replays["op"] == "wall"]], ignore_index=True)
     table = timeline_table(events)
     write_table(table, Path(args.out_table))
     timeline_figure(table, _paths(args.png, args.svg), args.title)

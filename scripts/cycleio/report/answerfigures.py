@@ -25,9 +25,12 @@ from .closeness import (AT_SPEED, DIRECTIONS, WITHIN_NOISE, io_gap_rows, replay_
 from ..units import MiB  # noqa: E402
 from .figsave import empty_panel, save_figure  # noqa: E402
 
-PHASES = ("stage_in", "run", "stage_out", "verify", "cleanup")
-PHASE_COLORS = {"stage_in": "#4C72B0", "run": "#DDDDDD", "stage_out": "#55A868", "verify": "#8172B3",
-                "cleanup": "#937860"}
+# the paired replay runs inside a job between its run and stage_out: drawn so the gap is explained, but it is the
+# instrument's time, which step_summary leaves out of the job's wall time
+PHASES = ("stage_in", "run", "replay", "stage_out", "verify", "cleanup")
+PHASE_COLORS = {"stage_in": "#4C72B0", "run": "#DDDDDD", "replay": "#F1E4C3", "stage_out": "#55A868",
+                "verify": "#8172B3", "cleanup": "#937860"}
+PHASE_LABELS = {"replay": "paired replay (not the job's time)"}
 OUTPUT_COLOR, WAIT_COLOR = "#C44E52", "#E8A33D"
 OUTPUT_OPS = ("write", "combine", "write_final")
 TIMELINE_COLUMNS = ["study", "arm", "cycle", "step", "host", "rank", "kind", "what", "t_start", "t_end", "seconds",
@@ -137,12 +140,13 @@ def timeline_figure(table: pd.DataFrame, paths, title: str) -> None:
         ax.set(xlabel="seconds of the arm's jobs (waits between jobs cut)", title=arm)
         ax.set_xlim(left=0)
         ax.grid(axis="x", alpha=0.3)
-    handles = [matplotlib.patches.Patch(color=PHASE_COLORS[p], label=p.replace("_", " ")) for p in PHASES]
+    handles = [matplotlib.patches.Patch(color=PHASE_COLORS[p], label=PHASE_LABELS.get(p, p.replace("_", " ")))
+               for p in PHASES]
     handles += [matplotlib.patches.Patch(color=OUTPUT_COLOR, label="output hour written"),
                 matplotlib.patches.Patch(color=WAIT_COLOR, label="compute ranks wait for output")]
-    fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize="small", frameon=False)
+    fig.legend(handles=handles, loc="lower center", ncol=(len(handles) + 1) // 2, fontsize="small", frameon=False)
     fig.suptitle(f"{title}\nlanes: cycle (DDHH), job, rank")
-    fig.tight_layout(rect=(0, 0.6 / height, 1, 1))
+    fig.tight_layout(rect=(0, 0.9 / height, 1, 1))
     save_figure(fig, paths)
 
 
