@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..config.tierspec import Tier, TierError, current_user
 from ..process import run_command
-from ..units import MiB
+from ..units import format_bytes
 from .pagecache import memory_backed
 
 LFS_TIMEOUT_S = 120  # lfs getstripe/setstripe: metadata calls, seconds when the file system is well
@@ -234,5 +234,5 @@ class TierSite:
         """Refuse work that would fill the tier (a 10% margin), naming it and the tier."""
         free = free_bytes(self.base)
         if nbytes > 0.9 * free:
-            raise TierError(f"tier '{self.tier.name}' ({self.base}): {what} needs {nbytes / MiB:.1f} MiB but only "
-                            f"{free / MiB:.1f} MiB are free; lower the sizes or free space")
+            raise TierError(f"tier '{self.tier.name}' ({self.base}): {what} needs {format_bytes(nbytes)} but only "
+                            f"{format_bytes(free)} are free; lower the sizes or free space")
