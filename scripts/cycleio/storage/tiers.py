@@ -19,6 +19,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import psutil
+
 from ..config.tierspec import Tier, TierError, current_user
 from ..process import run_command
 from ..units import format_bytes
@@ -119,17 +121,14 @@ def _mount_of(path: str | os.PathLike) -> tuple[str, str, str]:
         target = os.path.dirname(target)
     best = ("", "unknown", "")
     try:
-        with open("/proc/self/mounts") as mounts:
-            for line in mounts:
-                fields = line.split()
-                if len(fields) < 4:
-                    continue
-                mount = fields[1].replace("\\040", " ")
-                inside = target == mount or target.startswith(mount.rstrip("/") + "/")
-                if inside and len(mount) >= len(best[0]):
-                    best = (mount, fields[2], fields[3])
+        partitions = psutil.disk_partitions(all=True)  # the mount table, its escapes (\\040 for a space) decoded
     except OSError:
-        pass
+        return best
+    for part in partitions:  # the longest mount point holding target; of equal ones the last, mounted over the rest
+        mount = part.mountpoint
+        inside = target == mount or target.startswith(mount.rstrip("/") + "/")
+        if inside and len(mount) >= len(best[0]):
+            best = (mount, part.fstype, part.opts)
     return best
 
 
