@@ -121,7 +121,7 @@ def test_inventory_command_prints_each_step_with_sizes(capsys):
     assert main(["inventory", "--resolution", "C768"]) == 0
     text = capsys.readouterr().out
     assert "C768 L127" in text
-    assert re.search(r"fcst: 126 files, 2\d\d\.\d\d GiB", text)
+    assert re.search(r"fcst: 126 files, 2\d\d\.\d GiB", text)
     assert re.search(r"4 x atm_history\s+6\d\d\d\.\d MiB\s+e\.g\. gdas\.t06z\.atmf000\.nc", text)
     assert re.search(r"18 x fv_core.res\s+45\d\d\.\d MiB", text)  # about 4.8 GB per tile
 

@@ -1,12 +1,16 @@
 import os
 import subprocess
 import sys
+from collections import namedtuple
 from pathlib import Path
 
+import psutil
 import pytest
+from conftest import tmpfs
 
 from cycleio.config.tierspec import JOB_TIME_VARIABLES, Tier, TierError, current_user, expand_tier_path
-from cycleio.storage.tiers import OWNER_FILE, check_writable, claim_study_folder, filesystem_type, open_tier
+from cycleio.storage.tiers import (OWNER_FILE, check_writable, claim_study_folder, filesystem_type, open_tier,
+                                   probe_tier)
 
 
 def test_expands_variables_defaults_and_placeholders():
@@ -99,3 +103,31 @@ def test_unwritable_tier_is_a_clear_error(tmp_path):
 def test_filesystem_type_of_known_mounts(tmp_path):
     assert filesystem_type("/dev/shm") == "tmpfs"
     assert filesystem_type(tmp_path / "does" / "not" / "exist") != "unknown"
+
+
+def test_the_longest_mount_point_holding_a_path_wins(tmp_path, monkeypatch):
+    """From the mount table: the longest mount point that holds the path (a sibling sharing its prefix
+    does not), and of two at the same point the later, mounted over the first."""
+    here = tmp_path / "a b" / "c"
+    here.mkdir(parents=True)
+    part = namedtuple("sdiskpart", "device mountpoint fstype opts")
+    table = [part("/dev/sda1", "/", "ext4", "rw"), part("tmpfs", str(tmp_path / "a"), "tmpfs", "rw"),
+             part("srv:/x", str(tmp_path / "a b"), "nfs", "ro"), part("tmpfs", str(tmp_path / "a b"), "tmpfs", "rw,noexec")]
+    monkeypatch.setattr(psutil, "disk_partitions", lambda all=False: table)
+    assert filesystem_type(here / "not" / "there") == "tmpfs"
+    probe = probe_tier(here)
+    assert (probe["mount_point"], probe["fs_type"], probe["mount_options"]) == (str(tmp_path / "a b"), "tmpfs", "rw,noexec")
+    assert filesystem_type(tmp_path / "ab") == "ext4"
+
+    def unreadable(all=False):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(psutil, "disk_partitions", unreadable)
+    assert filesystem_type(here) == "unknown"
+
+
+def test_a_mount_point_with_a_space_in_its_name(tmp_path):
+    """The mount table writes a space as \\040: the tier's probe names the mount point as it is."""
+    with tmpfs(tmp_path / "with space", "1m") as mounted:
+        assert filesystem_type(mounted / "sub") == "tmpfs"
+        assert probe_tier(mounted)["mount_point"] == str(mounted)

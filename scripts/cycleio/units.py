@@ -3,6 +3,10 @@
 A size is a whole number of bytes (47008), or a number with a binary unit as IOR and fio read it:
 ``64k``, ``1m``, ``2MiB``, ``1.5 GiB``, ``4096 bytes`` (k, m, g, t, p, e: powers of 1024; an ``iB``
 or ``B`` after the unit changes nothing). config.sizes.parse_size reads a config key's size with it.
+
+A size printed for people (messages, captions, the CLI) is format_bytes's: ``512 B``, ``1.5 KiB``,
+``40.0 GiB``. humanfriendly.format_size would say ``512 bytes`` and ``40 GiB``, and round to two
+decimals, so the study's messages keep this one style. Table columns stay numbers.
 """
 
 from __future__ import annotations
@@ -27,3 +31,12 @@ def size_or_none(value: Any) -> int | None:
         return None
     unit = match.group(2).lower() if match.group(2) else None
     return int(float(match.group(1)) * _SCALE[unit])
+
+
+def format_bytes(n: float) -> str:
+    """A size for people: whole bytes below 1 KiB, else one decimal in the largest binary unit up to TiB."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024:
+            return f"{int(n)} B" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TiB"

@@ -9,6 +9,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import psutil
+
 from ..storage.tiers import free_bytes
 from .rows import MiB
 from .specs import ReplaySpec
@@ -142,9 +144,7 @@ def room(path: Path, memory: bool) -> int:
     """Bytes a replay may still write on the tier: its free space, and for a memory tier no more than RAM has."""
     free = free_bytes(path)
     if memory:
-        with open("/proc/meminfo") as meminfo:
-            available = next((int(line.split()[1]) * 1024 for line in meminfo if line.startswith("MemAvailable:")), free)
-        free = min(free, available)
+        free = min(free, psutil.virtual_memory().available)
     return free
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..logs import setup_logging
 from ..surrogates.grid import RESOLUTIONS
-from ..units import MiB
+from ..units import MiB, format_bytes
 
 log = logging.getLogger("cycleio")
 
@@ -118,7 +118,7 @@ def cmd_inventory(args) -> None:
     print(f"# {study.name}: {config['resolution']} L{study.arms[next(iter(study.arms))].levels}, one full cycle "
           f"({full['cycle'].iloc[0]}); expected sizes (compressed history estimated)")
     for step, group in full.groupby("step", sort=False):
-        print(f"\n{step}: {len(group)} files, {group['expected_bytes'].sum() / 2**30:.2f} GiB")
+        print(f"\n{step}: {len(group)} files, {format_bytes(group['expected_bytes'].sum())}")
         for kind, files in group.groupby("kind", sort=False):
             example = files["name"].iloc[0]
             each = files["expected_bytes"]

@@ -13,6 +13,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
+from ..units import format_bytes  # noqa: E402
 from .figsave import empty_panel, save_figure  # noqa: E402
 
 LINESTYLES = ["-", "--", ":", "-."]
@@ -177,7 +178,7 @@ def fieldio_figure(table: pd.DataFrame, paths: list[Path], title: str) -> None:
                fontsize="small", title_fontsize="small")
     fields = int(fio["segments"].dropna().iloc[0]) if fio["segments"].notna().any() else None
     size = int(fio["transfer_size_bytes"].dropna().iloc[0]) if fio["transfer_size_bytes"].notna().any() else None
-    detail = f"{fields} fields of {size / 2**10:g} KiB per task" if fields and size else ""
+    detail = f"{fields} fields of {format_bytes(size)} per task" if fields and size else ""
     fig.suptitle(f"{title}\nfield I/O (0A shared key, 0B own keys, 1 write-barrier-read, 2B half write while "
                  f"half read): {detail}")
     fig.tight_layout(rect=(0, 0.07, 1, 1))

@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from ..units import format_bytes
+
 MISSING = "not measured yet"
 
 
@@ -101,14 +103,14 @@ def _staging(t) -> str:
     if t.empty:
         return "no arm stages (every arm runs on the persistent tier)."
     rows = t.groupby(["arm", "phase"]).agg(bytes=("bytes", "sum"), rate=("MiB_per_s", "median")).reset_index()
-    return "; ".join(f"{r.arm} {r.phase} {r.bytes / 2**30:.1f} GiB in all, median {_mibs(r.rate)} per job"
+    return "; ".join(f"{r.arm} {r.phase} {format_bytes(r.bytes)} in all, median {_mibs(r.rate)} per job"
                      for r in rows.itertuples()) + "."
 
 
 def _tiers(t) -> str:
     rows = t.drop_duplicates("tier")
-    return "; ".join(f"{r.tier} ({r.tier_kind}): {r.fs_type} at {r.path}, {r.free_bytes / 2**30:.0f} of "
-                     f"{r.total_bytes / 2**30:.0f} GiB free" for r in rows.itertuples()) + "."
+    return "; ".join(f"{r.tier} ({r.tier_kind}): {r.fs_type} at {r.path}, {format_bytes(r.free_bytes)} of "
+                     f"{format_bytes(r.total_bytes)} free" for r in rows.itertuples()) + "."
 
 
 def _retries(t) -> str:
@@ -124,7 +126,7 @@ def _inventory(t) -> str:
     arm = t["arm"].iloc[0]
     full = per_cycle.loc[arm].iloc[-1]
     return (f"{len(t):,} files in all; a full cycle of arm {arm} writes {int(full['files']):,} files, "
-            f"{full['bytes'] / 2**30:.2f} GiB.")
+            f"{format_bytes(full['bytes'])}.")
 
 
 def _timeline(t) -> str:

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..fsutil import landing
-from ..units import MiB
+from ..units import MiB, format_bytes
 
 FIT_COLUMNS = ["tier", "tier_kind", "pattern", "operation", "n_points", "tasks_measured", "nodes_measured",
                "slope_MiB_per_s_per_task", "plateau_MiB_per_s", "plateau_reached", "knee_tasks", "rmse_MiB_per_s",
@@ -180,7 +180,7 @@ def plan_lines(plan: pd.DataFrame) -> list[str]:
         needed = (f"{row.units_needed} needed" if row.plateau_reached
                   else f"at most {row.units_needed} needed (the plateau was not reached)")
         lines.append(f"{row.resolution} every {row.interval_hours:g} h, I/O within {row.io_budget_fraction:.0%} "
-                     f"({row.budget_s:.0f} s): {row.cycle_bytes / 2**30:.1f} GiB per cycle needs "
+                     f"({row.budget_s:.0f} s): {format_bytes(row.cycle_bytes)} per cycle needs "
                      f"{row.needed_MiB_per_s:.0f} MiB/s; tier {row.tier} ({row.pattern}) gives "
                      f"{row.measured_plateau_MiB_per_s:.0f} MiB/s; {row.unit}: {row.units_measured} measured, {needed}")
     return lines

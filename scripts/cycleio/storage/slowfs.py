@@ -26,6 +26,8 @@ import time
 from pathlib import Path
 from typing import Iterator
 
+import psutil
+
 from ..process import run_command
 
 log = logging.getLogger("cycleio")
@@ -157,8 +159,7 @@ def serve(backing: Path, mountpoint: Path, delay_ms: float) -> None:
 
 def _mounted(mountpoint: Path) -> bool:
     target = str(mountpoint.resolve())
-    with open("/proc/mounts") as mounts:
-        return any(line.split()[1] == target for line in mounts)
+    return any(part.mountpoint == target for part in psutil.disk_partitions(all=True))
 
 
 def unavailable() -> str | None:

@@ -19,9 +19,11 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import psutil
+
 from ..config.tierspec import Tier, TierError, current_user
 from ..process import run_command
-from ..units import MiB
+from ..units import format_bytes
 from .pagecache import memory_backed
 
 LFS_TIMEOUT_S = 120  # lfs getstripe/setstripe: metadata calls, seconds when the file system is well
@@ -119,17 +121,14 @@ def _mount_of(path: str | os.PathLike) -> tuple[str, str, str]:
         target = os.path.dirname(target)
     best = ("", "unknown", "")
     try:
-        with open("/proc/self/mounts") as mounts:
-            for line in mounts:
-                fields = line.split()
-                if len(fields) < 4:
-                    continue
-                mount = fields[1].replace("\\040", " ")
-                inside = target == mount or target.startswith(mount.rstrip("/") + "/")
-                if inside and len(mount) >= len(best[0]):
-                    best = (mount, fields[2], fields[3])
+        partitions = psutil.disk_partitions(all=True)  # the mount table, its escapes (\\040 for a space) decoded
     except OSError:
-        pass
+        return best
+    for part in partitions:  # the longest mount point holding target; of equal ones the last, mounted over the rest
+        mount = part.mountpoint
+        inside = target == mount or target.startswith(mount.rstrip("/") + "/")
+        if inside and len(mount) >= len(best[0]):
+            best = (mount, part.fstype, part.opts)
     return best
 
 
@@ -234,5 +233,5 @@ class TierSite:
         """Refuse work that would fill the tier (a 10% margin), naming it and the tier."""
         free = free_bytes(self.base)
         if nbytes > 0.9 * free:
-            raise TierError(f"tier '{self.tier.name}' ({self.base}): {what} needs {nbytes / MiB:.1f} MiB but only "
-                            f"{free / MiB:.1f} MiB are free; lower the sizes or free space")
+            raise TierError(f"tier '{self.tier.name}' ({self.base}): {what} needs {format_bytes(nbytes)} but only "
+                            f"{format_bytes(free)} are free; lower the sizes or free space")

@@ -45,17 +45,12 @@ def live_processes(workdir: Path) -> list[tuple[int, str]]:
     target = os.path.realpath(workdir)
     own = _ancestors(os.getpid())
     found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) in own:
+    for proc in psutil.process_iter(["cwd", "cmdline"]):  # gone meanwhile: left out; another user's: None
+        if proc.pid in own:
             continue
-        try:
-            cwd = os.readlink(entry / "cwd")
-            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:  # gone meanwhile, or another user's
-            continue
-        words = [w.decode(errors="replace") for w in cmdline if w]
-        if words and (cwd == target or cwd.startswith(target + os.sep)) and _is_workflow_process(words):
-            found.append((int(entry.name), " ".join(words)))
+        words, cwd = [w for w in proc.info["cmdline"] or [] if w], proc.info["cwd"]
+        if words and cwd and (cwd == target or cwd.startswith(target + os.sep)) and _is_workflow_process(words):
+            found.append((proc.pid, " ".join(words)))
     return found
 
 
@@ -83,14 +78,10 @@ def orphaned_tools(workdir: Path) -> list[psutil.Process]:
 
 
 def _ancestors(pid: int) -> set[int]:
+    """``pid`` and its parents up to init (a parent gone meanwhile ends the chain there)."""
     chain = {pid}
-    while pid > 1:
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            break
-        pid = int(stat.rsplit(")", 1)[1].split()[1])  # the parent's pid, after the command's name
-        chain.add(pid)
+    with contextlib.suppress(psutil.Error):
+        chain.update(parent.pid for parent in psutil.Process(pid).parents())
     return chain
 
 

@@ -12,6 +12,7 @@ from .catalog import arm_jobs, inventory_rows
 from ..surrogates.inventory import job_files
 from ..surrogates.kinds import expected_bytes
 from ..config.tierspec import JOB_TIME_VARIABLES, TierError, expand_tier_path
+from ..units import format_bytes
 from ..storage.tiers import (claim_study_folder, filesystem_type, free_bytes, nearest_existing, owner_problem,
                              study_folder_owner, writable_without_writing)
 
@@ -23,14 +24,6 @@ MARGIN_MIN_BYTES = 32 * 2**20
 
 def margin_bytes(wanted: int) -> int:
     return int(max(MARGIN_FRACTION * wanted, MARGIN_MIN_BYTES)) if wanted > 0 else 0
-
-
-def human_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
-        n /= 1024
-    return f"{n:.1f} TiB"
 
 
 def held_bytes(bytes_per_cycle: list[int], keep: int | None) -> int:
@@ -136,21 +129,21 @@ def _check_room(demands: list[tuple[str, Path, dict, int, int]]) -> None:
     free, wanted = free_bytes(path), estimate + margin
     if wanted <= free:
         return
-    stated = (f"and a margin of {human_bytes(margin)} ({MARGIN_FRACTION:.0%}, at least "
-              f"{human_bytes(MARGIN_MIN_BYTES)}) for records, temporaries and file-system overhead")
+    stated = (f"and a margin of {format_bytes(margin)} ({MARGIN_FRACTION:.0%}, at least "
+              f"{format_bytes(MARGIN_MIN_BYTES)}) for records, temporaries and file-system overhead")
     if len(demands) == 1:
         name, path, need, existing, _ = demands[0]
         raise ConfigError(
-            f"tier '{name}' ({path}, {filesystem_type(path)}) has {human_bytes(free)} free, but the study needs "
-            f"about {human_bytes(wanted)} more (estimated from the file inventory: "
-            f"{human_bytes(need.get('persistent_bytes', 0))} of outputs, {human_bytes(existing)} already there, "
-            f"{human_bytes(need.get('scratch_bytes', 0))} for the largest job on scratch, {stated}); free space, "
+            f"tier '{name}' ({path}, {filesystem_type(path)}) has {format_bytes(free)} free, but the study needs "
+            f"about {format_bytes(wanted)} more (estimated from the file inventory: "
+            f"{format_bytes(need.get('persistent_bytes', 0))} of outputs, {format_bytes(existing)} already there, "
+            f"{format_bytes(need.get('scratch_bytes', 0))} for the largest job on scratch, {stated}); free space, "
             "shorten the study (cycles.end) or point the tier elsewhere"
         )
-    parts = ", ".join(f"'{name}' about {human_bytes(demand)}" for name, _, _, _, demand in demands)
+    parts = ", ".join(f"'{name}' about {format_bytes(demand)}" for name, _, _, _, demand in demands)
     raise ConfigError(
         f"tiers {', '.join(repr(d[0]) for d in demands)} share one filesystem ({filesystem_type(path)}, "
-        f"{human_bytes(free)} free), but together the study needs about {human_bytes(wanted)} more on it "
+        f"{format_bytes(free)} free), but together the study needs about {format_bytes(wanted)} more on it "
         f"({parts}, estimated from the file inventory, {stated}); free space, shorten the study (cycles.end) or point "
         "a tier elsewhere"
     )
