@@ -55,7 +55,7 @@ test: setup
 
 # The unit tests only, one worker per core: no Snakemake runs, Slurm or GlusterFS (under a minute).
 test-fast: setup
-	$(RUN) python -m pytest -m "not e2e" -n auto $(PYTEST_ARGS)
+	$(RUN) python -m pytest -m "not e2e and not job" -n auto $(PYTEST_ARGS)
 
 lint: setup
 	$(RUN) snakemake --lint

@@ -195,6 +195,7 @@ TINY = ForecastSettings(obs_scale=1.0, pgrb2_fields=6, sflux_fields=3, product_g
 
 
 @needs_proc_io
+@pytest.mark.job
 def test_a_real_job_kernel_counts_match_its_records_and_leave_step_summary_alone(tmp_path):
     """prep at C48's observation volume (obs_scale 1): stage-in and run read 1.4 to 2.9 MiB each, known bytes."""
     lustre = Tier("lustre", "lustre", str(tmp_path / "lustre"))
