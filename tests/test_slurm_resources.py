@@ -68,6 +68,13 @@ def test_runtime_grows_with_resolution_levels_and_bytes():
     assert writes > 100 * 2**30 and reads > 10 * 2**30
 
 
+def test_a_paired_replay_lengthens_its_jobs_limit():
+    paired, unpaired = arms("C384", 127)["lustre"], arms("C384", 127, benchmarks={"replay": {"cycles": 0}})["lustre"]
+    assert FULL_CYCLE in paired.paired_cycles and not unpaired.paired_cycles
+    assert runtime_minutes(paired, "fcst", FULL_CYCLE) > runtime_minutes(unpaired, "fcst", FULL_CYCLE)
+    assert runtime_minutes(paired, "dump", FULL_CYCLE) == runtime_minutes(unpaired, "dump", FULL_CYCLE)
+
+
 def test_staging_and_compute_stand_in_lengthen_the_limit():
     study = arms("C384", 127)
     staged, baseline = study["node_local"], study["lustre"]

@@ -138,6 +138,9 @@ def runtime_minutes(settings, step: str, cycle: str | None = None, attempt: int 
     staged = step not in PERSISTENT_ONLY and settings.staged
     # baseline: read inputs, write outputs, read them back to verify; staged: copy both ways too
     moved = (reads + writes) * (3 if staged else 1) + writes
+    if settings.replay and step not in PERSISTENT_ONLY and cycle in settings.paired_cycles:
+        # the paired replay, inside the job: each repetition lays out, reads twice and writes the step's bytes again
+        moved += (3 * reads + writes) * settings.replay.get("repetitions", 2)
     seconds = scale.overhead_s + moved / MiB / scale.mib_per_s + compute_seconds(settings, step, cycle)
     return max(scale.min_runtime_min, math.ceil(scale.safety * seconds / 60)) * max(1, attempt)
 
