@@ -174,3 +174,27 @@ def test_a_paired_job_whose_io_was_not_replayed_keeps_a_not_timed_row():
 def test_a_job_without_a_paired_replay_gets_none():
     assert PairedReplay.from_settings({}) is None
     assert PairedReplay.from_settings({"repetitions": 3}).repetitions == 3
+
+
+@pytest.mark.tool
+def test_a_rewrite_repetition_survives_a_tier_that_let_the_last_ones_files_go(tmp_path, monkeypatch):
+    """make_room removes kept replay folders when the tier is short of room; the rewrite repetition then finds its
+    predecessor's folder gone already, and goes on."""
+    import shutil
+
+    import cycleio.benchmarks.paired as paired
+
+    require_tool("fio", "the paired replay runs fio")
+
+    def no_room(kept, nbytes, path, memory):
+        while kept:
+            shutil.rmtree(kept.pop(0), ignore_errors=True)
+
+    monkeypatch.setattr(paired, "make_room", no_room)
+    site = TierSite(Tier(name="disk", kind="posix", path=str(tmp_path / "tier")), "s", "a")
+    records = RecordLog(study="s", arm="a", cycle="2026010100", step="fcst")
+    records.add(phase="run", op="write", bytes=300_000, t_start=T0, seconds=0.1, transfers=5, **site.fields())
+    PairedReplay(repetitions=2, transfer_size_bytes=65536, min_bytes=0, min_seconds=0).run(
+        "fcst", records, site, site.root / ".replay", tmp_path / "raw", "[t]")
+    assert [r.file for r in records.records if r.phase == "replay" and r.op == "write"] == ["new files",
+                                                                                          "rewritten files"]

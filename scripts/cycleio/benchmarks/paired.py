@@ -122,7 +122,8 @@ class PairedReplay:
         if rewrite:  # into the pages the last repetition's files held: see the module's docstring
             last = folder / f"write.rep{rep - 1}"
             shutil.rmtree(last, ignore_errors=True)
-            kept.remove(last)
+            if last in kept:  # make_room may have let it go already, on a tier short of room
+                kept.remove(last)
         make_room(kept, plan["bytes"], folder.parent, scratch.is_memory)
         scratch.require_space(plan["bytes"], f"the paired replay of {step}")
         target = folder / f"{op}.rep{rep}"
