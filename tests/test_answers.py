@@ -25,7 +25,7 @@ def efficiency() -> pd.DataFrame:
         {**replay, "arm": "lustre", "step": "fcst", "activity": "run:write", "efficiency": 0.8, "efficiency_low": 0.7,
          "efficiency_high": 0.9, "verdict": "slower than the tier"},
         {**replay, "arm": "lustre", "step": "fcst", "activity": "run:read", "efficiency": 1.0, "efficiency_low": 0.9,
-         "efficiency_high": 1.1, "verdict": "within noise"},
+         "efficiency_high": 1.1, "verdict": "at the tier's speed"},
         {**replay, "arm": "lustre", "step": "post", "activity": "run:write", "efficiency": 1.2,
          "efficiency_low": 1.1, "efficiency_high": 1.3, "verdict": "faster than the replay"},
         {**replay, "arm": "lustre", "step": "prep", "activity": "run:write", "efficiency": 9.0, "timed": False,

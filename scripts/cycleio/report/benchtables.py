@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
+from ..benchmarks.paired import NEW_FILES
 from ..intervals import covered_per_group
 from .aggregate import group_codes, write_table
 from .closeness import AT_SPEED, FASTER, NOT_TIMED, SLOWER, WITHIN_NOISE
@@ -119,7 +120,7 @@ def paired_jobs(events: pd.DataFrame) -> pd.DataFrame:
     if every.empty:
         return pd.DataFrame(columns=[*keys, "repetition", "step_bytes", "step_covered_s", "step_summed_s",
                                      "step_files", "step_cached_fraction", "nranks", "replay_bytes", "replay_s",
-                                     "replay_cached_fraction"])
+                                     "replay_cached_fraction", "replay_files"])
     run = _io_rows(cycle_records(events))
     run = run[(run["phase"] == "run") & run["op"].isin(["read", "write"])]
     steps = _per_job(run, keys)
@@ -127,18 +128,29 @@ def paired_jobs(events: pd.DataFrame) -> pd.DataFrame:
     steps = steps.rename(columns={"bytes": "step_bytes", "covered_s": "step_covered_s", "summed_s": "step_summed_s",
                                   "files": "step_files"})
     steps["step_cached_fraction"] = (steps["cached_bytes"] / steps["measured_bytes"]).where(steps["measured_bytes"] > 0)
-    replays = replays.assign(cached_bytes=replays["cached_fraction"].astype(float).fillna(0) * replays["bytes"])
+    replays = replays.assign(cached_bytes=replays["cached_fraction"].astype(float).fillna(0) * replays["bytes"],
+                             file=replays["file"] if "file" in replays else None)
     reps = replays.groupby([*keys, "repetition"], sort=True).agg(
-        replay_bytes=("bytes", "sum"), replay_s=("seconds", "sum"), cached_bytes=("cached_bytes", "sum"))
+        replay_bytes=("bytes", "sum"), replay_s=("seconds", "sum"), cached_bytes=("cached_bytes", "sum"),
+        replay_files=("file", "first"))
     reps["replay_cached_fraction"] = reps.pop("cached_bytes") / reps["replay_bytes"]
     paired = every[keys[:-1]].drop_duplicates()
     steps = steps.drop(columns=["cached_bytes", "measured_bytes"]).reset_index().merge(paired, on=keys[:-1])
     return steps.merge(reps.reset_index(), on=keys, how="left")
 
 
+def reference_repetitions(replayed: pd.DataFrame) -> pd.DataFrame:
+    """The repetitions a step is compared with (rows of :func:`paired_jobs`): for writes, those that wrote new
+    files, as the step did (benchmarks.paired: the others rewrite files just deleted, into pages the kernel
+    has just freed, the tier's fast end on a VM that hands free memory back to its host); else all of them."""
+    new = replayed["replay_files"] == NEW_FILES if "replay_files" in replayed else pd.Series(False, replayed.index)
+    return replayed[new] if new.any() else replayed
+
+
 def _paired_rows(pairs: pd.DataFrame) -> pd.DataFrame:
     """Per arm, tier, step and direction: the step over its paired replays (the efficiency table's ``replay`` rows);
-    the reference is the replays' median bytes over their median seconds, summed over the paired jobs."""
+    the reference is the reference repetitions' (:func:`reference_repetitions`) median bytes over their median
+    seconds, summed over the paired jobs; the band spans every repetition of every paired job."""
     keys = ["study", "arm", "tier", "step", "op"]
     pairs = pairs.assign(ratio=(pairs["step_bytes"] / pairs["step_covered_s"]) / (pairs["replay_bytes"] / pairs["replay_s"]))
     rows = []
@@ -146,7 +158,8 @@ def _paired_rows(pairs: pd.DataFrame) -> pd.DataFrame:
         replayed = group[group["replay_s"].notna()]  # jobs whose reads or writes were enough to replay
         jobs = (replayed if not replayed.empty else group).drop_duplicates("cycle")
         group = replayed
-        per_rep = group.groupby("repetition").agg(nbytes=("replay_bytes", "sum"), seconds=("replay_s", "sum"))
+        per_rep = reference_repetitions(group).groupby("repetition").agg(nbytes=("replay_bytes", "sum"),
+                                                                          seconds=("replay_s", "sum"))
         if per_rep.empty:
             per_rep = pd.DataFrame({"nbytes": [float("nan")], "seconds": [float("nan")]})
         nbytes, covered = jobs["step_bytes"].sum(), jobs["step_covered_s"].sum()
@@ -293,7 +306,8 @@ def io_gap_table(bench: pd.DataFrame, events: pd.DataFrame, timing: Timing = Tim
         n = len(jobs)
         per_rep = group.groupby("repetition")["replay_s"].sum() / n
         step_s, nbytes = jobs["step_covered_s"].sum() / n, jobs["step_bytes"].sum() / n
-        replay_s, low, high = float(per_rep.median()), float(per_rep.min()), float(per_rep.max())
+        replay_s = float((reference_repetitions(group).groupby("repetition")["replay_s"].sum() / n).median())
+        low, high = float(per_rep.min()), float(per_rep.max())
         best = _best_point(bench, tier, op, int(jobs["nranks"].max()))
         best_s = nbytes / MiB / best["bw_MiB_per_s"] if best is not None else float("nan")
         tasks = int(best["tasks"]) if best is not None else 0

@@ -94,7 +94,7 @@ def verdict_sentence(rows: pd.DataFrame, arm: str | None = None) -> str:
         parts.append(f"{close} of {len(timed)} timed row{'s' if len(timed) != 1 else ''} at the tier's speed or "
                      "within noise")
         parts += [f"{names[i]} {r.verdict} ({ratio_text(r.efficiency, r.efficiency_low, r.efficiency_high)})"
-                  for i, r in zip(timed.index, timed.itertuples()) if r.verdict not in CLOSE]
+                  for i, r in zip(timed.index, timed.itertuples()) if r.verdict != AT_SPEED]
     untimed = [names[i] for i in rows.index if not rows.loc[i, "timed"]]
     if untimed:
         parts.append("not timed: " + ", ".join(untimed))
