@@ -237,6 +237,7 @@ def staging_figure(cycles: pd.DataFrame, answers: pd.DataFrame, paths, title: st
 
 VERDICT_MARKS = {AT_SPEED: "=", WITHIN_NOISE: "≈"}  # the other timed verdicts show as the colour's side of 1
 HEATMAP_LIMIT = 2  # log2: the colour scale runs from 1/4 to 4
+NOISE_TINT = 0.5  # log2: how far a within-noise cell is tinted (its band holds 1.0)
 NOT_TIMED_COLOR = "#D9D9D9"
 CELL_COLUMNS = ["arm", "step", "direction", "efficiency", "efficiency_low", "efficiency_high", "timed", "verdict",
                 "shade", "label"]
@@ -264,6 +265,9 @@ def efficiency_cells(efficiency: pd.DataFrame | None) -> pd.DataFrame:
     rows = rows.sort_values(["timed", "surrogate_bytes"], ascending=False, kind="stable").drop_duplicates(
         ["arm", "step", "direction"])
     rows["shade"] = np.log2(rows["efficiency"].astype(float).where(rows["timed"] & (rows["efficiency"] > 0)))
+    # a cell whose band holds 1.0 is only tinted toward its side: its ratio alone is no finding
+    noise = rows["verdict"] == WITHIN_NOISE
+    rows.loc[noise, "shade"] = rows.loc[noise, "shade"].clip(-NOISE_TINT, NOISE_TINT)
     rows["label"] = [cell_label(r) for r in rows.itertuples()]
     rows["_rank"] = rows["step"].map(step_rank)
     return rows.sort_values(["arm", "_rank", "direction"]).reindex(columns=CELL_COLUMNS).reset_index(drop=True)
@@ -311,7 +315,7 @@ def efficiency_heatmap(efficiency: pd.DataFrame | None, paths, title: str) -> No
         ax.set(xlabel="step and direction", ylabel="arm")
         ax.tick_params(length=0)
         fig.text(0.01, 0.01, "in a cell: the ratio, below it the band (the step over the replay's fastest and slowest "
-                 "repetition).  = at the tier's speed,  ≈ within noise;\nred: slower than the tier, blue: faster "
+                 "repetition).  = at the tier's speed,  ≈ within noise (only tinted);\nred: slower than the tier, blue: faster "
                  "than the replay.  Hatched grey: not timed (too few bytes or too short to time; its ratio means "
                  "nothing).", fontsize=7.5, color="#333333", va="bottom")
     ax.set_title(f"{title}\nHow close each step comes to a replay of its own files on the same tier", fontsize=11)
