@@ -160,7 +160,7 @@ def test_io_gap_sentence_in_the_issues_words():
         "of fcst's 2.0 s of reads, 0.5 s is the tier at its best, none for the file pattern (400 MiB in 12 files) (its "
         "replay beat the tier's best pattern, easy, 2 tasks by 1.5 s), none for cycleio (the step beat its replay by "
         "0.2 s)")
-    assert gap_sentence(faster._replace(cycleio_s_high=0.1)).endswith("-0.2 s (-0.3 to 0.1) cycleio")
+    assert gap_sentence(faster._replace(cycleio_s_high=0.1)).endswith("cycleio within noise (-0.3 to 0.1 s)")
 
 
 def test_gap_segments_stack_to_the_steps_seconds():

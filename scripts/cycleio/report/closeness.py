@@ -136,9 +136,12 @@ def _with_band(value: float, low, high) -> str:
 
 def _part(value: float, low, high, what: str, below: str) -> str:
     """One part of the split: ``0.4 s (0.1-0.7) cycleio``; where the whole band is below zero, no seconds but
-    ``below`` with the margin (``what`` took none of them)."""
+    ``below`` with the margin (``what`` took none of them); where only the value is, ``cycleio within noise``
+    with the band."""
     if pd.notna(high) and high < 0:
         return f"none for {what} ({below} by {seconds_text(-value)} s)"
+    if value < 0 and pd.notna(low) and pd.notna(high):  # below zero, but the band reaches above it
+        return f"{what} within noise ({seconds_text(low)} to {seconds_text(high)} s)"
     return f"{_with_band(value, low, high)} {what}"
 
 
