@@ -551,3 +551,14 @@ def test_the_timeline_from_the_fixed_records(tables):
     assert shm.loc[("fcst", 0, "output", "f006"), ["seconds", "t_from_arm_start_s"]].tolist() == [1.5, 106.5625]
     assert shm.loc[("fcst", 1, "wait", "f003"), "seconds"] == 1.3125
     assert set(shm.loc["post"].index.get_level_values("what")) == {"stage_in", "run", "verify", "stage_out", "cleanup"}
+
+
+def test_a_benchmark_point_too_small_to_time_is_no_tiers_best_in_io_gap():
+    """shm's read points (64 MiB in about 0.06 s) are not timed: its reads get no tier's best, its writes do."""
+    from cycleio.report.benchtables import io_gap_table
+
+    gap = io_gap_table(benchmark_table(load_points(point_files())), load_events(record_files()))
+    shm = gap[gap["tier"] == "shm"].set_index(["step", "direction"])
+    assert shm.loc[("fcst", "read"), "best_reference"] == "" and pd.isna(shm.loc[("fcst", "read"), "tier_best_s"])
+    assert shm.loc[("fcst", "write"), "best_reference"] == "easy, 2 tasks"
+    assert gap[gap["tier"] == "lustre"]["tier_best_s"].notna().all()

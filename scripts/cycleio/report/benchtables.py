@@ -297,9 +297,11 @@ IO_GAP_COLUMNS = (
 def _best_point(bench: pd.DataFrame, tier: str, operation: str, tasks: int) -> pd.Series | None:
     """The tier's best pattern for a job of ``tasks`` tasks: the io pattern named ``easy`` (else every pattern),
     the fastest of its points with at most the job's tasks (a job can always write with fewer), else the one
-    with the fewest tasks."""
+    with the fewest tasks; timed points only (a point too small to time is no tier's best)."""
     means = bench[(bench["benchmark"] == "io") & (bench["aggregate"] == "mean") & (bench["tier"] == tier)
                   & (bench["operation"] == operation) & bench["bw_MiB_per_s"].notna()]
+    if "timed" in means:
+        means = means[means["timed"].fillna(True).astype(bool)]
     if means.empty:
         return None
     if (means["pattern"] == "easy").any():
