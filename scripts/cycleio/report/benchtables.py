@@ -4,6 +4,7 @@ benchmarks' MiB/s on the same tier)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,22 +59,51 @@ def load_points(paths: list[str | Path]) -> pd.DataFrame:
     return table.to_pandas(types_mapper=_PANDAS_TYPES.get)
 
 
-def benchmark_table(points: pd.DataFrame) -> pd.DataFrame:
-    order = points["aggregate"].map(AGGREGATE_ORDER).fillna(9)
-    keys = ["tier", "benchmark", "pattern", "api", "tasks", "operation"]
-    return (points.assign(_order=order).sort_values([*keys, "_order", "repetition"], kind="stable")
-            .drop(columns="_order").reset_index(drop=True))
-
-
 @dataclass(frozen=True)
 class Timing:
-    """When a ratio means something (config benchmarks.replay: min_bytes, min_seconds, tolerance; the
-    reasons in docs/performance.md): a row is timed when its step moved at least ``min_bytes`` per job
-    and both the step and its reference took at least ``min_seconds`` per job."""
+    """When a measurement means something (config benchmarks.replay: min_bytes, min_seconds, tolerance; the
+    reasons in docs/performance.md). One threshold for every table: a step's row in ``efficiency`` and
+    ``io_gap`` is timed when the step moved at least ``min_bytes`` per job and both the step and its
+    reference took at least ``min_seconds`` per job; a benchmark repetition in ``benchmarks`` when it moved
+    at least ``min_bytes`` in at least ``min_seconds`` (a few MiB in a few milliseconds is the tool's
+    timer resolution, not the tier)."""
 
     min_bytes: int = 32 * MiB
     min_seconds: float = 0.1
     tolerance: float = 0.15
+
+    def enough(self, nbytes, seconds):
+        """Whether ``nbytes`` in ``seconds`` can be timed (scalars, or Series element by element)."""
+        return (nbytes >= self.min_bytes) & (seconds >= self.min_seconds)
+
+
+POINT_KEYS = ["tier", "benchmark", "pattern", "api", "tasks", "operation", "source", "job"]
+
+
+def mark_timed(bench: pd.DataFrame, timing: Timing) -> pd.Series:
+    """``timed`` of every benchmarks row (:meth:`Timing.enough`): a repetition by its own bytes and seconds
+    (a metadata point, without bytes, by its seconds alone; a row without seconds counts as timed, there is
+    nothing to judge it by); the max, min and mean rows of a point when every repetition of it is."""
+    if bench.empty:
+        return pd.Series([], dtype=bool, index=bench.index)
+    nbytes = pd.to_numeric(bench["bytes"], errors="coerce").astype(float).fillna(math.inf)
+    seconds = pd.to_numeric(bench["seconds"], errors="coerce").astype(float).fillna(math.inf)
+    own = pd.Series(timing.enough(nbytes, seconds), index=bench.index).astype(bool)
+    reps = bench["aggregate"] == "rep"
+    keys = [k for k in POINT_KEYS if k in bench.columns]
+    point = bench[keys].astype(str).agg("\x1f".join, axis=1)
+    every_rep = own[reps].groupby(point[reps]).all()
+    aggregate = point.map(every_rep).fillna(own).astype(bool)
+    return own.where(reps, aggregate & own).astype(bool)
+
+
+def benchmark_table(points: pd.DataFrame, timing: Timing = Timing()) -> pd.DataFrame:
+    order = points["aggregate"].map(AGGREGATE_ORDER).fillna(9)
+    keys = ["tier", "benchmark", "pattern", "api", "tasks", "operation"]
+    table = (points.assign(_order=order).sort_values([*keys, "_order", "repetition"], kind="stable")
+             .drop(columns="_order").reset_index(drop=True))
+    table["timed"] = mark_timed(table, timing)
+    return table
 
 
 def verdict(efficiency: float, low: float, high: float, timed: bool, tolerance: float) -> str:
@@ -218,8 +248,7 @@ def _judge(table: pd.DataFrame, timing: Timing) -> pd.DataFrame:
     """``timed`` and ``verdict`` of every row (see :class:`Timing` and :func:`verdict`)."""
     jobs = table["surrogate_jobs"].clip(lower=1)
     reference_s = table["reference_s"].fillna(table["surrogate_bytes"] / jobs / MiB / table["reference_MiB_per_s"])
-    table["timed"] = ((table["surrogate_bytes"] / jobs >= timing.min_bytes)
-                      & (table["surrogate_covered_s"] / jobs >= timing.min_seconds)
+    table["timed"] = (timing.enough(table["surrogate_bytes"] / jobs, table["surrogate_covered_s"] / jobs)
                       & (reference_s >= timing.min_seconds) & table["efficiency"].notna()).astype(bool)
     table["verdict"] = [verdict(e, lo, hi, t, timing.tolerance) for e, lo, hi, t in
                         zip(table["efficiency"], table["efficiency_low"], table["efficiency_high"], table["timed"])]
@@ -281,9 +310,11 @@ IO_GAP_COLUMNS = (
 def _best_point(bench: pd.DataFrame, tier: str, operation: str, tasks: int) -> pd.Series | None:
     """The tier's best pattern for a job of ``tasks`` tasks: the io pattern named ``easy`` (else every pattern),
     the fastest of its points with at most the job's tasks (a job can always write with fewer), else the one
-    with the fewest tasks."""
+    with the fewest tasks; timed points only (a point too small to time is no tier's best)."""
     means = bench[(bench["benchmark"] == "io") & (bench["aggregate"] == "mean") & (bench["tier"] == tier)
                   & (bench["operation"] == operation) & bench["bw_MiB_per_s"].notna()]
+    if "timed" in means:
+        means = means[means["timed"].fillna(True).astype(bool)]
     if means.empty:
         return None
     if (means["pattern"] == "easy").any():
@@ -320,8 +351,7 @@ def io_gap_table(bench: pd.DataFrame, events: pd.DataFrame, timing: Timing = Tim
                      "tier_best_s": best_s, "pattern_s": replay_s - best_s, "pattern_s_low": low - best_s,
                      "pattern_s_high": high - best_s, "cycleio_s": step_s - replay_s, "cycleio_s_low": step_s - high,
                      "cycleio_s_high": step_s - low,
-                     "timed": bool(nbytes >= timing.min_bytes and step_s >= timing.min_seconds
-                                   and replay_s >= timing.min_seconds)})
+                     "timed": bool(timing.enough(nbytes, step_s) and replay_s >= timing.min_seconds)})
     return pd.DataFrame(rows, columns=list(IO_GAP_COLUMNS))
 
 
@@ -329,7 +359,7 @@ def write_benchmark_tables(point_files: list[str | Path], events_path: Path, *, 
                            benchmarks_parquet: Path, efficiency: Path, io_gap: Path, timing: Timing = Timing()) -> None:
     """The benchmarks table (CSV and Parquet), the efficiency table and the I/O gap table, where the caller
     names them."""
-    bench = benchmark_table(load_points(point_files))
+    bench = benchmark_table(load_points(point_files), timing)
     events = pd.read_parquet(events_path)
     for path, frame in ((benchmarks_parquet, bench), (benchmarks_csv, bench),
                         (efficiency, efficiency_table(bench, events, timing)), (io_gap, io_gap_table(bench, events, timing))):
