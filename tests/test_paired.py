@@ -214,3 +214,13 @@ def test_a_rewrite_repetition_survives_a_tier_that_let_the_last_ones_files_go(tm
         "fcst", records, site, site.root / ".replay", tmp_path / "raw", "[t]")
     assert [r.file for r in records.records if r.phase == "replay" and r.op == "write"] == ["new files",
                                                                                           "rewritten files"]
+
+
+def test_a_row_against_a_benchmark_point_too_small_to_time_is_not_timed():
+    point = {"tier": "disk", "benchmark": "io", "pattern": "easy", "operation": "write", "tasks": 1, "tool": "fio",
+             "cache_risk": False, "bw_MiB_per_s": 256.0, "aggregate": "mean"}
+    events = paired_events()
+    for timed in (True, False):
+        bench = pd.DataFrame([{**point, "timed": timed}])
+        row = efficiency_table(bench, events).query("step == 'fcst' and reference == 'easy, 1 task'").iloc[0]
+        assert row["timed"] == timed and (row["verdict"] == "not timed") != timed

@@ -237,19 +237,23 @@ def _references(bench: pd.DataFrame) -> pd.DataFrame:
                          "reference_from_cache": row["cache_risk"], "reference_MiB_per_s": row["bw_MiB_per_s"],
                          "reference_repetitions": int(counts.get(at, 1)),
                          "reference_max_MiB_per_s": spread.loc[at].get("max", row["bw_MiB_per_s"]),
-                         "reference_min_MiB_per_s": spread.loc[at].get("min", row["bw_MiB_per_s"])})
+                         "reference_min_MiB_per_s": spread.loc[at].get("min", row["bw_MiB_per_s"]),
+                         "reference_timed": bool(row["timed"]) if "timed" in row and pd.notna(row["timed"]) else True})
     return pd.DataFrame(refs, columns=["tier", "reference", "reference_benchmark", "reference_pattern",
                                        "reference_operation", "reference_tool", "reference_tasks",
                                        "reference_from_cache", "reference_MiB_per_s", "reference_repetitions",
-                                       "reference_max_MiB_per_s", "reference_min_MiB_per_s"])
+                                       "reference_max_MiB_per_s", "reference_min_MiB_per_s", "reference_timed"])
 
 
 def _judge(table: pd.DataFrame, timing: Timing) -> pd.DataFrame:
-    """``timed`` and ``verdict`` of every row (see :class:`Timing` and :func:`verdict`)."""
+    """``timed`` and ``verdict`` of every row (see :class:`Timing` and :func:`verdict`); a row against a benchmark
+    point that was itself too small to time is not timed."""
     jobs = table["surrogate_jobs"].clip(lower=1)
     reference_s = table["reference_s"].fillna(table["surrogate_bytes"] / jobs / MiB / table["reference_MiB_per_s"])
+    # a benchmark point too small to time is no reference either (benchmarks.csv's ``timed``)
+    reference_timed = table["reference_timed"].fillna(True).astype(bool) if "reference_timed" in table else True
     table["timed"] = (timing.enough(table["surrogate_bytes"] / jobs, table["surrogate_covered_s"] / jobs)
-                      & (reference_s >= timing.min_seconds) & table["efficiency"].notna()).astype(bool)
+                      & (reference_s >= timing.min_seconds) & reference_timed & table["efficiency"].notna()).astype(bool)
     table["verdict"] = [verdict(e, lo, hi, t, timing.tolerance) for e, lo, hi, t in
                         zip(table["efficiency"], table["efficiency_low"], table["efficiency_high"], table["timed"])]
     return table
