@@ -161,7 +161,7 @@ def step_summary():
 
 
 # ----------------------------------------------------------------------------------------- the forecast under MPI
-# test_mpifcst (the serial, per_rank and quilt strategies) and test_parallel_io (the shared-file ones) run the same
+# test_launcher (the serial, per_rank and quilt strategies) and test_parallel_io (the shared-file ones) run the same
 # short forecast and hold every strategy's files to the same reference.
 
 FCST_CYCLE = "2026010106"

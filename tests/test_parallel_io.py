@@ -29,7 +29,7 @@ from cycleio.surrogates.grid import Grid
 from cycleio.workflow.environment import parallel_launcher_problem, parallel_stack_problem
 
 # the forecast under real MPI, its reference files (fixture forecast_reference) and the folder the ranks write to
-# (fixture forecast_dir) are conftest's, as for the other strategies (test_mpifcst)
+# (fixture forecast_dir) are conftest's, as for the other strategies (test_launcher)
 
 BUILD_TIMEOUT_S = 1200  # apt and the netCDF4 build: about a minute and a half on the 2-core machine
 

@@ -35,7 +35,7 @@ from cycleio.config.tierspec import Tier, TierError
 TINY = ForecastSettings(obs_scale=(12 / 768) ** 2, pgrb2_fields=6, sflux_fields=3, product_grids=("1p00",),
                         restart_hours=(6,))
 # The forecast's MPI program on one rank: staging does not depend on how the forecast is decomposed
-# (tests/test_mpifcst.py runs the decompositions).
+# (tests/test_launcher.py runs the decompositions).
 ONE_RANK = {"ranks": 1}
 
 
