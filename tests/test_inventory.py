@@ -116,7 +116,7 @@ def test_grib2_products_decode_and_their_index_points_at_each_message(tmp_path):
 
 
 def test_inventory_command_prints_each_step_with_sizes(capsys):
-    from cycleio.cli import main  # in this process: test_cli_parse runs `python -m cycleio` as a program
+    from cycleio.cli import main  # in this process: test_cli_bench runs `python -m cycleio` as a program
 
     assert main(["inventory", "--resolution", "C768"]) == 0
     text = capsys.readouterr().out
