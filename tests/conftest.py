@@ -364,3 +364,12 @@ def point_settings(benchmark: str, tier, spec, tasks: int = 2, repetitions: int 
 
     return tb.PointSettings(study="t", benchmark=benchmark, tier=tier, pattern=getattr(spec, "name", "fields"),
                             spec=asdict(spec), tasks=tasks, repetitions=repetitions, tool=tool)
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """1 MiB checksum blocks, so multi-block (parallel) copies happen with small files."""
+    from cycleio.storage import checksums, staging
+
+    monkeypatch.setattr(checksums, "BLOCK_BYTES", 2**20)
+    monkeypatch.setattr(staging, "BLOCK_BYTES", 2**20)
