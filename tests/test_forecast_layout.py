@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from cycleio.surrogates.forecast.layout import ForecastError, RankLayout, row_bounds, tile_blocks, tile_owner
+from cycleio.surrogates.forecast.layout import (ForecastError, RankLayout, check_layout, row_bounds, tile_blocks,
+                                               tile_owner)
+from cycleio.surrogates.grid import Grid
 
 
 def test_row_blocks_cover_every_row_once():
@@ -26,3 +28,10 @@ def test_quilt_layout_adds_writer_ranks_and_bad_strategy_is_refused():
     assert RankLayout.from_settings("serial", {"ranks": 3, "write_groups": 2}).ntasks == 3
     with pytest.raises(ForecastError, match="not one of"):
         RankLayout.from_settings("pnetcdf", {})
+
+
+def test_bad_mpiio_and_too_many_tasks_per_group_are_refused_naming_the_key():
+    with pytest.raises(ForecastError, match="write_component.mpiio"):
+        RankLayout.from_settings("parallel", {"mpiio": "sometimes"})
+    with pytest.raises(ForecastError, match="write_component.write_tasks_per_group=3 is more than the 2 compute"):
+        check_layout(RankLayout.from_settings("quilt_parallel", {"ranks": 2, "write_tasks_per_group": 3}), Grid("C12", 3))

@@ -7,6 +7,7 @@ Runs on /dev/shm where it exists, so fsync does not dominate the tiny C12 files.
 
 from __future__ import annotations
 
+import sys
 import time
 from collections import defaultdict
 from dataclasses import replace
@@ -14,9 +15,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from conftest import (FCST_CYCLE, FCST_TIMEOUT_S, assert_same_files, fcst_writes, forecast_arm, forecast_context,
-                      require_tool, run_forecast, sampled_writes)
-from cycleio.surrogates.forecast.launcher import run_forecast_mpi
+from conftest import (FCST_CYCLE, FCST_TIMEOUT_S, REPO, assert_same_files, fcst_writes, forecast_arm,
+                      forecast_context, require_tool, run_forecast, sampled_writes)
+from cycleio.surrogates.forecast.launcher import launch_provenance, program_stack, run_forecast_mpi
 from cycleio.surrogates.forecast.layout import ForecastError, RankLayout
 from cycleio.surrogates.forecast.plan import hour_groups
 from cycleio.surrogates.transfers import Overheads
@@ -182,3 +183,20 @@ def test_a_forecast_past_its_timeout_is_stopped_with_its_ranks(mpiexec, forecast
                    if str(forecast_dir) in " ".join(p.info["cmdline"] or [])]:
         assert time.monotonic() < deadline, f"ranks left running: {left}"
         time.sleep(0.05)
+
+
+def test_shared_file_strategies_run_on_the_parallel_stack_and_the_others_do_not():
+    key, template, python = program_stack(forecast_arm("parallel", 2))
+    assert key == "parallel_stack.launcher" and template.startswith("mpirun.openmpi")
+    assert python == str(REPO / ".venv-parallel" / "bin" / "python")  # relative: from the project's folder
+    assert program_stack(forecast_arm("serial", 2)) == ("launcher", "mpiexec -n {ntasks}", sys.executable)
+    layout = RankLayout.from_settings("quilt_parallel", {"ranks": 3, "write_tasks_per_group": 2, "mpiio": "independent"})
+    assert layout.ntasks == 5 and layout.describe().endswith("MPI-IO independent")
+
+
+def test_every_manifest_names_the_launcher_and_python_of_the_arms_forecast():
+    serial = launch_provenance(forecast_arm("serial", 2))
+    assert serial["config_key"] == "launcher" and serial["python"] == sys.executable
+    shared = launch_provenance(forecast_arm("parallel", 2))
+    assert shared["config_key"] == "parallel_stack.launcher" and shared["python"].endswith(".venv-parallel/bin/python")
+    assert shared["argv"][0] == "mpirun.openmpi" and shared["argv"][-2:] == ["-n", "2"]
