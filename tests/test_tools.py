@@ -101,40 +101,6 @@ def test_tools_are_not_looked_for_when_benchmarks_are_off(default_config, bare_p
     assert looked_for == [] and filled["benchmarks"]["tool"] == "ior" and filled["benchmarks"]["enabled"] is False
 
 
-@pytest.mark.parametrize(
-    "changes, message",
-    [
-        ({"benchmarks__patterns__easy__transfer_size": 1001, "benchmarks__patterns__easy__block_size": 1001},
-         r"config key 'benchmarks.patterns.easy.transfer_size': 1001 bytes is not a multiple of 8 bytes, "
-         r"as IOR requires"),
-        ({"benchmarks__patterns__hard__transfer_size": "47004", "benchmarks__patterns__hard__block_size": "47004"},
-         r"config key 'benchmarks.patterns.hard.transfer_size': 47004 bytes is not a multiple of 8 bytes"),
-        ({"benchmarks__patterns__easy__block_size": "3m"},
-         r"config key 'benchmarks.patterns.easy.block_size': 3145728 bytes is not a multiple of transfer_size "
-         r"\(2097152 bytes\), as IOR requires"),
-        ({"benchmarks__replay__transfer_size": 1001},
-         r"config key 'benchmarks.replay.transfer_size': 1001 bytes is not a multiple of 8 bytes, as IOR requires"),
-    ],
-)
-def test_iors_size_rules_are_checked_when_the_config_is_loaded(default_config, changes, message):
-    with pytest.raises(ConfigError, match=message):
-        load_study(with_changes(default_config, **changes))
-
-
-def test_sizes_iors_rules_allow_are_accepted(default_config):
-    from cycleio.benchmarks.tierbench import BenchmarkPlan
-
-    config = with_changes(default_config, benchmarks__patterns__easy__transfer_size="47008",
-                          benchmarks__patterns__easy__block_size=47008 * 10, benchmarks__replay__transfer_size="64k")
-    filled, _ = load_study(config)
-    plan = BenchmarkPlan.from_config(filled)
-    tier, pattern, tasks = next(point for point in plan.point_list("io") if point[1] == "easy")
-    easy = plan.settings("io", tier, pattern, tasks).io_pattern()
-    # a multiple of 8 bytes but of no power of two, and a block of whole transfers: IOR runs them as given
-    assert (easy.transfer_size_bytes, easy.block_size_bytes) == (47008, 470080)
-    assert plan.replay and filled["benchmarks"]["replay"]["transfer_size"] == "64k"
-
-
 # ------------------------------------------------------------------------- the registry
 
 
