@@ -373,3 +373,18 @@ def small_blocks(monkeypatch):
 
     monkeypatch.setattr(checksums, "BLOCK_BYTES", 2**20)
     monkeypatch.setattr(staging, "BLOCK_BYTES", 2**20)
+
+
+def make_files(folder: Path) -> dict[str, bytes]:
+    """A staging batch's sources: one file of several blocks, an empty one and twenty small ones."""
+    folder.mkdir(parents=True, exist_ok=True)
+    contents = {"big.nc": os.urandom(5 * 2**20 + 123), "empty": b"", **{f"obs{i}.bufr": os.urandom(1000 + i) for i in range(20)}}
+    for name, data in contents.items():
+        (folder / name).write_bytes(data)
+    return contents
+
+
+def no_temporaries(folder: Path) -> bool:
+    from cycleio import fsutil
+
+    return not [p for p in folder.rglob("*") if fsutil.is_temporary(p.name)]

@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import IN_CI, require_tool, tmpfs
+from conftest import IN_CI, make_files, no_temporaries, require_tool, tmpfs
 
 from cycleio import fsutil
 from cycleio.storage import copyengine, staging
@@ -36,18 +36,6 @@ TINY = ForecastSettings(obs_scale=(12 / 768) ** 2, pgrb2_fields=6, sflux_fields=
 # The forecast's MPI program on one rank: staging does not depend on how the forecast is decomposed
 # (tests/test_launcher.py runs the decompositions).
 ONE_RANK = {"ranks": 1}
-
-
-def make_files(folder: Path) -> dict[str, bytes]:
-    folder.mkdir(parents=True, exist_ok=True)
-    contents = {"big.nc": os.urandom(5 * 2**20 + 123), "empty": b"", **{f"obs{i}.bufr": os.urandom(1000 + i) for i in range(20)}}
-    for name, data in contents.items():
-        (folder / name).write_bytes(data)
-    return contents
-
-
-def no_temporaries(folder: Path) -> bool:
-    return not [p for p in folder.rglob("*") if fsutil.is_temporary(p.name)]
 
 
 @pytest.mark.parametrize("method, streams", [("cycleio", 1), ("cycleio", 4), ("cp", 2)])
@@ -107,39 +95,6 @@ def test_direct_io_verification_reads_storage_on_disk_and_still_verifies_on_tmpf
         assert verified.bytes == copied.bytes
     finally:
         fsutil.remove_tree(shm)
-
-
-def fake_sync_file_range(code: int):
-    """FAKE: sync_file_range failing with ``code``. A device error during write-back (EIO) cannot be
-    caused on a real filesystem here; EINVAL stands for a filesystem without sync_file_range."""
-    import ctypes
-
-    def failing(fd, offset, length, flags):
-        ctypes.set_errno(code)
-        return -1
-
-    return failing
-
-
-def test_a_write_back_error_fails_the_batch_naming_the_file_and_leaves_nothing(tmp_path, monkeypatch, small_blocks):
-    contents = make_files(tmp_path / "src")
-    monkeypatch.setattr(copyengine, "_sync_file_range", fake_sync_file_range(errno.EIO))
-    pairs = [(tmp_path / "src" / n, tmp_path / "dst" / n) for n in contents]
-    with pytest.raises(StagingError, match=r"writing .*dst/big\.nc to storage failed: \[Errno 5\] Input/output error"):
-        copy_and_verify(pairs, StagingOptions(streams=4))
-    assert not list((tmp_path / "dst").iterdir())  # no final names, no temporaries
-
-
-def test_without_sync_file_range_copies_are_still_made_durable_and_verified(tmp_path, monkeypatch, small_blocks):
-    contents = make_files(tmp_path / "src")
-    monkeypatch.setattr(copyengine, "_sync_file_range", fake_sync_file_range(errno.EINVAL))
-    synced: list[list[Path]] = []
-    real_make_durable = staging.make_durable
-    monkeypatch.setattr(staging, "make_durable", lambda paths: (synced.append(paths), real_make_durable(paths))[1])
-    pairs = [(tmp_path / "src" / n, tmp_path / "dst" / n) for n in contents]
-    copy_and_verify(pairs, StagingOptions(streams=4))
-    assert all((tmp_path / "dst" / n).read_bytes() == data for n, data in contents.items())
-    assert len(synced) == 1 and len(synced[0]) == len(pairs)  # the batch's syncfs covers every copy
 
 
 def _copy_under_file_size_limit(source: str, dest: str, limit: int) -> None:
