@@ -54,9 +54,9 @@ def test_a_points_folder_is_in_the_studys_benchmark_folder_and_fresh_empties_it(
 
 
 def test_the_log_names_each_repetitions_rate(caplog):
+    rows = [rep(0, "write", 12.34, 1.0, 0.0), {**rep(1, "stat", None, 1.0, 0.0), "ops_per_s": 99.6},
+            rep(2, "read", None, 1.0, 0.0), {**rep(3, "read", 1.0, 1.0, 0.0), "aggregate": "max"}]
     with caplog.at_level("INFO", logger="cycleio"):
-        points.log_rows("io easy", [rep(0, "write", 12.34, 1.0, 0.0), {**rep(1, "stat", None, 1.0, 0.0),
-                                                                       "ops_per_s": 99.6},
-                                    rep(2, "read", None, 1.0, 0.0), {**rep(3, "read", 1.0, 1.0, 0.0), "aggregate": "max"}])
-    assert caplog.messages == ["io easy rep 0: write 12.3 MiB/s", "io easy rep 1: stat 100 ops/s", "io easy rep 2: read -"]
-
+        points.log_rows("io easy", rows)
+    assert caplog.messages == ["io easy rep 0: write 12.3 MiB/s", "io easy rep 1: stat 100 ops/s",
+                               "io easy rep 2: read -"]
