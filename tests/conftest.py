@@ -161,7 +161,7 @@ def step_summary():
 
 
 # ----------------------------------------------------------------------------------------- the forecast under MPI
-# test_mpifcst (the serial, per_rank and quilt strategies) and test_parallel_io (the shared-file ones) run the same
+# test_launcher (the serial, per_rank and quilt strategies) and test_parallel_io (the shared-file ones) run the same
 # short forecast and hold every strategy's files to the same reference.
 
 FCST_CYCLE = "2026010106"
@@ -367,3 +367,27 @@ def point_settings(benchmark: str, tier, spec, tasks: int = 2, repetitions: int 
 
     return tb.PointSettings(study="t", benchmark=benchmark, tier=tier, pattern=getattr(spec, "name", "fields"),
                             spec=asdict(spec), tasks=tasks, repetitions=repetitions, tool=tool)
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """1 MiB checksum blocks, so multi-block (parallel) copies happen with small files."""
+    from cycleio.storage import checksums, staging
+
+    monkeypatch.setattr(checksums, "BLOCK_BYTES", 2**20)
+    monkeypatch.setattr(staging, "BLOCK_BYTES", 2**20)
+
+
+def make_files(folder: Path) -> dict[str, bytes]:
+    """A staging batch's sources: one file of several blocks, an empty one and twenty small ones."""
+    folder.mkdir(parents=True, exist_ok=True)
+    contents = {"big.nc": os.urandom(5 * 2**20 + 123), "empty": b"", **{f"obs{i}.bufr": os.urandom(1000 + i) for i in range(20)}}
+    for name, data in contents.items():
+        (folder / name).write_bytes(data)
+    return contents
+
+
+def no_temporaries(folder: Path) -> bool:
+    from cycleio import fsutil
+
+    return not [p for p in folder.rglob("*") if fsutil.is_temporary(p.name)]
