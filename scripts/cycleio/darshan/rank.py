@@ -1,0 +1,163 @@
+"""One replay rank (``python -m cycleio.darshan.rank --plan DIR`` under the MPI launcher).
+
+It reads its operations (``rankN.npz`` of the plan's folder: file, kind, offset, length, gap_s), waits for
+every rank, then issues them in order: reads with ``preadv`` into one buffer, writes with ``pwrite`` from
+it, opens (a reopen: the file's descriptor is closed and opened again), stats, seeks and fsyncs; a gap
+(timing ``logged``) is slept before its call, as the job's compute. Each call is timed alone. The kernel's
+counters of this process (/proc/self/io) are read right before the first call and right after the
+files are closed, so they count what the replay did and nothing of the start-up. Rank 0 logs progress
+every 10 s and writes every rank's counts to ``result.json`` of the plan's folder, landed atomically.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..fsutil import write_json_atomic
+from ..kernelio import read_proc_io
+from .plan import FSYNC, OPEN, READ, SEEK, STAT, WRITE
+
+PROGRESS_S = 10.0
+MAX_IO = 0x7FFFF000  # Linux moves at most this much in one read or write call
+
+
+def replay_rank(spec: dict, arrays: dict[str, np.ndarray], rank: int, say=None) -> dict:
+    """Issue one rank's operations; return its counts per file and direction, its metadata, and the kernel's."""
+    root = Path(spec["dir"])
+    paths = [str(root / f["path"]) for f in spec["files"]]
+    nfiles = len(paths)
+    files, kinds, offsets = arrays["file"].tolist(), arrays["kind"].tolist(), arrays["offset"].tolist()
+    lengths, gaps = arrays["length"].tolist(), arrays["gap_s"].tolist()
+    largest = max([0, *lengths])
+    buffer = bytearray(min(largest, MAX_IO) or 1)
+    buffer[:] = (bytes(range(256)) * (len(buffer) // 256 + 1))[:len(buffer)]
+    view = memoryview(buffer)
+    done = {READ: [0] * nfiles, WRITE: [0] * nfiles}
+    calls = {READ: [0] * nfiles, WRITE: [0] * nfiles}
+    seconds = {READ: [0.0] * nfiles, WRITE: [0.0] * nfiles}
+    meta_calls, meta_s, gap_s = 0, 0.0, 0.0
+    fds: dict[int, int] = {}
+    flags = os.O_RDWR | os.O_CREAT
+    clock = time.perf_counter
+    n = len(kinds)
+    baseline = read_proc_io()
+    before = read_proc_io()  # what reading the counters costs (a few bytes and calls) is this minus baseline
+    t_start = time.time()
+    t0 = last_said = clock()
+    for i in range(n):
+        if gaps[i] > 0:
+            time.sleep(gaps[i])
+            gap_s += gaps[i]
+        kind, f = kinds[i], files[i]
+        t = clock()
+        if kind == WRITE or kind == READ:
+            fd = fds.get(f)
+            if fd is None:
+                fd = fds[f] = os.open(paths[f], flags, 0o644)
+                meta_calls += 1
+            left, offset, moved = lengths[i], offsets[i], 0
+            while True:
+                piece = min(left, MAX_IO)
+                if kind == WRITE:
+                    got = os.pwrite(fd, view[:piece], offset)
+                else:
+                    got = os.preadv(fd, [view[:piece]], offset)
+                moved += got
+                left -= got
+                offset += got
+                if left <= 0 or got <= 0:
+                    break
+            dt = clock() - t
+            done[kind][f] += moved
+            calls[kind][f] += 1
+            seconds[kind][f] += dt
+        else:
+            if kind == OPEN:
+                if f in fds:
+                    os.close(fds.pop(f))
+                fds[f] = os.open(paths[f], flags, 0o644)
+            elif kind == STAT:
+                os.stat(paths[f])
+            elif kind == SEEK:
+                fd = fds.get(f)
+                if fd is None:
+                    fd = fds[f] = os.open(paths[f], flags, 0o644)
+                os.lseek(fd, offsets[i], os.SEEK_SET)
+            elif kind == FSYNC:
+                fd = fds.get(f)
+                if fd is None:
+                    fd = fds[f] = os.open(paths[f], flags, 0o644)
+                os.fsync(fd)
+            meta_calls += 1
+            meta_s += clock() - t
+        if say is not None and t - last_said >= PROGRESS_S:
+            last_said = t
+            say(f"rank {rank}: {i + 1:,} of {n:,} operations in {t - t0:.0f} s")
+    t = clock()
+    for fd in fds.values():
+        os.close(fd)
+    meta_s += clock() - t
+    wall = clock() - t0
+    after = read_proc_io()
+    kernel = None
+    if baseline is not None and before is not None and after is not None:
+        kernel = (after - before - (before - baseline)).as_dict()
+    return {"rank": rank, "t_start": t_start, "wall_s": wall, "gap_s": gap_s, "meta_ops": meta_calls + len(fds),
+            "meta_s": meta_s, "kernel": kernel,
+            "read_bytes": done[READ], "read_ops": calls[READ], "read_s": seconds[READ],
+            "write_bytes": done[WRITE], "write_ops": calls[WRITE], "write_s": seconds[WRITE]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="one rank of `cycleio darshan replay`")
+    parser.add_argument("--plan", required=True)
+    args = parser.parse_args(argv)
+    from mpi4py import MPI
+
+    comm = MPI.COMM_WORLD
+    rank, size = comm.Get_rank(), comm.Get_size()
+    plan = Path(args.plan)
+    error = None
+    result = None
+    try:
+        spec = json.loads((plan / "spec.json").read_text())
+        if size != spec["nranks"]:
+            raise RuntimeError(f"started with {size} ranks, the plan is for {spec['nranks']}")
+        with np.load(plan / f"rank{rank}.npz") as data:
+            arrays = {k.removeprefix("op_"): data[k] for k in data.files}
+    except Exception as err:  # every rank must reach the barrier, or the others wait for ever
+        error = f"{type(err).__name__}: {err}"
+    errors = comm.allgather(error)
+    if any(errors):
+        if rank == 0:
+            print(f"replay rank {errors.index(next(e for e in errors if e))}: {next(e for e in errors if e)}",
+                  file=sys.stderr, flush=True)
+        return 1
+    comm.Barrier()
+
+    def say(text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
+
+    try:
+        result = replay_rank(spec, arrays, rank, say if rank == 0 else None)
+    except OSError as err:
+        error = f"rank {rank}: {err}"
+    results = comm.gather(result if error is None else {"error": error}, root=0)
+    if rank == 0:
+        failed = [r["error"] for r in results if "error" in r]
+        if failed:
+            print(f"replay failed: {failed[0]}", file=sys.stderr, flush=True)
+            return 1
+        write_json_atomic(plan / "result.json", {"ranks": results})
+    return 0 if error is None else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
