@@ -154,12 +154,17 @@ def read_log(path: str | os.PathLike) -> JobLog:
                  nprocs=int(job["nprocs"]), run_time_s=float(job.get("run_time", 0.0)), jobid=int(job.get("jobid", 0)),
                  log_version=str(job.get("log_ver", "")), modules=modules, counters=counters, dxt=dxt,
                  darshan_messages=said)
+    check_file_records(log)
+    return log
+
+
+def check_file_records(log: JobLog) -> None:
+    """DarshanLogError when the log has no POSIX, MPI-IO or STDIO record of a file (the standard streams left out)."""
     if not any(len(files_of(log, module)) for module in FILE_MODULES):
-        present = ", ".join(modules) or "none"
-        raise DarshanLogError(f"{path}: no POSIX, MPI-IO or STDIO records of files (modules in the log: {present}); "
+        present = ", ".join(log.modules) or "none"
+        raise DarshanLogError(f"{log.path}: no POSIX, MPI-IO or STDIO records of files (modules in the log: {present}); "
                               f"expected a log of a job with file I/O, recorded with darshan-runtime's POSIX, MPI-IO "
                               f"or STDIO module")
-    return log
 
 
 def files_of(log: JobLog, module: str) -> pd.DataFrame:

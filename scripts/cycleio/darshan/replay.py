@@ -36,6 +36,7 @@ from .plan import Plan, make_plan
 log = logging.getLogger("cycleio")
 
 TIMEOUT_VARIABLE = "CYCLEIO_DARSHAN_TIMEOUT_S"
+PROGRESS_VARIABLE = "CYCLEIO_DARSHAN_PROGRESS_S"  # seconds between rank 0's progress lines (default 10)
 ROOM_MARGIN = 0.9          # the replay may take at most this share of a folder's free space
 LAYOUT_BLOCK = 8 * 2**20
 
@@ -113,7 +114,8 @@ def check_room(plan: Plan, target: Target) -> None:
 
 def lay_out(plan: Plan, target: Target) -> int:
     """Remove the replay's files left by an earlier run, and write the files the job reads at their replayed
-    size (fsynced; untimed). Returns the bytes laid out."""
+    size (fsynced; untimed); a file the job neither read nor wrote (opened, stat'ed) is laid out empty, as it
+    was there for the job. Returns the bytes laid out."""
     target.path.mkdir(parents=True, exist_ok=True)
     pattern = bytes(range(256)) * (LAYOUT_BLOCK // 256)
     laid = 0
@@ -121,6 +123,8 @@ def lay_out(plan: Plan, target: Target) -> int:
         path = target.path / file.path
         path.unlink(missing_ok=True)
         if file.read_extent <= 0:
+            if not any(file.logged_ops.values()):
+                path.touch()
             continue
         with open(path, "wb") as handle:
             left = file.read_extent
@@ -151,7 +155,8 @@ def _launcher(template: str, nranks: int) -> list[str]:
 
 def write_plan(plan: Plan, target: Target, folder: Path) -> None:
     spec = {"dir": str(target.path.resolve()), "nranks": plan.nranks,
-            "files": [{"path": f.path} for f in plan.files]}
+            "files": [{"path": f.path} for f in plan.files],
+            "progress_s": float(os.environ.get(PROGRESS_VARIABLE, "10"))}
     (folder / "spec.json").write_text(json.dumps(spec))
     for rank, arrays in enumerate(plan.ranks):
         np.savez(folder / f"rank{rank}.npz", **{f"op_{k}": v for k, v in arrays.items()})  # np.savez has its own `file`
@@ -179,11 +184,13 @@ def run_ranks(plan: Plan, target: Target, launcher: str = "mpiexec -n {ntasks}",
         env["PATH"] = os.pathsep.join(filter(None, [str(Path(sys.executable).parent), env.get("PATH")]))
         log.info("replaying %d operations on %s (%s) with %d ranks: %s", plan.n_ops, target.tier, target.path,
                  plan.nranks, shlex.join(argv))
-        output = folder / "launcher.out"
+        output = folder / "launcher.err"
+        progress = _log_stream()
+        progress.flush()
         t0 = time.perf_counter()
-        with open(output, "w") as out:
+        with open(output, "w") as err:
             try:
-                code = run_command(argv, timeout=timeout, stdout=out, stderr=subprocess.STDOUT, env=env).returncode
+                code = run_command(argv, timeout=timeout, stdout=progress, stderr=err, env=env).returncode
             except subprocess.TimeoutExpired:
                 raise RuntimeError(f"the replay on {target.path} did not finish within {timeout:.0f} s and was stopped "
                                    f"(set {TIMEOUT_VARIABLE} to allow longer)") from None
@@ -199,10 +206,22 @@ def run_ranks(plan: Plan, target: Target, launcher: str = "mpiexec -n {ntasks}",
     return RankRun(target=target, ranks=ranks, wall_s=wall, fs_type=filesystem_type(target.path), launcher=command)
 
 
-def prepare(log_path: str | os.PathLike, targets: list[Target], nranks: int, scale: float, timing: str,
+def _log_stream():
+    """Where the log goes (the --log file, else stderr): rank 0's progress lines go there as the replay runs."""
+    for handler in logging.getLogger().handlers + log.handlers:
+        if isinstance(handler, logging.StreamHandler) and getattr(handler.stream, "fileno", None):
+            try:
+                handler.stream.fileno()
+                return handler.stream
+            except (OSError, ValueError):
+                continue
+    return sys.stderr
+
+
+def prepare(log_path: str | os.PathLike | JobLog, targets: list[Target], nranks: int, scale: float, timing: str,
             oversubscribe: bool = False) -> tuple[JobLog, Plan]:
     """Every check that comes before any replay: the log, the request, the ranks, each folder's room."""
-    job = read_log(log_path)
+    job = log_path if isinstance(log_path, JobLog) else read_log(log_path)
     t0 = time.perf_counter()
     plan = make_plan(job, nranks, scale, timing)
     log.info("planned %s operations of %d files for %d ranks in %.2f s (%s read, %s written at scale %g)",
@@ -216,7 +235,7 @@ def prepare(log_path: str | os.PathLike, targets: list[Target], nranks: int, sca
     return job, plan
 
 
-def replay(log_path: str | os.PathLike, targets: list[Target], nranks: int = 1, scale: float = 1.0,
+def replay(log_path: str | os.PathLike | JobLog, targets: list[Target], nranks: int = 1, scale: float = 1.0,
            timing: str = "io", launcher: str = "mpiexec -n {ntasks}", oversubscribe: bool = False,
            timeout: float | None = None, keep: bool = False) -> tuple[JobLog, Plan, list[RankRun]]:
     """Replay the log on every target in turn (each laid out just before its run); the runs' counts."""
