@@ -186,7 +186,8 @@ def run_ranks(plan: Plan, target: Target, launcher: str = "mpiexec -n {ntasks}",
                  plan.nranks, shlex.join(argv))
         output = folder / "launcher.err"
         progress = _log_stream()
-        progress.flush()
+        if progress is not None:
+            progress.flush()
         t0 = time.perf_counter()
         with open(output, "w") as err:
             try:
@@ -207,15 +208,16 @@ def run_ranks(plan: Plan, target: Target, launcher: str = "mpiexec -n {ntasks}",
 
 
 def _log_stream():
-    """Where the log goes (the --log file, else stderr): rank 0's progress lines go there as the replay runs."""
-    for handler in logging.getLogger().handlers + log.handlers:
-        if isinstance(handler, logging.StreamHandler) and getattr(handler.stream, "fileno", None):
-            try:
-                handler.stream.fileno()
-                return handler.stream
-            except (OSError, ValueError):
-                continue
-    return sys.stderr
+    """Where the log goes (the --log file, else stderr), for rank 0's progress lines as the replay runs; None
+    (the launcher's own stdout) where neither is a real file."""
+    handlers = logging.getLogger().handlers + log.handlers
+    for stream in [getattr(h, "stream", None) for h in handlers] + [sys.stderr]:
+        try:
+            stream.fileno()
+        except (AttributeError, OSError, ValueError):
+            continue
+        return stream
+    return None
 
 
 def prepare(log_path: str | os.PathLike | JobLog, targets: list[Target], nranks: int, scale: float, timing: str,

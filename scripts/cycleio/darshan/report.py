@@ -136,7 +136,7 @@ def inspect_text(job: JobLog, table: pd.DataFrame | None = None) -> str:
     per-rank files, DXT, and the time each rank spent in I/O."""
     table = file_table(job) if table is None else table
     lines = [f"{job.path.name} (sha256 {job.sha256[:12]}): {job.exe or '(executable not recorded)'}",
-             f"  job {job.jobid}: {job.nprocs} ranks, {job.run_time_s:.0f} s run, Darshan log {job.log_version}; "
+             f"  job {job.jobid}: {job.nprocs} rank{'s' if job.nprocs != 1 else ''}, {job.run_time_s:.0f} s run, Darshan log {job.log_version}; "
              "modules: " + ", ".join(f"{m} ({i['records']})" for m, i in job.modules.items())]
     for module in FILE_MODULES:
         rows = table[table["module"] == module] if len(table) else table
