@@ -71,7 +71,8 @@ def test_inspect_prints_the_job_and_writes_one_row_per_file_and_direction(tmp_pa
     assert "slowest rank 0" in text and "mean" in text
     table = pd.read_csv(out)
     assert not table.duplicated(["module", "file", "direction"]).any()
-    assert {"module", "file", "direction", "bytes", "ops", "seconds", "shared", "dxt", "size_0_100"} <= set(table.columns)
+    wanted = {"module", "file", "direction", "bytes", "ops", "seconds", "shared", "dxt", "size_0_100"}
+    assert wanted <= set(table.columns)
     assert (tmp_path / "inspect.csv.meta.json").is_file()
     assert sha256_of(log) == before  # the log is only read (its path is not the --log of the command)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import logging
 
 log = logging.getLogger("cycleio")
@@ -41,23 +40,26 @@ def register(sub) -> None:
     verbs = darshan.add_subparsers(dest="darshan_command", required=True, metavar="{inspect,replay}")
     inspect = verbs.add_parser("inspect", help="print what the job did (files, bytes, calls, sizes, times per rank)")
     inspect.add_argument("darshan_log", metavar="LOG", help="the job's Darshan log (*.darshan)")
-    inspect.add_argument("--out", help="also write a CSV: one row per module, file and direction (sidecar OUT.meta.json)")
+    inspect.add_argument("--out", help="also write a CSV: one row per module, file and direction "
+                                       "(sidecar OUT.meta.json)")
     inspect.set_defaults(func=cmd_inspect)
 
     rep = verbs.add_parser("replay", help="replay the job's file I/O under MPI on a folder; CSV of logged vs replayed "
                                           "vs the kernel")
     rep.add_argument("darshan_log", metavar="LOG", help="the job's Darshan log (*.darshan)")
     rep.add_argument("--dir", required=True, action="append",
-                     help="folder to replay in, or NAME=FOLDER to name its tier; give it again to replay on each in turn")
-    rep.add_argument("--ranks", type=int, default=1, help="MPI ranks of the replay; the log's ranks are dealt over them "
-                                                          "(default 1)")
+                     help="folder to replay in, or NAME=FOLDER to name its tier; give it again to replay on each "
+                          "in turn")
+    rep.add_argument("--ranks", type=int, default=1,
+                     help="MPI ranks of the replay; the log's ranks are dealt over them (default 1)")
     rep.add_argument("--scale", type=float, default=1.0,
                      help="every file, offset and operation times this, in (0, 1] (default 1: the job's own sizes)")
     rep.add_argument("--timing", choices=("io", "logged"), default="io",
                      help="io: operations back to back (default); logged: each rank's logged gaps, times the scale, "
                           "kept as compute")
-    rep.add_argument("--out", required=True, help="CSV to write (sidecar OUT.meta.json: the log, checksum, scale, ranks, "
-                                                  "timing, tiers, the answer)")
+    rep.add_argument("--out", required=True,
+                     help="CSV to write (sidecar OUT.meta.json: the log, checksum, scale, ranks, timing, tiers, "
+                          "the answer)")
     rep.add_argument("--launcher", default="mpiexec -n {ntasks}", help="MPI launcher template (default: %(default)s)")
     rep.add_argument("--oversubscribe", action="store_true",
                      help="allow more ranks than CPUs (or Slurm tasks) here")

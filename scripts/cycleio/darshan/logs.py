@@ -132,8 +132,9 @@ def read_log(path: str | os.PathLike) -> JobLog:
                for name, info in report.modules.items()}
     cut = [name for name, info in modules.items() if info["bytes"] > 0 and info["records"] < max(info["announced"], 1)]
     if cut:
+        util = f"; darshan-util: {said[:200]}" if said else ""
         raise DarshanLogError(f"{path}: cannot be parsed: module{'s' if len(cut) > 1 else ''} {', '.join(cut)} "
-                              f"announce data the file does not hold (a log cut short?{'; darshan-util: ' + said[:200] if said else ''}); "
+                              f"announce data the file does not hold (a log cut short?{util}); "
                               f"expected a complete Darshan log")
     counters = {}
     for module in FILE_MODULES:
@@ -162,8 +163,9 @@ def check_file_records(log: JobLog) -> None:
     """DarshanLogError when the log has no POSIX, MPI-IO or STDIO record of a file (the standard streams left out)."""
     if not any(len(files_of(log, module)) for module in FILE_MODULES):
         present = ", ".join(log.modules) or "none"
-        raise DarshanLogError(f"{log.path}: no POSIX, MPI-IO or STDIO records of files (modules in the log: {present}); "
-                              f"expected a log of a job with file I/O, recorded with darshan-runtime's POSIX, MPI-IO "
+        raise DarshanLogError(f"{log.path}: no POSIX, MPI-IO or STDIO records of files (modules in the log: "
+                              f"{present}); expected a log of a job with file I/O, recorded with darshan-runtime's "
+                              f"POSIX, MPI-IO "
                               f"or STDIO module")
 
 
@@ -256,10 +258,11 @@ def file_table(log: JobLog) -> pd.DataFrame:
                 else:
                     dxt = "no"
                 common = common_sizes(by_file.get_group(name), module) if few else {}
+                shown = " ".join(f"{s}x{c}" for s, c in list(common.items())[:4])
                 rows.append({"module": module, "file": name, "direction": direction, "bytes": int(row["bytes"]),
                              "ops": int(row["ops"]), "seconds": float(row["seconds"]), "meta_s": float(meta[name]),
                              "shared": bool(shared[name]), "ranks": log.nprocs if shared[name] else int(nranks[name]),
-                             "dxt": dxt, "common_sizes_bytes": " ".join(f"{s}x{c}" for s, c in list(common.items())[:4]),
+                             "dxt": dxt, "common_sizes_bytes": shown,
                              **{f"size_{bin_}": int(row[bin_]) for bin_, _, _ in SIZE_BINS}})
     return pd.DataFrame(rows)
 

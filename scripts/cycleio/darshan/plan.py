@@ -251,7 +251,8 @@ def _counter_streams(index: int, record: dict, module: str, log_ranks: int, nran
         verb = "READ" if direction == "read" else "WRITTEN"
         total = int(_value(record, f"{p}_BYTES_{verb}"))
         hist_verb = ("READ" if direction == "read" else "WRITE") + ("_AGG" if module == "MPI-IO" else "")
-        hist = None if module == "STDIO" else [int(_value(record, f"{p}_SIZE_{hist_verb}_{b}")) for b, _, _ in SIZE_BINS]
+        hist = None if module == "STDIO" else [int(_value(record, f"{p}_SIZE_{hist_verb}_{b}"))
+                                                for b, _, _ in SIZE_BINS]
         sizes = synthesise_sizes(n, total, hist, common)
         extent = int(_value(record, f"{p}_MAX_BYTE_{verb}", -1)) + 1
         word = "READS" if direction == "read" else "WRITES"
@@ -361,7 +362,8 @@ def check_request(log: JobLog, nranks: int, scale: float, timing: str) -> None:
         raise DarshanLogError(f"--ranks {nranks}: expected at least 1")
     if nranks > max(log.nprocs, 1):
         raise DarshanLogError(f"--ranks {nranks}: the log's job ran {log.nprocs} rank{'s' if log.nprocs != 1 else ''} "
-                              f"({log.path.name}); expected at most {log.nprocs} replay ranks (its ranks are dealt over "
+                              f"({log.path.name}); expected at most {log.nprocs} replay ranks (its ranks are dealt "
+                              f"over "
                               f"the replay's)")
 
 
@@ -419,8 +421,9 @@ def make_plan(log: JobLog, nranks: int = 1, scale: float = 1.0, timing: str = "i
                 per_rank[rank].append(stream)
             files.append(file)
     if truncated:
-        notes.append(f"DXT trace truncated ({'module marked partial' if log.dxt_partial('POSIX') else 'fewer calls traced than counted'}): "
-                     f"{truncated} file{'s' if truncated > 1 else ''} replayed from the counters instead")
+        why = "module marked partial" if log.dxt_partial("POSIX") else "fewer calls traced than counted"
+        notes.append(f"DXT trace truncated ({why}): {truncated} file{'s' if truncated > 1 else ''} replayed from "
+                     f"the counters instead")
     ranks = [_merged(streams, scale, timing) for streams in per_rank]
     return Plan(files=files, ranks=ranks, nranks=nranks, scale=float(scale), timing=timing, log_ranks=log.nprocs,
                 notes=notes)

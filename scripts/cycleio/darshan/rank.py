@@ -6,7 +6,8 @@ it, opens (a reopen: the file's descriptor is closed and opened again), stats, s
 (timing ``logged``) is slept before its call, as the job's compute. Each call is timed alone. The kernel's
 counters of this process (/proc/self/io) are read right before the first call and right after the
 files are closed, so they count what the replay did and nothing of the start-up. Rank 0 logs progress
-every 10 s (one write each, left out of the kernel's count) and writes every rank's counts to ``result.json`` of the plan's folder, landed atomically.
+every 10 s (one write each, left out of the kernel's count) and writes every rank's counts to
+``result.json`` of the plan's folder, landed atomically.
 """
 
 from __future__ import annotations

@@ -170,8 +170,10 @@ def default_timeout(plan: Plan) -> float:
     return 600.0 + 2 * gaps + moved / 2**20 + plan.n_ops / 1000
 
 
-def run_ranks(plan: Plan, target: Target, launcher: str = "mpiexec -n {ntasks}", timeout: float | None = None) -> RankRun:
-    """Run the plan's ranks on ``target`` (laid out already); their counts, or RuntimeError with the launcher's words."""
+def run_ranks(plan: Plan, target: Target, launcher: str = "mpiexec -n {ntasks}",
+              timeout: float | None = None) -> RankRun:
+    """Run the plan's ranks on ``target`` (laid out already): their counts, or RuntimeError with the launcher's
+    words."""
     command = _launcher(launcher, plan.nranks)
     timeout = default_timeout(plan) if timeout is None else timeout
     with tempfile.TemporaryDirectory(prefix="cycleio-darshan.") as tmp:

@@ -73,7 +73,8 @@ def timing_answer(job: JobLog, plan: Plan, runs: list) -> str:
         gaps = f", plus {t['gap_s']:.3g} s of the logged gaps" if plan.timing == "logged" else ""
         parts.append(f"on tier {run.target.tier} ({run.fs_type}) it took {t['io_s']:.3g} s ({_times(t)}{gaps})")
     return (f"This job's I/O took {logged['io_s']:.4g} s where it was logged (slowest rank {logged['rank']}: "
-            f"{_times(logged)}; {job.nprocs} rank{'s' if job.nprocs != 1 else ''}, {job.run_time_s:.0f} s run); at scale {plan.scale:g} with "
+            f"{_times(logged)}; {job.nprocs} rank{'s' if job.nprocs != 1 else ''}, {job.run_time_s:.0f} s run); "
+            f"at scale {plan.scale:g} with "
             f"{plan.nranks} rank{'s' if plan.nranks > 1 else ''} (timing {plan.timing}), " + "; ".join(parts) + ".")
 
 
@@ -136,7 +137,8 @@ def inspect_text(job: JobLog, table: pd.DataFrame | None = None) -> str:
     per-rank files, DXT, and the time each rank spent in I/O."""
     table = file_table(job) if table is None else table
     lines = [f"{job.path.name} (sha256 {job.sha256[:12]}): {job.exe or '(executable not recorded)'}",
-             f"  job {job.jobid}: {job.nprocs} rank{'s' if job.nprocs != 1 else ''}, {job.run_time_s:.0f} s run, Darshan log {job.log_version}; "
+             f"  job {job.jobid}: {job.nprocs} rank{'s' if job.nprocs != 1 else ''}, {job.run_time_s:.0f} s run, "
+             f"Darshan log {job.log_version}; "
              "modules: " + ", ".join(f"{m} ({i['records']})" for m, i in job.modules.items())]
     for module in FILE_MODULES:
         rows = table[table["module"] == module] if len(table) else table
@@ -150,7 +152,8 @@ def inspect_text(job: JobLog, table: pd.DataFrame | None = None) -> str:
             if mine.empty:
                 continue
             sizes = mine[[c for c in mine.columns if c.startswith("size_")]].sum()
-            lines.append(f"  {direction:5s}: {format_bytes(mine['bytes'].sum()):>10s} in {int(mine['ops'].sum()):,} calls "
+            lines.append(f"  {direction:5s}: {format_bytes(mine['bytes'].sum()):>10s} in {int(mine['ops'].sum()):,} "
+                         f"calls "
                          f"over {mine['file'].nunique()} files, {mine['seconds'].sum():.3g} s; sizes {_bins(sizes)}")
         common = rows.drop_duplicates("file")["common_sizes_bytes"]
         tally: dict[int, int] = {}
