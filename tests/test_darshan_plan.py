@@ -145,6 +145,21 @@ def test_bad_requests_are_refused_before_any_replay():
         make_plan(job, 1, scale=2)
     with pytest.raises(DarshanLogError, match=r"--timing 'wall'"):
         make_plan(job, 1, timing="wall")
+    with pytest.raises(DarshanLogError, match=r"--layer 'hdf5'"):
+        make_plan(job, 1, layer="hdf5")
+
+
+def test_the_mpiio_layer_deals_collective_calls_round_robin_and_counts_the_rounds():
+    job = read_log(LOGS / "example.darshan")
+    plan = make_plan(job, 4, scale=1e-5, layer="mpiio")
+    (index, how), = plan.mpiio.items()
+    assert plan.files[index].module == "MPI-IO" and how["collective"] == {"read": 0, "write": 16384}
+    assert how["rounds"]["write"] == 16384 // 4
+    coll = [r["offset"][(r["coll"] == 1)] for r in plan.ranks]
+    firsts = sorted(int(c[0]) for c in coll)
+    sizes = sorted({int(r["length"][r["coll"] == 1][0]) for r in plan.ranks})
+    assert firsts[1] - firsts[0] in range(sizes[0] - 1, sizes[-1] + 2)  # round 0 of the 4 ranks: side by side
+    assert not any(np.isin(r["kind"], (OPEN, FSYNC)).any() for r in plan.ranks)  # the open is MPI-IO's, collective
 
 
 def test_a_100000_operation_dxt_trace_is_planned_in_under_10_s():

@@ -124,6 +124,38 @@ def test_logged_timing_keeps_the_scaled_gaps(mpiexec, tmp_path):
     assert "logged gaps" in meta["answer"]
 
 
+@pytest.mark.tool
+def test_the_mpiio_layer_replays_dxt_mpiio_through_mpi_io(mpiexec, tmp_path):
+    """ior_hdf5_example.darshan's DXT_MPIIO trace (independent calls) through MPI-IO on 4 ranks: exact, kernel too."""
+    _, plan, runs = replay(LOGS / "ior_hdf5_example.darshan", [Target("disk", tmp_path)], nranks=4,
+                           oversubscribe=True, layer="mpiio")
+    table = fidelity_rows(plan, runs[0])
+    assert set(table["module"].dropna()) - {""} == {"MPI-IO"} and plan.mpiio
+    check_fidelity(table, 1.0)
+
+
+@pytest.mark.tool
+@pytest.mark.parametrize("name, scale, exact_kernel_ops", [(MACSIO.name, 1.0, True), ("example.darshan", 1e-5, False)])
+def test_the_mpiio_layer_replays_collective_calls_collectively(mpiexec, tmp_path, name, scale, exact_kernel_ops):
+    """MACSio (64 collective and 7,695 independent MPI-IO writes, and POSIX-only files beside) and VPIC-IO (16,384
+    collective writes of 128 MiB from 2,048 ranks): the MPI-IO calls as logged; the kernel's bytes the same (the
+    file is written without holes), its calls fewer where MPI-IO aggregated the collective ones."""
+    job, plan, runs = replay(LOGS / name, [Target("disk", tmp_path)], nranks=2, scale=scale, layer="mpiio")
+    (index, how), = plan.mpiio.items()
+    assert how["collective"]["write"] == int(job.counters["MPI-IO"]["MPIIO_COLL_WRITES"].sum())
+    table = fidelity_rows(plan, runs[0])
+    files = table[table["file"] != "TOTAL"]
+    assert (files["replayed_ops"] == files["logged_ops"]).all()
+    for _, row in table[table["file"] == "TOTAL"].iterrows():
+        expected = row["logged_bytes"] * scale
+        assert abs(row["replayed_bytes"] - expected) <= max(0.01 * expected, 16)
+        assert abs(row["kernel_bytes"] - row["replayed_bytes"]) <= max(0.01 * row["replayed_bytes"], 16)
+        if exact_kernel_ops:
+            assert row["kernel_ops"] == row["replayed_ops"]
+        else:
+            assert row["kernel_ops"] <= row["replayed_ops"]
+
+
 # ------------------------------------------------------------------ refused before anything starts
 
 def test_files_larger_than_the_folders_room_are_refused_naming_the_scale_that_fits(tmp_path):

@@ -25,7 +25,8 @@ def cmd_replay(args) -> None:
 
     targets = [Target.parse(text) for text in args.dir]
     job, plan, runs = replay(args.darshan_log, targets, nranks=args.ranks, scale=args.scale, timing=args.timing,
-                             launcher=args.launcher, oversubscribe=args.oversubscribe, keep=args.keep)
+                             launcher=args.launcher, oversubscribe=args.oversubscribe, keep=args.keep,
+                             layer=args.layer)
     table, meta = write_replay(args.out, job, plan, runs)
     totals = table[table["file"] == "TOTAL"]
     print(totals[["tier", "direction", "logged_bytes", "replayed_bytes", "kernel_bytes", "logged_ops", "replayed_ops",
@@ -60,6 +61,9 @@ def register(sub) -> None:
     rep.add_argument("--out", required=True,
                      help="CSV to write (sidecar OUT.meta.json: the log, checksum, scale, ranks, timing, tiers, "
                           "the answer)")
+    rep.add_argument("--layer", choices=("posix", "mpiio"), default="posix",
+                     help="posix: every file's POSIX calls, what reached the file system (default); mpiio: files with "
+                          "MPI-IO records through MPI-IO, collective where the log counted collective calls")
     rep.add_argument("--launcher", default="mpiexec -n {ntasks}", help="MPI launcher template (default: %(default)s)")
     rep.add_argument("--oversubscribe", action="store_true",
                      help="allow more ranks than CPUs (or Slurm tasks) here")

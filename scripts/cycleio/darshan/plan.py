@@ -18,6 +18,10 @@ calls. Per file the operations come from:
 The log's ranks are dealt over the replay's (log rank r to replay rank r mod N); a shared file's
 counter record (rank -1: every rank's together) is cut into N contiguous pieces, one per replay rank. A
 replay rank that holds several log ranks issues their operations merged by logged start time.
+With ``layer = mpiio`` a file with MPI-IO records is replayed through MPI-IO instead (its POSIX records left
+out): its calls flagged collective (``coll``: the record's collective count of its largest calls), a shared
+record dealt call by call, and ``Plan.mpiio`` gives the rank program each file's collective rounds.
+
 ``scale`` multiplies every offset and length (rounded so each file's bytes stay within a byte per rank
 of S times the logged); ``timing = logged`` keeps the logged gaps between a rank's operations,
 multiplied by the scale, as compute; ``io`` drops them.
@@ -37,6 +41,7 @@ READ, WRITE, OPEN, STAT, SEEK, FSYNC = range(6)
 KIND_NAMES = ("read", "write", "open", "stat", "seek", "fsync")
 DATA_KINDS = (READ, WRITE)
 TIMINGS = ("io", "logged")
+LAYERS = ("posix", "mpiio")
 COLUMNS = ("file", "kind", "offset", "length", "start", "end")
 
 
@@ -64,6 +69,9 @@ class Plan:
     timing: str
     log_ranks: int
     notes: list[str] = field(default_factory=list)
+    layer: str = "posix"
+    # MPI-IO files (layer mpiio): index -> {"rounds": {direction: collective calls of the busiest rank}, "order": [...]}
+    mpiio: dict[int, dict] = field(default_factory=dict)
 
     @property
     def n_ops(self) -> int:
@@ -241,8 +249,11 @@ def _record_ops(record: dict, module: str, direction: str) -> int:
     return int(_value(record, f"{PREFIX[module]}_{verb}"))
 
 
-def _counter_streams(index: int, record: dict, module: str, log_ranks: int, nranks: int) -> list[tuple[int, dict]]:
-    """(replay rank, stream) pairs synthesised from one record's counters."""
+def _counter_streams(index: int, record: dict, module: str, log_ranks: int, nranks: int,
+                     round_robin: bool = False) -> list[tuple[int, dict]]:
+    """(replay rank, stream) pairs synthesised from one record's counters. A shared record's calls are cut into
+    contiguous pieces, one per replay rank, or with ``round_robin`` dealt call by call (call k to rank k mod N:
+    each round of collective calls then covers one contiguous stretch of the file)."""
     p = PREFIX[module]
     common = _record_common(record, module) if module != "STDIO" else {}
     data: dict[int, tuple[np.ndarray, np.ndarray]] = {}
@@ -278,12 +289,12 @@ def _counter_streams(index: int, record: dict, module: str, log_ranks: int, nran
     offsets_all = np.concatenate([data[k][1] for k in first] or [np.zeros(0, np.int64)])
     bounds = np.linspace(0, len(kinds_all), pieces + 1).round().astype(int)
     for piece in range(pieces):
-        lo, hi = bounds[piece], bounds[piece + 1]
-        m = hi - lo
+        mine = slice(piece, None, pieces) if round_robin else slice(bounds[piece], bounds[piece + 1])
+        m = len(kinds_all[mine])
         spacing = (window_end - window_start) / m if m else 0.0
         duration = min(spacing, busy / m) if m else 0.0
         starts_ = window_start + np.arange(m) * spacing
-        stream = _stream(index, kinds_all[lo:hi], offsets_all[lo:hi], sizes_all[lo:hi], starts_, starts_ + duration)
+        stream = _stream(index, kinds_all[mine], offsets_all[mine], sizes_all[mine], starts_, starts_ + duration)
         stream = _with_meta(stream, split_opens[piece], split_stats[piece], split_seeks[piece], split_fsyncs[piece],
                             window_start)
         stream["file"][:] = index
@@ -322,6 +333,28 @@ def _dxt_streams(index: int, traces: list[dict], records: list[dict], nranks: in
     return out
 
 
+def _mark_collective(streams: list[dict], records: list[dict]) -> dict[str, int]:
+    """Flag (``coll``) which of an MPI-IO file's calls were collective: per direction, the record's collective
+    count of its largest calls (Darshan counts collective and independent calls, not which call was which);
+    the others are independent. Returns the collective calls per direction."""
+    out = {}
+    for stream in streams:
+        stream["coll"] = np.zeros(len(stream["kind"]), dtype=np.int8)
+    for direction, kind in (("read", READ), ("write", WRITE)):
+        word = "READS" if direction == "read" else "WRITES"
+        wanted = int(sum(_value(r, f"MPIIO_COLL_{word}") + _value(r, f"MPIIO_SPLIT_{word}") for r in records))
+        where = [(s, i) for s in streams for i in np.flatnonzero(s["kind"] == kind)]
+        wanted = min(wanted, len(where))
+        out[direction] = wanted
+        if not wanted:
+            continue
+        lengths = np.array([s["length"][i] for s, i in where])
+        for pick in np.argsort(-lengths, kind="stable")[:wanted]:
+            stream, i = where[pick]
+            stream["coll"][i] = 1
+    return out
+
+
 def _scaled(streams: list[dict], scale: float) -> None:
     """Offsets and lengths times ``scale``, in place; each stream's lengths rounded as a running sum, so its bytes
     are within one byte of ``scale`` times the logged."""
@@ -340,8 +373,10 @@ def _merged(streams: list[dict], scale: float, timing: str) -> dict[str, np.ndar
     """A replay rank's streams merged by logged start time, with the gap before each call (timing logged)."""
     if not streams:
         return {"file": np.zeros(0, np.int32), "kind": np.zeros(0, np.int8), "offset": np.zeros(0, np.int64),
-                "length": np.zeros(0, np.int64), "gap_s": np.zeros(0)}
-    merged = {k: np.concatenate([s[k] for s in streams]) for k in COLUMNS}
+                "length": np.zeros(0, np.int64), "gap_s": np.zeros(0), "coll": np.zeros(0, np.int8)}
+    for stream in streams:
+        stream.setdefault("coll", np.zeros(len(stream["kind"]), dtype=np.int8))
+    merged = {k: np.concatenate([s[k] for s in streams]) for k in (*COLUMNS, "coll")}
     order = np.argsort(merged["start"], kind="stable")
     merged = {k: v[order] for k, v in merged.items()}
     gap = np.zeros(len(order))
@@ -349,10 +384,12 @@ def _merged(streams: list[dict], scale: float, timing: str) -> dict[str, np.ndar
         busy_until = np.maximum.accumulate(merged["end"])
         gap[1:] = np.maximum(0.0, merged["start"][1:] - busy_until[:-1]) * scale
     return {"file": merged["file"], "kind": merged["kind"], "offset": merged["offset"], "length": merged["length"],
-            "gap_s": gap}
+            "gap_s": gap, "coll": merged["coll"]}
 
 
-def check_request(log: JobLog, nranks: int, scale: float, timing: str) -> None:
+def check_request(log: JobLog, nranks: int, scale: float, timing: str, layer: str = "posix") -> None:
+    if layer not in LAYERS:
+        raise DarshanLogError(f"--layer {layer!r}: expected one of {', '.join(LAYERS)}")
     if timing not in TIMINGS:
         raise DarshanLogError(f"--timing {timing!r}: expected one of {', '.join(TIMINGS)}")
     if not (isinstance(scale, (int, float)) and math.isfinite(scale) and 0 < scale <= 1):
@@ -367,16 +404,19 @@ def check_request(log: JobLog, nranks: int, scale: float, timing: str) -> None:
                               f"the replay's)")
 
 
-def make_plan(log: JobLog, nranks: int = 1, scale: float = 1.0, timing: str = "io") -> Plan:
+def make_plan(log: JobLog, nranks: int = 1, scale: float = 1.0, timing: str = "io", layer: str = "posix") -> Plan:
     """The replay of ``log`` on ``nranks`` ranks at ``scale``: see the module's docstring."""
-    check_request(log, nranks, scale, timing)
+    check_request(log, nranks, scale, timing, layer)
     files: list[ReplayFile] = []
     per_rank: list[list[dict]] = [[] for _ in range(nranks)]
     notes: list[str] = []
     posix_names = set(files_of(log, "POSIX")["file"]) if "POSIX" in log.counters else set()
-    traces: dict[str, list[dict]] = {}
-    for trace in log.dxt.get(DXT_MODULES["POSIX"], []):
-        traces.setdefault(trace["file"], []).append(trace)
+    mpiio_names = set(files_of(log, "MPI-IO")["file"]) if layer == "mpiio" and "MPI-IO" in log.counters else set()
+    traces: dict[str, dict[str, list[dict]]] = {"POSIX": {}, "MPI-IO": {}}
+    for module in traces:
+        for trace in log.dxt.get(DXT_MODULES[module], []):
+            traces[module].setdefault(trace["file"], []).append(trace)
+    mpiio: dict[int, dict] = {}
     truncated = 0
     for module in ("POSIX", "STDIO", "MPI-IO"):
         table = files_of(log, module)
@@ -386,26 +426,34 @@ def make_plan(log: JobLog, nranks: int = 1, scale: float = 1.0, timing: str = "i
         for record in table.to_dict("records"):
             by_name.setdefault(record["file"], []).append(record)
         for name, records in by_name.items():
-            if module == "MPI-IO" and name in posix_names:
+            if module == "MPI-IO" and name in posix_names and name not in mpiio_names:
                 continue  # replayed from the POSIX calls beneath it
+            if module != "MPI-IO" and name in mpiio_names:
+                continue  # replayed through MPI-IO (layer mpiio): its POSIX calls are the library's
             index = len(files)
             logged_ops = {d: sum(_record_ops(r, module, d) for r in records) for d in DIRECTIONS}
             verbs = {"read": "READ", "write": "WRITTEN"}
             logged_bytes = {d: int(sum(_value(r, f"{PREFIX[module]}_BYTES_{verbs[d]}") for r in records))
                             for d in DIRECTIONS}
             source = "counters"
-            if module == "POSIX" and name in traces:
-                traced = sum(len(t["read_segments"]) + len(t["write_segments"]) for t in traces[name])
-                if log.dxt_partial("POSIX") or traced < sum(logged_ops.values()):
+            mine = traces.get(module, {}).get(name)
+            if mine and module in ("POSIX", "MPI-IO"):
+                traced = sum(len(t["read_segments"]) + len(t["write_segments"]) for t in mine)
+                if log.dxt_partial(module) or traced < sum(logged_ops.values()):
                     source = "counters, DXT truncated"
                     truncated += 1
                 else:
                     source = "dxt"
+            through_mpiio = module == "MPI-IO" and name in mpiio_names
             if source == "dxt":
-                pairs = _dxt_streams(index, traces[name], records, nranks)
+                pairs = _dxt_streams(index, mine, [] if through_mpiio else records, nranks)
             else:
                 pairs = [pair for record in records
-                         for pair in _counter_streams(index, record, module, log.nprocs, nranks)]
+                         for pair in _counter_streams(index, record, module, log.nprocs, nranks,
+                                                      round_robin=through_mpiio)]
+            if through_mpiio:  # opens, closes (and syncs) are the collective open and close of the file
+                pairs = [(rank, {k: v[np.isin(s["kind"], DATA_KINDS)] for k, v in s.items()}) for rank, s in pairs]
+                collective = _mark_collective([s for _, s in pairs], records)
             _scaled([stream for _, stream in pairs], scale)
             file = ReplayFile(index=index, name=name, module=module, source=source, path=_safe_name(index, name),
                               logged_bytes=logged_bytes, logged_ops=logged_ops)
@@ -419,6 +467,17 @@ def make_plan(log: JobLog, nranks: int = 1, scale: float = 1.0, timing: str = "i
                         file.read_extent = max(file.read_extent, int((stream["offset"][reads] +
                                                                       stream["length"][reads]).max()))
                 per_rank[rank].append(stream)
+            if through_mpiio:
+                rounds = {}
+                for direction, kind in (("read", READ), ("write", WRITE)):
+                    calls = [0] * nranks
+                    for rank, stream in pairs:
+                        calls[rank] += int(((stream["kind"] == kind) & (stream["coll"] == 1)).sum())
+                    rounds[direction] = max(calls)
+                firsts = {d: min([float(s["start"][s["kind"] == k].min()) for _, s in pairs if (s["kind"] == k).any()]
+                                 or [np.inf]) for d, k in (("read", READ), ("write", WRITE))}
+                mpiio[index] = {"rounds": rounds, "order": sorted(DIRECTIONS, key=lambda d: firsts[d]),
+                                "collective": collective}
             files.append(file)
     if truncated:
         why = "module marked partial" if log.dxt_partial("POSIX") else "fewer calls traced than counted"
@@ -426,4 +485,4 @@ def make_plan(log: JobLog, nranks: int = 1, scale: float = 1.0, timing: str = "i
                      f"the counters instead")
     ranks = [_merged(streams, scale, timing) for streams in per_rank]
     return Plan(files=files, ranks=ranks, nranks=nranks, scale=float(scale), timing=timing, log_ranks=log.nprocs,
-                notes=notes)
+                notes=notes, layer=layer, mpiio=mpiio)

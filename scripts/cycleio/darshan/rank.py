@@ -29,14 +29,25 @@ PROGRESS_S = 10.0
 MAX_IO = 0x7FFFF000  # Linux moves at most this much in one read or write call
 
 
-def replay_rank(spec: dict, arrays: dict[str, np.ndarray], rank: int, say=None) -> dict:
-    """Issue one rank's operations; return its counts per file and direction, its metadata, and the kernel's."""
+def replay_rank(spec: dict, arrays: dict[str, np.ndarray], rank: int, say=None, comm=None) -> dict:
+    """Issue one rank's operations; return its counts per file and direction, its metadata, and the kernel's.
+
+    The files of the MPI-IO layer (``spec["mpiio"]``; ``comm`` is then the MPI communicator) are replayed after
+    the others, one at a time: opened by every rank together, each rank's independent calls, then its collective
+    calls in rounds (a rank without a call in a round joins it with an empty one), per direction in the order
+    the job began them, then closed together."""
     root = Path(spec["dir"])
     paths = [str(root / f["path"]) for f in spec["files"]]
     nfiles = len(paths)
+    mpiio = {int(k): v for k, v in spec.get("mpiio", {}).items()}
+    through_mpiio = np.isin(arrays["file"], list(mpiio)) if mpiio else np.zeros(len(arrays["file"]), dtype=bool)
+    collective_ops = {f: arrays["coll"][arrays["file"] == f] for f in mpiio} if mpiio else {}
+    mpiio_ops = {f: {k: arrays[k][arrays["file"] == f] for k in ("kind", "offset", "length", "gap_s")}
+                 for f in mpiio}
+    arrays = {k: v[~through_mpiio] for k, v in arrays.items()}
     files, kinds, offsets = arrays["file"].tolist(), arrays["kind"].tolist(), arrays["offset"].tolist()
     lengths, gaps = arrays["length"].tolist(), arrays["gap_s"].tolist()
-    largest = max([0, *lengths])
+    largest = max([0, *lengths, *(int(o["length"].max()) for o in mpiio_ops.values() if len(o["length"]))])
     buffer = bytearray(min(largest, MAX_IO) or 1)
     buffer[:] = (bytes(range(256)) * (len(buffer) // 256 + 1))[:len(buffer)]
     view = memoryview(buffer)
@@ -111,6 +122,12 @@ def replay_rank(spec: dict, arrays: dict[str, np.ndarray], rank: int, say=None) 
     for fd in fds.values():
         os.close(fd)
     meta_s += clock() - t
+    for f, how in sorted(mpiio.items()):
+        ops = mpiio_ops[f]
+        meta, slept = _mpiio_file(comm, paths[f], how, ops, collective_ops[f], view, done, calls, seconds, f)
+        meta_s += meta
+        meta_calls += 2
+        gap_s += slept
     wall = clock() - t0
     after = read_proc_io()
     kernel = None
@@ -122,6 +139,46 @@ def replay_rank(spec: dict, arrays: dict[str, np.ndarray], rank: int, say=None) 
             "meta_s": meta_s, "kernel": kernel,
             "read_bytes": done[READ], "read_ops": calls[READ], "read_s": seconds[READ],
             "write_bytes": done[WRITE], "write_ops": calls[WRITE], "write_s": seconds[WRITE]}
+
+
+def _mpiio_file(comm, path: str, how: dict, ops: dict, coll: np.ndarray, view, done, calls, seconds, f: int):
+    """One MPI-IO file's calls on this rank (see replay_rank); returns (metadata seconds, seconds slept)."""
+    from mpi4py import MPI
+
+    clock = time.perf_counter
+    t = clock()
+    handle = MPI.File.Open(comm, path, MPI.MODE_RDWR | MPI.MODE_CREATE)
+    meta = clock() - t
+    slept = 0.0
+    status = MPI.Status()
+    for direction in how["order"]:
+        kind = READ if direction == "read" else WRITE
+        mine = ops["kind"] == kind
+        for together in (0, 1):
+            picked = np.flatnonzero(mine & (coll == together))
+            rounds = int(how["rounds"][direction]) if together else len(picked)
+            for k in range(rounds):
+                if k < len(picked):
+                    i = picked[k]
+                    if ops["gap_s"][i] > 0:
+                        time.sleep(ops["gap_s"][i])
+                        slept += ops["gap_s"][i]
+                    offset, buffer = int(ops["offset"][i]), [view[: int(ops["length"][i])], MPI.BYTE]
+                else:
+                    offset, buffer = 0, [view[:0], MPI.BYTE]  # this rank's part of a round it has no call in
+                t = clock()
+                if kind == WRITE:
+                    (handle.Write_at_all if together else handle.Write_at)(offset, buffer, status)
+                else:
+                    (handle.Read_at_all if together else handle.Read_at)(offset, buffer, status)
+                dt = clock() - t
+                if k < len(picked):
+                    done[kind][f] += status.Get_count(MPI.BYTE)
+                    calls[kind][f] += 1
+                    seconds[kind][f] += dt
+    t = clock()
+    handle.Close()
+    return meta + clock() - t, slept
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -157,8 +214,8 @@ def main(argv: list[str] | None = None) -> int:
         return len(line)
 
     try:
-        result = replay_rank(spec, arrays, rank, say if rank == 0 else None)
-    except OSError as err:
+        result = replay_rank(spec, arrays, rank, say if rank == 0 else None, comm)
+    except (OSError, MPI.Exception) as err:
         error = f"rank {rank}: {err}"
     results = comm.gather(result if error is None else {"error": error}, root=0)
     if rank == 0:

@@ -156,6 +156,7 @@ def _launcher(template: str, nranks: int) -> list[str]:
 def write_plan(plan: Plan, target: Target, folder: Path) -> None:
     spec = {"dir": str(target.path.resolve()), "nranks": plan.nranks,
             "files": [{"path": f.path} for f in plan.files],
+            "mpiio": {str(index): how for index, how in plan.mpiio.items()},
             "progress_s": float(os.environ.get(PROGRESS_VARIABLE, "10"))}
     (folder / "spec.json").write_text(json.dumps(spec))
     for rank, arrays in enumerate(plan.ranks):
@@ -223,11 +224,11 @@ def _log_stream():
 
 
 def prepare(log_path: str | os.PathLike | JobLog, targets: list[Target], nranks: int, scale: float, timing: str,
-            oversubscribe: bool = False) -> tuple[JobLog, Plan]:
+            oversubscribe: bool = False, layer: str = "posix") -> tuple[JobLog, Plan]:
     """Every check that comes before any replay: the log, the request, the ranks, each folder's room."""
     job = log_path if isinstance(log_path, JobLog) else read_log(log_path)
     t0 = time.perf_counter()
-    plan = make_plan(job, nranks, scale, timing)
+    plan = make_plan(job, nranks, scale, timing, layer)
     log.info("planned %s operations of %d files for %d ranks in %.2f s (%s read, %s written at scale %g)",
              f"{plan.n_ops:,}", len(plan.files), nranks, time.perf_counter() - t0, format_bytes(plan.bytes("read")),
              format_bytes(plan.bytes("write")), scale)
@@ -241,9 +242,9 @@ def prepare(log_path: str | os.PathLike | JobLog, targets: list[Target], nranks:
 
 def replay(log_path: str | os.PathLike | JobLog, targets: list[Target], nranks: int = 1, scale: float = 1.0,
            timing: str = "io", launcher: str = "mpiexec -n {ntasks}", oversubscribe: bool = False,
-           timeout: float | None = None, keep: bool = False) -> tuple[JobLog, Plan, list[RankRun]]:
+           timeout: float | None = None, keep: bool = False, layer: str = "posix") -> tuple[JobLog, Plan, list[RankRun]]:
     """Replay the log on every target in turn (each laid out just before its run); the runs' counts."""
-    job, plan = prepare(log_path, targets, nranks, scale, timing, oversubscribe)
+    job, plan = prepare(log_path, targets, nranks, scale, timing, oversubscribe, layer)
     runs = []
     for target in targets:
         try:

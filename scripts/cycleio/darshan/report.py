@@ -107,7 +107,7 @@ def write_replay(out: str | Path, job: JobLog, plan: Plan, runs: list) -> tuple[
     meta = {
         "log": str(job.path), "log_sha256": job.sha256, "exe": job.exe, "jobid": job.jobid, "log_ranks": job.nprocs,
         "log_run_time_s": job.run_time_s, "log_version": job.log_version,
-        "scale": plan.scale, "ranks": plan.nranks, "timing": plan.timing, "n_ops": plan.n_ops,
+        "scale": plan.scale, "ranks": plan.nranks, "timing": plan.timing, "layer": plan.layer, "n_ops": plan.n_ops,
         "sources": {s: sum(1 for f in plan.files if f.source == s) for s in sorted({f.source for f in plan.files})},
         "notes": plan.notes, "host": socket.gethostname(), "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "logged_slowest_rank": slowest_rank(rank_times(job)),
