@@ -242,7 +242,8 @@ def prepare(log_path: str | os.PathLike | JobLog, targets: list[Target], nranks:
 
 def replay(log_path: str | os.PathLike | JobLog, targets: list[Target], nranks: int = 1, scale: float = 1.0,
            timing: str = "io", launcher: str = "mpiexec -n {ntasks}", oversubscribe: bool = False,
-           timeout: float | None = None, keep: bool = False, layer: str = "posix") -> tuple[JobLog, Plan, list[RankRun]]:
+           timeout: float | None = None, keep: bool = False,
+           layer: str = "posix") -> tuple[JobLog, Plan, list[RankRun]]:
     """Replay the log on every target in turn (each laid out just before its run); the runs' counts."""
     job, plan = prepare(log_path, targets, nranks, scale, timing, oversubscribe, layer)
     runs = []
