@@ -5,7 +5,7 @@ the storage's: per tier (/dev/shm and the ext4 bench tier), a DXT trace of one r
 1 MiB calls (ior_hdf5_example.darshan from the pydarshan wheel, its trace replaced by that pattern) is
 replayed by `cycleio darshan replay` (one rank under the mpich wheel's mpiexec), and fio writes the same
 file size with the same block size, psync, no preallocation and no fsync at the end, as the trace has
-none. Ratio = the replay's MiB/s (its bytes over its rank's window: open, calls, close) over fio's;
+none; each side starts after a sync. Ratio = the replay's MiB/s (its bytes over its rank's window: open, calls, close) over fio's;
 goal 0.9. Three repeats (--quick: one, with 256 MiB). A second row times planning a 100,000-call DXT
 trace: ratio = seconds / 10 s, lower is better.
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -79,12 +80,14 @@ def run(args) -> list[dict]:
     for tier, folder in TIERS.items():
         mine, theirs, ratios = [], [], []
         for _ in range(1 if args.quick else 3):
+            os.sync()  # each side starts without the other's dirty pages to write back
             _, _, runs = replay(job, [Target(tier, folder)], nranks=1)
             rank = runs[0].ranks[0]
             moved = sum(rank["write_bytes"])
             if moved != total:
                 raise RuntimeError(f"the replay wrote {moved} bytes, not {total}")
             mine.append(moved / rank["wall_s"] / MiB)
+            os.sync()
             theirs.append(fio_write(folder / "fio", total, MiB))
             ratios.append(mine[-1] / theirs[-1])
         shutil.rmtree(folder, ignore_errors=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import sys
 from pathlib import Path
 
 import darshan
@@ -175,6 +176,16 @@ def test_more_ranks_than_can_start_are_refused(tmp_path, monkeypatch):
     with pytest.raises(DarshanLogError, match=r"--ranks 8: the log's job ran 4 ranks"):
         replay(LOGS / "ior_hdf5_example.darshan", [Target("t", tmp_path / "x")], nranks=8, oversubscribe=True)
     assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.tool
+def test_the_venvs_mpiexec_starts_the_ranks_whatever_is_first_on_path(mpiexec, tmp_path, monkeypatch):
+    """Run as `.venv/bin/python ...` (make bench) PATH may find the system's Open MPI first: not for the replay."""
+    monkeypatch.setenv("PATH", "/usr/local/bin:/usr/bin:/bin")
+    _, plan, runs = replay(LOGS / "ior_hdf5_example.darshan", [Target("disk", tmp_path)], nranks=2)
+    assert Path(runs[0].launcher[0]).parent == Path(sys.executable).parent
+    assert "--allow-run-as-root" not in runs[0].launcher
+    check_fidelity(fidelity_rows(plan, runs[0]), 1.0)
 
 
 def test_a_missing_launcher_is_named(tmp_path):

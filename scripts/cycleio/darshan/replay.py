@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from ..fsutil import fsync_dir, fsync_file
-from ..process import launcher_argv, run_command, which
+from ..process import launcher_argv, run_command
 from ..storage.tiers import filesystem_type, free_bytes, nearest_existing
 from ..units import format_bytes
 from .logs import DarshanLogError, JobLog, read_log
@@ -137,16 +137,18 @@ def lay_out(plan: Plan, target: Target) -> int:
 
 
 def _launcher(template: str, nranks: int) -> list[str]:
-    """The launcher's words; a bare program name is the one beside this Python first (the mpich wheel's
-    mpiexec in the venv), so a system's Open MPI does not start mpich-linked ranks."""
+    """The launcher's words. A bare program name is the one beside this Python first (the mpich wheel's mpiexec
+    in the venv): the ranks run this Python, whose mpi4py is built on that MPI, so a system's Open MPI found
+    earlier on PATH must not start them (nor get Open MPI's options)."""
+    program, _, rest = template.strip().partition(" ")
+    if program and os.sep not in program:
+        beside = shutil.which(program, path=str(Path(sys.executable).parent))
+        if beside:
+            template = f"{shlex.quote(beside)} {rest}"
     try:
         words = launcher_argv(template, nranks)
     except ValueError as err:
         raise DarshanLogError(f"--launcher {err}") from None
-    program = Path(words[0])
-    if os.sep not in template.split()[0]:
-        beside = shutil.which(program.name, path=str(Path(sys.executable).parent))
-        words[0] = beside or which(program.name) or words[0]
     if not shutil.which(words[0]):
         raise DarshanLogError(f"--launcher {template!r}: {words[0]!r} is not on PATH nor beside {sys.executable}; "
                               f"expected an MPI launcher (the mpich wheel's mpiexec: `make setup`)")
