@@ -3,7 +3,6 @@ sidecar, the timing sentence; and what ``inspect`` prints of a log."""
 
 from __future__ import annotations
 
-import json
 import socket
 import time
 from pathlib import Path
@@ -188,7 +187,3 @@ def write_inspect(out: str | Path, job: JobLog, table: pd.DataFrame) -> None:
     write_json_atomic(sidecar(out), {"log": str(job.path), "log_sha256": job.sha256, "exe": job.exe,
                                      "log_ranks": job.nprocs, "log_run_time_s": job.run_time_s,
                                      "modules": job.modules})
-
-
-def dumps(obj) -> str:
-    return json.dumps(obj, indent=2, default=str)
