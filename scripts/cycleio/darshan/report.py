@@ -71,7 +71,9 @@ def timing_answer(job: JobLog, plan: Plan, runs: list) -> str:
         t = replay_times(run)
         gaps = f", plus {t['gap_s']:.3g} s of the logged gaps" if plan.timing == "logged" else ""
         parts.append(f"on tier {run.target.tier} ({run.fs_type}) it took {t['io_s']:.3g} s ({_times(t)}{gaps})")
-    return (f"This job's I/O took {logged['io_s']:.4g} s where it was logged (slowest rank {logged['rank']}: "
+    overlap = (" (more than its run time: its calls overlapped, as threads' do)"
+               if job.run_time_s and logged["io_s"] > job.run_time_s else "")
+    return (f"This job's I/O took {logged['io_s']:.4g} s where it was logged{overlap} (slowest rank {logged['rank']}: "
             f"{_times(logged)}; {job.nprocs} rank{'s' if job.nprocs != 1 else ''}, {job.run_time_s:.0f} s run); "
             f"at scale {plan.scale:g} with "
             f"{plan.nranks} rank{'s' if plan.nranks > 1 else ''} (timing {plan.timing}), " + "; ".join(parts) + ".")
