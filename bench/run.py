@@ -39,6 +39,7 @@ BENCHMARKS = [
     (6, "study", "bench_study"),
     (7, "soak", "bench_soak"),
     (8, "parallel", "bench_parallel"),
+    (9, "darshan", "bench_darshan"),
 ]
 
 
