@@ -147,7 +147,7 @@ def inspect_text(job: JobLog, table: pd.DataFrame | None = None) -> str:
             continue
         files = rows["file"].nunique()
         shared = rows[rows["shared"]]["file"].nunique()
-        lines.append(f"\n{module}: {files} files ({shared} shared by all ranks, {files - shared} per rank)")
+        lines.append(f"\n{module}: {_count(files, 'file')} ({shared} shared by all ranks, {files - shared} per rank)")
         for direction in DIRECTIONS:
             mine = rows[rows["direction"] == direction]
             if mine.empty:
@@ -155,7 +155,7 @@ def inspect_text(job: JobLog, table: pd.DataFrame | None = None) -> str:
             sizes = mine[[c for c in mine.columns if c.startswith("size_")]].sum()
             lines.append(f"  {direction:5s}: {format_bytes(mine['bytes'].sum()):>10s} in {int(mine['ops'].sum()):,} "
                          f"calls "
-                         f"over {mine['file'].nunique()} files, {mine['seconds'].sum():.3g} s; sizes {_bins(sizes)}")
+                         f"over {_count(mine['file'].nunique(), 'file')}, {mine['seconds'].sum():.3g} s; sizes {_bins(sizes)}")
         common = rows.drop_duplicates("file")["common_sizes_bytes"]
         tally: dict[int, int] = {}
         for text in common:
@@ -169,7 +169,7 @@ def inspect_text(job: JobLog, table: pd.DataFrame | None = None) -> str:
             traced = {"yes": "present", "partial": "present but truncated (the replay uses the counters)",
                       "no": "absent"}
             present = sorted(set(rows["dxt"]))
-            lines.append("  DXT trace: " + ", ".join(f"{traced[p]} for {rows[rows['dxt'] == p]['file'].nunique()} files"
+            lines.append("  DXT trace: " + ", ".join(f"{traced[p]} for {_count(rows[rows['dxt'] == p]['file'].nunique(), 'file')}"
                                                       for p in present))
     times = rank_times(job)
     total = times.sum(axis=1)
@@ -189,3 +189,7 @@ def write_inspect(out: str | Path, job: JobLog, table: pd.DataFrame) -> None:
     write_json_atomic(sidecar(out), {"log": str(job.path), "log_sha256": job.sha256, "exe": job.exe,
                                      "log_ranks": job.nprocs, "log_run_time_s": job.run_time_s,
                                      "modules": job.modules})
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
