@@ -1,5 +1,5 @@
 """report.writefigures: the write-strategy figure from the forecasts' tables (the MPI runs themselves are
-test_launcher's)."""
+test_launcher's), on synthetic events and on the checked-in study of tests/data (conftest's tables)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 from conftest import assert_axes_carry_data, assert_png_drawn, bar_sizes
 
-from cycleio.report.writefigures import write_strategy_figure, write_times
+from cycleio.report.writefigures import _arm_order, write_strategy_figure, write_times
+from cycleio.surrogates.forecast.strategies import STRATEGIES
 
 
 def synthetic_events() -> pd.DataFrame:
@@ -62,3 +63,9 @@ def test_write_strategy_figure_says_when_no_forecast_has_mpi_records(tmp_path, d
     assert_axes_carry_data(fig)  # every panel says there is nothing to show
     assert [t.get_text() for ax in fig.axes for t in ax.texts] == [
         "no forecast written by the MPI program"] * 2
+
+
+def test_the_write_figure_lists_arms_in_the_registry_order():
+    strategies = list(reversed(STRATEGIES))
+    table = pd.DataFrame({"arm": [f"arm{i}" for i in range(len(strategies))], "strategy": strategies})
+    assert _arm_order(table) == [f"arm{strategies.index(name)}" for name in STRATEGIES]
