@@ -132,7 +132,7 @@ def lay_cold_start(tmp_path_factory):
 
 # ------------------------------------------------------------------------------------------------ a hand-made study
 
-# The step_summary table test_answers works out by hand and test_compare compares with a changed copy of.
+# The step_summary table test_report_answers works out by hand and test_compare compares with a changed copy of.
 C0, C1, C2 = "2026010100", "2026010106", "2026010112"
 # per arm and cycle: wall seconds of prep, anal, fcst, post (C0 is the half cycle: fcst, post)
 WALLS = {
