@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import shutil
 import subprocess
@@ -391,3 +392,78 @@ def no_temporaries(folder: Path) -> bool:
     from cycleio import fsutil
 
     return not [p for p in folder.rglob("*") if fsutil.is_temporary(p.name)]
+
+
+# ------------------------------------------------------------------------------- hand-made efficiency and io_gap
+# Small efficiency.csv and io_gap.csv tables, as the rules' commands read them back: test_closeness reads them as
+# sentences and counts, test_answerfigures draws them.
+
+MiB = 2**20
+NAN = math.nan
+AT, NOISE, SLOWER, FASTER, NOT_TIMED = ("at the tier's speed", "within noise", "slower than the tier",
+                                        "faster than the replay", "not timed")
+# arm, tier, step, activity, efficiency, low, high, timed, verdict
+REPLAYS = [
+    ("lustre", "lustre", "prep", "run:read", 3.0, 2.0, 4.0, False, NOT_TIMED),
+    ("lustre", "lustre", "prep", "run:write", 0.2, 0.1, 0.3, False, NOT_TIMED),
+    ("lustre", "lustre", "anal", "run:read", 0.98, 0.93, 1.04, True, AT),
+    ("lustre", "lustre", "anal", "run:write", 1.01, 0.99, 1.03, True, AT),
+    ("lustre", "lustre", "fcst", "run:read", 1.00, 0.95, 1.06, True, AT),
+    ("lustre", "lustre", "fcst", "run:write", 0.71, 0.65, 0.78, True, SLOWER),
+    ("lustre", "lustre", "post", "run:read", 0.80, 0.71, 1.04, True, NOISE),
+    ("lustre", "lustre", "post", "run:write", 1.02, 0.98, 1.05, True, AT),
+    ("shm", "shm", "prep", "run:write", 9.0, 5.0, 12.0, False, NOT_TIMED),
+    ("shm", "shm", "fcst", "run:write", 1.6, 1.4, 1.8, True, FASTER),
+    ("shm", "shm", "post", "run:write", 0.7, 0.5, 1.3, True, NOISE),
+]
+
+
+def through_csv(frame):
+    """The table as the rules' commands read it back."""
+    import io
+
+    import pandas as pd
+
+    text = io.StringIO()
+    frame.to_csv(text, index=False)
+    text.seek(0)
+    return pd.read_csv(text)
+
+
+def efficiency_fixture():
+    """A hand-made efficiency.csv: the REPLAYS rows and one row against a pattern."""
+    import pandas as pd
+
+    rows = [{"study": "fx", "arm": arm, "tier": tier, "step": step, "activity": activity, "reference": "replay",
+             "surrogate_bytes": 64 * MiB if timed else MiB, "efficiency": eff, "reference_repetitions": 5,
+             "efficiency_low": low, "efficiency_high": high, "timed": timed, "verdict": verdict}
+            for arm, tier, step, activity, eff, low, high, timed, verdict in REPLAYS]
+    rows.append({**rows[5], "reference": "easy, best", "efficiency": 0.1, "verdict": SLOWER})  # not a replay
+    return through_csv(pd.DataFrame(rows))
+GAP_COLUMNS = ["study", "arm", "tier", "step", "direction", "jobs", "files_per_job", "bytes_per_job", "step_s",
+               "replay_s", "replay_s_low", "replay_s_high", "best_reference", "best_tool", "best_MiB_per_s",
+               "tier_best_s", "pattern_s", "pattern_s_low", "pattern_s_high", "cycleio_s", "cycleio_s_low",
+               "cycleio_s_high", "timed"]
+
+
+def io_gap_fixture():
+    """A hand-made io_gap.csv of five steps and directions."""
+    import pandas as pd
+
+    rows = [
+        # the issue's example: the pattern's band rounds to its value, cycleio's does not
+        ("lustre", "lustre", "fcst", "write", 2, 38, 1265 * MiB, 6.0, 5.6, 5.3, 5.9, "easy, 2 tasks", "fio", 361.0,
+         3.5, 2.1, 2.08, 2.12, 0.4, 0.1, 0.7, True),
+        ("lustre", "lustre", "fcst", "read", 2, 12, 400 * MiB, 2.0, 1.9, 1.8, 2.0, "easy, 2 tasks", "fio", 800.0,
+         0.5, 1.4, 1.3, 1.5, 0.1, 0.0, 0.2, True),
+        # the most seconds of all, but not timed: never picked
+        ("lustre", "lustre", "prep", "write", 2, 500, 1 * MiB, 10.0, 0.1, 0.1, 0.1, "easy, 2 tasks", "fio", 361.0,
+         0.003, 0.1, 0.1, 0.1, 9.9, 9.9, 9.9, False),
+        # the tier's best pattern not measured on shm
+        ("shm", "shm", "fcst", "write", 2, 38, 1265 * MiB, 1.2, 0.9, 0.8, 1.0, NAN, NAN, NAN,
+         NAN, NAN, NAN, NAN, 0.3, 0.2, 0.4, True),
+        # the step faster than its replay: cycleio's part is negative
+        ("shm", "shm", "post", "write", 2, 24, 300 * MiB, 0.5, 0.6, 0.55, 0.65, NAN, NAN, NAN,
+         NAN, NAN, NAN, NAN, -0.1, -0.15, -0.05, True),
+    ]
+    return through_csv(pd.DataFrame([("fx", *row) for row in rows], columns=GAP_COLUMNS))
