@@ -467,3 +467,107 @@ def io_gap_fixture():
          NAN, NAN, NAN, NAN, -0.1, -0.15, -0.05, True),
     ]
     return through_csv(pd.DataFrame([("fx", *row) for row in rows], columns=GAP_COLUMNS))
+
+
+# ------------------------------------------------------------------------------------------------ the checked-in study
+# The study ``fx`` of tests/data, made by tests/data/make_fixtures.py (run it after changing it; test_fixture_study
+# checks the files are what it writes): records and manifests in records/, benchmark points in points/. Arms
+# ``lustre`` (the baseline, on the persistent tier, every offset and duration twice the staged arm's) and ``shm``
+# (staged); cycles C0 (half: fcst, post after the cold start) and C1 (dump, prep, fcst, post). Times are multiples of
+# 1/64 s and sizes whole MiB: test_aggregate, test_benchtables and the figure tests work every expected number out
+# by hand from the records, with offsets from the job's start.
+
+FX_DATA = REPO / "tests" / "data"
+FX_RECORDS, FX_POINTS = FX_DATA / "records", FX_DATA / "points"
+FX_T0 = 1_795_392_000.0  # the first cycle's jobs start at T0 + 10 (prep), 20 (fcst), 40 (post); the second's 100 s later
+FX_ARMS = ("lustre", "shm")
+
+
+def record_files() -> list[Path]:
+    """Every job's records in the order the workflow passes them (rules/common.smk all_job_files)."""
+    files = [FX_RECORDS / "arms" / arm / "coldstart.records.jsonl" for arm in FX_ARMS]
+    files += [FX_RECORDS / "arms" / arm / C1 / "dump.records.jsonl" for arm in FX_ARMS]
+    for cycle, steps in ((C0, ("fcst", "post")), (C1, ("prep", "fcst", "post"))):
+        files += [FX_RECORDS / "arms" / arm / cycle / f"{step}.records.jsonl" for arm in FX_ARMS for step in steps]
+    return files
+
+
+def point_files() -> list[Path]:
+    """Every benchmark point's CSV, as cycleio bench writes them."""
+    return sorted(FX_POINTS.rglob("*.csv"))
+
+
+@pytest.fixture(scope="session")
+def tables(tmp_path_factory) -> Path:
+    """The study's tables (io_events, step_summary, phase_throughput, staging, tiers) as aggregate writes them."""
+    from cycleio.report.aggregate import StudyTables, aggregate
+
+    out = tmp_path_factory.mktemp("fx") / "tables"
+    records = record_files()
+    manifests = [p.with_name(p.name.replace(".records.jsonl", ".manifest.json")) for p in records]
+    aggregate(records, StudyTables(events=out / "io_events.parquet", events_csv=out / "io_events.csv",
+                                   summary=out / "step_summary.csv", throughput=out / "phase_throughput.csv",
+                                   staging=out / "staging.csv", tiers=out / "tiers.csv"),
+              [p for p in manifests if p.exists()])
+    return out
+
+
+def read_csv(tables: Path, name: str):
+    """One of the tables, its cycles as strings."""
+    import pandas as pd
+
+    return pd.read_csv(tables / name, dtype={"cycle": str})
+
+
+def row_of(frame, **keys):
+    """The one row of the frame with these values."""
+    import pandas as pd
+
+    mask = pd.Series(True, index=frame.index)
+    for column, value in keys.items():
+        mask &= frame[column] == value
+    assert mask.sum() == 1, f"{mask.sum()} rows for {keys}"
+    return frame[mask].iloc[0]
+
+
+@pytest.fixture(scope="session")
+def efficiency(tables, tmp_path_factory):
+    """The study's efficiency.csv from its benchmark points and io_events, as write_benchmark_tables writes it."""
+    import pandas as pd
+
+    from cycleio.report.benchtables import write_benchmark_tables
+
+    out = tmp_path_factory.mktemp("bench")
+    write_benchmark_tables(point_files(), tables / "io_events.parquet", benchmarks_csv=out / "benchmarks.csv",
+                           benchmarks_parquet=out / "benchmarks.parquet", efficiency=out / "efficiency.csv",
+                           io_gap=out / "io_gap.csv")
+    return pd.read_csv(out / "efficiency.csv")
+
+
+@pytest.fixture(scope="session")
+def bench():
+    """The benchmarks table of the study's points."""
+    from cycleio.report.benchtables import benchmark_table, load_points
+
+    return benchmark_table(load_points(point_files()))
+
+
+# ------------------------------------------------------------------------------------------------ paired jobs' events
+# io_events rows of jobs with a paired replay, by hand: test_benchtables (efficiency and io_gap rows against the
+# replay) and test_aggregate (a job's wall time without its replay).
+
+PAIRED_T0 = 1_800_000_000.0
+
+
+def run_event(step: str, op: str, cycle: str, t: float, mib: float, seconds: float, **extra) -> dict:
+    """An io_events row of a job's run phase on tier disk, t seconds after PAIRED_T0."""
+    return {"study": "s", "arm": "a", "tier": "disk", "step": step, "phase": "run", "op": op, "cycle": cycle,
+            "t_start": PAIRED_T0 + t, "seconds": seconds, "bytes": int(mib * MiB), "n_files": 1, "nranks": 1,
+            "cached_fraction": 1.0 if op == "read" else None, "repetition": 0, **extra}
+
+
+def replay_event(step: str, op: str, cycle: str, t: float, mib: float, seconds: float, rep: int,
+                 files: str | None = None) -> dict:
+    """An io_events row of the job's paired replay (benchmarks.paired), repetition rep."""
+    return {**run_event(step, op, cycle, t, mib, seconds), "phase": "replay", "repetition": rep,
+            "n_files": 4, "cached_fraction": 1.0 if op == "read" else None, "file": files}

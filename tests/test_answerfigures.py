@@ -98,3 +98,18 @@ def test_what_staging_buys_ends_its_axis_where_the_data_do(tmp_path, drawn_figur
     assert longest <= bars.get_xlim()[1] <= 1.05 * longest
     assert [t.get_text() for t in notes.texts] == [
         "2.35 s (baseline)", "2.80 s: costs 0.45 s ± 0.05 s (std. error over 2 cycles)\nagainst lustre: slower"]
+
+
+def test_the_timeline_from_the_fixed_records(tables):
+    """cycle_timeline on the fx study: each job's phases per rank and the forecast's output hours, from the
+    arm's first record (offsets from the records, multiples of 1/64 s)."""
+    from cycleio.report.answerfigures import timeline_table
+    from cycleio.records import cycle_records
+
+    timeline = timeline_table(cycle_records(pd.read_parquet(tables / "io_events.parquet")))
+    shm = timeline[(timeline["arm"] == "shm") & (timeline["cycle"] == C1)].set_index(["step", "rank", "kind", "what"])
+    assert shm.loc[("fcst", 0, "phase", "stage_in"), ["seconds", "t_from_arm_start_s"]].tolist() == [1.125, 100.0]
+    assert shm.loc[("fcst", 1, "phase", "run"), "seconds"] == 4.875
+    assert shm.loc[("fcst", 0, "output", "f006"), ["seconds", "t_from_arm_start_s"]].tolist() == [1.5, 106.5625]
+    assert shm.loc[("fcst", 1, "wait", "f003"), "seconds"] == 1.3125
+    assert set(shm.loc["post"].index.get_level_values("what")) == {"stage_in", "run", "verify", "stage_out", "cleanup"}

@@ -1,4 +1,5 @@
-"""The study's answer (report.answers) on a hand-made step_summary: every number below is worked out by hand."""
+"""The study's answer (report.answers) on a hand-made step_summary, and on the tables of the checked-in study of
+tests/data (conftest's ``tables``): every number below is worked out by hand."""
 
 from __future__ import annotations
 
@@ -182,3 +183,25 @@ def test_the_benchmark_caption_quotes_timed_points_only(tmp_path):
     said = table_numbers(tmp_path / "benchmarks.csv")["benchmarks"]
     assert "2667" not in said and said.endswith(
         "no point moved enough bytes for long enough to time (2 of 2 points too small to time, not quoted).")
+
+
+def test_the_answer_per_arm_from_the_fixed_records(tables, tmp_path):
+    """summary.csv on the fx study: one full cycle (2026010106: prep, fcst, post), the lustre arm the baseline.
+    Every number is the tables' (multiples of 1/64 s): lustre's jobs take 28 s, 12.25 s of it I/O; shm's 18.375 s,
+    10.8125 s I/O and 4.0625 s staging (2.25 in, 1.8125 out); one cycle gives no spread."""
+    from cycleio.report.answers import best_arm_line, summary_table_from_tables
+
+    table = summary_table_from_tables(tables / "step_summary.csv", tables / "tiers.csv",
+                                      tables / "io_events.parquet", None, tmp_path / "summary.csv")
+    rows = table.set_index("arm")
+    lustre, shm = rows.loc["lustre"], rows.loc["shm"]
+    assert (lustre["n_cycles"], lustre["cycle_wall_s"], lustre["io_share"]) == (1, 28.0, 12.25 / 28)
+    assert (lustre["verdict"], lustre["cycle_staging_s"]) == ("baseline", 0)
+    assert (shm["cycle_wall_s"], shm["cycle_io_s"], shm["cycle_staging_s"]) == (18.375, 10.8125, 4.0625)
+    assert (shm["baseline_arm"], shm["saved_s"], shm["saved_percent"]) == ("lustre", 9.625, 34.375)
+    assert shm["verdict"] == "faster (one cycle, no spread)" and math.isnan(shm["saved_se_s"])
+    # the forecast's effective and actual write seconds (writetime.py), the baseline's twice the staged arm's
+    assert (lustre["strategy"], lustre["effective_write_s"], lustre["actual_write_s"]) == ("serial", 5.25, 5.25)
+    assert (shm["effective_write_s"], shm["actual_write_s"]) == (2.625, 2.625)
+    assert best_arm_line(table) == ("Best arm: shm, 18.38 s per cycle, 9.62 s (34%) faster than its baseline lustre "
+                                    "over 1 cycle (one cycle: no spread to tell it from noise).")
