@@ -571,3 +571,16 @@ def replay_event(step: str, op: str, cycle: str, t: float, mib: float, seconds: 
     """An io_events row of the job's paired replay (benchmarks.paired), repetition rep."""
     return {**run_event(step, op, cycle, t, mib, seconds), "phase": "replay", "repetition": rep,
             "n_files": 4, "cached_fraction": 1.0 if op == "read" else None, "file": files}
+
+
+# ------------------------------------------------------------------------------------------------ benchmark outputs
+# Unmodified copies of real IOR 4.0.0, mdtest and fio 3.33 outputs: test_benchparse parses each, test_rows all.
+
+IOR_OUTPUTS = REPO / "tests" / "data" / "ior"
+FIO_OUTPUTS = REPO / "tests" / "data" / "fio"
+IOR_JSON = sorted(p for p in IOR_OUTPUTS.glob("*.json") if not p.name.startswith("error-")) + [
+    FIO_OUTPUTS / "limit-ior-posix-fpp-1g-odirect-1rank-disk.json"
+]
+IOR_TEXT = sorted(IOR_OUTPUTS.glob("*-text.stdout.txt"))
+MDTEST = sorted(IOR_OUTPUTS.glob("mdtest-*.stdout.txt"))
+FIO_JSON = sorted(FIO_OUTPUTS.glob("fio-*.json"))
