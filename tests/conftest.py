@@ -479,7 +479,7 @@ def io_gap_fixture():
 
 FX_DATA = REPO / "tests" / "data"
 FX_RECORDS, FX_POINTS = FX_DATA / "records", FX_DATA / "points"
-FX_T0 = 1_795_392_000.0  # the first cycle's jobs start at T0 + 10 (prep), 20 (fcst), 40 (post); the second's 100 s later
+FX_T0 = 1_795_392_000.0  # the first cycle's prep, fcst, post start 10, 20, 40 s after it; the second's 100 s later
 FX_ARMS = ("lustre", "shm")
 
 
