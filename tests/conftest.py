@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import shutil
 import subprocess
@@ -132,7 +133,7 @@ def lay_cold_start(tmp_path_factory):
 
 # ------------------------------------------------------------------------------------------------ a hand-made study
 
-# The step_summary table test_answers works out by hand and test_compare compares with a changed copy of.
+# The step_summary table test_report_answers works out by hand and test_compare compares with a changed copy of.
 C0, C1, C2 = "2026010100", "2026010106", "2026010112"
 # per arm and cycle: wall seconds of prep, anal, fcst, post (C0 is the half cycle: fcst, post)
 WALLS = {
@@ -391,3 +392,195 @@ def no_temporaries(folder: Path) -> bool:
     from cycleio import fsutil
 
     return not [p for p in folder.rglob("*") if fsutil.is_temporary(p.name)]
+
+
+# ------------------------------------------------------------------------------- hand-made efficiency and io_gap
+# Small efficiency.csv and io_gap.csv tables, as the rules' commands read them back: test_closeness reads them as
+# sentences and counts, test_answerfigures draws them.
+
+MiB = 2**20
+NAN = math.nan
+AT, NOISE, SLOWER, FASTER, NOT_TIMED = ("at the tier's speed", "within noise", "slower than the tier",
+                                        "faster than the replay", "not timed")
+# arm, tier, step, activity, efficiency, low, high, timed, verdict
+REPLAYS = [
+    ("lustre", "lustre", "prep", "run:read", 3.0, 2.0, 4.0, False, NOT_TIMED),
+    ("lustre", "lustre", "prep", "run:write", 0.2, 0.1, 0.3, False, NOT_TIMED),
+    ("lustre", "lustre", "anal", "run:read", 0.98, 0.93, 1.04, True, AT),
+    ("lustre", "lustre", "anal", "run:write", 1.01, 0.99, 1.03, True, AT),
+    ("lustre", "lustre", "fcst", "run:read", 1.00, 0.95, 1.06, True, AT),
+    ("lustre", "lustre", "fcst", "run:write", 0.71, 0.65, 0.78, True, SLOWER),
+    ("lustre", "lustre", "post", "run:read", 0.80, 0.71, 1.04, True, NOISE),
+    ("lustre", "lustre", "post", "run:write", 1.02, 0.98, 1.05, True, AT),
+    ("shm", "shm", "prep", "run:write", 9.0, 5.0, 12.0, False, NOT_TIMED),
+    ("shm", "shm", "fcst", "run:write", 1.6, 1.4, 1.8, True, FASTER),
+    ("shm", "shm", "post", "run:write", 0.7, 0.5, 1.3, True, NOISE),
+]
+
+
+def through_csv(frame):
+    """The table as the rules' commands read it back."""
+    import io
+
+    import pandas as pd
+
+    text = io.StringIO()
+    frame.to_csv(text, index=False)
+    text.seek(0)
+    return pd.read_csv(text)
+
+
+def efficiency_fixture():
+    """A hand-made efficiency.csv: the REPLAYS rows and one row against a pattern."""
+    import pandas as pd
+
+    rows = [{"study": "fx", "arm": arm, "tier": tier, "step": step, "activity": activity, "reference": "replay",
+             "surrogate_bytes": 64 * MiB if timed else MiB, "efficiency": eff, "reference_repetitions": 5,
+             "efficiency_low": low, "efficiency_high": high, "timed": timed, "verdict": verdict}
+            for arm, tier, step, activity, eff, low, high, timed, verdict in REPLAYS]
+    rows.append({**rows[5], "reference": "easy, best", "efficiency": 0.1, "verdict": SLOWER})  # not a replay
+    return through_csv(pd.DataFrame(rows))
+GAP_COLUMNS = ["study", "arm", "tier", "step", "direction", "jobs", "files_per_job", "bytes_per_job", "step_s",
+               "replay_s", "replay_s_low", "replay_s_high", "best_reference", "best_tool", "best_MiB_per_s",
+               "tier_best_s", "pattern_s", "pattern_s_low", "pattern_s_high", "cycleio_s", "cycleio_s_low",
+               "cycleio_s_high", "timed"]
+
+
+def io_gap_fixture():
+    """A hand-made io_gap.csv of five steps and directions."""
+    import pandas as pd
+
+    rows = [
+        # the issue's example: the pattern's band rounds to its value, cycleio's does not
+        ("lustre", "lustre", "fcst", "write", 2, 38, 1265 * MiB, 6.0, 5.6, 5.3, 5.9, "easy, 2 tasks", "fio", 361.0,
+         3.5, 2.1, 2.08, 2.12, 0.4, 0.1, 0.7, True),
+        ("lustre", "lustre", "fcst", "read", 2, 12, 400 * MiB, 2.0, 1.9, 1.8, 2.0, "easy, 2 tasks", "fio", 800.0,
+         0.5, 1.4, 1.3, 1.5, 0.1, 0.0, 0.2, True),
+        # the most seconds of all, but not timed: never picked
+        ("lustre", "lustre", "prep", "write", 2, 500, 1 * MiB, 10.0, 0.1, 0.1, 0.1, "easy, 2 tasks", "fio", 361.0,
+         0.003, 0.1, 0.1, 0.1, 9.9, 9.9, 9.9, False),
+        # the tier's best pattern not measured on shm
+        ("shm", "shm", "fcst", "write", 2, 38, 1265 * MiB, 1.2, 0.9, 0.8, 1.0, NAN, NAN, NAN,
+         NAN, NAN, NAN, NAN, 0.3, 0.2, 0.4, True),
+        # the step faster than its replay: cycleio's part is negative
+        ("shm", "shm", "post", "write", 2, 24, 300 * MiB, 0.5, 0.6, 0.55, 0.65, NAN, NAN, NAN,
+         NAN, NAN, NAN, NAN, -0.1, -0.15, -0.05, True),
+    ]
+    return through_csv(pd.DataFrame([("fx", *row) for row in rows], columns=GAP_COLUMNS))
+
+
+# ------------------------------------------------------------------------------------------------ the checked-in study
+# The study ``fx`` of tests/data, made by tests/data/make_fixtures.py (run it after changing it; test_fixture_study
+# checks the files are what it writes): records and manifests in records/, benchmark points in points/. Arms
+# ``lustre`` (the baseline, on the persistent tier, every offset and duration twice the staged arm's) and ``shm``
+# (staged); cycles C0 (half: fcst, post after the cold start) and C1 (dump, prep, fcst, post). Times are multiples of
+# 1/64 s and sizes whole MiB: test_aggregate, test_benchtables and the figure tests work every expected number out
+# by hand from the records, with offsets from the job's start.
+
+FX_DATA = REPO / "tests" / "data"
+FX_RECORDS, FX_POINTS = FX_DATA / "records", FX_DATA / "points"
+FX_T0 = 1_795_392_000.0  # the first cycle's prep, fcst, post start 10, 20, 40 s after it; the second's 100 s later
+FX_ARMS = ("lustre", "shm")
+
+
+def record_files() -> list[Path]:
+    """Every job's records in the order the workflow passes them (rules/common.smk all_job_files)."""
+    files = [FX_RECORDS / "arms" / arm / "coldstart.records.jsonl" for arm in FX_ARMS]
+    files += [FX_RECORDS / "arms" / arm / C1 / "dump.records.jsonl" for arm in FX_ARMS]
+    for cycle, steps in ((C0, ("fcst", "post")), (C1, ("prep", "fcst", "post"))):
+        files += [FX_RECORDS / "arms" / arm / cycle / f"{step}.records.jsonl" for arm in FX_ARMS for step in steps]
+    return files
+
+
+def point_files() -> list[Path]:
+    """Every benchmark point's CSV, as cycleio bench writes them."""
+    return sorted(FX_POINTS.rglob("*.csv"))
+
+
+@pytest.fixture(scope="session")
+def tables(tmp_path_factory) -> Path:
+    """The study's tables (io_events, step_summary, phase_throughput, staging, tiers) as aggregate writes them."""
+    from cycleio.report.aggregate import StudyTables, aggregate
+
+    out = tmp_path_factory.mktemp("fx") / "tables"
+    records = record_files()
+    manifests = [p.with_name(p.name.replace(".records.jsonl", ".manifest.json")) for p in records]
+    aggregate(records, StudyTables(events=out / "io_events.parquet", events_csv=out / "io_events.csv",
+                                   summary=out / "step_summary.csv", throughput=out / "phase_throughput.csv",
+                                   staging=out / "staging.csv", tiers=out / "tiers.csv"),
+              [p for p in manifests if p.exists()])
+    return out
+
+
+def read_csv(tables: Path, name: str):
+    """One of the tables, its cycles as strings."""
+    import pandas as pd
+
+    return pd.read_csv(tables / name, dtype={"cycle": str})
+
+
+def row_of(frame, **keys):
+    """The one row of the frame with these values."""
+    import pandas as pd
+
+    mask = pd.Series(True, index=frame.index)
+    for column, value in keys.items():
+        mask &= frame[column] == value
+    assert mask.sum() == 1, f"{mask.sum()} rows for {keys}"
+    return frame[mask].iloc[0]
+
+
+@pytest.fixture(scope="session")
+def efficiency(tables, tmp_path_factory):
+    """The study's efficiency.csv from its benchmark points and io_events, as write_benchmark_tables writes it."""
+    import pandas as pd
+
+    from cycleio.report.benchtables import write_benchmark_tables
+
+    out = tmp_path_factory.mktemp("bench")
+    write_benchmark_tables(point_files(), tables / "io_events.parquet", benchmarks_csv=out / "benchmarks.csv",
+                           benchmarks_parquet=out / "benchmarks.parquet", efficiency=out / "efficiency.csv",
+                           io_gap=out / "io_gap.csv")
+    return pd.read_csv(out / "efficiency.csv")
+
+
+@pytest.fixture(scope="session")
+def bench():
+    """The benchmarks table of the study's points."""
+    from cycleio.report.benchtables import benchmark_table, load_points
+
+    return benchmark_table(load_points(point_files()))
+
+
+# ------------------------------------------------------------------------------------------------ paired jobs' events
+# io_events rows of jobs with a paired replay, by hand: test_benchtables (efficiency and io_gap rows against the
+# replay) and test_aggregate (a job's wall time without its replay).
+
+PAIRED_T0 = 1_800_000_000.0
+
+
+def run_event(step: str, op: str, cycle: str, t: float, mib: float, seconds: float, **extra) -> dict:
+    """An io_events row of a job's run phase on tier disk, t seconds after PAIRED_T0."""
+    return {"study": "s", "arm": "a", "tier": "disk", "step": step, "phase": "run", "op": op, "cycle": cycle,
+            "t_start": PAIRED_T0 + t, "seconds": seconds, "bytes": int(mib * MiB), "n_files": 1, "nranks": 1,
+            "cached_fraction": 1.0 if op == "read" else None, "repetition": 0, **extra}
+
+
+def replay_event(step: str, op: str, cycle: str, t: float, mib: float, seconds: float, rep: int,
+                 files: str | None = None) -> dict:
+    """An io_events row of the job's paired replay (benchmarks.paired), repetition rep."""
+    return {**run_event(step, op, cycle, t, mib, seconds), "phase": "replay", "repetition": rep,
+            "n_files": 4, "cached_fraction": 1.0 if op == "read" else None, "file": files}
+
+
+# ------------------------------------------------------------------------------------------------ benchmark outputs
+# Unmodified copies of real IOR 4.0.0, mdtest and fio 3.33 outputs: test_benchparse parses each, test_rows all.
+
+IOR_OUTPUTS = REPO / "tests" / "data" / "ior"
+FIO_OUTPUTS = REPO / "tests" / "data" / "fio"
+IOR_JSON = sorted(p for p in IOR_OUTPUTS.glob("*.json") if not p.name.startswith("error-")) + [
+    FIO_OUTPUTS / "limit-ior-posix-fpp-1g-odirect-1rank-disk.json"
+]
+IOR_TEXT = sorted(IOR_OUTPUTS.glob("*-text.stdout.txt"))
+MDTEST = sorted(IOR_OUTPUTS.glob("mdtest-*.stdout.txt"))
+FIO_JSON = sorted(FIO_OUTPUTS.glob("fio-*.json"))

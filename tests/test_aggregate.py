@@ -1,4 +1,5 @@
-"""Records to tables on a small fixed study: every expected second is worked out by hand from the records below."""
+"""Records to tables (report.aggregate) on a small fixed study, and on the checked-in study of tests/data: every
+expected second is worked out by hand from the records below, and from those of tests/data."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-
+from conftest import (C0, C1, FX_ARMS as ARMS, FX_T0 as T0, read_csv, record_files, replay_event, row_of,
+                      run_event)
 from cycleio.config.calendar import com_dir
 from cycleio.config.settings import ArmSettings
 from cycleio.report.aggregate import MiB, StudyTables, aggregate, load_events
@@ -18,7 +20,7 @@ from cycleio.records import RECORD_FIELDS, Record
 from cycleio.config.tierspec import Tier
 from cycleio.surrogates.jobs import run_cleanup
 
-T0 = 1_800_000_000.0
+# Both studies start at T0 (conftest's FX_T0): the hand-made one below, and the checked-in one of tests/data.
 STAGED = {"a1": ("ssd", "node_local", "ext4"), "a2": ("shm", "memory", "tmpfs")}
 PERSISTENT = ("lustre", "lustre", "ext4")
 ODD_NAME = 'out/odd,"y".nc'  # a comma and quotes: quoted in CSV
@@ -273,3 +275,149 @@ def test_aggregate_without_records_says_so(tmp_path):
     empty.write_text("")
     with pytest.raises(ValueError, match="no records to aggregate"):
         aggregate([empty], tables_in(tmp_path / "tables"))
+
+
+def test_a_jobs_wall_time_leaves_its_paired_replay_out():
+    from cycleio.report.aggregate import step_summary
+
+    events = pd.DataFrame([run_event("fcst", "write", "c1", 0, 1, 1.0), run_event("fcst", "write", "c1", 9, 1, 1.0)])
+    replays = pd.DataFrame([{**replay_event("fcst", "wall", "c1", 1.0, 0, 8.0, 0)}])
+    for frame in (events, replays):
+        frame["t_end"] = frame["t_start"] + frame["seconds"]
+    summary = step_summary(events, replays).iloc[0]
+    assert (summary["wall_s"], summary["paired_replay_s"]) == (2.0, 8.0)
+
+
+# ------------------------------------------------------------------------------------------------ the checked-in study
+# The same tables of the study of tests/data (conftest's ``tables``), every number worked out by hand from its records
+
+# shm/2026010106/prep, offsets from its start (T0 + 110): stage-in copies [0, 0.5] (2 MiB) and [0, 0.25] (1 MiB)
+# side by side, sync [0.5, 0.5625]; their checksums [0.5625, 0.6875] and [0.5625, 0.625]; reads [1, 1.25] and
+# [1.25, 1.375]; compute [1.375, 1.875]; generate [1.875, 2]; write 4 MiB [2, 2.5]; rename [2.5, 2.5625];
+# stage-out copy [3, 3.25], sync [3.25, 3.375]; checksum [3.375, 3.5]; cleanup [3.5, 3.5625].
+SHM_PREP = {
+    "t_start": T0 + 110, "wall_s": 3.5625, "stage_in_s": 0.5625, "run_s": 1.5625, "stage_out_s": 0.375,
+    "verify_s": 0.125 + 0.125, "cleanup_s": 0.0625,
+    "io_s": 0.6875 + 0.375 + 0.5625 + 0.5,  # [0, 0.6875], [1, 1.375], [2, 2.5625], [3, 3.5]
+    "run_io_s": 0.375 + 0.5625, "compute_s": 0.5, "codec_s": 0.0, "generate_s": 0.125, "metadata_s": 0.0,
+    "staging_s": 0.5625 + 0.375, "io_fraction": 2.125 / 3.5625,
+    "bytes_read": 3 * MiB, "bytes_written": 4 * MiB, "bytes_staged_in": 3 * MiB, "bytes_staged_out": 4 * MiB,
+    "write_MiB_per_s": 4 / 0.5, "staging_MiB_per_s": 7 / 0.9375,
+}
+# The baseline's prep: no staging and no checksums on scratch, every offset and duration x2; the job's first
+# record is its first read (offset 2).
+LUSTRE_PREP = {
+    "t_start": T0 + 112, "wall_s": 7.0 - 2.0, "stage_in_s": 0.0, "run_s": 3.125, "stage_out_s": 0.0,
+    "verify_s": 0.25, "cleanup_s": 0.0, "io_s": 0.75 + 1.125 + 0.25, "run_io_s": 0.75 + 1.125, "compute_s": 1.0,
+    "generate_s": 0.25, "staging_s": 0.0, "io_fraction": 2.125 / 5.0, "bytes_read": 3 * MiB,
+    "bytes_written": 4 * MiB, "bytes_staged_in": 0, "bytes_staged_out": 0, "write_MiB_per_s": 4 / 1.0,
+}
+# shm fcst: reads 8 MiB [2, 2.5] and 4 MiB [2.75, 3] with a locate between; two output hours, each: both ranks
+# compute 1 s and generate 0.25 s side by side (counted once), define and encode 0.125 s, write 16 MiB in 1 s,
+# rename 0.0625 s; run [2, 8.125] without a gap; stage-in [0, 1.125] plus checksums to 1.375, stage-out
+# [9, 10.25] plus checksums to 10.75, cleanup to 11.
+SHM_FCST = {
+    "wall_s": 11.0, "stage_in_s": 1.125, "run_s": 6.125, "stage_out_s": 1.25, "verify_s": 0.25 + 0.5,
+    "cleanup_s": 0.25, "io_s": 1.375 + 0.75 + 2 * 1.0625 + 1.75, "run_io_s": 0.75 + 2 * 1.0625, "compute_s": 2.0,
+    "codec_s": 0.25, "generate_s": 0.5, "metadata_s": 0.25 + 0.25, "bytes_read": 12 * MiB,
+    "bytes_written": 32 * MiB, "bytes_staged_in": 12 * MiB, "bytes_staged_out": 32 * MiB,
+    "write_MiB_per_s": 32 / 2.0, "staging_MiB_per_s": 44 / 2.375,
+}
+
+
+def assert_row(row: pd.Series, expected: dict) -> None:
+    for column, value in expected.items():
+        assert row[column] == pytest.approx(value, rel=1e-12, abs=1e-9), (column, row[column], value)
+
+
+def test_step_summary_of_the_fixture_by_hand(tables):
+    summary = read_csv(tables, "step_summary.csv")
+    jobs = [(arm, cycle, step) for arm in ARMS for cycle, steps in ((C0, ("fcst", "post")),
+                                                                    (C1, ("fcst", "post", "prep")))
+            for step in steps]
+    # the cold start and the observation dumps arrive from outside the cycle: no rows of their own
+    assert list(summary[["arm", "cycle", "step"]].itertuples(index=False, name=None)) == jobs
+    assert_row(row_of(summary, arm="shm", cycle=C1, step="prep"), SHM_PREP)
+    assert_row(row_of(summary, arm="lustre", cycle=C1, step="prep"), LUSTRE_PREP)
+    for cycle in (C0, C1):
+        assert_row(row_of(summary, arm="shm", cycle=cycle, step="fcst"), SHM_FCST)
+        baseline = row_of(summary, arm="lustre", cycle=cycle, step="fcst")
+        assert baseline["write_MiB_per_s"] == 32 / 4.0 and baseline["run_s"] == 2 * 6.125
+        assert math.isnan(baseline["staging_MiB_per_s"])
+        # post: 2 x 2 MiB of GRIB2 in 2 x 0.25 s; decode and encode are codec, locate is metadata
+        post = row_of(summary, arm="shm", cycle=cycle, step="post")
+        assert (post["write_MiB_per_s"], post["codec_s"], post["metadata_s"]) == (4 / 0.5, 0.375, 0.125)
+
+
+# (arm, tier, activity): bytes, summed seconds, events, covered seconds, over both cycles (the prep only in the
+# second). The staged arm's run I/O lands on shm, its copies out and their checksums on lustre; arrivals (cold
+# start, dumps: writes and renames on lustre) are left out.
+FX_PHASE_THROUGHPUT = {
+    ("shm", "lustre", "stage_out:copy"): (76 * MiB, 2 * (2.25 + 0.3125) + 0.375, 14, 2 * (1.25 + 0.1875) + 0.375),
+    ("shm", "lustre", "verify:checksum"): (76 * MiB, 2 * (1.0 + 0.125) + 0.125, 9, 2 * (0.5 + 0.0625) + 0.125),
+    ("shm", "shm", "run:read"): (91 * MiB, 2 * (0.75 + 1.0) + 0.375, 10, 2 * (0.75 + 1.0) + 0.375),
+    ("shm", "shm", "run:rename"): (0, 2 * (0.125 + 0.125) + 0.0625, 9, 2 * (0.125 + 0.125) + 0.0625),
+    ("shm", "shm", "run:write"): (76 * MiB, 2 * (2.0 + 0.5) + 0.5, 9, 2 * (2.0 + 0.5) + 0.5),
+    ("shm", "shm", "stage_in:copy"): (91 * MiB, 2 * (1.625 + 1.0625) + 0.8125, 15, 2 * (1.125 + 0.5625) + 0.5625),
+    ("shm", "shm", "verify:checksum"): (91 * MiB, 2 * (0.375 + 0.5) + 0.1875, 10, 2 * (0.25 + 0.25) + 0.125),
+}
+FX_PHASE_THROUGHPUT |= {("lustre", "lustre", activity): (nbytes, 2 * summed, n, 2 * covered)
+                     for (arm, tier, activity), (nbytes, summed, n, covered) in FX_PHASE_THROUGHPUT.items()
+                     if tier == "shm" and activity.startswith("run:")}
+FX_PHASE_THROUGHPUT[("lustre", "lustre", "verify:checksum")] = (76 * MiB, 2 * 2.375, 9, 2 * 1.25)
+
+
+def test_phase_throughput_of_the_fixture_by_hand(tables):
+    table = read_csv(tables, "phase_throughput.csv")
+    assert list(table[["arm", "tier", "activity"]].itertuples(index=False, name=None)) == sorted(FX_PHASE_THROUGHPUT)
+    for row in table.itertuples(index=False):
+        nbytes, summed_s, n_events, seconds = FX_PHASE_THROUGHPUT[(row.arm, row.tier, row.activity)]
+        assert (row.bytes, row.summed_s, row.n_events, row.seconds) == (nbytes, summed_s, n_events, seconds), row
+        assert row.MiB_per_s == nbytes / MiB / seconds
+    # e.g. the staged arm's copies out: 76 MiB over the 3.25 s they cover, though they add up to 5.5 s
+    assert row_of(table, arm="shm", activity="stage_out:copy")["MiB_per_s"] == 76 / 3.25
+
+
+def test_staging_table_of_the_fixture_by_hand(tables):
+    staging = read_csv(tables, "staging.csv")
+    assert set(staging["arm"]) == {"shm"}  # the baseline does not stage
+    assert len(staging) == (2 + 2 + 3 * 2)  # fcst and post of both cycles, prep of the second; in and out
+    out = row_of(staging, cycle=C1, step="fcst", phase="stage_out").to_dict()
+    # two 16 MiB copies side by side [9, 10] and their sync [10, 10.25], from fcst's start T0 + 120
+    assert out == {"study": "fx", "arm": "shm", "cycle": C1, "step": "fcst", "phase": "stage_out",
+                   "method": "cycleio", "dest_tier": "lustre", "dest_fs_type": "ext4", "n_files": 2,
+                   "bytes": 32 * MiB, "copy_s": 2.25, "t_start": T0 + 129, "wall_s": 1.25, "MiB_per_s": 32 / 1.25}
+    into = row_of(staging, cycle=C1, step="fcst", phase="stage_in")
+    assert (into["dest_tier"], into["n_files"], into["bytes"], into["copy_s"], into["wall_s"]) == (
+        "shm", 2, 12 * MiB, 1.625, 1.125)
+
+
+def test_io_events_of_the_fixture_keep_every_record(tables):
+    events = pd.read_parquet(tables / "io_events.parquet")
+    lines = sum(len(p.read_text().splitlines()) for p in record_files())
+    assert len(events) == lines == len(pd.read_csv(tables / "io_events.csv"))
+    assert set(events["step"]) == {"coldstart", "dump", "prep", "fcst", "post"}  # arrivals too
+    assert events.iloc[0][["arm", "step"]].tolist() == ["lustre", "coldstart"]  # by arm, cycle, step, t_start
+    increment = events[(events["arm"] == "shm") & (events["op"] == "read") & events["file"].str.endswith("atminc.nc")]
+    assert increment["cached_fraction"].tolist() == [0.5, 0.5] and not increment["cache_risk"].any()
+    baseline_reads = events[(events["arm"] == "lustre") & (events["op"] == "read") & (events["phase"] == "run")]
+    assert baseline_reads["cache_risk"].all() and baseline_reads["cached_fraction"].notna().all()
+    assert events.loc[events["op"] != "read", "cached_fraction"].isna().all()
+    write = row_of(events, arm="shm", step="prep", op="write", phase="run")
+    assert (write["MiB"], write["MiB_per_s"], write["t_end"]) == (4.0, 8.0, T0 + 112.5)
+    assert set(events["op"]) >= {"generate", "encode", "decode", "define", "locate", "rename", "compute",
+                                 "write_effective", "write_final", "remove", "sync", "checksum", "copy"}
+
+
+def test_tiers_table_takes_each_arms_first_job_per_role(tables):
+    tiers = read_csv(tables, "tiers.csv")
+    found = {(row.arm, row.role): row for row in tiers.itertuples(index=False)}
+    assert sorted(found) == [("lustre", "persistent"), ("lustre", "scratch"), ("shm", "persistent"), ("shm", "scratch")]
+    # make_fixtures numbers the jobs in workflow order, each finding 1 MiB less free: the cold starts are jobs 0
+    # and 1 (persistent only), the dumps 2 and 3, the first fcst jobs 4 (lustre) and 5 (shm)
+    assert found[("lustre", "persistent")].free_bytes == 80 * 2**30
+    assert found[("shm", "persistent")].free_bytes == 80 * 2**30 - MiB
+    assert found[("lustre", "scratch")].free_bytes == 80 * 2**30 - 4 * MiB
+    shm = found[("shm", "scratch")]
+    assert (shm.tier, shm.fs_type, shm.mount_point, shm.free_bytes, shm.host) == (
+        "shm", "tmpfs", "/dev/shm", 20 * 2**30 - 5 * MiB, "vm")

@@ -1,30 +1,20 @@
 """Tests of cycleio.benchmarks.benchparse on real IOR 4.0.0 / mdtest / fio 3.33 outputs.
 
 The files in tests/data/ior and tests/data/fio are unmodified copies of real
-benchmark outputs; expected numbers are read from the files themselves.
+benchmark outputs; expected numbers are read from the files themselves. That all of them
+make one tidy table of the row schema (benchmarks.rows) is test_rows'.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import shutil
 from pathlib import Path
 
 import pytest
-
+from conftest import FIO_OUTPUTS as FIO, FIO_JSON, IOR_JSON, IOR_OUTPUTS as IOR, IOR_TEXT, MDTEST
 from cycleio.benchmarks import benchparse as bp  # conftest puts scripts/ on the path when not installed
 
-DATA = Path(__file__).parent / "data"
-IOR = DATA / "ior"
-FIO = DATA / "fio"
-
-IOR_JSON = sorted(p for p in IOR.glob("*.json") if not p.name.startswith("error-")) + [
-    FIO / "limit-ior-posix-fpp-1g-odirect-1rank-disk.json"
-]
-IOR_TEXT = sorted(IOR.glob("*-text.stdout.txt"))
-MDTEST = sorted(IOR.glob("mdtest-*.stdout.txt"))
-FIO_JSON = sorted(FIO.glob("fio-*.json"))
 IOR_ERRORS = {
     "error-unwritable-dir-1rank.json": 'ERROR: open64("/proc/nonexistent/testfile", 66, 0664) failed',
     "error-invalid-blocksize-1rank.json": "ERROR: block size must be a multiple of transfer size",
@@ -446,20 +436,3 @@ def test_parse_any_dd_is_rejected() -> None:
 def test_missing_file_raises_benchmark_error(tmp_path: Path) -> None:
     with pytest.raises(bp.BenchmarkOutputError, match="nope.json"):
         bp.parse_any(tmp_path / "nope.json")
-
-
-def test_rows_make_a_tidy_dataframe() -> None:
-    import pandas as pd  # a dependency of the package: never skipped
-    rows: list[dict] = []
-    for path in IOR_JSON + IOR_TEXT + MDTEST + FIO_JSON:
-        rows += bp.parse_any(path)
-    df = pd.DataFrame(rows)
-    assert list(df.columns) == list(bp.ROW_KEYS)
-    assert set(df["tool"]) == {"ior", "mdtest", "fio"}
-    assert set(df["aggregate"]) == {"rep", "max", "min", "mean", "job", "group"}
-    assert not df.duplicated(["source", "job", "operation", "aggregate", "repetition"]).any()
-    # note: df.aggregate is a DataFrame method; use df["aggregate"]
-    ior_reps = df[(df["tool"] == "ior") & (df["aggregate"] == "rep")]
-    assert len(ior_reps) == 6 * (len(IOR_JSON) + len(IOR_TEXT))
-    fio_row = df[df["source"] == "fio-seqwrite-1m-direct-2job-disk.json"]
-    assert math.isclose(fio_row["bw_MiB_per_s"].iloc[0], 1801580241 / 2**20)

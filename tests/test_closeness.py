@@ -1,79 +1,16 @@
-"""How close the steps come to the storage, as a user reads it (report.closeness, the efficiency heatmap, the
-io_gap figure and sentences), on small hand-made efficiency and io_gap tables: not-timed rows never colour a cell,
-never enter a count or a median, and are named as not timed."""
+"""How close the steps come to the storage, as a user reads it (report.closeness: the verdicts, the io_gap
+sentences, the goals), on the small hand-made efficiency and io_gap tables of conftest: not-timed rows never enter a
+count or a median, and are named as not timed. The heatmap and the io_gap figure are test_answerfigures'."""
 
 from __future__ import annotations
 
-import io
 import math
 
 import pandas as pd
 import pytest
-
+from conftest import AT, FASTER, NOISE, NOT_TIMED, SLOWER, REPLAYS, efficiency_fixture, io_gap_fixture
 from cycleio.report.closeness import (arm_gap_sentence, gap_sentence, replay_rows, timed_median, verdict_counts,
                                       verdict_sentence)
-
-MiB = 2**20
-NAN = math.nan
-AT, NOISE, SLOWER, FASTER, NOT_TIMED = ("at the tier's speed", "within noise", "slower than the tier",
-                                        "faster than the replay", "not timed")
-# arm, tier, step, activity, efficiency, low, high, timed, verdict
-REPLAYS = [
-    ("lustre", "lustre", "prep", "run:read", 3.0, 2.0, 4.0, False, NOT_TIMED),
-    ("lustre", "lustre", "prep", "run:write", 0.2, 0.1, 0.3, False, NOT_TIMED),
-    ("lustre", "lustre", "anal", "run:read", 0.98, 0.93, 1.04, True, AT),
-    ("lustre", "lustre", "anal", "run:write", 1.01, 0.99, 1.03, True, AT),
-    ("lustre", "lustre", "fcst", "run:read", 1.00, 0.95, 1.06, True, AT),
-    ("lustre", "lustre", "fcst", "run:write", 0.71, 0.65, 0.78, True, SLOWER),
-    ("lustre", "lustre", "post", "run:read", 0.80, 0.71, 1.04, True, NOISE),
-    ("lustre", "lustre", "post", "run:write", 1.02, 0.98, 1.05, True, AT),
-    ("shm", "shm", "prep", "run:write", 9.0, 5.0, 12.0, False, NOT_TIMED),
-    ("shm", "shm", "fcst", "run:write", 1.6, 1.4, 1.8, True, FASTER),
-    ("shm", "shm", "post", "run:write", 0.7, 0.5, 1.3, True, NOISE),
-]
-
-
-def through_csv(frame: pd.DataFrame) -> pd.DataFrame:
-    """The table as the rules' commands read it back."""
-    text = io.StringIO()
-    frame.to_csv(text, index=False)
-    text.seek(0)
-    return pd.read_csv(text)
-
-
-def efficiency_fixture() -> pd.DataFrame:
-    rows = [{"study": "fx", "arm": arm, "tier": tier, "step": step, "activity": activity, "reference": "replay",
-             "surrogate_bytes": 64 * MiB if timed else MiB, "efficiency": eff, "reference_repetitions": 5,
-             "efficiency_low": low, "efficiency_high": high, "timed": timed, "verdict": verdict}
-            for arm, tier, step, activity, eff, low, high, timed, verdict in REPLAYS]
-    rows.append({**rows[5], "reference": "easy, best", "efficiency": 0.1, "verdict": SLOWER})  # not a replay
-    return through_csv(pd.DataFrame(rows))
-
-
-GAP_COLUMNS = ["study", "arm", "tier", "step", "direction", "jobs", "files_per_job", "bytes_per_job", "step_s",
-               "replay_s", "replay_s_low", "replay_s_high", "best_reference", "best_tool", "best_MiB_per_s",
-               "tier_best_s", "pattern_s", "pattern_s_low", "pattern_s_high", "cycleio_s", "cycleio_s_low",
-               "cycleio_s_high", "timed"]
-
-
-def io_gap_fixture() -> pd.DataFrame:
-    rows = [
-        # the issue's example: the pattern's band rounds to its value, cycleio's does not
-        ("lustre", "lustre", "fcst", "write", 2, 38, 1265 * MiB, 6.0, 5.6, 5.3, 5.9, "easy, 2 tasks", "fio", 361.0,
-         3.5, 2.1, 2.08, 2.12, 0.4, 0.1, 0.7, True),
-        ("lustre", "lustre", "fcst", "read", 2, 12, 400 * MiB, 2.0, 1.9, 1.8, 2.0, "easy, 2 tasks", "fio", 800.0,
-         0.5, 1.4, 1.3, 1.5, 0.1, 0.0, 0.2, True),
-        # the most seconds of all, but not timed: never picked
-        ("lustre", "lustre", "prep", "write", 2, 500, 1 * MiB, 10.0, 0.1, 0.1, 0.1, "easy, 2 tasks", "fio", 361.0,
-         0.003, 0.1, 0.1, 0.1, 9.9, 9.9, 9.9, False),
-        # the tier's best pattern not measured on shm
-        ("shm", "shm", "fcst", "write", 2, 38, 1265 * MiB, 1.2, 0.9, 0.8, 1.0, NAN, NAN, NAN,
-         NAN, NAN, NAN, NAN, 0.3, 0.2, 0.4, True),
-        # the step faster than its replay: cycleio's part is negative
-        ("shm", "shm", "post", "write", 2, 24, 300 * MiB, 0.5, 0.6, 0.55, 0.65, NAN, NAN, NAN,
-         NAN, NAN, NAN, NAN, -0.1, -0.15, -0.05, True),
-    ]
-    return through_csv(pd.DataFrame([("fx", *row) for row in rows], columns=GAP_COLUMNS))
 
 
 # ------------------------------------------------------------------------------------------------ verdicts
@@ -105,38 +42,6 @@ def test_a_row_not_timed_is_not_timed_whatever_its_verdict_and_an_old_table_is_n
     assert math.isnan(timed_median(old)[0])
 
 
-# ------------------------------------------------------------------------------------------------ heatmap
-
-
-def test_heatmap_cells_colour_timed_rows_only_and_mark_the_close_ones():
-    from cycleio.report.answerfigures import efficiency_cells, efficiency_matrix
-
-    cells = efficiency_cells(efficiency_fixture()).set_index(["arm", "step", "direction"])
-    assert len(cells) == len(REPLAYS)
-    untimed = cells[~cells["timed"]]
-    assert untimed["shade"].isna().all() and set(untimed["label"]) == {"not timed"}  # no colour, no ratio shown
-    assert cells.loc[("lustre", "fcst", "write"), "shade"] == pytest.approx(math.log2(0.71))
-    assert cells.loc[("lustre", "fcst", "write"), "label"] == "0.71\n0.65-0.78"
-    assert cells.loc[("lustre", "post", "read"), "label"] == "0.80 ≈\n0.71-1.04"  # within noise
-    assert cells.loc[("lustre", "anal", "write"), "label"] == "1.01 =\n0.99-1.03"  # at the tier's speed
-    shade = efficiency_matrix(cells.reset_index())
-    assert list(shade.index) == ["lustre", "shm"]
-    assert list(shade.columns) == [(s, d) for s in ("prep", "anal", "fcst", "post") for d in ("read", "write")]
-    assert int(shade.notna().to_numpy().sum()) == 8  # the timed rows
-    assert math.isnan(shade.loc["shm", ("anal", "read")])  # no replay there: no cell either
-
-
-@pytest.mark.parametrize("table", ["fixture", "all not timed", "empty", "none"])
-def test_heatmap_writes_png_and_svg(tmp_path, table):
-    from cycleio.report.answerfigures import efficiency_heatmap
-
-    efficiency = {"fixture": efficiency_fixture(), "all not timed": efficiency_fixture().assign(timed=False),
-                  "empty": efficiency_fixture().iloc[0:0], "none": None}[table]
-    paths = [tmp_path / "heatmap.png", tmp_path / "heatmap.svg"]
-    efficiency_heatmap(efficiency, paths, "fx")
-    assert all(p.stat().st_size > 0 for p in paths)
-
-
 # ------------------------------------------------------------------------------------------------ io gap
 
 
@@ -161,31 +66,6 @@ def test_io_gap_sentence_in_the_issues_words():
         "replay beat the tier's best pattern, easy, 2 tasks by 1.5 s), none for cycleio (the step beat its replay by "
         "0.2 s)")
     assert gap_sentence(faster._replace(cycleio_s_high=0.1)).endswith("cycleio within noise (-0.3 to 0.1 s)")
-
-
-def test_gap_segments_stack_to_the_steps_seconds():
-    from cycleio.report.answerfigures import gap_segments
-
-    lustre, _, _, shm, shm_post = io_gap_fixture().itertuples()
-    segments = gap_segments(lustre)
-    assert [s["part"] for s in segments] == ["tier_best_s", "pattern_s", "cycleio_s"]
-    assert [s["left"] for s in segments] == pytest.approx([0, 3.5, 5.6])
-    assert segments[-1]["left"] + segments[-1]["seconds"] == pytest.approx(lustre.step_s)
-    assert (segments[2]["x_low"], segments[2]["x_high"]) == pytest.approx((5.7, 6.3))
-    assert math.isnan(segments[0]["x_low"])  # the tier's best has no band
-    assert [s["part"] for s in gap_segments(shm)] == ["replay_s", "cycleio_s"]
-    assert gap_segments(shm_post)[-1]["seconds"] == -0.1
-
-
-@pytest.mark.parametrize("table", ["fixture", "blank tier_best_s", "empty", "none"])
-def test_io_gap_figure_writes_png_and_svg(tmp_path, table):
-    from cycleio.report.answerfigures import io_gap_figure
-
-    gap = {"fixture": io_gap_fixture(), "blank tier_best_s": io_gap_fixture().assign(tier_best_s=NAN, pattern_s=NAN),
-           "empty": io_gap_fixture().iloc[0:0], "none": None}[table]
-    paths = [tmp_path / "io_gap.png", tmp_path / "io_gap.svg"]
-    io_gap_figure(gap, paths, "fx")
-    assert all(p.stat().st_size > 0 for p in paths)
 
 
 def test_io_gap_command_draws_from_the_table(tmp_path):

@@ -1,8 +1,8 @@
 """The forecast's write strategies as a registry (cycleio.surrogates.forecast.strategies), without MPI.
 
 The schema offers what the registry holds, the layout asks each strategy for its writer ranks and
-description, the registry loads no numpy or MPI (the layout reads it at DAG time), and the report
-lists arms in the registry's order. tests/test_launcher.py runs the strategies under mpiexec.
+description, and the registry loads no numpy or MPI (the layout reads it at DAG time); that the report lists arms
+in the registry's order is test_writefigures'. tests/test_launcher.py runs the strategies under mpiexec.
 """
 
 from __future__ import annotations
@@ -13,10 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pandas as pd
-
 from cycleio.config.settings import load_schema
-from cycleio.report.writefigures import _arm_order
 from cycleio.surrogates.forecast.layout import RankLayout
 from cycleio.surrogates.forecast.strategies import STRATEGIES, WriteStrategy
 
@@ -65,9 +62,3 @@ def test_the_registry_and_the_layout_load_no_numpy_or_mpi():
     loaded = set(json.loads(result.stdout))
     assert "cycleio.surrogates.forecast.strategies.quilt" in loaded
     assert not loaded & {"numpy", "mpi4py", "netCDF4", "h5py", "cycleio.surrogates.forecast.rank"}
-
-
-def test_the_write_figure_lists_arms_in_the_registry_order():
-    strategies = list(reversed(STRATEGIES))
-    table = pd.DataFrame({"arm": [f"arm{i}" for i in range(len(strategies))], "strategy": strategies})
-    assert _arm_order(table) == [f"arm{strategies.index(name)}" for name in STRATEGIES]

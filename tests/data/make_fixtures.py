@@ -18,9 +18,9 @@ A tiny study ``fx``, as its jobs write it (JSON-lines records, one file per job,
   pattern at 1 task, field I/O at 2 tasks.
 
 Times are multiples of 1/64 s and sizes whole MiB, so every table value can be worked out by hand; the
-tests (tests/test_report_data.py) do so. The script is self-contained (no cycleio import) so that the
-files stay what the jobs wrote, and the tests check that its fields and columns are still the
-production ones. Run it after changing it: ``python tests/data/make_fixtures.py``; ``--check`` only
+tests of the report modules (test_aggregate, test_benchtables, the figures') do so, on conftest's fixtures.
+The script is self-contained (no cycleio import) so that the files stay what the jobs wrote, and
+tests/test_fixture_study.py checks that its fields and columns are still the production ones. Run it after changing it: ``python tests/data/make_fixtures.py``; ``--check`` only
 compares what it would write with the files there and exits 1 on a difference.
 """
 

@@ -1,4 +1,5 @@
-"""The study's answer (report.answers) on a hand-made step_summary: every number below is worked out by hand."""
+"""The study's answer (report.answers) on a hand-made step_summary, and on the tables of the checked-in study of
+tests/data (conftest's ``tables``): every number below is worked out by hand."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import math
 import pandas as pd
 import pytest
 
-from conftest import C0, C1, C2, step_summary  # the hand-made step_summary, its walls worked out there
+from conftest import C1, C2, step_summary  # the hand-made step_summary, its walls worked out there
 from cycleio.report.answers import arm_summary, best_arm_line, cycle_totals, summary_markdown, write_summary
 
 TIERS = {"lustre": "lustre", "shm": "shm", "node_local": "node_local"}
@@ -184,37 +185,23 @@ def test_the_benchmark_caption_quotes_timed_points_only(tmp_path):
         "no point moved enough bytes for long enough to time (2 of 2 points too small to time, not quoted).")
 
 
-def test_what_staging_buys_says_a_cost_as_a_cost_and_its_band_with_its_count():
-    from cycleio.report.answerfigures import saving_label
+def test_the_answer_per_arm_from_the_fixed_records(tables, tmp_path):
+    """summary.csv on the fx study: one full cycle (2026010106: prep, fcst, post), the lustre arm the baseline.
+    Every number is the tables' (multiples of 1/64 s): lustre's jobs take 28 s, 12.25 s of it I/O; shm's 18.375 s,
+    10.8125 s I/O and 4.0625 s staging (2.25 in, 1.8125 out); one cycle gives no spread."""
+    from cycleio.report.answers import best_arm_line, summary_table_from_tables
 
-    info = pd.DataFrame([{"arm": "lustre", "n_cycles": 2, "verdict": "baseline", "saved_s": math.nan,
-                          "saved_se_s": math.nan, "baseline_arm": "lustre"},
-                         {"arm": "shm", "n_cycles": 2, "verdict": "slower", "saved_s": -0.4, "saved_se_s": 0.001,
-                          "baseline_arm": "lustre"},
-                         {"arm": "nl", "n_cycles": 1, "verdict": "faster (one cycle, no spread)", "saved_s": 1.9,
-                          "saved_se_s": math.nan, "baseline_arm": "lustre"}]).set_index("arm", drop=False)
-    assert saving_label(2.36, info.loc["lustre"], info) == "2.36 s (baseline)"
-    assert saving_label(2.8, info.loc["shm"], info) == (
-        "2.80 s: costs 0.40 s ± <0.01 s (std. error over 2 cycles)\nagainst lustre: slower")
-    assert saving_label(0.5, info.loc["nl"], info) == (
-        "0.50 s: saves 1.90 s (one cycle, no band)\nagainst lustre: faster (one cycle, no spread)")
-
-
-def test_what_staging_buys_ends_its_axis_where_the_data_do(tmp_path, drawn_figures):
-    from cycleio.report.answerfigures import staging_figure
-
-    cycles = pd.DataFrame([{"arm": arm, "cycle": cycle, "wall_s": wall, "stage_in_s": 0.1, "run_io_s": 0.5,
-                            "compute_s": 0.5, "stage_out_s": 0.2, "verify_s": 0.1}
-                           for arm, walls in (("lustre", (2.3, 2.4)), ("shm", (2.8, 2.8))) for cycle, wall in
-                           zip((C1, C2), walls)])
-    table = pd.DataFrame([{"arm": "lustre", "n_cycles": 2, "verdict": "baseline", "saved_s": math.nan,
-                           "saved_se_s": math.nan, "baseline_arm": "lustre"},
-                          {"arm": "shm", "n_cycles": 2, "verdict": "slower", "saved_s": -0.45, "saved_se_s": 0.05,
-                           "baseline_arm": "lustre"}])
-    staging_figure(cycles, table, tmp_path / "staging.png", "fx")
-    (fig,) = drawn_figures
-    bars, notes = fig.axes
-    longest = max(cycles.groupby("arm")["wall_s"].mean())
-    assert longest <= bars.get_xlim()[1] <= 1.05 * longest
-    assert [t.get_text() for t in notes.texts] == [
-        "2.35 s (baseline)", "2.80 s: costs 0.45 s ± 0.05 s (std. error over 2 cycles)\nagainst lustre: slower"]
+    table = summary_table_from_tables(tables / "step_summary.csv", tables / "tiers.csv",
+                                      tables / "io_events.parquet", None, tmp_path / "summary.csv")
+    rows = table.set_index("arm")
+    lustre, shm = rows.loc["lustre"], rows.loc["shm"]
+    assert (lustre["n_cycles"], lustre["cycle_wall_s"], lustre["io_share"]) == (1, 28.0, 12.25 / 28)
+    assert (lustre["verdict"], lustre["cycle_staging_s"]) == ("baseline", 0)
+    assert (shm["cycle_wall_s"], shm["cycle_io_s"], shm["cycle_staging_s"]) == (18.375, 10.8125, 4.0625)
+    assert (shm["baseline_arm"], shm["saved_s"], shm["saved_percent"]) == ("lustre", 9.625, 34.375)
+    assert shm["verdict"] == "faster (one cycle, no spread)" and math.isnan(shm["saved_se_s"])
+    # the forecast's effective and actual write seconds (writetime.py), the baseline's twice the staged arm's
+    assert (lustre["strategy"], lustre["effective_write_s"], lustre["actual_write_s"]) == ("serial", 5.25, 5.25)
+    assert (shm["effective_write_s"], shm["actual_write_s"]) == (2.625, 2.625)
+    assert best_arm_line(table) == ("Best arm: shm, 18.38 s per cycle, 9.62 s (34%) faster than its baseline lustre "
+                                    "over 1 cycle (one cycle: no spread to tell it from noise).")
