@@ -68,56 +68,6 @@ def test_io_gap_sentence_in_the_issues_words():
     assert gap_sentence(faster._replace(cycleio_s_high=0.1)).endswith("cycleio within noise (-0.3 to 0.1 s)")
 
 
-def test_io_gap_command_draws_from_the_table(tmp_path):
-    from cycleio.cli import main
-
-    io_gap_fixture().to_csv(tmp_path / "io_gap.csv", index=False)
-    assert main(["io-gap-figure", "--io-gap", str(tmp_path / "io_gap.csv"), "--png", str(tmp_path / "g.png"),
-                 "--svg", str(tmp_path / "g.svg"), "--title", "fx"]) == 0
-    assert (tmp_path / "g.png").stat().st_size > 0 and (tmp_path / "g.svg").stat().st_size > 0
-
-
-# ------------------------------------------------------------------------------------------------ captions
-
-
-def test_captions_count_the_verdicts_and_name_the_rows_not_timed(tmp_path):
-    from cycleio.report.captions import table_numbers
-
-    efficiency_fixture().to_csv(tmp_path / "efficiency.csv", index=False)
-    io_gap_fixture().to_csv(tmp_path / "io_gap.csv", index=False)
-    numbers = table_numbers(tmp_path / "efficiency.csv", tmp_path / "io_gap.csv")
-    assert numbers["efficiency"] == (
-        "8 of 11 rows against the replay are timed: 4 at the tier's speed, 2 within noise, 1 slower than the tier, "
-        "1 faster than the replay; not timed (too few bytes or too short to time, ratio not read): lustre prep read, "
-        "lustre prep write, shm prep write.")
-    assert numbers["io_gap"].startswith("lustre: of fcst's 6.0 s of writes, 3.5 s is the tier at its best, ")
-    assert "; shm: of fcst's 1.2 s of writes, 0.9 s (0.8-1.0) is the replay" in numbers["io_gap"]
-
-
-# ------------------------------------------------------------------------------------------------ goals
-
-def test_efficiency_goals_count_timed_rows_only():
-    from cycleio.report.closeness import efficiency_goals
-
-    table = pd.DataFrame([
-        {"arm": "a", "tier": "t", "step": "fcst", "activity": "run:write", "reference": "replay", "efficiency": 0.95,
-         "efficiency_low": 0.9, "efficiency_high": 1.0, "timed": True, "verdict": "at the tier's speed"},
-        {"arm": "a", "tier": "t", "step": "anal", "activity": "run:write", "reference": "replay", "efficiency": 1.7,
-         "efficiency_low": 0.9, "efficiency_high": 3.8, "timed": True, "verdict": "within noise"},  # band holds 1
-        {"arm": "b", "tier": "t", "step": "fcst", "activity": "run:write", "reference": "replay", "efficiency": 0.5,
-         "efficiency_low": 0.45, "efficiency_high": 0.55, "timed": True, "verdict": "slower than the tier"},
-        {"arm": "b", "tier": "t", "step": "prep", "activity": "run:write", "reference": "replay", "efficiency": 9.0,
-         "efficiency_low": 8.0, "efficiency_high": 10.0, "timed": False, "verdict": "not timed"},
-        {"arm": "b", "tier": "t", "step": "fcst", "activity": "run:read", "reference": "replay", "efficiency": 2.0,
-         "efficiency_low": 1.9, "efficiency_high": 2.1, "timed": True, "verdict": "faster than the replay"},
-    ])
-    goals = efficiency_goals(table)
-    assert goals["write"] == {"timed_rows": 3, "median": 0.95, "median_ok": True}
-    assert goals["read"]["timed_rows"] == 1 and goals["read"]["median_ok"] is None  # three timed reads to be judged
-    assert goals["rows"]["timed_rows"] == 4 and goals["rows"]["share_close"] == 0.5 and not goals["rows"]["share_ok"]
-    assert goals["rows"]["outside"] == ["b fcst read 2.00", "b fcst write 0.50"]  # in step order, reads first
-
-
 def test_two_runs_agree_where_their_bands_overlap():
     from cycleio.report.closeness import bands_agree
 

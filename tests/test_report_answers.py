@@ -108,45 +108,6 @@ def test_a_baseline_that_wins_says_staging_does_not_pay():
     assert "slower" in summary_markdown(arm_summary(summary, tiers()), "fx")
 
 
-def test_table_numbers_give_each_tables_sentence(tmp_path):
-    """The captions' numbers from fixed tables: exact sentences; a table not there yet leaves its key
-    "not measured yet", and an unreadable one says so instead of stopping the report."""
-    from cycleio.report.captions import MISSING, table_numbers
-
-    steps = pd.DataFrame({"arm": ["a", "a", "a", "b"], "step": ["fcst", "fcst", "anal", "fcst"],
-                          "wall_s": [6.0, 8.0, 1.0, 3.0], "io_fraction": [0.5, 0.3, 0.9, 0.25]})
-    steps.to_csv(tmp_path / "step_summary.csv", index=False)
-    pd.DataFrame({"arm": ["a", "a"], "tier": ["t", "t"], "step": ["fcst", "prep"], "activity": ["run:write"] * 2,
-                  "reference": ["replay"] * 2, "surrogate_bytes": [2**30, 2**10], "efficiency": [0.95, 0.1],
-                  "timed": [True, False], "verdict": ["within noise", "not timed"]}
-                 ).to_csv(tmp_path / "efficiency.csv", index=False)
-    pd.DataFrame(columns=["study", "arm", "cycle", "step", "attempt", "succeeded_on_attempt"]).to_csv(
-        tmp_path / "retries.csv", index=False)
-    (tmp_path / "staging.csv").write_text("not,a\n1,2\n")
-    numbers = table_numbers(tmp_path / "step_summary.csv", tmp_path / "efficiency.csv", tmp_path / "retries.csv",
-                            tmp_path / "staging.csv", tmp_path / "records.jsonl", tmp_path / "tiers.csv")
-    assert numbers["step_summary"] == ("the longest step per arm (mean over cycles): a fcst 7.00 s (40% I/O), "
-                                       "b fcst 3.00 s (25% I/O).")
-    # the prep write moved 1 KiB: too little for its ratio to say anything, so it is only named
-    assert numbers["efficiency"] == ("1 of 2 rows against the replay are timed: 1 within noise; not timed (too few "
-                                     "bytes or too short to time, ratio not read): a prep write.")
-    assert numbers["retries"] == "no job failed an attempt."
-    assert numbers["staging"].startswith("(could not read staging.csv: ")
-    assert numbers["tiers"] == numbers["capacity"] == numbers["io_events"] == MISSING
-
-
-def test_a_table_of_another_version_gives_a_caption_that_says_so(tmp_path):
-    """A capacity.csv left by an older cycleio (other columns) must not stop the workflow, whose params ask
-    for its sentence: the caption says it could not read it."""
-    from cycleio.report.captions import answer_numbers
-
-    pd.DataFrame({"tier": ["lustre"], "step": ["cycle"], "units_needed": [3]}).to_csv(
-        tmp_path / "capacity.csv", index=False)
-    numbers = answer_numbers(tmp_path / "summary.csv", None, tmp_path / "capacity.csv")
-    assert numbers["plan"].startswith("(could not read capacity.csv: ")
-    assert numbers["best"] == "not measured yet"
-
-
 def test_the_summary_says_where_an_arms_largest_step_seconds_go():
     """One io_gap sentence per arm: the timed step and direction with the most storage seconds."""
     nan = math.nan
@@ -167,22 +128,6 @@ def test_the_summary_says_where_an_arms_largest_step_seconds_go():
     assert pd.isna(table.loc["lustre", "io_gap"])
     text = summary_markdown(table.reset_index(), "fx")
     assert "0.1 s (0.08-0.12) cycleio." in text
-
-
-def test_the_benchmark_caption_quotes_timed_points_only(tmp_path):
-    """Points too small to time (benchmarks.csv ``timed`` False) are counted in the caption, never quoted."""
-    from cycleio.report.captions import table_numbers
-
-    rows = [{"benchmark": "io", "aggregate": "mean", "tier": "shm", "operation": "write", "bw_MiB_per_s": bw,
-             "timed": timed} for bw, timed in ((2667.0, False), (3810.0, False), (900.0, True))]
-    pd.DataFrame(rows).to_csv(tmp_path / "benchmarks.csv", index=False)
-    said = table_numbers(tmp_path / "benchmarks.csv")["benchmarks"]
-    assert said == ("best mean bandwidth per tier (any pattern and task count, timed points only): shm write "
-                    "900 MiB/s (2 of 3 points too small to time, not quoted).")
-    pd.DataFrame(rows[:2]).to_csv(tmp_path / "benchmarks.csv", index=False)
-    said = table_numbers(tmp_path / "benchmarks.csv")["benchmarks"]
-    assert "2667" not in said and said.endswith(
-        "no point moved enough bytes for long enough to time (2 of 2 points too small to time, not quoted).")
 
 
 def test_the_answer_per_arm_from_the_fixed_records(tables, tmp_path):

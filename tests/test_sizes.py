@@ -30,3 +30,7 @@ def test_size_errors_name_the_key(value, message):
         parse_size(value, "x.size")
 
 
+@pytest.mark.parametrize("value, expected", [(47008, 47008), ("47008", 47008), ("1m", MIB), ("2MiB", 2 * MIB),
+                                             ("64k", 65536), ("1g", 2**30), ("1.5m", 3 * MIB // 2)])
+def test_sizes_read_like_ior(value, expected):
+    assert parse_size(value, "k") == expected

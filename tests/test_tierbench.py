@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
 
 from conftest import assert_axes_carry_data, assert_png_drawn, point_settings, require_tool, with_changes
 from cycleio.benchmarks import common, replay, tools
@@ -36,12 +35,6 @@ def shm_dir():
 
 
 # ------------------------------------------------------------------------- config and plan
-
-
-@pytest.mark.parametrize("value, expected", [(47008, 47008), ("47008", 47008), ("1m", MIB), ("2MiB", 2 * MIB),
-                                             ("64k", 65536), ("1g", 2**30), ("1.5m", 3 * MIB // 2)])
-def test_sizes_read_like_ior(value, expected):
-    assert tb.parse_size(value, "k") == expected
 
 
 def test_ior_size_spelling():
