@@ -164,6 +164,47 @@ def test_every_command_the_docs_show_runs_as_written(page, line):
                                        f"{result.stdout[-1500:]}\n{result.stderr[-1500:]}"
 
 
+def inline_commands() -> list[tuple[str, str]]:
+    """(page, code span) of every make, snakemake or cycleio command the docs' prose names inline."""
+    found = set()
+    for page in PAGES:
+        for span in re.findall(r"`([^`\n]+)`", FENCE.sub("", page.read_text())):
+            words = span.split()
+            if words[:3] == ["python", "-m", "cycleio"]:
+                words = words[2:]
+            if words and words[0] in ("make", "snakemake", "cycleio"):
+                found.add((str(page.relative_to(REPO)), " ".join(words)))
+    return sorted(found)
+
+
+def inline_check(span: str) -> tuple[list[str], list[str]]:
+    """How a command named inline is checked (it often names a command without its arguments, or with
+    placeholders like `results/<A>`): make's dry run of its target, else the command's --help, which must
+    offer every option the span shows. Returns the argv and the options to find in its output."""
+    words = [w for w in shlex.split(span.replace("[", " ").replace("]", " ")) if w != "..."]
+    if words[0] == "make":
+        return ["make", "-n", "--no-print-directory", *words[1:]], []
+    options = [w.split("=")[0] for w in words if w.startswith("--") and w != "--help"]
+    if words[0] == "snakemake":
+        return ["snakemake", "--help"], options
+    chain = [w for w in words[1:] if re.fullmatch(r"[a-z][a-z-]*", w)][:2]  # a command and a subcommand
+    return [sys.executable, "-m", "cycleio", *chain, "--help"], options
+
+
+@pytest.mark.e2e  # a Python or make start-up each: in `make test`, not in `make test-fast`
+@pytest.mark.parametrize("page,span", inline_commands())
+def test_every_command_named_inline_exists_with_its_options(page, span):
+    argv, options = inline_check(span)
+    result = run(argv)
+    if result.returncode != 0 and argv[-1] == "--help" and len(argv) > 5:  # the second word was an argument
+        argv = [*argv[:-2], "--help"]
+        result = run(argv)
+    assert result.returncode == 0, f"{page}: `{span}` checked as {shlex.join(argv)}: exit {result.returncode}\n" \
+                                   f"{result.stderr[-1500:]}"
+    missing = [o for o in options if o not in result.stdout]
+    assert not missing, f"{page}: `{span}`: {shlex.join(argv)} offers no {', '.join(missing)}"
+
+
 @pytest.mark.parametrize("page,body", blocks("yaml"), ids=lambda v: v.name if isinstance(v, Path) else "")
 def test_every_study_file_the_docs_show_is_a_valid_config(page, body, tmp_path):
     files = ["config/config.yaml"]
