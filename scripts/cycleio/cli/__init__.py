@@ -47,6 +47,14 @@ def cmd_cleanup(args) -> None:
     run_cleanup(ArmSettings.from_json(args.arm_settings), args.cycle, Path(args.records), Path(args.manifest))
 
 
+def cmd_archive(args) -> None:
+    from ..config.settings import ArmSettings
+    from ..surrogates.archivejob import run_archive
+
+    run_archive(ArmSettings.from_json(args.arm_settings), args.cycle, Path(args.records), Path(args.manifest),
+                [Path(m) for m in args.manifests], attempt=args.attempt)
+
+
 def cmd_aggregate(args) -> None:
     from ..report.aggregate import StudyTables, aggregate
 
@@ -273,6 +281,16 @@ def main(argv: list[str] | None = None) -> int:
     clean.add_argument("--records", required=True)
     clean.add_argument("--manifest", required=True)
     clean.set_defaults(func=cmd_cleanup)
+
+    arch = sub.add_parser("archive", help="write a cycle's tarballs to the archive tier, indexed and read back (arch)")
+    arch.add_argument("--arm-settings", required=True)
+    arch.add_argument("--cycle", required=True)
+    arch.add_argument("--attempt", type=int, default=1)
+    arch.add_argument("--records", required=True)
+    arch.add_argument("--manifest", required=True)
+    arch.add_argument("--manifests", nargs="*", default=[],
+                      help="the cycle's step manifests: the checksums its files landed with, checked on read-back")
+    arch.set_defaults(func=cmd_archive)
 
     agg = sub.add_parser("aggregate", help="records to tidy tables (each table's file named by its option)")
     agg.add_argument("--events", required=True, help="Parquet to write: every record (io_events)")
