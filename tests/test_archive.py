@@ -310,3 +310,54 @@ def test_a_killed_arch_job_leaves_no_tarball_under_a_final_name_and_its_rerun_la
     run_archive(settings, FULL, tmp_path / "r.jsonl", tmp_path / "m.json", attempt=2)
     assert sorted(p.name for p in folder.iterdir()) == ["gdas.tar", "gdas.tar.index.json"]
     arc.verify_tarball(folder / "gdas.tar", arc.TarballIndex.read(folder / "gdas.tar.index.json"))
+
+
+# ------------------------------------------------------------------------------------------------ does it keep up
+
+
+def test_the_keep_up_table_says_per_arm_whether_each_archive_finished_before_the_next_began():
+    import pandas as pd
+
+    from cycleio.report.answers import keep_up_markdown
+    from cycleio.report.archive import arm_keep_up, keep_up_table
+
+    rows = [("a", "2026010100", 100.0, 10.0), ("a", "2026010106", 105.0, 10.0), ("a", "2026010112", 130.0, 5.0),
+            ("b", "2026010100", 100.0, 1.0), ("b", "2026010106", 110.0, 1.0)]
+    summary = pd.DataFrame([{"study": "s", "arm": arm, "cycle": cycle, "step": "arch", "t_start": t, "wall_s": w,
+                             "bytes_archived": 10 * 2**20} for arm, cycle, t, w in rows]
+                           + [{"study": "s", "arm": "a", "cycle": "2026010106", "step": "fcst", "t_start": 0.0,
+                               "wall_s": 1.0, "bytes_archived": 0}])
+    table = keep_up_table(summary)
+    assert table["finished_before_next"].tolist() == [False, True, pd.NA, True, pd.NA]
+    late = arm_keep_up(table, "a")
+    assert late["archive_cycle_s"] == "10.00 10.00 5.00" and late["archive_keeps_up"].startswith("no: 2026010100 still ran")
+    assert late["archive_MiB_per_s"] == pytest.approx(30 / 25)
+    assert arm_keep_up(table, "b")["archive_keeps_up"] == "yes: each of 1 finished before the next cycle's began"
+    lines = keep_up_markdown(pd.DataFrame([{"arm": "a", **late}]))
+    assert "| a | 10.00 10.00 5.00 | 10.0 | 1.2 | no: 2026010100" in "\n".join(lines)
+    assert keep_up_table(summary[summary["step"] == "fcst"]).empty
+
+
+def test_the_capacity_plan_adds_the_archive_s_bytes_per_cycle_and_the_bandwidth_to_keep_up(default_config):
+    import pandas as pd
+
+    from cycleio.report.scaling import archive_bytes, capacity_plan, plan_lines
+    from cycleio.workflow.catalog import inventory_rows
+
+    _, study = load_study(archive_config(default_config, resolution="C768"))
+    arm = study.arms["lustre"]
+    inventory = pd.DataFrame(inventory_rows(arm, study.cycles[:2]))
+    expected = sum(size for members in __import__("cycleio.surrogates.archive_lists", fromlist=["x"]).expected_members(
+        study.cycles[1], arm).values() for _, size in members)
+    assert archive_bytes(inventory) == expected > 100 * 2**30  # C768: the cycle's tarballs hold over 100 GiB
+    fits = pd.DataFrame([{"tier": "lustre", "tier_kind": "lustre", "pattern": "easy", "operation": "write",
+                          "slope_MiB_per_s_per_task": 500.0, "plateau_MiB_per_s": 1000.0, "knee_tasks": 2.0,
+                          "plateau_reached": True, "rmse_MiB_per_s": 1.0, "relative_error": 0.01, "n_points": 4,
+                          "nodes_measured": 1, "tasks_measured": "1 2"}])
+    plan = capacity_plan(inventory, fits, resolution="C768", interval_hours=6, io_budget_fraction=0.1, archive=True)
+    row = plan[plan["step"] == "archive"].iloc[0]
+    assert row["budget_s"] == 6 * 3600 and row["needed_MiB_per_s"] == pytest.approx(expected / 2**20 / 21600)
+    assert plan[plan["step"] == "cycle"]["budget_s"].iloc[0] == pytest.approx(2160)
+    assert any("the archive takes" in line and "MiB/s of writes" in line for line in plan_lines(plan))
+    assert "archive" not in set(capacity_plan(inventory, fits, resolution="C768", interval_hours=6,
+                                              io_budget_fraction=0.1)["step"])

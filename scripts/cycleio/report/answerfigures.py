@@ -27,9 +27,9 @@ from .figsave import empty_panel, save_figure  # noqa: E402
 
 # the paired replay runs inside a job between its run and stage_out: drawn so the gap is explained, but it is the
 # instrument's time, which step_summary leaves out of the job's wall time
-PHASES = ("stage_in", "run", "replay", "stage_out", "verify", "cleanup")
+PHASES = ("stage_in", "run", "replay", "stage_out", "verify", "cleanup", "archive")
 PHASE_COLORS = {"stage_in": "#4C72B0", "run": "#DDDDDD", "replay": "#F1E4C3", "stage_out": "#55A868",
-                "verify": "#8172B3", "cleanup": "#937860"}
+                "verify": "#8172B3", "cleanup": "#937860", "archive": "#64B5CD"}
 PHASE_LABELS = {"replay": "paired replay (not the job's time)"}
 OUTPUT_COLOR, WAIT_COLOR = "#C44E52", "#E8A33D"
 OUTPUT_OPS = ("write", "combine", "write_final")

@@ -44,21 +44,26 @@ _RESTART = re.compile(r"/restart/\d{8}\.\d{6}\.(?:(?:fv_core\.res|fv_srf_wnd\.re
                       r"|ca_data)\.tile\d\.nc|coupler\.res|fv_core\.res\.nc)$")
 
 
-def _gdas(path: str, settings: ForecastSettings) -> bool:
+def _gdas(path: str) -> bool:
     if _ANALYSIS_STATS.search(path):
         return True
     hourly = _HOURLY.search(path)
     if not hourly:
         return False
     hour = int(next(value for value in hourly.groupdict().values() if value))
-    return hour % 3 == 0 and hour <= settings.forecast_hours  # range(0, FHMAX + 1, 3)
+    return hour % 3 == 0  # range(0, FHMAX + 1, 3): the forecast writes no hour past FHMAX
 
 
-SELECTS: dict[str, Callable[[str, ForecastSettings], bool]] = {
+SELECTS: dict[str, Callable[[str], bool]] = {
     "gdas": _gdas,
-    "gdas_restarta": lambda path, settings: bool(_RESTARTA.search(path) or _SFCANL.search(path)),
-    "gdas_restartb": lambda path, settings: bool(_SFCANL.search(path) or _RESTART.search(path)),
+    "gdas_restarta": lambda path: bool(_RESTARTA.search(path) or _SFCANL.search(path)),
+    "gdas_restartb": lambda path: bool(_SFCANL.search(path) or _RESTART.search(path)),
 }
+
+
+def tarballs_of(path: str, tarballs=TARBALLS) -> list[str]:
+    """The tarballs a file of a cycle goes in (radstat and cnvstat go in two), by its path in the inventory."""
+    return [name for name in tarballs if SELECTS[name](path)]
 
 
 def cycle_writes(cycle: str, start: str, settings: ForecastSettings) -> list[FileSpec]:
@@ -79,7 +84,7 @@ def tarball_members(cycle: str, start: str, settings: ForecastSettings,
     if unknown:
         raise ValueError(f"unknown tarball {unknown[0]!r}; expected one of: {', '.join(TARBALLS)}")
     writes = cycle_writes(cycle, start, settings)
-    chosen = {name: [spec for spec in writes if SELECTS[name](spec.path, settings)] for name in tarballs}
+    chosen = {name: [spec for spec in writes if SELECTS[name](spec.path)] for name in tarballs}
     return {name: specs for name, specs in chosen.items() if specs}
 
 
