@@ -146,9 +146,14 @@ def test_a_tarball_over_the_limit_is_refused_or_split_into_numbered_parts_under_
     assert arc.plan_tarball("gdas", members, arc.ArchiveLimits(10**6, 10**6)) == [("gdas.tar", members)]
 
 
+ARCHIVE_TIER = {"kind": "archive", "path": "results/tiers/archive"}
+
+
 def archive_config(default_config, **changes):
-    return with_changes(default_config, archive__enabled=True, scratch_tiers=["lustre", "node_local"],
-                        benchmarks__enabled=False, **changes)
+    config = with_changes(default_config, archive__enabled=True, scratch_tiers=["lustre", "node_local"],
+                          benchmarks__enabled=False)
+    config["tiers"]["archive"] = dict(ARCHIVE_TIER)
+    return with_changes(config, **changes)
 
 
 def test_a_study_over_the_archive_s_limits_is_refused_before_any_job_naming_tarball_and_member(default_config):
@@ -164,6 +169,7 @@ def test_a_study_over_the_archive_s_limits_is_refused_before_any_job_naming_tarb
 
 @pytest.mark.parametrize("changes, message", [
     ({"archive__tier": "tape"}, "config key 'archive.tier': 'tape' is not a tier"),
+    ({"scratch_tiers": ["lustre", "archive"]}, "config key 'archive.tier': tier 'archive' is also a persistent or scratch"),
     ({"archive__tier": "shm"}, "config key 'archive.tier': tier 'shm' has kind memory; the archive's tier needs kind: archive"),
     ({"archive__command": "htar -cvf x"}, "config key 'archive.command': 'htar -cvf x' must name {tarball} and {list}"),
     ({"archive__max_member_bytes": "lots"}, "config key 'archive.max_member_bytes': 'lots' is not a size"),

@@ -6,6 +6,7 @@ import argparse
 import logging
 import shlex
 import sys
+import textwrap
 from pathlib import Path
 
 from ..logs import setup_logging
@@ -243,10 +244,18 @@ def _arrange_commands(parser: argparse.ArgumentParser, sub) -> None:
     parser.epilog = (f"internal commands the workflow's rules run (each takes --help): {', '.join(internal)}")
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, whose paragraphs never break a command's name at its hyphen (scaling-fit)."""
+
+    def _fill_text(self, text, width, indent):
+        text = self._whitespace_matcher.sub(" ", text).strip()
+        return textwrap.fill(text, width, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="cycleio", description="I/O studies of cycled weather-forecast systems (`make study` runs one).",
-        formatter_class=lambda prog: argparse.HelpFormatter(prog, max_help_position=20, width=100))
+        formatter_class=lambda prog: _HelpFormatter(prog, max_help_position=20, width=100))
     parser.add_argument("--log", help="also write the log to this file")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands",
                                 help="what a person runs (cycleio COMMAND --help for its options):")
