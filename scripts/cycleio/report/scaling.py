@@ -236,7 +236,7 @@ def plan_lines(plan: pd.DataFrame) -> list[str]:
     for row in archive.itertuples():
         lines.append(f"{row.resolution} every {row.interval_hours:g} h: the archive takes {format_bytes(row.bytes_written)} "
                      f"of tarballs per cycle; to keep up within the interval ({row.budget_s:.0f} s) the archive tier "
-                     f"needs {row.needed_MiB_per_s:.0f} MiB/s of writes (and the persistent tier as much of reads "
+                     f"needs {row.needed_MiB_per_s:.1f} MiB/s of writes (and the persistent tier as much of reads "
                      "beside the next cycle)")
     for row in cycle.itertuples():
         head = (f"{row.resolution} every {row.interval_hours:g} h, I/O within {row.io_budget_fraction:.0%} "

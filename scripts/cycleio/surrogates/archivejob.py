@@ -20,6 +20,7 @@ from ..fsutil import write_json_atomic
 from ..records import RecordLog
 from ..storage.archive import (command_found, index_path, plan_tarball, run_archive_command,
                                verify_tarball, write_index, write_tarball)
+from ..storage.pagecache import cache_risk, cached_fraction
 from ..storage.staging import remove_stale_temporaries
 from ..storage.tiers import TierSite
 from ..units import MiB
@@ -90,6 +91,7 @@ def run_archive(settings: ArmSettings, cycle: str, records_path: Path, manifest_
 def _one_tarball(final: Path, members: list[tuple[str, int]], persistent: TierSite, target: TierSite,
                  records: RecordLog, command: str, archive: dict, expected: dict) -> dict:
     pairs = [(name, persistent.root / name) for name, _ in members]
+    cached = {name: cached_fraction(path) for name, path in pairs}  # before the reads, outside their timing
     if command:
         index = run_archive_command(command, final, pairs, persistent.root, archive["timeout_s"])
     else:
@@ -98,7 +100,8 @@ def _one_tarball(final: Path, members: list[tuple[str, int]], persistent: TierSi
     if not command:  # tarfile reads each member itself: its reads are timed apart from its writes
         for member in index.members:
             records.add(phase=PHASE, op="read", file=member.name, bytes=member.bytes, t_start=member.t_start,
-                        seconds=member.read_s, tool=tool, **persistent.fields())
+                        seconds=member.read_s, tool=tool, cached_fraction=cached.get(member.name),
+                        cache_risk=cache_risk("read", memory=persistent.is_memory), **persistent.fields())
     records.add(phase=PHASE, op="write", file=final.name, bytes=index.bytes, n_files=len(index.members),
                 t_start=index.t_start, seconds=index.write_s, tool=tool, **target.fields())
     records.add(phase=PHASE, op="sync", file=final.name, n_files=1, t_start=index.t_start + index.write_s,
@@ -106,7 +109,8 @@ def _one_tarball(final: Path, members: list[tuple[str, int]], persistent: TierSi
     write_index(final, index)
     checked = verify_tarball(final, index, expected)
     records.add(phase=PHASE, op="checksum", file=final.name, bytes=checked.bytes, n_files=len(index.members),
-                t_start=checked.t_start, seconds=checked.seconds, cache_risk=True, **target.fields())
+                t_start=checked.t_start, seconds=checked.seconds,
+                cache_risk=cache_risk("checksum", memory=target.is_memory), **target.fields())
     return {"tarball": final.name, "index": index_path(final).name, "bytes": index.bytes, "members": len(index.members),
             "member_bytes": sum(m.bytes for m in index.members), "tool": tool, "write_s": index.write_s,
             "sync_s": index.sync_s, "verify_s": checked.seconds}
