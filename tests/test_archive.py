@@ -367,3 +367,47 @@ def test_the_capacity_plan_adds_the_archive_s_bytes_per_cycle_and_the_bandwidth_
     assert any("the archive takes" in line and "MiB/s of writes" in line for line in plan_lines(plan))
     assert "archive" not in set(capacity_plan(inventory, fits, resolution="C768", interval_hours=6,
                                               io_budget_fraction=0.1)["step"])
+
+
+# ------------------------------------------------------------------------------------------------ efficiency
+
+
+def test_the_archive_s_reads_and_writes_get_efficiency_rows_against_their_paired_replays():
+    import pandas as pd
+
+    from cycleio.report.benchtables import efficiency_table
+
+    def event(phase, op, tier, mib, seconds, rep=0, t=0.0):
+        return {"study": "s", "arm": "a", "cycle": "c1", "step": "arch", "phase": phase, "op": op, "tier": tier,
+                "t_start": 1.8e9 + t, "seconds": seconds, "bytes": int(mib * 2**20), "n_files": 1, "nranks": 1,
+                "cached_fraction": 1.0 if op == "read" else None, "repetition": rep, "file": "new files"}
+
+    events = pd.DataFrame([event("archive", "read", "lustre", 64, 0.5), event("archive", "write", "tape", 64, 1.0, t=1),
+                           event("replay", "read", "lustre", 64, 0.25, 0, 2), event("replay", "read", "lustre", 64, 0.25, 1, 3),
+                           event("replay", "write", "tape", 64, 0.5, 0, 4), event("replay", "write", "tape", 64, 0.5, 1, 5)])
+    bench = pd.DataFrame(columns=["tier", "benchmark", "pattern", "operation", "tasks", "aggregate", "bw_MiB_per_s",
+                                  "tool", "cache_risk"])
+    rows = efficiency_table(bench, events).query("reference == 'replay'").set_index("activity")
+    assert set(rows.index) == {"archive:read", "archive:write"}
+    assert rows.loc["archive:read", "tier"] == "lustre" and rows.loc["archive:write", "tier"] == "tape"
+    assert rows.loc["archive:read", "efficiency"] == pytest.approx(0.5)
+    assert rows.loc["archive:write", "efficiency"] == pytest.approx(0.5)
+
+
+def test_a_paired_arch_job_replays_its_reads_on_the_persistent_tier_and_its_writes_on_the_archive_tier(tmp_path):
+    from conftest import require_tool
+
+    from cycleio.benchmarks.paired import PairedReplay
+
+    require_tool("fio", "the paired replay runs fio")
+    settings = arm_with_archive(tmp_path, tarballs=["gdas_restarta"])
+    lay_cycle(settings, FULL)
+    replay = PairedReplay(repetitions=2, max_files=10, min_bytes=0, min_seconds=0)
+    run_archive(settings, FULL, tmp_path / "r.jsonl", tmp_path / "m.json", replay=replay)
+    import json
+
+    records = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
+    replays = [(r["op"], r["tier"]) for r in records if r["phase"] == "replay" and r["op"] != "wall"]
+    assert replays == [("read", "lustre"), ("read", "lustre"), ("write", "archive"), ("write", "archive")]
+    assert not list((tmp_path / "archive" / "t" / "lustre").glob(".replay.*"))
+    assert not list((tmp_path / "lustre" / "t" / "lustre").glob(".replay.*"))

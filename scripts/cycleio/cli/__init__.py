@@ -49,11 +49,13 @@ def cmd_cleanup(args) -> None:
 
 
 def cmd_archive(args) -> None:
+    from ..benchmarks.paired import PairedReplay
     from ..config.settings import ArmSettings
     from ..surrogates.archivejob import run_archive
 
-    run_archive(ArmSettings.from_json(args.arm_settings), args.cycle, Path(args.records), Path(args.manifest),
-                [Path(m) for m in args.manifests], attempt=args.attempt)
+    settings = ArmSettings.from_json(args.arm_settings)
+    run_archive(settings, args.cycle, Path(args.records), Path(args.manifest), [Path(m) for m in args.manifests],
+                attempt=args.attempt, replay=PairedReplay.from_settings(settings.replay))
 
 
 def cmd_aggregate(args) -> None:

@@ -295,7 +295,7 @@ JOB_SETTINGS = {
               "write_component"),
     "inventory": (*_EVERY_JOB, "compression", "forecast", "granularity"),  # the expected-files table
     # the archive job: which files its tarballs hold (forecast), their expected sizes, the archive's settings
-    "arch": (*_EVERY_JOB, "compression", "forecast", "archive"),
+    "arch": (*_EVERY_JOB, "compression", "forecast", "archive", "replay"),
 }
 
 

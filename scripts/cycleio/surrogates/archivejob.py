@@ -46,8 +46,11 @@ def archive_tool(command: str) -> str:
 
 
 def run_archive(settings: ArmSettings, cycle: str, records_path: Path, manifest_path: Path,
-                manifests: list[Path] = (), attempt: int = 1) -> dict:
-    """Write, index and verify the cycle's tarballs; records, then the manifest last."""
+                manifests: list[Path] = (), attempt: int = 1, replay=None) -> dict:
+    """Write, index and verify the cycle's tarballs; records, then the manifest last.
+
+    ``replay``: in a paired cycle (benchmarks.paired.PairedReplay), the archive's reads are replayed on the persistent
+    tier and its writes on the archive tier right after it, for its rows of the efficiency table."""
     archive = settings.archive
     if not archive:
         raise ValueError("the arch job needs the arm's archive settings (config archive.enabled: true)")
@@ -78,6 +81,13 @@ def run_archive(settings: ArmSettings, cycle: str, records_path: Path, manifest_
     seconds = sum(entry["write_s"] + entry["sync_s"] for entry in written)
     log.info("[%s %s arch] %d tarballs, %.1f MiB to %s in %.2f s (%.1f MiB/s)", settings.arm, cycle, len(written),
              total / MiB, folder, seconds, total / MiB / seconds if seconds > 0 else 0.0)
+    if replay is not None:
+        label = f"[{settings.arm} {cycle} arch]"
+        raw = records_path.with_name("arch.replay.raw")
+        replay.run("arch", records, persistent, persistent.root / f".replay.{cycle}.arch", raw, label, phase=PHASE,
+                   ops=("read",))
+        replay.run("arch", records, target, target.root / f".replay.{cycle}.arch", raw, label, phase=PHASE,
+                   ops=("write",))
     records.write(records_path)
     from .jobs import provenance  # jobs imports the surrogates' writers: only where a manifest is made
 
