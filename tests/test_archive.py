@@ -411,3 +411,31 @@ def test_a_paired_arch_job_replays_its_reads_on_the_persistent_tier_and_its_writ
     assert replays == [("read", "lustre"), ("read", "lustre"), ("write", "archive"), ("write", "archive")]
     assert not list((tmp_path / "archive" / "t" / "lustre").glob(".replay.*"))
     assert not list((tmp_path / "lustre" / "t" / "lustre").glob(".replay.*"))
+
+
+# ------------------------------------------------------------------------------------------------ critical path
+
+
+def test_the_critical_path_goes_back_from_the_cycle_s_last_step_through_the_dependency_that_finished_last():
+    import pandas as pd
+
+    from cycleio.report.critical import arm_critical_sentence, critical_path
+
+    def job(cycle, step, t, wall, io=0.5, staging=0.0, archive=0.0):
+        return {"study": "s", "arm": "a", "cycle": cycle, "step": step, "t_start": t, "wall_s": wall, "io_s": io,
+                "staging_s": staging, "archive_s": archive}
+
+    summary = pd.DataFrame([job("2026010100", "fcst", 0, 5), job("2026010100", "post", 5, 1),
+                            job("2026010100", "arch", 6, 2, archive=2.0),
+                            job("2026010106", "prep", 8, 1), job("2026010106", "anal", 9.5, 2),
+                            job("2026010106", "fcst", 12, 4, staging=1.0), job("2026010106", "post", 16, 1),
+                            job("2026010106", "arch", 17, 3, archive=3.0), job("2026010106", "cleanup", 20, 0.1)])
+    path = critical_path(summary)
+    full = path[path["cycle"] == "2026010106"]
+    assert full["step"].tolist() == ["prep", "anal", "fcst", "post"]
+    assert full["waited_s"].tolist() == pytest.approx([0.0, 0.5, 0.5, 0.0])
+    assert path[path["cycle"] == "2026010100"]["step"].tolist() == ["fcst", "post"]
+    sentence = arm_critical_sentence(summary, path, "a")
+    assert sentence.startswith("critical path of cycle 2026010106: prep 1.00 s -> anal 2.00 s -> fcst 4.00 s -> post 1.00 s")
+    assert "staging 1.00 s, archive 0.00 s on it, 1.00 s waiting between its jobs" in sentence
+    assert sentence.endswith("; off it: arch 3.00 s")
