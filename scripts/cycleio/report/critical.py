@@ -30,6 +30,8 @@ def _dag(jobs: pd.DataFrame) -> CycledJobs:
 def critical_path(summary: pd.DataFrame) -> pd.DataFrame:
     """One row per job on each arm's and cycle's critical path (CRITICAL_COLUMNS), ``order`` 1 the first;
     ``waited_s``: how long the job waited after the dependency before it finished (a free core, the io_lock)."""
+    if not {"t_start", "wall_s"} <= set(summary):  # a summary without the jobs' times has no path to tell
+        return pd.DataFrame(columns=CRITICAL_COLUMNS)
     jobs = summary[~summary["step"].isin(OFF_CYCLE)].astype({"cycle": str}).copy()
     if jobs.empty:
         return pd.DataFrame(columns=CRITICAL_COLUMNS)
