@@ -439,3 +439,21 @@ def test_the_critical_path_goes_back_from_the_cycle_s_last_step_through_the_depe
     assert sentence.startswith("critical path of cycle 2026010106: prep 1.00 s -> anal 2.00 s -> fcst 4.00 s -> post 1.00 s")
     assert "staging 1.00 s, archive 0.00 s on it, 1.00 s waiting between its jobs" in sentence
     assert sentence.endswith("; off it: arch 3.00 s")
+
+
+def test_the_summary_compares_the_fcst_jobs_that_ran_beside_an_archive_with_those_that_did_not():
+    import pandas as pd
+
+    from cycleio.report.archive import beside_archive, beside_sentence
+
+    def job(step, t, wall, io):
+        return {"study": "s", "arm": "a", "cycle": "2026010106", "step": step, "t_start": t, "wall_s": wall, "io_s": io}
+
+    overlapping = pd.DataFrame([job("arch", 10, 5, 5), job("fcst", 12, 4, 2), job("fcst", 30, 2, 1), job("fcst", 40, 2, 1)])
+    beside = beside_archive(overlapping)
+    assert (beside["with_archive_jobs"], beside["without_archive_jobs"]) == (1, 2)
+    assert beside_sentence(beside) == ("fcst beside an archive job: 1 jobs, 4.00 s wall and 2.00 s of I/O on average, "
+                                       "against 2 without one, 2.00 s and 1.00 s.")
+    serial = pd.DataFrame([job("arch", 10, 5, 5), job("fcst", 15, 4, 2)])  # it starts as the archive ends
+    assert beside_sentence(beside_archive(serial)).startswith("No fcst job ran while an archive job ran")
+    assert beside_archive(serial[serial["step"] == "fcst"]) == {}

@@ -19,7 +19,7 @@ import pandas as pd
 
 from ..config.calendar import HALF_CYCLE_STEPS
 from ..fsutil import landing
-from .archive import ARCHIVE_STEP, arm_keep_up, keep_up_markdown, keep_up_table
+from .archive import ARCHIVE_STEP, arm_keep_up, beside_archive, beside_sentence, keep_up_markdown, keep_up_table
 from .critical import arm_critical_sentence, critical_path
 from .closeness import CLOSE, arm_gap_sentence, replay_rows, timed_median, verdict_sentence
 
@@ -31,7 +31,8 @@ SUMMARY_COLUMNS = [
     "io_share", "cycle_io_s", "cycle_staging_s", "baseline_arm", "saved_s", "saved_se_s", "saved_percent",
     "verdict", "timed_rows", "close_rows", "timed_median_efficiency", "timed_median_efficiency_low",
     "timed_median_efficiency_high", "efficiency_verdicts", "io_gap", "effective_write_s", "actual_write_s",
-    "archive_cycle_s", "archive_bytes_per_cycle", "archive_MiB_per_s", "archive_keeps_up", "critical_path",
+    "archive_cycle_s", "archive_bytes_per_cycle", "archive_MiB_per_s", "archive_keeps_up", "archive_beside",
+    "critical_path",
 ]
 
 
@@ -117,6 +118,7 @@ def arm_summary(summary: pd.DataFrame, tiers: pd.DataFrame, efficiency: pd.DataF
     base = baselines(roles, strategies, arms)
     replays = replay_rows(efficiency) if efficiency is not None else None
     archives = keep_up_table(summary)
+    beside = beside_sentence(beside_archive(summary)) or None  # the machine's: the same on every arm's row
     path = critical_path(summary)
     rows = []
     for arm in arms:
@@ -157,6 +159,8 @@ def arm_summary(summary: pd.DataFrame, tiers: pd.DataFrame, efficiency: pd.DataF
                 row["effective_write_s"] = float(times["effective_s"].mean())
                 row["actual_write_s"] = float(times["actual_s"].mean())
         row.update(arm_keep_up(archives, arm))
+        if row.get("archive_keeps_up"):
+            row["archive_beside"] = beside
         row["critical_path"] = arm_critical_sentence(summary, path, arm) or None
         rows.append(row)
     return pd.DataFrame(rows).reindex(columns=SUMMARY_COLUMNS)

@@ -36,6 +36,41 @@ def keep_up_table(summary: pd.DataFrame) -> pd.DataFrame:
     return jobs.reindex(columns=KEEP_UP_COLUMNS).reset_index(drop=True)
 
 
+def beside_archive(summary: pd.DataFrame, step: str = "fcst") -> dict:
+    """How the ``step`` jobs that ran while an archive job ran (any arm's: they share the machine) compare with
+    those that did not: counts and mean wall and I/O seconds of each group, from the study's own records."""
+    if not {"t_start", "wall_s"} <= set(summary):
+        return {}
+    jobs = summary.astype({"cycle": str})
+    arch = jobs[jobs["step"] == ARCHIVE_STEP]
+    if arch.empty:
+        return {}
+    mine = jobs[jobs["step"] == step]
+    starts, ends = arch["t_start"].to_numpy(), (arch["t_start"] + arch["wall_s"]).to_numpy()
+    beside = [bool(((starts < t + wall) & (ends > t)).any()) for t, wall in zip(mine["t_start"], mine["wall_s"])]
+    mine = mine.assign(beside=beside)
+    out = {"step": step, "with_archive_jobs": int(mine["beside"].sum()), "without_archive_jobs": int((~mine["beside"]).sum())}
+    for name, group in (("with", mine[mine["beside"]]), ("without", mine[~mine["beside"]])):
+        out[f"{name}_archive_wall_s"] = float(group["wall_s"].mean()) if not group.empty else math.nan
+        out[f"{name}_archive_io_s"] = float(group["io_s"].mean()) if "io_s" in group and not group.empty else math.nan
+    return out
+
+
+def beside_sentence(beside: dict) -> str:
+    """The summary's line on what an archive running beside the next cycle cost the jobs it ran beside."""
+    if not beside:
+        return ""
+    step = beside["step"]
+    if not beside["with_archive_jobs"]:
+        return (f"No {step} job ran while an archive job ran (the profile runs one job at a time: io_lock=1), so this "
+                f"study cannot say what an archive costs the {step} beside it; raise io_lock to let them overlap.")
+    if not beside["without_archive_jobs"]:
+        return f"Every {step} job ran while an archive job ran: there is no {step} without one to compare with."
+    return (f"{step} beside an archive job: {beside['with_archive_jobs']} jobs, {beside['with_archive_wall_s']:.2f} s wall "
+            f"and {beside['with_archive_io_s']:.2f} s of I/O on average, against {beside['without_archive_jobs']} without "
+            f"one, {beside['without_archive_wall_s']:.2f} s and {beside['without_archive_io_s']:.2f} s.")
+
+
 def arm_keep_up(table: pd.DataFrame, arm: str) -> dict:
     """The summary's columns of one arm: each cycle's archive seconds, bytes per cycle, MiB/s, and whether it kept up."""
     mine = table[table["arm"] == arm]
@@ -54,11 +89,15 @@ def arm_keep_up(table: pd.DataFrame, arm: str) -> dict:
     }
 
 
-def keep_up_markdown(table: pd.DataFrame) -> list[str]:
-    """The summary's lines on the archive: per arm, each cycle's archive seconds and whether it kept up."""
+def keep_up_markdown(table: pd.DataFrame, beside: str = "") -> list[str]:
+    """The summary's lines on the archive: per arm, each cycle's archive seconds and whether it kept up, then
+    ``beside`` (beside_sentence) when given or in the table's ``archive_beside`` column."""
     rows = [row for row in table.itertuples() if isinstance(getattr(row, "archive_keeps_up", None), str)]
     if not rows:
         return []
+    if not beside and "archive_beside" in table:
+        said = table["archive_beside"].dropna()
+        beside = str(said.iloc[0]) if not said.empty else ""
     lines = ["", "Does the archive keep up? Per arm: each cycle's arch job (its tarballs written to the archive tier, "
              "indexed and read back), in seconds, the bytes it archived per cycle, and whether each finished before "
              "the next cycle's archive began.", "",
@@ -66,4 +105,4 @@ def keep_up_markdown(table: pd.DataFrame) -> list[str]:
     for row in rows:
         lines.append(f"| {row.arm} | {row.archive_cycle_s} | {row.archive_bytes_per_cycle / MiB:.1f} | "
                      f"{row.archive_MiB_per_s:.1f} | {row.archive_keeps_up} |")
-    return lines
+    return lines + (["", beside] if beside else [])
