@@ -455,5 +455,8 @@ def test_the_summary_compares_the_fcst_jobs_that_ran_beside_an_archive_with_thos
     assert beside_sentence(beside) == ("fcst beside an archive job: 1 jobs, 4.00 s wall and 2.00 s of I/O on average, "
                                        "against 2 without one, 2.00 s and 1.00 s.")
     serial = pd.DataFrame([job("arch", 10, 5, 5), job("fcst", 15, 4, 2)])  # it starts as the archive ends
-    assert beside_sentence(beside_archive(serial)).startswith("No fcst job ran while an archive job ran")
+    assert beside_sentence(beside_archive(serial)).endswith("(no job ran beside one: the default profile's io_lock=1 "
+                                                            "runs one job at a time).")
+    prep = pd.concat([serial, pd.DataFrame([job("prep", 11, 1, 1)])])
+    assert beside_sentence(beside_archive(prep)).endswith("beside it (jobs that did run beside one: prep 1).")
     assert beside_archive(serial[serial["step"] == "fcst"]) == {}

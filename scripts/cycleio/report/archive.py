@@ -45,11 +45,13 @@ def beside_archive(summary: pd.DataFrame, step: str = "fcst") -> dict:
     arch = jobs[jobs["step"] == ARCHIVE_STEP]
     if arch.empty:
         return {}
-    mine = jobs[jobs["step"] == step]
     starts, ends = arch["t_start"].to_numpy(), (arch["t_start"] + arch["wall_s"]).to_numpy()
-    beside = [bool(((starts < t + wall) & (ends > t)).any()) for t, wall in zip(mine["t_start"], mine["wall_s"])]
-    mine = mine.assign(beside=beside)
-    out = {"step": step, "with_archive_jobs": int(mine["beside"].sum()), "without_archive_jobs": int((~mine["beside"]).sum())}
+    others = jobs[jobs["step"] != ARCHIVE_STEP]
+    overlap = [bool(((starts < t + wall) & (ends > t)).any()) for t, wall in zip(others["t_start"], others["wall_s"])]
+    others = others.assign(beside=overlap)
+    mine = others[others["step"] == step]
+    out = {"step": step, "with_archive_jobs": int(mine["beside"].sum()), "without_archive_jobs": int((~mine["beside"]).sum()),
+           "beside_steps": others[others["beside"]]["step"].value_counts().sort_index().to_dict()}
     for name, group in (("with", mine[mine["beside"]]), ("without", mine[~mine["beside"]])):
         out[f"{name}_archive_wall_s"] = float(group["wall_s"].mean()) if not group.empty else math.nan
         out[f"{name}_archive_io_s"] = float(group["io_s"].mean()) if "io_s" in group and not group.empty else math.nan
@@ -62,8 +64,11 @@ def beside_sentence(beside: dict) -> str:
         return ""
     step = beside["step"]
     if not beside["with_archive_jobs"]:
-        return (f"No {step} job ran while an archive job ran (the profile runs one job at a time: io_lock=1), so this "
-                f"study cannot say what an archive costs the {step} beside it; raise io_lock to let them overlap.")
+        others = ", ".join(f"{name} {count}" for name, count in beside.get("beside_steps", {}).items())
+        return (f"No {step} job ran while an archive job ran, so this study cannot say what an archive costs the {step} "
+                "beside it" + (f" (jobs that did run beside one: {others})" if others else
+                               " (no job ran beside one: the default profile's io_lock=1 runs one job at a time)")
+                + ".")
     if not beside["without_archive_jobs"]:
         return f"Every {step} job ran while an archive job ran: there is no {step} without one to compare with."
     return (f"{step} beside an archive job: {beside['with_archive_jobs']} jobs, {beside['with_archive_wall_s']:.2f} s wall "
