@@ -77,6 +77,9 @@ def test_the_archive_is_timed_in_step_summary_the_timeline_and_the_summary_and_r
     assert set(archive[archive["op"] == "write"]["tier_kind"]) == {"archive"}
     timeline = pd.read_csv(results / "tables" / "cycle_timeline.csv", dtype={"cycle": str})
     assert set(timeline[timeline["step"] == "arch"]["what"]) == {"archive"}
+    # the critical path: the cycle's steps back from its post; the archive job is off it
+    assert not timeline[timeline["step"] == "arch"]["critical"].any()
+    assert timeline[(timeline["cycle"] == CYCLES[1]) & timeline["step"].isin(["prep", "anal", "fcst", "post"])]["critical"].all()
     text = (results / "summary.md").read_text()
     assert "Does the archive keep up?" in text and "| lustre |" in text.split("Does the archive keep up?")[1]
     # a cycle's cleanup removes its files only after its archive job read them
