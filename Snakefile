@@ -75,6 +75,7 @@ wildcard_constraints:
 
 include: "rules/common.smk"
 include: "rules/cycle.smk"
+include: "rules/archive.smk"
 include: "rules/report.smk"
 include: "rules/bench.smk"
 include: "rules/answers.smk"
@@ -84,6 +85,7 @@ rule all:
     default_target: True
     input:
         job_files(JOBS.step_jobs()),
+        job_files(JOBS.archives()),
         job_files(JOBS.cleanups()),
         rules.aggregate.output,
         rules.io_accounting.output,

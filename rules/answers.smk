@@ -26,12 +26,13 @@ if BENCH.enabled:
             or config["cycles"]["interval_hours"],
             budget=config["plan"]["io_budget_fraction"],
             units=json.dumps(config["plan"]["units"]),
+            archive="--archive" if config["archive"]["enabled"] else "",
             numbers=numbers,
         shell:
             "python -m cycleio --log {log:q} plan --benchmarks {input.benchmarks:q}"
             " --step-summary {input.summary:q} --study-json {params.study:q}"
             " --resolution {params.resolution} --interval-hours {params.interval}"
-            " --budget {params.budget} --units {params.units:q} --out {output:q}"
+            " --budget {params.budget} --units {params.units:q} {params.archive} --out {output:q}"
 
 
 rule summary:

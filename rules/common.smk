@@ -50,6 +50,11 @@ def step_dependencies(wildcards):
     return job_files(JOBS.dependencies(wildcards.arm, wildcards.cycle, wildcards.step))
 
 
+def archive_dependencies(wildcards):
+    """Manifests of the cycle's steps, whose files the archive job reads (and checks against their checksums)."""
+    return job_files(JOBS.archive_dependencies(wildcards.arm, wildcards.cycle))
+
+
 def cleanup_dependencies(wildcards):
     """A cycle's data go once its own jobs are done, and every later job that reads them."""
     return job_files(JOBS.cleanup_dependencies(wildcards.arm, wildcards.cycle))

@@ -129,9 +129,9 @@ POST = {"wall_s": 1.25, "stage_in_s": 0.0, "run_s": 0.75, "stage_out_s": 0.0, "v
         "io_s": 1.0, "run_io_s": 0.75, "compute_s": 0.0, "codec_s": 0.0, "generate_s": 0.0, "metadata_s": 0.0,
         "bytes_read": MiB, "bytes_written": MiB, "bytes_staged_in": 0, "bytes_staged_out": 0, "write_s": 0.5}
 STEP_COLUMNS = ["study", "arm", "cycle", "step", "t_start", "wall_s", "stage_in_s", "run_s", "stage_out_s", "verify_s",
-                "cleanup_s", "io_s", "run_io_s", "compute_s", "codec_s", "generate_s", "metadata_s", "staging_s",
-                "io_fraction", "bytes_read", "bytes_written", "bytes_staged_in", "bytes_staged_out",
-                "write_MiB_per_s", "staging_MiB_per_s", "paired_replay_s"]
+                "cleanup_s", "archive_s", "io_s", "run_io_s", "compute_s", "codec_s", "generate_s", "metadata_s",
+                "staging_s", "io_fraction", "bytes_read", "bytes_written", "bytes_staged_in", "bytes_staged_out",
+                "bytes_archived", "write_MiB_per_s", "staging_MiB_per_s", "paired_replay_s"]
 
 
 def test_step_summary_has_the_hand_computed_seconds_and_rates(study):

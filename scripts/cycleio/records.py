@@ -26,7 +26,7 @@ import pyarrow.json as arrow_json
 from .kernelio import CGROUP_TOOL, KERNEL_TOOL
 from .fsutil import landing
 
-PHASES = ("stage_in", "run", "stage_out", "verify", "cleanup")
+PHASES = ("stage_in", "run", "stage_out", "verify", "cleanup", "archive")
 COUNTER_TOOLS = (KERNEL_TOOL, CGROUP_TOOL)  # records of what the kernel counted, not of cycleio's own events
 ARRIVALS = ("coldstart", "dump")  # jobs (a record's ``step``) whose data arrive from outside the cycle
 REPLAY = "replay"  # the phase of a paired replay's records: the instrument, not the cycle's I/O

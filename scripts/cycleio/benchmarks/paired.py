@@ -63,19 +63,22 @@ class PairedReplay:
         """None for a job that is not paired (its settings' ``replay`` is empty)."""
         return cls(**settings) if settings else None
 
-    def run(self, step: str, records, scratch: TierSite, folder: Path, raw_dir: Path, label: str) -> None:
+    def run(self, step: str, records, scratch: TierSite, folder: Path, raw_dir: Path, label: str, phase: str = "run",
+            ops: tuple[str, ...] = ("read", "write")) -> None:
         """Replay ``step``'s run-phase reads and writes (its records so far in ``records``, a RecordLog) in
         ``folder`` on ``scratch``, ``repetitions`` times, adding a record per repetition and operation; reads or
-        writes too small or too short to time (``min_bytes``, ``min_seconds``) are not replayed."""
-        runs = [r for r in records.records if r.step == step and r.phase == "run" and r.op in ("read", "write")]
-        timeable = {op for op in ("read", "write") if self._timeable([r for r in runs if r.op == op], label, step, op)}
+        writes too small or too short to time (``min_bytes``, ``min_seconds``) are not replayed. The archive job
+        replays its ``phase`` ``archive`` reads on the persistent tier and its writes on the archive tier apart
+        (``ops``)."""
+        runs = [r for r in records.records if r.step == step and r.phase == phase and r.op in ops]
+        timeable = {op for op in ops if self._timeable([r for r in runs if r.op == op], label, step, op)}
         own = [r for r in runs if r.op in timeable]
         # the whole replay, fio's start-up and the read files' layout included: the job's wall time leaves it out;
         # a paired job has this record even when none of its I/O could be timed
         with records.timed(step=step, phase="replay", op="wall", n_files=0, tool="fio", **scratch.fields()):
             if own:
                 try:
-                    self._replay(own, step, records, scratch, folder, raw_dir, label)
+                    self._replay(own, step, records, scratch, folder, raw_dir, label, phase)
                 except TierError as err:  # the step's data are fine: only the instrument has no room
                     records.records[:] = [r for r in records.records if not (r.step == step and r.phase == "replay")]
                     log.warning("%s no room for the paired replay of %s, its rows stay not timed: %s", label, step, err)
@@ -93,14 +96,14 @@ class PairedReplay:
         return enough
 
     def _replay(self, own: list, step: str, records, scratch: TierSite, folder: Path, raw_dir: Path,
-                label: str) -> None:
+                label: str, phase: str = "run") -> None:
         import pandas as pd
 
         events = pd.DataFrame([{"arm": r.arm, "cycle": r.cycle, "step": r.step, "phase": r.phase, "op": r.op,
                                 "tier": r.tier, "bytes": r.bytes, "transfers": r.transfers,
                                 "cached_fraction": r.cached_fraction} for r in own])
         spec = ReplaySpec(transfer_size_bytes=self.transfer_size_bytes, max_files=self.max_files)
-        plans = {plan["op"]: plan for plan in replay_specs(events, scratch.tier.name, spec)}
+        plans = {plan["op"]: plan for plan in replay_specs(events, scratch.tier.name, spec, phase)}
         path = find_tool("fio", self.fio_path)
         if not path:
             raise RuntimeError(f"{label} the paired replay needs fio: not found on PATH and benchmarks.fio_path is "

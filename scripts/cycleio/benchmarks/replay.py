@@ -24,7 +24,7 @@ TIMED_BYTES = 32 * MiB  # a step moving less (prep at C48: under 1 MiB) takes a 
 ROOM_MARGIN_BYTES = 512 * MiB  # kept replay files give way before the tier (or RAM) has less free
 
 
-def replay_specs(events, tier: str, spec: ReplaySpec) -> list[dict]:
+def replay_specs(events, tier: str, spec: ReplaySpec, phase: str = "run") -> list[dict]:
     """Per surrogate step and operation on a tier: the files of one job in size classes.
 
     ``events`` are the study's records (io_events), one per file and operation; only the run
@@ -45,7 +45,7 @@ def replay_specs(events, tier: str, spec: ReplaySpec) -> list[dict]:
     from ..records import cycle_records  # here: the Snakefile imports this module, records loads pyarrow
 
     events = cycle_records(events)
-    run = events[(events["tier"] == tier) & (events["phase"] == "run") & events["op"].isin(["read", "write"])
+    run = events[(events["tier"] == tier) & (events["phase"] == phase) & events["op"].isin(["read", "write"])
                  & (events["bytes"] > 0)].copy()
     run["size_class"] = np.floor(np.log2(run["bytes"].astype(float))).astype(int)
     cached = run["cached_fraction"] if "cached_fraction" in run else None

@@ -6,6 +6,7 @@ import argparse
 import logging
 import shlex
 import sys
+import textwrap
 from pathlib import Path
 
 from ..logs import setup_logging
@@ -45,6 +46,16 @@ def cmd_cleanup(args) -> None:
     from ..surrogates.jobs import run_cleanup
 
     run_cleanup(ArmSettings.from_json(args.arm_settings), args.cycle, Path(args.records), Path(args.manifest))
+
+
+def cmd_archive(args) -> None:
+    from ..benchmarks.paired import PairedReplay
+    from ..config.settings import ArmSettings
+    from ..surrogates.archivejob import run_archive
+
+    settings = ArmSettings.from_json(args.arm_settings)
+    run_archive(settings, args.cycle, Path(args.records), Path(args.manifest), [Path(m) for m in args.manifests],
+                attempt=args.attempt, replay=PairedReplay.from_settings(settings.replay))
 
 
 def cmd_aggregate(args) -> None:
@@ -235,10 +246,18 @@ def _arrange_commands(parser: argparse.ArgumentParser, sub) -> None:
     parser.epilog = (f"internal commands the workflow's rules run (each takes --help): {', '.join(internal)}")
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, whose paragraphs never break a command's name at its hyphen (scaling-fit)."""
+
+    def _fill_text(self, text, width, indent):
+        text = self._whitespace_matcher.sub(" ", text).strip()
+        return textwrap.fill(text, width, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="cycleio", description="I/O studies of cycled weather-forecast systems (`make study` runs one).",
-        formatter_class=lambda prog: argparse.HelpFormatter(prog, max_help_position=20, width=100))
+        formatter_class=lambda prog: _HelpFormatter(prog, max_help_position=20, width=100))
     parser.add_argument("--log", help="also write the log to this file")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands",
                                 help="what a person runs (cycleio COMMAND --help for its options):")
@@ -273,6 +292,16 @@ def main(argv: list[str] | None = None) -> int:
     clean.add_argument("--records", required=True)
     clean.add_argument("--manifest", required=True)
     clean.set_defaults(func=cmd_cleanup)
+
+    arch = sub.add_parser("archive", help="write a cycle's tarballs to the archive tier, indexed and read back (arch)")
+    arch.add_argument("--arm-settings", required=True)
+    arch.add_argument("--cycle", required=True)
+    arch.add_argument("--attempt", type=int, default=1)
+    arch.add_argument("--records", required=True)
+    arch.add_argument("--manifest", required=True)
+    arch.add_argument("--manifests", nargs="*", default=[],
+                      help="the cycle's step manifests: the checksums its files landed with, checked on read-back")
+    arch.set_defaults(func=cmd_archive)
 
     agg = sub.add_parser("aggregate", help="records to tidy tables (each table's file named by its option)")
     agg.add_argument("--events", required=True, help="Parquet to write: every record (io_events)")

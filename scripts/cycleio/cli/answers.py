@@ -135,7 +135,8 @@ def cmd_plan(args) -> None:
         raise ValueError(f"{benchmarks} has no io benchmark to fit: the plan needs the benchmarks")
     summary = pd.read_csv(summary_path) if summary_path and summary_path.exists() else None
     plan = capacity_plan(inventory, fits, resolution=args.resolution, interval_hours=interval_hours,
-                         io_budget_fraction=args.budget, summary=summary, units=json.loads(args.units))
+                         io_budget_fraction=args.budget, summary=summary, units=json.loads(args.units),
+                         archive=args.archive)
     out = Path(args.out) if args.out else (results / "capacity.csv" if results else Path("capacity.csv"))
     write_frame(plan, out)
     for line in plan_lines(plan):
@@ -216,6 +217,8 @@ def register(sub) -> None:
     p.add_argument("--budget", type=float, default=0.1, help="share of the interval a cycle's I/O may take")
     p.add_argument("--units", default="{}", help='config key plan.units as JSON, e.g. '
                    '\'{"lustre": {"name": "OSTs", "measured": 4}}\' (default: count client nodes)')
+    p.add_argument("--archive", action="store_true",
+                   help="add the archive's row: a cycle's tarballs and the bandwidth that archives them within the interval")
     p.add_argument("--out", help="capacity.csv to write (default: RESULTS/capacity.csv)")
     p.set_defaults(func=cmd_plan)
 

@@ -198,6 +198,7 @@ def _check_across_keys(config: dict) -> None:
         except TierError as err:
             raise ConfigError(f"config key 'tiers.{name}.path': {err}") from None
     _check_launcher(config["launcher"])
+    _check_archive(config)
     fc = config["forecast"]
     if cyc["interval_hours"] not in fc["restart_hours"]:
         raise ConfigError(
@@ -220,6 +221,30 @@ def _check_across_keys(config: dict) -> None:
             f"forecast.history_interval_hours, {fc['history_interval_hours']}); with cycles.interval_hours "
             f"{cyc['interval_hours']} the interval must be one of them too"
         )
+
+
+def _check_archive(config: dict) -> None:
+    """The archive's tier exists and is one of kind archive, its command names what it writes, its limits are sizes."""
+    cfg, tiers = config["archive"], config["tiers"]
+    for key in ("max_member_bytes", "max_tarball_bytes"):
+        parse_size(cfg[key], f"archive.{key}")
+    if not cfg["enabled"]:
+        return
+    name = cfg["tier"]
+    if name not in tiers:
+        raise ConfigError(f"config key 'archive.tier': {name!r} is not a tier; expected one of: {', '.join(sorted(tiers))}"
+                          " (add e.g. archive: {kind: archive, path: results/tiers/archive} under tiers)")
+    if tiers[name]["kind"] != "archive":
+        raise ConfigError(f"config key 'archive.tier': tier {name!r} has kind {tiers[name]['kind']}; "
+                          "the archive's tier needs kind: archive")
+    used = set(persistent_tiers(config)) | set(config["scratch_tiers"])
+    if name in used:
+        raise ConfigError(f"config key 'archive.tier': tier {name!r} is also a persistent or scratch tier of the arms; "
+                          "the archive needs a tier of its own")
+    command = cfg["command"]
+    if command.strip() and ("{tarball}" not in command or "{list}" not in command):
+        raise ConfigError(f"config key 'archive.command': {command!r} must name {{tarball}} and {{list}}, "
+                          "e.g. 'htar -cvf {tarball} -L {list}'")
 
 
 def _check_launcher(template: str) -> None:
@@ -269,6 +294,8 @@ JOB_SETTINGS = {
     "cycle": (*_STEP, "step_compute_seconds", "compute_seconds_per_hour", "launcher", "parallel_stack",
               "write_component"),
     "inventory": (*_EVERY_JOB, "compression", "forecast", "granularity"),  # the expected-files table
+    # the archive job: which files its tarballs hold (forecast), their expected sizes, the archive's settings
+    "arch": (*_EVERY_JOB, "compression", "forecast", "archive", "replay"),
 }
 
 
@@ -302,6 +329,8 @@ class ArmSettings:
     # the paired replay (benchmarks.paired.PairedReplay's fields), for the jobs of ``paired_cycles`` only
     replay: dict = field(default_factory=dict)
     paired_cycles: tuple = ()
+    # the archive job's settings (archive_settings: the tier as a dict, limits in bytes); empty when archive is off
+    archive: dict = field(default_factory=dict)
 
     @property
     def staged(self) -> bool:
@@ -407,6 +436,18 @@ def paired_replay(config: dict, cycles: list[str]) -> tuple[dict, tuple]:
             tuple(cycles[-count:]))
 
 
+def archive_settings(config: dict) -> dict:
+    """What an arm's arch job reads of config ``archive`` (its tier's spec, the limits in bytes); {} when off."""
+    cfg = config["archive"]
+    if not cfg["enabled"]:
+        return {}
+    name = cfg["tier"]
+    return {"tier": {"name": name, **config["tiers"][name]}, "tarballs": list(cfg["tarballs"]),
+            "command": cfg["command"], "timeout_s": cfg["timeout_s"], "split": cfg["split"],
+            "max_member_bytes": parse_size(cfg["max_member_bytes"], "archive.max_member_bytes"),
+            "max_tarball_bytes": parse_size(cfg["max_tarball_bytes"], "archive.max_tarball_bytes")}
+
+
 def build_study(config: dict) -> Study:
     """The study's cycles and arms from a validated config."""
     cyc, fc = config["cycles"], config["forecast"]
@@ -454,5 +495,6 @@ def build_study(config: dict) -> Study:
             faults=arm_faults(config["faults"], name),
             replay=replay,
             paired_cycles=paired,
+            archive=archive_settings(config),
         )
     return Study(config["study"], cycles, arms, cyc["keep"])

@@ -27,7 +27,7 @@ COMPUTE_OPS = ("compute",)  # the model's compute stand-in
 # file's structure when writing, finding its chunks when reading).
 CPU_OPS = {"generate": "generate_s", "encode": "codec_s", "decode": "codec_s", "define": "metadata_s",
            "locate": "metadata_s"}
-PHASE_COLUMNS = ("stage_in", "run", "stage_out", "verify", "cleanup")
+PHASE_COLUMNS = ("stage_in", "run", "stage_out", "verify", "cleanup", "archive")  # archive: the arch job's
 EVENT_ORDER = ("arm", "cycle", "step", "t_start")
 CYCLE_TABLE_COLUMNS = ["study", "arm", "cycle", "step", "phase", "op", "tool", "tier", "fs_type", "bytes", "seconds",
                        "t_start", "t_end"]  # what step_summary, phase_throughput and staging_table read
@@ -105,7 +105,8 @@ def step_summary(events: pd.DataFrame, replays: pd.DataFrame | None = None) -> p
     out["bytes_written"] = summed("bytes", run_writes)
     out["bytes_staged_in"] = summed("bytes", phase == "stage_in")
     out["bytes_staged_out"] = summed("bytes", phase == "stage_out")
-    byte_cols = ["bytes_read", "bytes_written", "bytes_staged_in", "bytes_staged_out"]
+    out["bytes_archived"] = summed("bytes", (phase == "archive") & (op == "write"))  # tarballs on the archive tier
+    byte_cols = ["bytes_read", "bytes_written", "bytes_staged_in", "bytes_staged_out", "bytes_archived"]
     out[byte_cols] = out[byte_cols].fillna(0).astype("int64")
     write_s = summed("seconds", run_writes)
     out["write_MiB_per_s"] = (out["bytes_written"] / MiB / write_s).where(write_s > 0)

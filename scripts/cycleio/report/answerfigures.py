@@ -27,14 +27,14 @@ from .figsave import empty_panel, save_figure  # noqa: E402
 
 # the paired replay runs inside a job between its run and stage_out: drawn so the gap is explained, but it is the
 # instrument's time, which step_summary leaves out of the job's wall time
-PHASES = ("stage_in", "run", "replay", "stage_out", "verify", "cleanup")
+PHASES = ("stage_in", "run", "replay", "stage_out", "verify", "cleanup", "archive")
 PHASE_COLORS = {"stage_in": "#4C72B0", "run": "#DDDDDD", "replay": "#F1E4C3", "stage_out": "#55A868",
-                "verify": "#8172B3", "cleanup": "#937860"}
+                "verify": "#8172B3", "cleanup": "#937860", "archive": "#64B5CD"}
 PHASE_LABELS = {"replay": "paired replay (not the job's time)"}
 OUTPUT_COLOR, WAIT_COLOR = "#C44E52", "#E8A33D"
 OUTPUT_OPS = ("write", "combine", "write_final")
 TIMELINE_COLUMNS = ["study", "arm", "cycle", "step", "host", "rank", "kind", "what", "t_start", "t_end", "seconds",
-                    "bytes", "t_from_arm_start_s"]
+                    "bytes", "t_from_arm_start_s", "critical"]
 _HOUR = re.compile(r"f(\d{3})(?:\.[A-Za-z0-9]+)?$")
 
 
@@ -76,7 +76,20 @@ def timeline_table(events: pd.DataFrame) -> pd.DataFrame:
     table["t_from_arm_start_s"] = table["t_start"] - table.groupby("arm")["t_start"].transform("min")
     table["cycle"] = table["cycle"].astype(str)
     table["bytes"] = table["bytes"].fillna(0).astype("int64")
+    table["critical"] = on_critical_path(table)
     return table.sort_values(["arm", "t_start", "rank"], kind="stable").reindex(columns=TIMELINE_COLUMNS)
+
+
+def on_critical_path(table: pd.DataFrame) -> list[bool]:
+    """Per timeline row: whether its job is on its cycle's critical path (report.critical, from the jobs' spans)."""
+    from .critical import critical_path
+
+    keys = ["study", "arm", "cycle", "step"]
+    jobs = table[table["kind"] == "phase"].groupby(keys).agg(t_start=("t_start", "min"), t_end=("t_end", "max"))
+    jobs = jobs.reset_index().assign(wall_s=lambda j: j["t_end"] - j["t_start"])
+    path = critical_path(jobs)
+    on = set(zip(path["arm"], path["cycle"], path["step"]))
+    return [(arm, str(cycle), step) in on for arm, cycle, step in zip(table["arm"], table["cycle"], table["step"])]
 
 
 def busy_clock(starts, ends, gap_share: float = 0.02):
@@ -136,6 +149,12 @@ def timeline_figure(table: pd.DataFrame, paths, title: str) -> None:
                         edgecolor="white", linewidth=0.4)
         labels = [f"{cycle[-4:]} {step}" + (f" r{rank}" if rank else "") for cycle, step, rank in lanes]
         ax.set_yticks(range(len(lanes)), labels, fontsize=7)
+        if "critical" in rows:  # the jobs on their cycle's critical path: bold lanes
+            critical = {tuple(lane) for lane in rows.loc[rows["critical"].astype(bool),
+                                                         ["cycle", "step", "rank"]].itertuples(index=False)}
+            for label, lane in zip(ax.get_yticklabels(), lanes):
+                if tuple(lane) in critical:
+                    label.set_fontweight("bold")
         ax.set_ylim(len(lanes) - 0.5, -0.5)
         ax.set(xlabel="seconds of the arm's jobs (waits between jobs cut)", title=arm)
         ax.set_xlim(left=0)
@@ -145,7 +164,7 @@ def timeline_figure(table: pd.DataFrame, paths, title: str) -> None:
     handles += [matplotlib.patches.Patch(color=OUTPUT_COLOR, label="output hour written"),
                 matplotlib.patches.Patch(color=WAIT_COLOR, label="compute ranks wait for output")]
     fig.legend(handles=handles, loc="lower center", ncol=(len(handles) + 1) // 2, fontsize="small", frameon=False)
-    fig.suptitle(f"{title}\nlanes: cycle (DDHH), job, rank")
+    fig.suptitle(f"{title}\nlanes: cycle (DDHH), job, rank; bold: on the cycle's critical path")
     fig.tight_layout(rect=(0, 0.9 / height, 1, 1))
     save_figure(fig, paths)
 

@@ -19,6 +19,8 @@ import pandas as pd
 
 from ..config.calendar import HALF_CYCLE_STEPS
 from ..fsutil import landing
+from .archive import ARCHIVE_STEP, arm_keep_up, beside_archive, beside_sentence, keep_up_markdown, keep_up_table
+from .critical import arm_critical_sentence, critical_path
 from .closeness import CLOSE, arm_gap_sentence, replay_rows, timed_median, verdict_sentence
 
 NOISE_SIGMAS = 2.0  # a difference within this many standard errors of zero is noise
@@ -29,13 +31,16 @@ SUMMARY_COLUMNS = [
     "io_share", "cycle_io_s", "cycle_staging_s", "baseline_arm", "saved_s", "saved_se_s", "saved_percent",
     "verdict", "timed_rows", "close_rows", "timed_median_efficiency", "timed_median_efficiency_low",
     "timed_median_efficiency_high", "efficiency_verdicts", "io_gap", "effective_write_s", "actual_write_s",
+    "archive_cycle_s", "archive_bytes_per_cycle", "archive_MiB_per_s", "archive_keeps_up", "archive_beside",
+    "critical_path",
 ]
 
 
 def full_cycle_jobs(summary: pd.DataFrame) -> pd.DataFrame:
     """The jobs of full cycles: cycles with a job beyond the half cycle's fcst and post (cleanup jobs aside,
-    which remove an older cycle's data and belong to no cycle's forecast)."""
-    jobs = summary[summary["step"] != "cleanup"].astype({"cycle": str})
+    which remove an older cycle's data and belong to no cycle's forecast, and archive jobs, which run beside the
+    next cycle: report.archive tells whether they keep up)."""
+    jobs = summary[~summary["step"].isin(["cleanup", ARCHIVE_STEP])].astype({"cycle": str})
     beyond = jobs[~jobs["step"].isin(HALF_CYCLE_STEPS)].groupby("arm")["cycle"].unique()
     keep = [(arm in beyond.index) and (cycle in set(beyond[arm])) for arm, cycle in zip(jobs["arm"], jobs["cycle"])]
     return jobs[np.asarray(keep, dtype=bool)]
@@ -112,6 +117,9 @@ def arm_summary(summary: pd.DataFrame, tiers: pd.DataFrame, efficiency: pd.DataF
     roles = arm_roles(tiers)
     base = baselines(roles, strategies, arms)
     replays = replay_rows(efficiency) if efficiency is not None else None
+    archives = keep_up_table(summary)
+    beside = beside_sentence(beside_archive(summary)) or None  # the machine's: the same on every arm's row
+    path = critical_path(summary)
     rows = []
     for arm in arms:
         mine = cycles[cycles["arm"] == arm]
@@ -150,6 +158,10 @@ def arm_summary(summary: pd.DataFrame, tiers: pd.DataFrame, efficiency: pd.DataF
             if not times.empty:
                 row["effective_write_s"] = float(times["effective_s"].mean())
                 row["actual_write_s"] = float(times["actual_s"].mean())
+        row.update(arm_keep_up(archives, arm))
+        if row.get("archive_keeps_up"):
+            row["archive_beside"] = beside
+        row["critical_path"] = arm_critical_sentence(summary, path, arm) or None
         rows.append(row)
     return pd.DataFrame(rows).reindex(columns=SUMMARY_COLUMNS)
 
@@ -195,6 +207,13 @@ def summary_markdown(table: pd.DataFrame, title: str) -> str:
         lines.append(f"| {row.arm} | {row.scratch_tier or '-'} | {row.n_cycles} | {wall} | {_fmt(row.io_share, '.0%')} "
                      f"| {_fmt(row.cycle_staging_s)} | {saved} | {row.verdict} |")
     lines += closeness_markdown(table)
+    if "archive_keeps_up" in table:
+        lines += keep_up_markdown(table)
+    critical = [row for row in table.itertuples() if isinstance(getattr(row, "critical_path", None), str)]
+    if critical:
+        lines += ["", "What decided when a cycle's products were ready: the chain of jobs back from its last step "
+                  "(each job's dependency that finished last), with the seconds on it, and the jobs off it.", ""]
+        lines += [f"- {row.arm}: {row.critical_path}" for row in critical]
     strategies = table.dropna(subset=["effective_write_s"]) if "effective_write_s" in table else table.iloc[0:0]
     if not strategies.empty:
         lines += ["", "Forecast write strategies: seconds per forecast, mean over cycles (effective: what compute "

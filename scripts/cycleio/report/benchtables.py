@@ -139,6 +139,10 @@ def _per_job(io: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     return jobs
 
 
+# The phases a paired replay repeats: a step's run, and the archive job's reads and writes (surrogates.archivejob)
+REPLAYED_PHASES = ("run", "archive")
+
+
 def paired_jobs(events: pd.DataFrame) -> pd.DataFrame:
     """One row per paired job's step, direction and replay repetition: the step's run-phase bytes and covered
     seconds beside its replay's (records phase ``replay``, benchmarks.paired) bytes and seconds. A paired job
@@ -149,11 +153,12 @@ def paired_jobs(events: pd.DataFrame) -> pd.DataFrame:
     replays = every[every["op"].isin(["read", "write"])]
     if every.empty:
         return pd.DataFrame(columns=[*keys, "repetition", "step_bytes", "step_covered_s", "step_summed_s",
-                                     "step_files", "step_cached_fraction", "nranks", "replay_bytes", "replay_s",
+                                     "step_files", "step_cached_fraction", "nranks", "phase", "replay_bytes", "replay_s",
                                      "replay_cached_fraction", "replay_files"])
     run = _io_rows(cycle_records(events))
-    run = run[(run["phase"] == "run") & run["op"].isin(["read", "write"])]
+    run = run[run["phase"].isin(REPLAYED_PHASES) & run["op"].isin(["read", "write"])]
     steps = _per_job(run, keys)
+    steps["phase"] = run.groupby(keys, sort=True)["phase"].first()
     steps["nranks"] = run.groupby(keys, sort=True)["nranks"].max()
     steps = steps.rename(columns={"bytes": "step_bytes", "covered_s": "step_covered_s", "summed_s": "step_summed_s",
                                   "files": "step_files"})
@@ -195,7 +200,8 @@ def _paired_rows(pairs: pd.DataFrame) -> pd.DataFrame:
         nbytes, covered = jobs["step_bytes"].sum(), jobs["step_covered_s"].sum()
         surrogate = nbytes / MiB / covered if covered > 0 else float("nan")
         measured = jobs["step_cached_fraction"].notna()
-        rows.append({**dict(zip(keys, key)), "surrogate_jobs": len(jobs), "surrogate_bytes": nbytes,
+        rows.append({**dict(zip(keys, key)), "phase": jobs["phase"].iloc[0] if "phase" in jobs else "run",
+                     "surrogate_jobs": len(jobs), "surrogate_bytes": nbytes,
                      "surrogate_summed_s": jobs["step_summed_s"].sum(), "surrogate_covered_s": covered,
                      "surrogate_MiB_per_s": surrogate,
                      "surrogate_cached_fraction": (jobs["step_cached_fraction"] * jobs["step_bytes"])[measured].sum()
@@ -209,7 +215,7 @@ def _paired_rows(pairs: pd.DataFrame) -> pd.DataFrame:
                      "efficiency_low": float(group["ratio"].min()), "efficiency_high": float(group["ratio"].max())})
     out = pd.DataFrame(rows)
     if not out.empty:
-        out["activity"] = "run:" + out.pop("op")
+        out["activity"] = out.pop("phase") + ":" + out.pop("op")
     return out
 
 

@@ -172,13 +172,27 @@ def step_bytes(inventory: pd.DataFrame, summary: pd.DataFrame | None = None) -> 
     return written
 
 
+def archive_bytes(inventory: pd.DataFrame) -> int:
+    """The bytes one full cycle's tarballs hold at the inventory's resolution (surrogates.archive_lists: a file in
+    two tarballs counts twice, as it is written twice)."""
+    from ..surrogates.archive_lists import tarballs_of
+
+    jobs = inventory[~inventory["step"].isin(["coldstart", "dump", "cleanup"])].astype({"cycle": str})
+    jobs = jobs[jobs["arm"] == jobs["arm"].iloc[0]]
+    full = jobs[jobs["cycle"] == jobs["cycle"].max()]
+    return int(sum(size * len(tarballs_of(path)) for path, size in zip(full["file"], full["expected_bytes"])))
+
+
 def capacity_plan(inventory: pd.DataFrame, fits: pd.DataFrame, *, resolution: str, interval_hours: float,
                   io_budget_fraction: float, summary: pd.DataFrame | None = None,
-                  units: dict[str, dict] | None = None) -> pd.DataFrame:
+                  units: dict[str, dict] | None = None, archive: bool = False) -> pd.DataFrame:
     """Per tier (write fits of each pattern) and step, plus a ``cycle`` row: the bandwidth that keeps a cycle's
     I/O within ``io_budget_fraction`` of the cycle interval, and the units of the measured tier it takes
     (needed / (plateau per measured unit), rounded up). ``units`` (config ``plan.units``): per tier name,
-    ``name`` and ``measured``, the units the benchmarks ran on; other tiers count the benchmarks' nodes."""
+    ``name`` and ``measured``, the units the benchmarks ran on; other tiers count the benchmarks' nodes.
+    ``archive``: add an ``archive`` row, the cycle's tarballs (read off the persistent tier and written to the archive),
+    whose budget is the whole cycle interval: the archive runs beside the next cycle and keeps up if it finishes
+    within it."""
     units = units or {}
     steps = step_bytes(inventory, summary)
     budget_s = interval_hours * 3600 * io_budget_fraction
@@ -186,6 +200,12 @@ def capacity_plan(inventory: pd.DataFrame, fits: pd.DataFrame, *, resolution: st
     steps = pd.concat([steps, pd.DataFrame([{"step": "cycle", "bytes_written": int(total["bytes_written"]),
                                              "bytes_read": int(total["bytes_read"])}])], ignore_index=True)
     steps["cycle_bytes"] = steps["bytes_written"] + steps["bytes_read"]
+    steps["budget_s"] = budget_s
+    if archive:
+        archived = archive_bytes(inventory)
+        steps = pd.concat([steps, pd.DataFrame([{"step": "archive", "bytes_written": archived, "bytes_read": archived,
+                                                 "cycle_bytes": archived, "budget_s": interval_hours * 3600.0}])],
+                          ignore_index=True)
     rows = []
     for fit, has_model in zip(fits.itertuples(), fitted(fits)):
         if fit.operation != "write":
@@ -194,12 +214,12 @@ def capacity_plan(inventory: pd.DataFrame, fits: pd.DataFrame, *, resolution: st
                                     "measured": fit.nodes_measured})
         per_unit = fit.plateau_MiB_per_s / max(unit["measured"], 1) if has_model else math.nan
         for step in steps.itertuples():
-            needed = step.cycle_bytes / MiB / budget_s
+            needed = step.cycle_bytes / MiB / step.budget_s
             rows.append({"tier": fit.tier, "tier_kind": fit.tier_kind, "pattern": fit.pattern,
                          "resolution": resolution, "interval_hours": interval_hours,
                          "io_budget_fraction": io_budget_fraction, "step": step.step,
                          "bytes_written": step.bytes_written, "bytes_read": step.bytes_read,
-                         "cycle_bytes": step.cycle_bytes, "budget_s": budget_s, "needed_MiB_per_s": needed,
+                         "cycle_bytes": step.cycle_bytes, "budget_s": step.budget_s, "needed_MiB_per_s": needed,
                          "measured_plateau_MiB_per_s": fit.plateau_MiB_per_s if has_model else math.nan,
                          "plateau_reached": bool(fit.plateau_reached) if has_model else False,
                          "units_measured": unit["measured"],
@@ -212,6 +232,12 @@ def capacity_plan(inventory: pd.DataFrame, fits: pd.DataFrame, *, resolution: st
 def plan_lines(plan: pd.DataFrame) -> list[str]:
     cycle = plan[plan["step"] == "cycle"]
     lines = []
+    archive = plan[plan["step"] == "archive"].head(1)
+    for row in archive.itertuples():
+        lines.append(f"{row.resolution} every {row.interval_hours:g} h: the archive takes {format_bytes(row.bytes_written)} "
+                     f"of tarballs per cycle; to keep up within the interval ({row.budget_s:.0f} s) the archive tier "
+                     f"needs {row.needed_MiB_per_s:.1f} MiB/s of writes (and the persistent tier as much of reads "
+                     "beside the next cycle)")
     for row in cycle.itertuples():
         head = (f"{row.resolution} every {row.interval_hours:g} h, I/O within {row.io_budget_fraction:.0%} "
                 f"({row.budget_s:.0f} s): {format_bytes(row.cycle_bytes)} per cycle needs "

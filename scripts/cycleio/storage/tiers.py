@@ -28,7 +28,7 @@ from ..units import format_bytes
 from .pagecache import memory_backed
 
 LFS_TIMEOUT_S = 120  # lfs getstripe/setstripe: metadata calls, seconds when the file system is well
-TIER_KINDS = ("lustre", "burst_buffer", "node_local", "memory", "posix")
+TIER_KINDS = ("lustre", "burst_buffer", "node_local", "memory", "posix", "archive")  # archive: the tarballs' tier
 
 log = logging.getLogger("cycleio")
 

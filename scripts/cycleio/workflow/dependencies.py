@@ -1,7 +1,8 @@
 """The cycled DAG as plain values: which jobs a study runs, and which jobs each one waits for.
 
 A job is ``Job(arm, cycle, name)``. ``name`` is a step (``prep``, ``anal``, ``fcst``, ``post``,
-``efcsNN``), ``cycle`` (an arm staged per cycle runs all of a cycle's steps in one job), ``dump``
+``efcsNN``), ``cycle`` (an arm staged per cycle runs all of a cycle's steps in one job), ``arch`` (the
+cycle's archive job: it reads the cycle's products off the persistent tier into tarballs), ``dump``
 (a cycle's observation dumps arriving on the persistent tier) or ``cleanup`` (a finished cycle
 leaving the persistent tier); the cold start is ``Job(arm, None, "coldstart")``. The rules turn jobs
 into paths (rules/common.smk): no file name is known here. The Snakefile imports this at DAG time,
@@ -56,13 +57,15 @@ class CycledJobs:
     """Every job of a study's arms over its cycles, and what each job waits for.
 
     ``keep``: ``cycles.keep``, how many cycles stay on the persistent tier behind the newest
-    (None or 0: every cycle stays, no cleanup job).
+    (None or 0: every cycle stays, no cleanup job). ``archive``: every cycle of every arm has an ``arch`` job,
+    after the cycle's steps and before its cleanup.
     """
 
     study: str
     cycles: tuple[str, ...]
     arms: dict[str, ArmJobs] = field(default_factory=dict)
     keep: int | None = None
+    archive: bool = False
 
     @classmethod
     def of_study(cls, study) -> "CycledJobs":
@@ -70,7 +73,7 @@ class CycledJobs:
         return cls(study.name, tuple(study.cycles),
                    {name: ArmJobs(arm.granularity, tuple(arm.forecast.ensemble_jobs))
                     for name, arm in study.arms.items()},
-                   study.keep)
+                   study.keep, any(arm.archive for arm in study.arms.values()))
 
     def jobs_of_cycle(self, arm: str, cycle: str) -> list[str]:
         plan = self.arms[arm]
@@ -85,7 +88,7 @@ class CycledJobs:
         """The jobs whose records the study's tables hold: cold starts, observation dumps, steps, cleanups."""
         arrivals = [Job(arm, None, "coldstart") for arm in self.arms]
         arrivals += [Job(arm, cycle, "dump") for cycle in self.cycles[1:] for arm in self.arms]
-        return arrivals + self.step_jobs() + self.cleanups()
+        return arrivals + self.step_jobs() + self.archives() + self.cleanups()
 
     @cached_property
     def _position(self) -> dict[str, int]:
@@ -108,6 +111,19 @@ class CycledJobs:
             return [Job(arm, cycle, "anal")]
         return [Job(arm, cycle if which == "this" else self._previous(cycle), step) for which, step in NEEDS[name]]
 
+    def archives(self) -> list[Job]:
+        """Every cycle's archive job of every arm, in chronological order (none when the archive is off)."""
+        if not self.archive:
+            return []
+        return [Job(arm, cycle, "arch") for cycle in self.cycles for arm in self.arms]
+
+    def archive_dependencies(self, arm: str, cycle: str) -> list[Job]:
+        """The jobs whose files a cycle's archive job reads: the cycle's own steps (not its ensemble forecasts,
+        whose tarballs are not written)."""
+        if not self.archive or arm not in self.arms or cycle not in self._position:
+            raise ValueError(f"arm {arm} has no archive job in cycle {cycle} (archive.enabled: {self.archive})")
+        return [Job(arm, cycle, name) for name in self.jobs_of_cycle(arm, cycle) if not name.startswith("efcs")]
+
     def cleanups(self) -> list[Job]:
         """Every cycle but the last ``keep`` leaves each arm's persistent tier."""
         if not self.keep:
@@ -123,4 +139,5 @@ class CycledJobs:
         done = [Job(arm, c, name) for c in [cycle, *later[:-1]] for name in self.jobs_of_cycle(arm, c)]
         readers = [Job(arm, later[-1], name) for name in self.jobs_of_cycle(arm, later[-1])
                    if name in READS_PREVIOUS_CYCLE]
-        return done + readers
+        archived = [Job(arm, cycle, "arch")] if self.archive else []  # the archive reads the cycle's files
+        return done + readers + archived

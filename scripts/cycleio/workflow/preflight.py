@@ -11,7 +11,9 @@ from ..surrogates.grid import Grid
 from .catalog import arm_jobs, inventory_rows
 from ..surrogates.inventory import job_files
 from ..surrogates.kinds import expected_bytes
-from ..config.tierspec import JOB_TIME_VARIABLES, TierError, expand_tier_path
+from ..config.tierspec import JOB_TIME_VARIABLES, Tier, TierError, expand_tier_path
+from ..storage.archive import tar_bytes
+from ..surrogates.archive_lists import expected_members
 from ..units import format_bytes
 from ..storage.tiers import (claim_study_folder, filesystem_type, free_bytes, nearest_existing, owner_problem,
                              study_folder_owner, unwritable_reason)
@@ -39,7 +41,8 @@ def held_bytes(bytes_per_cycle: list[int], keep: int | None) -> int:
 
 
 def study_needs(study: Study) -> dict[str, dict]:
-    """Estimated bytes per tier: the outputs held at once on the persistent tier, the largest job on scratch."""
+    """Estimated bytes per tier: the outputs held at once on the persistent tier, the largest job on scratch, every
+    cycle's tarballs on the archive tier."""
     persistent: dict[str, int] = defaultdict(int)
     scratch: dict[str, int] = defaultdict(int)
     for arm in study.arms.values():
@@ -55,6 +58,10 @@ def study_needs(study: Study) -> dict[str, dict]:
                 inputs, outputs, _ = job_files(arm, cycle, steps)
                 job = sum(expected_bytes(spec, grid, arm.compression) for spec in inputs + outputs)
                 scratch[arm.scratch.name] = max(scratch[arm.scratch.name], job)
+        if arm.archive:  # the archive keeps every cycle's tarballs
+            persistent[arm.archive["tier"]["name"]] += sum(
+                tar_bytes(members) for cycle in study.cycles
+                for members in expected_members(cycle, arm, arm.archive["tarballs"]).values())
     return {name: {"persistent_bytes": persistent.get(name, 0), "scratch_bytes": scratch.get(name, 0)}
             for name in set(persistent) | set(scratch)}
 
@@ -81,6 +88,7 @@ def check_study(study: Study, local_exec: bool = True, jobs_here: bool = False, 
     """
     tiers = {arm.persistent.name: arm.persistent for arm in study.arms.values()}
     tiers.update({arm.scratch.name: arm.scratch for arm in study.arms.values()})
+    tiers.update({arm.archive["tier"]["name"]: Tier(**arm.archive["tier"]) for arm in study.arms.values() if arm.archive})
     needs = study_needs(study)
     notes = []
     by_filesystem: dict[int, list] = {}

@@ -1,5 +1,6 @@
 """A study from its config, every check made before any job: the keys (config.settings), the benchmark
-plan (benchmarks.tierbench) and the faults against the study's jobs (workflow.faultcheck).
+plan (benchmarks.tierbench), the faults against the study's jobs (workflow.faultcheck) and the archive's
+limits against the tarballs' sizes (surrogates.archive_lists).
 
 The Snakefile, the rules and the command load a study here; config.settings alone validates the keys
 and builds the arms, without the layers above it.
@@ -10,7 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..benchmarks.tierbench import BenchmarkPlan
+from ..config.keys import ConfigError
 from ..config.settings import SCHEMA_PATH, Study, build_study, load_schema, validate_config
+from ..storage.archive import ArchiveLimitError
+from ..surrogates.archive_lists import check_archive_limits
 from .faultcheck import check_faults
 
 
@@ -27,4 +31,8 @@ def load_study(config: dict, schema_path: str | Path = SCHEMA_PATH) -> tuple[dic
     filled = validate_study_config(config, load_schema(schema_path))
     study = build_study(filled)
     check_faults(filled, study)
+    try:
+        check_archive_limits(study)  # the archive's limits against the inventory's sizes, before any job
+    except ArchiveLimitError as err:
+        raise ConfigError(str(err)) from None
     return filled, study
