@@ -360,7 +360,7 @@ def _size_problems(profile: Profile, jobs: list[JobSize], usable: dict, partitio
     if default_mem:
         checks.append(JobSize("the other rules (aggregate, figures, report tables)", "", 1, 1,
                               int(float(default_mem)), True))
-    for job in sorted(checks, key=lambda j: (-j.cpus, -j.mem_mb)):
+    for job in sorted(checks, key=lambda j: (-j.cpus, not j.one_node, -j.mem_mb)):
         partition = usable.get(job.rule, usable.get(None))
         if partition is None or not nodes_of.get(partition):
             continue
@@ -371,21 +371,21 @@ def _size_problems(profile: Profile, jobs: list[JobSize], usable: dict, partitio
         mem_key = profile.key(f"set-resources: {job.rule}: mem_mb" if job.rule else "default-resources: mem_mb")
         if job.mem_mb > max_mem and ("mem", partition) not in reported:
             reported.add(("mem", partition))
-            where = ("lower default-resources: mem_mb" if not job.rule else
-                     f"set {mem_key} to at most {max_mem}, or a partition with larger nodes")
-            problems.append(f"{job.what} asks for {job.mem_mb} MB of memory, but a node of partition '{partition}' "
-                            f"has at most {max_mem} MB; {where} "
-                            f"({'resolution and ranks set it' if job.rule else mem_key})")
+            where = (f"lower {mem_key}" if not job.rule else
+                     f"lower config key write_component.ranks or resolution, or set {mem_key} to at most {max_mem}")
+            problems.append(f"{job.what} asks for {job.mem_mb} MB of memory ({job.tasks} tasks), but a node of "
+                            f"partition '{partition}' has at most {max_mem} MB; {where}")
         elif job.one_node and job.cpus > max_cpus and ("cpu", partition) not in reported:
             reported.add(("cpu", partition))
             problems.append(f"{job.what} asks for {job.tasks} tasks x {job.cpus_per_task} CPUs on one node, but a "
-                            f"node of partition '{partition}' has at most {max_cpus} CPUs; lower the forecast's ranks "
-                            "(config key write_component, or the write strategy) or staging.streams, or set "
+                            f"node of partition '{partition}' has at most {max_cpus} CPUs; lower config key "
+                            "write_component.ranks (quilt adds its writer ranks) or staging.streams, or set "
                             f"{profile.key('default-resources: slurm_partition')} to a partition with larger nodes")
         elif not fits and not job.one_node and job.cpus > sum(n.cpus for n in nodes) and ("cpu", partition) not in reported:
             reported.add(("cpu", partition))
             problems.append(f"{job.what} asks for {job.cpus} CPUs, more than partition '{partition}' has "
-                            f"({sum(n.cpus for n in nodes)}); lower the tasks or choose a larger partition")
+                            f"({sum(n.cpus for n in nodes)}); lower config key write_component.ranks, or set "
+                            f"{profile.key('default-resources: slurm_partition')} to a larger partition")
     return problems
 
 
