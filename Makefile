@@ -15,7 +15,7 @@ PROFILE_ARGS := $(if $(strip $(PROFILE)),--workflow-profile $(PROFILE))
 RUN := PATH="$(BIN):$$PATH"
 # ARGS as one single-quoted shell word: each ' of ARGS becomes '\'' so quotes inside ARGS survive.
 QUOTED_ARGS = '$(subst ','\'',$(ARGS))'
-STUDY_NAME = $(shell $(RUN) python -m cycleio study-name config/config.yaml $(STUDY) --snakemake-args $(QUOTED_ARGS) 2>/dev/null || echo default)
+STUDY_NAME = $(shell $(RUN) python -m cycleio study-name config/config.yaml $(STUDY) --snakemake-args=$(QUOTED_ARGS) 2>/dev/null || echo default)
 
 # MPI=system also builds the parallel-netCDF stack (.venv-parallel, against the system's MPI netCDF) that the
 # parallel and quilt_parallel write strategies run with; the tests that need it build it themselves.
@@ -38,10 +38,10 @@ DRY_RUN = $(filter -n --dry-run --dryrun,$(ARGS))
 # submitted; a dry run submits none), then the lock a killed run left (removed only when no run works
 # here), then the study.
 study: setup
-	@$(RUN) python -m cycleio check-config config/config.yaml $(STUDY) --snakemake-args $(QUOTED_ARGS)
+	@$(RUN) python -m cycleio check-config config/config.yaml $(STUDY) --snakemake-args=$(QUOTED_ARGS)
 ifneq ($(strip $(PROFILE)),)
 ifeq ($(DRY_RUN),)
-	@$(RUN) python -m cycleio cluster-check --profile $(PROFILE) config/config.yaml $(STUDY) --snakemake-args $(QUOTED_ARGS)
+	@$(RUN) python -m cycleio cluster-check --profile $(PROFILE) config/config.yaml $(STUDY) --snakemake-args=$(QUOTED_ARGS)
 endif
 endif
 	@$(RUN) python -m cycleio unlock-stale -- $(CONFIG_ARGS)

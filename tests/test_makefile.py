@@ -85,7 +85,7 @@ def test_a_profile_is_checked_before_snakemake_runs_with_it():
 def test_the_first_line_names_the_study_the_args_run():
     run = make_dry_run("study", "STUDY=config/studies/smoke.yaml", "ARGS=--config study=resume_probe")
     check, = recipe_lines(run, "cycleio check-config")
-    assert check.endswith("--snakemake-args '--config study=resume_probe'")
+    assert check.endswith("--snakemake-args='--config study=resume_probe'")
     shown = subprocess.run(["python", "-m", "cycleio", "check-config", "config/config.yaml", "config/studies/smoke.yaml",
                             "--snakemake-args", "--config study=resume_probe"], cwd=REPO, capture_output=True,
                            text=True, timeout=120)
