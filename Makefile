@@ -61,12 +61,14 @@ endif
 report: setup
 	@$(RUN) snakemake $(CONFIG_ARGS) $(ARGS) --report results/$(STUDY_NAME)/report.html
 
-test: setup
-	$(RUN) python -m pytest $(PYTEST_ARGS)
+# The unit tests on every core (test-fast), then the end-to-end tests and real jobs (Snakemake, Slurm,
+# GlusterFS), one at a time: they take the cores themselves. Exit 5 is "none of PYTEST_ARGS's tests is one".
+test: test-fast
+	$(RUN) python -m pytest -m "e2e or job" $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 # The unit tests only, one worker per core: no Snakemake runs, Slurm or GlusterFS (under a minute).
 test-fast: setup
-	$(RUN) python -m pytest -m "not e2e and not job" -n auto $(PYTEST_ARGS)
+	$(RUN) python -m pytest -m "not e2e and not job" -n auto $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 lint: setup
 	$(RUN) snakemake --lint

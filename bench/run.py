@@ -25,6 +25,8 @@ import time
 import traceback
 from pathlib import Path
 
+import psutil
+
 from common import BENCH_TIERS, REPO, fio_version, passes
 
 # (number, name, module): the benchmarks of this driver, in the order of the study's list.
@@ -37,6 +39,7 @@ BENCHMARKS = [
     (6, "study", "bench_study"),
     (7, "soak", "bench_soak"),
     (8, "parallel", "bench_parallel"),
+    (9, "darshan", "bench_darshan"),
 ]
 
 
@@ -50,13 +53,13 @@ def host() -> dict:
 
 
 def mount_of(path: Path) -> dict:
-    """The /proc/mounts entry with the longest mount point holding ``path``."""
+    """The mount table's entry (psutil: its escapes decoded) with the longest mount point holding ``path``."""
     path = path.resolve()
     best = {"mount": "/", "device": "?", "fs_type": "?", "options": ""}
-    for line in Path("/proc/mounts").read_text().splitlines():
-        device, mount, fs_type, options = line.split()[:4]
+    for part in psutil.disk_partitions(all=True):
+        mount = part.mountpoint
         if (path == Path(mount) or Path(mount) in path.parents) and len(mount) >= len(best["mount"]):
-            best = {"mount": mount, "device": device, "fs_type": fs_type, "options": options}
+            best = {"mount": mount, "device": part.device, "fs_type": part.fstype, "options": part.opts}
     return best
 
 

@@ -25,7 +25,7 @@ def efficiency() -> pd.DataFrame:
         {**replay, "arm": "lustre", "step": "fcst", "activity": "run:write", "efficiency": 0.8, "efficiency_low": 0.7,
          "efficiency_high": 0.9, "verdict": "slower than the tier"},
         {**replay, "arm": "lustre", "step": "fcst", "activity": "run:read", "efficiency": 1.0, "efficiency_low": 0.9,
-         "efficiency_high": 1.1, "verdict": "within noise"},
+         "efficiency_high": 1.1, "verdict": "at the tier's speed"},
         {**replay, "arm": "lustre", "step": "post", "activity": "run:write", "efficiency": 1.2,
          "efficiency_low": 1.1, "efficiency_high": 1.3, "verdict": "faster than the replay"},
         {**replay, "arm": "lustre", "step": "prep", "activity": "run:write", "efficiency": 9.0, "timed": False,
@@ -166,3 +166,55 @@ def test_the_summary_says_where_an_arms_largest_step_seconds_go():
     assert pd.isna(table.loc["lustre", "io_gap"])
     text = summary_markdown(table.reset_index(), "fx")
     assert "0.1 s (0.08-0.12) cycleio." in text
+
+
+def test_the_benchmark_caption_quotes_timed_points_only(tmp_path):
+    """Points too small to time (benchmarks.csv ``timed`` False) are counted in the caption, never quoted."""
+    from cycleio.report.captions import table_numbers
+
+    rows = [{"benchmark": "io", "aggregate": "mean", "tier": "shm", "operation": "write", "bw_MiB_per_s": bw,
+             "timed": timed} for bw, timed in ((2667.0, False), (3810.0, False), (900.0, True))]
+    pd.DataFrame(rows).to_csv(tmp_path / "benchmarks.csv", index=False)
+    said = table_numbers(tmp_path / "benchmarks.csv")["benchmarks"]
+    assert said == ("best mean bandwidth per tier (any pattern and task count, timed points only): shm write "
+                    "900 MiB/s (2 of 3 points too small to time, not quoted).")
+    pd.DataFrame(rows[:2]).to_csv(tmp_path / "benchmarks.csv", index=False)
+    said = table_numbers(tmp_path / "benchmarks.csv")["benchmarks"]
+    assert "2667" not in said and said.endswith(
+        "no point moved enough bytes for long enough to time (2 of 2 points too small to time, not quoted).")
+
+
+def test_what_staging_buys_says_a_cost_as_a_cost_and_its_band_with_its_count():
+    from cycleio.report.answerfigures import saving_label
+
+    info = pd.DataFrame([{"arm": "lustre", "n_cycles": 2, "verdict": "baseline", "saved_s": math.nan,
+                          "saved_se_s": math.nan, "baseline_arm": "lustre"},
+                         {"arm": "shm", "n_cycles": 2, "verdict": "slower", "saved_s": -0.4, "saved_se_s": 0.001,
+                          "baseline_arm": "lustre"},
+                         {"arm": "nl", "n_cycles": 1, "verdict": "faster (one cycle, no spread)", "saved_s": 1.9,
+                          "saved_se_s": math.nan, "baseline_arm": "lustre"}]).set_index("arm", drop=False)
+    assert saving_label(2.36, info.loc["lustre"], info) == "2.36 s (baseline)"
+    assert saving_label(2.8, info.loc["shm"], info) == (
+        "2.80 s: costs 0.40 s ± <0.01 s (std. error over 2 cycles)\nagainst lustre: slower")
+    assert saving_label(0.5, info.loc["nl"], info) == (
+        "0.50 s: saves 1.90 s (one cycle, no band)\nagainst lustre: faster (one cycle, no spread)")
+
+
+def test_what_staging_buys_ends_its_axis_where_the_data_do(tmp_path, drawn_figures):
+    from cycleio.report.answerfigures import staging_figure
+
+    cycles = pd.DataFrame([{"arm": arm, "cycle": cycle, "wall_s": wall, "stage_in_s": 0.1, "run_io_s": 0.5,
+                            "compute_s": 0.5, "stage_out_s": 0.2, "verify_s": 0.1}
+                           for arm, walls in (("lustre", (2.3, 2.4)), ("shm", (2.8, 2.8))) for cycle, wall in
+                           zip((C1, C2), walls)])
+    table = pd.DataFrame([{"arm": "lustre", "n_cycles": 2, "verdict": "baseline", "saved_s": math.nan,
+                           "saved_se_s": math.nan, "baseline_arm": "lustre"},
+                          {"arm": "shm", "n_cycles": 2, "verdict": "slower", "saved_s": -0.45, "saved_se_s": 0.05,
+                           "baseline_arm": "lustre"}])
+    staging_figure(cycles, table, tmp_path / "staging.png", "fx")
+    (fig,) = drawn_figures
+    bars, notes = fig.axes
+    longest = max(cycles.groupby("arm")["wall_s"].mean())
+    assert longest <= bars.get_xlim()[1] <= 1.05 * longest
+    assert [t.get_text() for t in notes.texts] == [
+        "2.35 s (baseline)", "2.80 s: costs 0.45 s ± 0.05 s (std. error over 2 cycles)\nagainst lustre: slower"]

@@ -116,7 +116,7 @@ def test_grib2_products_decode_and_their_index_points_at_each_message(tmp_path):
 
 
 def test_inventory_command_prints_each_step_with_sizes(capsys):
-    from cycleio.cli import main  # in this process: test_cli_parse runs `python -m cycleio` as a program
+    from cycleio.cli import main  # in this process: test_cli_bench runs `python -m cycleio` as a program
 
     assert main(["inventory", "--resolution", "C768"]) == 0
     text = capsys.readouterr().out
@@ -189,3 +189,13 @@ def test_ensemble_jobs_write_every_members_history_with_data_of_its_own(tmp_path
         write_file(tmp_path / spec.path, spec, ctx)
     with xr.open_dataset(tmp_path / first.path) as a, xr.open_dataset(tmp_path / second.path) as b:
         assert not a["tmp"].equals(b["tmp"])
+
+
+def test_step_inventories_use_gdas_names():
+    settings = ForecastSettings()
+    fcst = step_io("fcst", "2026010106", "2026010100", settings)
+    names = [spec.path.rsplit("/", 1)[-1] for spec in fcst.writes]
+    assert "gdas.t06z.atmf009.nc" in names and "gdas.t06z.sfcf000.nc" in names
+    assert "20260101.120000.fv_core.res.tile6.nc" in names  # restart valid at +6 h
+    anal = step_io("anal", "2026010106", "2026010100", settings)
+    assert "gdas.20260101/00/model/atmos/history/gdas.t00z.atmf003.nc" in [s.path for s in anal.reads]

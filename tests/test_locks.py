@@ -1,4 +1,5 @@
-"""A run killed hard leaves Snakemake's lock: the next run removes it, never a live run's."""
+"""workflow.locks: a run killed hard leaves Snakemake's lock: the next run removes it, never a live run's;
+which processes keep the lock live is told from psutil's process table."""
 
 import os
 import signal
@@ -10,10 +11,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from cycleio.workflow.locks import live_processes, lock_files, orphaned_tools, remove_stale_lock
+from cycleio.workflow.locks import _ancestors, live_processes, lock_files, orphaned_tools, remove_stale_lock
 
-# Starts real Snakemake runs (a few seconds each): with the end-to-end tests, in `make test`, not `make test-fast`.
-pytestmark = pytest.mark.e2e
+# The tests that start real Snakemake runs (a few seconds each) are e2e: in `make test`, not `make test-fast`.
 
 SNAKEFILE = """
 rule all:
@@ -38,6 +38,7 @@ def start_run(workdir: Path) -> subprocess.Popen:
     return run
 
 
+@pytest.mark.e2e
 def test_a_killed_runs_lock_is_removed_and_a_live_runs_is_kept(tmp_path):
     (tmp_path / "Snakefile").write_text(SNAKEFILE)
     run = start_run(tmp_path)
@@ -58,6 +59,7 @@ def test_a_killed_runs_lock_is_removed_and_a_live_runs_is_kept(tmp_path):
     assert dry.returncode == 0, dry.stderr
 
 
+@pytest.mark.e2e
 def test_benchmark_tools_a_killed_run_left_behind_are_stopped_before_a_rerun(tmp_path):
     """fio's job processes are session leaders: a kill of the run's process group leaves them waiting."""
     raw = tmp_path / "results" / "s" / "bench" / "disk" / "replay.raw"
@@ -79,3 +81,29 @@ def test_benchmark_tools_a_killed_run_left_behind_are_stopped_before_a_rerun(tmp
     finally:
         by_hand.kill()
         by_hand.wait()
+
+
+def test_this_process_and_its_parents_are_its_ancestors():
+    own = _ancestors(os.getpid())
+    assert {os.getpid(), os.getppid()} <= own
+    assert 999_999_999 in _ancestors(999_999_999)  # a process gone: itself only, no error
+
+
+def test_a_workflow_process_working_in_the_folder_is_live(tmp_path):
+    inside = tmp_path / "sub"
+    inside.mkdir()
+    sleep = ["-c", "import time; time.sleep(60)"]
+    # argv[0] "snakemake", as the workflow's own processes are named; a plain python working there is not one
+    workflow = subprocess.Popen(["snakemake", *sleep], executable=sys.executable, cwd=inside)
+    other = subprocess.Popen([sys.executable, *sleep], cwd=tmp_path)
+    elsewhere = subprocess.Popen(["snakemake", *sleep], executable=sys.executable, cwd=tmp_path.parent)
+    try:
+        deadline = time.monotonic() + 10
+        while not live_processes(tmp_path) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert live_processes(tmp_path) == [(workflow.pid, f"snakemake {' '.join(sleep)}")]
+    finally:
+        for proc in (workflow, other, elsewhere):
+            proc.kill()
+            proc.wait()
+    assert live_processes(tmp_path) == []

@@ -42,9 +42,10 @@ def run_event(step: str, op: str, cycle: str, t: float, mib: float, seconds: flo
             "cached_fraction": 1.0 if op == "read" else None, "repetition": 0, **extra}
 
 
-def replay_event(step: str, op: str, cycle: str, t: float, mib: float, seconds: float, rep: int) -> dict:
+def replay_event(step: str, op: str, cycle: str, t: float, mib: float, seconds: float, rep: int,
+                 files: str | None = None) -> dict:
     return {**run_event(step, op, cycle, t, mib, seconds), "phase": "replay", "repetition": rep,
-            "n_files": 4, "cached_fraction": 1.0 if op == "read" else None}
+            "n_files": 4, "cached_fraction": 1.0 if op == "read" else None, "file": files}
 
 
 def paired_events() -> pd.DataFrame:
@@ -71,6 +72,21 @@ def test_replay_rows_pair_only_the_paired_jobs_and_carry_the_replays_band():
     assert fcst["efficiency"] == pytest.approx(1.0)
     assert (fcst["efficiency_low"], fcst["efficiency_high"]) == (pytest.approx(128 / 160), pytest.approx(128 / (256 / 2.4)))
     assert fcst["reference_repetitions"] == 2 and fcst["timed"] and fcst["verdict"] == "at the tier's speed"
+
+
+def test_a_write_is_compared_with_the_repetitions_that_wrote_new_files_and_banded_by_all():
+    """As the step did, the reference writes new files; the repetitions that rewrote files just deleted (pages
+    just freed, the fast end on a VM with free page reporting) widen the band but are not the reference."""
+    rows = [run_event("fcst", "write", "c1", 100, 256, 2.0),
+            replay_event("fcst", "write", "c1", 103, 256, 2.2, 0, "new files"),
+            replay_event("fcst", "write", "c1", 106, 256, 0.5, 1, "rewritten files"),
+            replay_event("fcst", "write", "c1", 107, 256, 1.8, 2, "new files")]
+    fcst = efficiency_table(no_benchmarks(), pd.DataFrame(rows)).query("reference == 'replay'").iloc[0]
+    assert fcst["reference_MiB_per_s"] == pytest.approx(256 / 2.0)  # rep 0 and 2: the median of 2.2 and 1.8 s
+    assert fcst["efficiency"] == pytest.approx(1.0) and fcst["reference_repetitions"] == 3
+    assert (fcst["efficiency_low"], fcst["efficiency_high"]) == (pytest.approx(0.5 / 2.0), pytest.approx(2.2 / 2.0))
+    gap = io_gap_table(no_benchmarks(), pd.DataFrame(rows)).iloc[0]
+    assert gap["replay_s"] == pytest.approx(2.0) and (gap["replay_s_low"], gap["replay_s_high"]) == (0.5, 2.2)
 
 
 def test_too_little_or_too_short_to_time_is_marked_not_timed_and_keeps_its_ratio():
@@ -198,3 +214,13 @@ def test_a_rewrite_repetition_survives_a_tier_that_let_the_last_ones_files_go(tm
         "fcst", records, site, site.root / ".replay", tmp_path / "raw", "[t]")
     assert [r.file for r in records.records if r.phase == "replay" and r.op == "write"] == ["new files",
                                                                                           "rewritten files"]
+
+
+def test_a_row_against_a_benchmark_point_too_small_to_time_is_not_timed():
+    point = {"tier": "disk", "benchmark": "io", "pattern": "easy", "operation": "write", "tasks": 1, "tool": "fio",
+             "cache_risk": False, "bw_MiB_per_s": 256.0, "aggregate": "mean"}
+    events = paired_events()
+    for timed in (True, False):
+        bench = pd.DataFrame([{**point, "timed": timed}])
+        row = efficiency_table(bench, events).query("step == 'fcst' and reference == 'easy, 1 task'").iloc[0]
+        assert row["timed"] == timed and (row["verdict"] == "not timed") != timed

@@ -23,13 +23,12 @@ from conftest import IN_CI, REPO, assert_same_files, forecast_arm, run_forecast,
 
 from cycleio.config.keys import ConfigError
 from cycleio.config.settings import build_study, validate_config
-from cycleio.surrogates.forecast.layout import ForecastError, RankLayout, check_layout
-from cycleio.surrogates.forecast.launcher import launch_provenance, program_stack
-from cycleio.surrogates.grid import Grid
+from cycleio.surrogates.forecast.layout import ForecastError, RankLayout
+from cycleio.surrogates.forecast.launcher import program_stack
 from cycleio.workflow.environment import parallel_launcher_problem, parallel_stack_problem
 
 # the forecast under real MPI, its reference files (fixture forecast_reference) and the folder the ranks write to
-# (fixture forecast_dir) are conftest's, as for the other strategies (test_mpifcst)
+# (fixture forecast_dir) are conftest's, as for the other strategies (test_launcher)
 
 BUILD_TIMEOUT_S = 1200  # apt and the netCDF4 build: about a minute and a half on the 2-core machine
 
@@ -70,59 +69,11 @@ def by_op(records: list[dict]) -> dict[str, list[dict]]:
 # ---------------------------------------------------------------- without MPI
 
 
-def test_shared_file_strategies_run_on_the_parallel_stack_and_the_others_do_not():
-    key, template, python = program_stack(forecast_arm("parallel", 2))
-    assert key == "parallel_stack.launcher" and template.startswith("mpirun.openmpi")
-    assert python == str(REPO / ".venv-parallel" / "bin" / "python")  # relative: from the project's folder
-    assert program_stack(forecast_arm("serial", 2)) == ("launcher", "mpiexec -n {ntasks}", sys.executable)
-    layout = RankLayout.from_settings("quilt_parallel", {"ranks": 3, "write_tasks_per_group": 2, "mpiio": "independent"})
-    assert layout.ntasks == 5 and layout.describe().endswith("MPI-IO independent")
-
-
-def test_bad_mpiio_and_too_many_tasks_per_group_are_refused_naming_the_key():
-    with pytest.raises(ForecastError, match="write_component.mpiio"):
-        RankLayout.from_settings("parallel", {"mpiio": "sometimes"})
-    with pytest.raises(ForecastError, match="write_component.write_tasks_per_group=3 is more than the 2 compute"):
-        check_layout(RankLayout.from_settings("quilt_parallel", {"ranks": 2, "write_tasks_per_group": 3}), Grid("C12", 3))
-
-
 def test_config_names_the_key_of_a_bad_value(default_config):
     with pytest.raises(ConfigError, match="write_component.mpiio"):
         validate_config(with_changes(default_config, write_component__mpiio="sometimes"))
     with pytest.raises(ConfigError, match="parallel_stack"):
         validate_config(with_changes(default_config, parallel_stack={"python": ""}))
-
-
-def test_a_study_asking_for_parallel_without_the_stack_is_refused_before_any_job(default_config, tmp_path):
-    config = with_changes(default_config, write_strategies=["serial", "parallel"],
-                          parallel_stack={"python": str(tmp_path / "no-venv" / "bin" / "python")})
-    study = build_study(validate_config(config))
-    problem = parallel_stack_problem(study)
-    assert "write strategy 'parallel' (config key write_strategies) needs the parallel-netCDF stack" in problem
-    assert "parallel_stack.python" in problem and "make setup MPI=system" in problem
-    assert "libnetcdf-mpi-dev" in problem
-    # the serial arm's jobs do not carry the parallel stack (a change to it reruns no serial forecast)
-    assert {arm.strategy: bool(arm.parallel_stack) for arm in study.arms.values()} == {"serial": False,
-                                                                                        "parallel": True}
-    # the command `make study` runs first refuses it too
-    (tmp_path / "study.yaml").write_text(json.dumps({"write_strategies": ["quilt_parallel"], "parallel_stack": {
-        "python": str(tmp_path / "none")}}))
-    result = subprocess.run([sys.executable, "-m", "cycleio", "check-config", str(REPO / "config" / "config.yaml"),
-                             str(tmp_path / "study.yaml")], capture_output=True, text=True, cwd=REPO,
-                            env={**os.environ, "PYTHONPATH": str(REPO / "scripts")})
-    assert result.returncode == 1 and "write strategy 'quilt_parallel'" in result.stderr + result.stdout
-    # a Python without parallel netCDF4 (the project's own) is refused with what it lacks
-    no_parallel = build_study(validate_config(with_changes(config, parallel_stack={"python": sys.executable})))
-    assert "has no parallel support" in parallel_stack_problem(no_parallel)
-    assert parallel_stack_problem(build_study(validate_config(default_config))) is None  # serial alone: no stack
-
-
-def test_every_manifest_names_the_launcher_and_python_of_the_arms_forecast():
-    serial = launch_provenance(forecast_arm("serial", 2))
-    assert serial["config_key"] == "launcher" and serial["python"] == sys.executable
-    shared = launch_provenance(forecast_arm("parallel", 2))
-    assert shared["config_key"] == "parallel_stack.launcher" and shared["python"].endswith(".venv-parallel/bin/python")
-    assert shared["argv"][0] == "mpirun.openmpi" and shared["argv"][-2:] == ["-n", "2"]
 
 
 # ---------------------------------------------------------------- under mpirun.openmpi

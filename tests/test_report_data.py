@@ -234,7 +234,7 @@ def test_benchmark_table_of_the_fixture_points():
     bench = benchmark_table(load_points(point_files()))
     # per tier: io 2 points x (4 reps + 6 max/min/mean), metadata 6 + 9, field I/O 8 + 12 (the replays are records)
     assert len(bench) == 2 * (2 * 10 + 15 + 20)
-    assert list(bench.columns) == list(COLUMNS)
+    assert list(bench.columns) == [*COLUMNS, "timed"]
     assert str(bench["tasks"].dtype) == "Int64" and str(bench["cache_risk"].dtype) == "boolean"
     keys = ["tier", "benchmark", "pattern", "api", "tasks", "operation"]
     assert bench[keys].astype(str).apply(tuple, axis=1).is_monotonic_increasing  # sorted by point
@@ -245,6 +245,36 @@ def test_benchmark_table_of_the_fixture_points():
                   & (bench["operation"] == "write")]
     assert first["aggregate"].tolist() == ["rep", "rep", "max", "min", "mean"]
     assert first["bw_MiB_per_s"].tolist() == [480, 544, 544, 480, 512]
+    # timed (benchtables.Timing: 32 MiB in 0.1 s): lustre's io points, 64 MiB in 0.2 s and more, are; shm's
+    # 64 MiB in about 0.06 s are not, nor 8 MiB of field I/O, nor a metadata point over in 0.05 s
+    timed = bench.groupby(["tier", "benchmark"])["timed"].agg(["all", "any"])
+    assert timed.loc[("lustre", "io")].tolist() == [True, True] and not timed.loc[("shm", "io", )]["all"]
+    assert not timed.loc[("lustre", "fieldio")]["any"] and not timed.loc[("shm", "fieldio")]["any"]
+    stat = bench[(bench["tier"] == "lustre") & (bench["operation"] == "stat")]
+    assert not stat["timed"].any() and bench[(bench["tier"] == "lustre") & (bench["operation"] == "create")]["timed"].all()
+
+
+def test_a_benchmark_point_is_timed_by_its_bytes_and_seconds_and_its_aggregates_by_every_repetition():
+    """The threshold the efficiency rows use (Timing.enough), on a fixed table: each repetition by its own bytes
+    and seconds, max/min/mean only when every repetition of the point is timed, a metadata point by time alone."""
+    from cycleio.report.benchtables import Timing, mark_timed
+
+    def point(benchmark, operation, reps, job="a"):
+        rows = [{"tier": "t", "benchmark": benchmark, "pattern": "easy", "api": "x", "tasks": 1,
+                 "operation": operation, "source": "p.json", "job": job, "aggregate": "rep", "bytes": b,
+                 "seconds": sec} for b, sec in reps]
+        rows += [{**rows[0], "aggregate": how, "bytes": None, "seconds": None} for how in ("max", "min")]
+        return rows + [{**rows[0], "aggregate": "mean"}]
+
+    table = pd.DataFrame(point("io", "write", [(64 * MiB, 0.5), (64 * MiB, 0.6)])            # both timed
+                         + point("io", "read", [(64 * MiB, 0.5), (64 * MiB, 0.003)])         # one rep too short
+                         + point("io", "read", [(8 * MiB, 0.5), (8 * MiB, 0.5)], job="b")    # too few bytes
+                         + point("metadata", "create", [(None, 0.2), (None, 0.3)]))          # by its seconds
+    timed = mark_timed(table, Timing(min_bytes=32 * MiB, min_seconds=0.1)).tolist()
+    assert timed == [True] * 5 + [True, False, False, False, False] + [False] * 5 + [True] * 5
+    # a stricter threshold is the same helper's
+    assert not mark_timed(table, Timing(min_bytes=128 * MiB, min_seconds=0.1))[:15].any()
+    assert Timing().enough(32 * MiB, 0.1) and not Timing().enough(32 * MiB - 1, 1.0)
 
 
 @pytest.fixture(scope="module")
@@ -364,20 +394,29 @@ def test_throughput_figure_draws_the_tables(tables, tmp_path, drawn_figures):
     out = tmp_path / "throughput.png"
     throughput_figure(throughput, summary, out, "fx")
     (fig,) = drawn_figures
-    assert_png_drawn(out, (13, 5))
+    assert_png_drawn(out, (14, 5.6))
     assert_axes_carry_data(fig)
     left, right = fig.axes[:2]
     # left: one bar per arm and copy, read or write activity, as tall as its MiB/s (verify and rename are left out)
     expected = [91 / 7.75, 76 / 11.0,  # the baseline's reads and writes on lustre
                 91 / 3.9375, 91 / 3.875, 76 / 5.5, 76 / 3.25]  # shm: stage-in, reads, writes, stage-out
     assert sorted(bar_sizes(left)) == pytest.approx(sorted(expected))
-    # right: per arm, the seconds of a cycle: every job's phases (run split into storage I/O, CPU, generate, the
-    # rest) over 2 cycles. shm: 2 x fcst 9.5 s + 2 x post 3.5 s + prep 2.8125 s; lustre: twice the run and
-    # output checksums of the same jobs, 2 x 13.25 + 2 x 4.875 + 3.375
+    # right: per arm, the seconds of the full cycle C1 (the half cycle C0 left out), every job's phases (run split
+    # into storage I/O, CPU, generate, the rest) and what no phase times, up to the jobs' wall times: lustre
+    # 13.25 + 4.875 + 3.375 of phases and 6.5 s of job start-up and bookkeeping; shm 15.8125 + 2.5625
     per_arm = {}
     for bar in right.patches:
         per_arm[round(bar.get_y(), 6)] = per_arm.get(round(bar.get_y(), 6), 0.0) + bar.get_width()
-    assert [per_arm[y] for y in sorted(per_arm)] == pytest.approx([39.625 / 2, 28.8125 / 2])  # lustre, shm
+    assert [per_arm[y] for y in sorted(per_arm)] == pytest.approx([28.0, 18.375])  # lustre, shm
+    # the same totals as what_staging_buys.png (a full cycle's wall time, the sum of its jobs')
+    from cycleio.report.answerfigures import staging_parts
+    from cycleio.report.answers import cycle_totals
+
+    assert staging_parts(cycle_totals(summary))["wall_s"].tolist() == [28.0, 18.375]
+    assert [t.get_text() for t in right.texts] == [" 28.00 s", " 18.38 s"]
+    # the legends sit outside the data, and the right one has no stray title
+    assert left.get_legend().get_bbox_to_anchor().y0 < left.get_window_extent().y0
+    assert right.get_legend().get_title().get_text() == ""
 
 
 def test_write_strategy_figure_draws_the_fixture_forecasts(tables, tmp_path, drawn_figures):
@@ -401,6 +440,16 @@ def test_write_strategy_figure_draws_the_fixture_forecasts(tables, tmp_path, dra
     # right: compute, blocked by output, the rest: the fcst job's run phase, per arm
     assert sorted(bar_sizes(right, horizontal=True)) == sorted([4.0, 5.25, 3.0, 2.0, 2.625, 1.5])
     assert sorted(t.get_text() for t in right.texts) == [" 43% output"] * 2
+
+
+def test_write_strategy_figure_lists_no_part_it_does_not_draw(tables, tmp_path, drawn_figures):
+    """A study without a compute stand-in (compute seconds 0) has no 'compute stand-in' legend entry."""
+    events = pd.read_parquet(tables / "io_events.parquet")
+    table = write_times(events, read_csv(tables, "step_summary.csv")).assign(compute_s=0.0)
+    write_strategy_figure(table, tmp_path / "w.png", "fx")
+    (fig,) = drawn_figures
+    labels = [t.get_text() for t in fig.axes[1].get_legend().get_texts()]
+    assert labels == ["blocked by output", "reads, data generation, MPI start"]
 
 
 @pytest.fixture(scope="module")
@@ -438,6 +487,17 @@ def test_fieldio_figure_draws_the_fixture_points(bench, tmp_path, drawn_figures)
     easy = [256, 512, 1024, 2048]
     assert sorted(bar_sizes(appended)) == sorted([64, 130, 640, 1300] + easy)
     assert sorted(bar_sizes(per_field)) == sorted([32, 100, 320, 1000] + easy)
+    # the latency axes: whole decades, one plain label each, no minor labels to crowd them
+    for ax in (appended_latency, per_field_latency):
+        labels = [t.get_text() for t in ax.get_yticklabels()]
+        low, high = ax.get_ylim()
+        assert labels and all(label and float(label) > 0 for label in labels)
+        assert math.log10(low).is_integer() and math.log10(high).is_integer()
+        assert all(not t.get_text() for t in ax.get_yticklabels(minor=True))
+    # 8 MiB of field I/O per point is too small to time: every field-I/O bar is hatched, the easy pattern's
+    # lustre points (64 MiB and more in 0.2 s and more) are not
+    hatched = [bar.get_hatch() for bar in appended.patches if bar.get_height() > 0]
+    assert hatched.count("///") >= 4
     # latency: the mean over the repetitions of one field operation's latency, in ms
     shm_write = 1e3 * (2 / 600 + 2 / 680) / 2
     assert [size for size in bar_sizes(appended_latency) if size == pytest.approx(shm_write)]
@@ -491,3 +551,14 @@ def test_the_timeline_from_the_fixed_records(tables):
     assert shm.loc[("fcst", 0, "output", "f006"), ["seconds", "t_from_arm_start_s"]].tolist() == [1.5, 106.5625]
     assert shm.loc[("fcst", 1, "wait", "f003"), "seconds"] == 1.3125
     assert set(shm.loc["post"].index.get_level_values("what")) == {"stage_in", "run", "verify", "stage_out", "cleanup"}
+
+
+def test_a_benchmark_point_too_small_to_time_is_no_tiers_best_in_io_gap():
+    """shm's read points (64 MiB in about 0.06 s) are not timed: its reads get no tier's best, its writes do."""
+    from cycleio.report.benchtables import io_gap_table
+
+    gap = io_gap_table(benchmark_table(load_points(point_files())), load_events(record_files()))
+    shm = gap[gap["tier"] == "shm"].set_index(["step", "direction"])
+    assert shm.loc[("fcst", "read"), "best_reference"] == "" and pd.isna(shm.loc[("fcst", "read"), "tier_best_s"])
+    assert shm.loc[("fcst", "write"), "best_reference"] == "easy, 2 tasks"
+    assert gap[gap["tier"] == "lustre"]["tier_best_s"].notna().all()

@@ -87,3 +87,43 @@ def test_capacity_plan_numbers():
                          summary=summary, units={"lustre": {"name": "OSTs", "measured": 8}}).set_index("step")
     assert osts.loc["cycle", "units_needed"] == 19 and osts.loc["cycle", "units_measured"] == 8
     assert plan_lines(osts.reset_index())[0].endswith("gives 8 MiB/s; OSTs: 8 measured, 19 needed")
+
+
+def smoke_like(timed: dict[tuple[int, int], bool]) -> pd.DataFrame:
+    """Two repetitions at 1 and 2 tasks, as the smoke study's few-MiB points; ``timed`` per (tasks, repetition)."""
+    rows = []
+    for (tasks, rep), is_timed in timed.items():
+        rows.append({"benchmark": "io", "tier": "shm", "tier_kind": "memory", "pattern": "hard", "operation": "read",
+                     "aggregate": "rep", "tasks": tasks, "nodes": 1, "bw_MiB_per_s": 2989.0 * tasks + 3000 * rep,
+                     "timed": is_timed})
+    return pd.DataFrame(rows)
+
+
+def test_points_too_small_to_time_are_left_out_and_too_few_claim_nothing():
+    """The smoke study's 'shm hard read: 2989 MiB/s per task, no plateau ... (>= 8966 MiB/s)' from points the
+    timer could not resolve: with fewer than three timed points no slope, plateau or bound is claimed."""
+    fits = fit_table(smoke_like({(1, 0): False, (1, 1): False, (2, 0): True, (2, 1): True}))
+    row = fits.iloc[0]
+    assert (row["fit"], row["n_points"], row["n_untimed"]) == ("too few timed points", 2, 2)
+    assert pd.isna(row["slope_MiB_per_s_per_task"]) and pd.isna(row["plateau_MiB_per_s"])
+    (line,) = fit_lines(fits)
+    assert line == ("shm hard read: too few timed points, no fit (2 of 4 points at 1 and 2 tasks moved enough "
+                    "bytes for long enough to time, 3 needed)")
+    assert "plateau" not in line and ">=" not in line
+    # three timed points fit, the untimed one left out and said so
+    fits = fit_table(smoke_like({(1, 0): True, (1, 1): False, (2, 0): True, (2, 1): True}))
+    row = fits.iloc[0]
+    assert (row["fit"], row["n_points"], row["n_untimed"]) == ("fitted", 3, 1)
+    assert fit_lines(fits)[0].endswith("over 3 timed points, 1 too small to time left out")
+    # a table from before the column: every point counts as timed
+    assert fit_table(benchmarks()).iloc[0]["fit"] == "fitted"
+
+
+def test_the_capacity_plan_gives_no_units_from_too_few_timed_points():
+    inventory = pd.DataFrame([{"arm": "a", "cycle": "2026010106", "step": "fcst", "expected_bytes": 8 * GiB}])
+    fits = fit_table(smoke_like({(1, 0): False, (2, 0): False}).assign(operation="write"))
+    plan = capacity_plan(inventory, fits, resolution="C768", interval_hours=6, io_budget_fraction=0.1)
+    cycle = plan[plan["step"] == "cycle"].iloc[0]
+    assert cycle["fit"] == "too few timed points" and pd.isna(cycle["measured_plateau_MiB_per_s"])
+    assert pd.isna(cycle["units_needed"]) and not cycle["plateau_reached"]
+    assert plan_lines(plan)[0].endswith("tier shm (hard): too few timed points to plan (see the tiers' model)")

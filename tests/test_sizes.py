@@ -1,4 +1,4 @@
-"""The one size parser: config keys, command-line options and tool outputs read sizes one way."""
+"""config.sizes: a config key's size read with the one grammar, and refused naming the key."""
 
 from __future__ import annotations
 
@@ -30,16 +30,3 @@ def test_size_errors_name_the_key(value, message):
         parse_size(value, "x.size")
 
 
-def test_what_is_not_a_size_in_a_tools_output_is_none():
-    assert [size_or_none(v) for v in ("4k-16k", "10%", None, True, "")] == [None] * 5
-
-
-@pytest.mark.parametrize("nbytes, text", [
-    (0, "0 B"), (512, "512 B"), (1023, "1023 B"), (1024, "1.0 KiB"), (1536, "1.5 KiB"), (32 * MIB, "32.0 MiB"),
-    (40 * 2**30, "40.0 GiB"), (10**12, "931.3 GiB"), (5 * 2**50, "5120.0 TiB"),
-])
-def test_one_size_formatter_for_people(nbytes, text):
-    """Messages, captions and the CLI print sizes one way: whole bytes, else one decimal in a binary unit."""
-    from cycleio.units import format_bytes
-
-    assert format_bytes(nbytes) == text

@@ -10,7 +10,7 @@ import pytest
 
 from cycleio.config.settings import ArmSettings
 from cycleio.workflow.study import load_study
-from cycleio.storage.burstbuffer import FORBIDDEN_SLURM_EXTRA, SlurmResourceError, burst_buffer_request
+from cycleio.storage.burstbuffer import FORBIDDEN_SLURM_EXTRA
 from cycleio.workflow.slurm import (
     RESOURCE_KEYS,
     job_bytes,
@@ -113,23 +113,6 @@ def test_burst_buffer_scratch_carries_the_request_and_nothing_else_does():
     assert slurm_resources(study["bb"], "dump", FULL_CYCLE)["slurm_extra"] == ""
     for name in ("lustre", "node_local", "shm"):
         assert slurm_resources(study[name], "fcst", FULL_CYCLE)["slurm_extra"] == ""
-
-
-def test_burst_buffer_directive_is_quoted_for_the_shell_and_checked():
-    directives = ("  #DW jobdw  capacity=1TiB access_mode=striped type=scratch\n\n"
-                  "#DW stage_in source=/lus/in destination=$DW_JOB_STRIPED/in type=directory")
-    tier = SimpleNamespace(name="bb", burst_buffer=directives)
-    assert burst_buffer_request(tier) == (
-        "--bb '#DW jobdw capacity=1TiB access_mode=striped type=scratch\n"
-        "#DW stage_in source=/lus/in destination=$DW_JOB_STRIPED/in type=directory'"
-    )
-    assert burst_buffer_request(SimpleNamespace(name="bb", burst_buffer="")) == ""
-    with pytest.raises(SlurmResourceError, match=r"config key 'tiers.bb.burst_buffer'.*prefix"):
-        burst_buffer_request(SimpleNamespace(name="bb", burst_buffer="pool=localpool capacity=10"))
-    with pytest.raises(SlurmResourceError, match="prefix"):
-        burst_buffer_request(SimpleNamespace(name="bb", burst_buffer="#DW jobdw capacity=1TiB\nstage_in source=/x"))
-    with pytest.raises(SlurmResourceError, match=r"tiers.bb.burst_buffer.*partition"):
-        burst_buffer_request(SimpleNamespace(name="bb", burst_buffer="#BB_LUA pool=p -p debug"))
 
 
 def test_forecast_ranks_become_tasks_launched_through_srun():

@@ -13,20 +13,19 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import IN_CI, require_tool, tmpfs
+from conftest import IN_CI, make_files, no_temporaries, require_tool, tmpfs
 
 from cycleio import fsutil
-from cycleio.storage import checksums, copyengine, staging
+from cycleio.storage import copyengine, staging
 from cycleio.config.forecast import ForecastSettings
 from cycleio.config.settings import ArmSettings, ConfigError, StagingSettings, build_study, validate_config
 from cycleio.storage.checksums import checksum_file
 from cycleio.surrogates.jobs import run_arrival, run_coldstart, run_step
-from cycleio.workflow.preflight import check_study, study_needs
+from cycleio.workflow.preflight import check_study
 from cycleio.records import read_records
 from cycleio.faults import InjectedFault
 from cycleio.storage.staging import copy_and_verify, copy_file
 from cycleio.storage.stagingtypes import StagingError, StagingFaults, StagingOptions
-from cycleio.storage.streams import in_parallel
 from cycleio.config.tierspec import Tier, TierError
 
 
@@ -35,27 +34,8 @@ from cycleio.config.tierspec import Tier, TierError
 TINY = ForecastSettings(obs_scale=(12 / 768) ** 2, pgrb2_fields=6, sflux_fields=3, product_grids=("1p00",),
                         restart_hours=(6,))
 # The forecast's MPI program on one rank: staging does not depend on how the forecast is decomposed
-# (tests/test_mpifcst.py runs the decompositions).
+# (tests/test_launcher.py runs the decompositions).
 ONE_RANK = {"ranks": 1}
-
-
-@pytest.fixture
-def small_blocks(monkeypatch):
-    """1 MiB checksum blocks, so multi-block (parallel) copies happen with small files."""
-    monkeypatch.setattr(checksums, "BLOCK_BYTES", 2**20)
-    monkeypatch.setattr(staging, "BLOCK_BYTES", 2**20)
-
-
-def make_files(folder: Path) -> dict[str, bytes]:
-    folder.mkdir(parents=True, exist_ok=True)
-    contents = {"big.nc": os.urandom(5 * 2**20 + 123), "empty": b"", **{f"obs{i}.bufr": os.urandom(1000 + i) for i in range(20)}}
-    for name, data in contents.items():
-        (folder / name).write_bytes(data)
-    return contents
-
-
-def no_temporaries(folder: Path) -> bool:
-    return not [p for p in folder.rglob("*") if fsutil.is_temporary(p.name)]
 
 
 @pytest.mark.parametrize("method, streams", [("cycleio", 1), ("cycleio", 4), ("cp", 2)])
@@ -69,26 +49,6 @@ def test_copies_are_verified_and_checksums_do_not_depend_on_streams(tmp_path, sm
         assert copied.bytes == verified.bytes == len(contents[source.name])
         assert copied.checksum == checksum_file(source)  # the block tree, however it was copied
     assert no_temporaries(tmp_path / "dst")
-
-
-def test_the_checksum_is_the_block_tree_whatever_the_streams(tmp_path, small_blocks):
-    """The one block checksum: xxh3-64 of the blocks' xxh3-64 digests (an empty file: one empty block)."""
-    import xxhash
-
-    data = os.urandom(2 * 2**20 + 77)
-    (tmp_path / "three").write_bytes(data)
-    (tmp_path / "empty").write_bytes(b"")
-    tree = xxhash.xxh3_64(b"".join(xxhash.xxh3_64(data[i:i + 2**20]).digest() for i in range(0, len(data), 2**20)))
-    assert {checksum_file(tmp_path / "three", streams=n) for n in (1, 3)} == {tree.hexdigest()}
-    assert checksum_file(tmp_path / "empty") == xxhash.xxh3_64(xxhash.xxh3_64(b"").digest()).hexdigest()
-
-
-def test_removing_a_scratch_tree_counts_its_files(tmp_path):
-    (tmp_path / "scratch" / "a" / "b").mkdir(parents=True)
-    for name in ("x", "a/y", "a/b/z"):
-        (tmp_path / "scratch" / name).write_bytes(b"1")
-    assert fsutil.remove_tree(tmp_path / "scratch") == 3 and not (tmp_path / "scratch").exists()
-    assert fsutil.remove_tree(tmp_path / "scratch") == 0  # already gone
 
 
 def test_rsync_method_copies_and_verifies(tmp_path):
@@ -135,39 +95,6 @@ def test_direct_io_verification_reads_storage_on_disk_and_still_verifies_on_tmpf
         assert verified.bytes == copied.bytes
     finally:
         fsutil.remove_tree(shm)
-
-
-def fake_sync_file_range(code: int):
-    """FAKE: sync_file_range failing with ``code``. A device error during write-back (EIO) cannot be
-    caused on a real filesystem here; EINVAL stands for a filesystem without sync_file_range."""
-    import ctypes
-
-    def failing(fd, offset, length, flags):
-        ctypes.set_errno(code)
-        return -1
-
-    return failing
-
-
-def test_a_write_back_error_fails_the_batch_naming_the_file_and_leaves_nothing(tmp_path, monkeypatch, small_blocks):
-    contents = make_files(tmp_path / "src")
-    monkeypatch.setattr(copyengine, "_sync_file_range", fake_sync_file_range(errno.EIO))
-    pairs = [(tmp_path / "src" / n, tmp_path / "dst" / n) for n in contents]
-    with pytest.raises(StagingError, match=r"writing .*dst/big\.nc to storage failed: \[Errno 5\] Input/output error"):
-        copy_and_verify(pairs, StagingOptions(streams=4))
-    assert not list((tmp_path / "dst").iterdir())  # no final names, no temporaries
-
-
-def test_without_sync_file_range_copies_are_still_made_durable_and_verified(tmp_path, monkeypatch, small_blocks):
-    contents = make_files(tmp_path / "src")
-    monkeypatch.setattr(copyengine, "_sync_file_range", fake_sync_file_range(errno.EINVAL))
-    synced: list[list[Path]] = []
-    real_make_durable = staging.make_durable
-    monkeypatch.setattr(staging, "make_durable", lambda paths: (synced.append(paths), real_make_durable(paths))[1])
-    pairs = [(tmp_path / "src" / n, tmp_path / "dst" / n) for n in contents]
-    copy_and_verify(pairs, StagingOptions(streams=4))
-    assert all((tmp_path / "dst" / n).read_bytes() == data for n, data in contents.items())
-    assert len(synced) == 1 and len(synced[0]) == len(pairs)  # the batch's syncfs covers every copy
 
 
 def _copy_under_file_size_limit(source: str, dest: str, limit: int) -> None:
@@ -222,73 +149,6 @@ def test_full_persistent_tier_fails_stage_out_with_the_os_error_then_rerun_succe
         root = Path(manifest["root"])
         assert all((root / o["path"]).stat().st_size == o["bytes"] for o in manifest["outputs"])
         assert all(checksum_file(root / o["path"]) == o["xxh3_64"] for o in manifest["outputs"])
-
-
-def test_preflight_refuses_a_tier_without_room_with_the_numbers(tmp_path, repo):
-    import yaml
-
-    config = yaml.safe_load((repo / "config" / "config.yaml").read_text())
-    config.update(yaml.safe_load((repo / "config" / "studies" / "smoke.yaml").read_text()))
-    with tmpfs(tmp_path / "tiny", "1m") as tiny:
-        config["tiers"]["shm"]["path"] = str(tiny)
-        config["tiers"]["lustre"]["path"] = str(tmp_path / "lustre")
-        study = build_study(validate_config(config))
-        with pytest.raises(ConfigError, match=r"tier 'shm' \(.*tiny, tmpfs\) has 1\.0 MiB free, but the study needs about [0-9.]+ MiB more"):
-            check_study(study)
-
-
-def test_preflight_asks_for_a_stated_margin_beyond_the_estimate(tmp_path, repo):
-    import yaml
-
-    config = yaml.safe_load((repo / "config" / "config.yaml").read_text())
-    config.update(yaml.safe_load((repo / "config" / "studies" / "smoke.yaml").read_text()))
-    config["tiers"]["lustre"]["path"] = str(tmp_path / "lustre")
-    with tmpfs(tmp_path / "snug", "40m") as snug:
-        config["tiers"]["shm"]["path"] = str(snug)
-        study = build_study(validate_config(config))
-        assert study_needs(study)["shm"]["scratch_bytes"] < 30 * 2**20  # the estimate alone would fit
-        with pytest.raises(ConfigError, match=r"tier 'shm' .* and a margin of 32\.0 MiB \(10%, at least 32\.0 MiB\) "
-                                               r"for records, temporaries and file-system overhead"):
-            check_study(study)
-
-
-def test_preflight_counts_only_the_cycles_cleanup_leaves_on_the_persistent_tier(repo):
-    import yaml
-
-    from cycleio.workflow.preflight import held_bytes
-
-    assert held_bytes([1, 2, 3, 4, 5], None) == 15
-    assert held_bytes([1, 2, 3, 4, 5], 1) == 3 + 4 + 5  # three cycles at once: kept, being read, being written
-    assert held_bytes([7], 1) == 7
-    config = yaml.safe_load((repo / "config" / "config.yaml").read_text())
-    config["cycles"] = {**config["cycles"], "end": "2026013118"}
-    month = study_needs(build_study(validate_config(config)))
-    config["cycles"]["keep"] = None
-    kept = study_needs(build_study(validate_config(config)))
-    assert kept["lustre"]["persistent_bytes"] > 30 * month["lustre"]["persistent_bytes"]
-
-
-def test_preflight_adds_up_the_needs_of_tiers_on_one_filesystem(tmp_path, repo):
-    import yaml
-
-    config = yaml.safe_load((repo / "config" / "config.yaml").read_text())
-    config.update(yaml.safe_load((repo / "config" / "studies" / "smoke.yaml").read_text()))
-    config["benchmarks"]["enabled"] = False
-    with tmpfs(tmp_path / "shared", "256m") as shared:
-        config["tiers"]["lustre"]["path"] = str(shared / "lustre")
-        config["tiers"]["lustre2"] = {"kind": "posix", "path": str(shared / "lustre2")}
-        config["persistent_tier"] = ["lustre", "lustre2"]
-        config["scratch_tiers"] = ["lustre", "lustre2"]
-        study = build_study(validate_config(config))
-        each = {name: need["persistent_bytes"] for name, need in study_needs(study).items()}
-        free = os.statvfs(shared).f_bavail * os.statvfs(shared).f_frsize
-        filler = shared / "filler"
-        filler.write_bytes(b"\0" * (free - int(1.5 * each["lustre"])))  # room for one study, not for two
-        with pytest.raises(ConfigError, match=r"tiers 'lustre', 'lustre2' share one filesystem \(tmpfs, .* free\), "
-                                               r"but together the study needs about .* more on it"):
-            check_study(study)
-        filler.unlink()
-        check_study(study)
 
 
 def test_unwritable_tiers_are_refused_before_and_inside_jobs(tmp_path, repo):
@@ -406,26 +266,6 @@ def test_a_cold_start_rerun_removes_the_temporaries_of_its_killed_attempt(tmp_pa
     assert not stale.exists() and output.exists()
 
 
-def test_parallel_streams_stop_taking_work_after_the_first_error():
-    import threading
-
-    started: list[int] = []
-    lock = threading.Lock()
-    release = threading.Event()
-
-    def work(index: int) -> None:
-        with lock:
-            started.append(index)
-        if index == 0:
-            raise OSError(28, "No space left on device")
-        release.wait(0.3)  # the other stream is busy while the error is raised (10 items start only if the
-        # error went unseen for over a second)
-
-    with pytest.raises(OSError, match="No space left"):
-        in_parallel(work, 100, 2)
-    assert len(started) < 10  # the remaining items were never started
-
-
 def test_a_full_tier_fails_every_write_path_naming_enospc_and_the_file(tmp_path, lay_cold_start):
     from cycleio.surrogates.grid import Grid
     from cycleio.surrogates.inventory import coldstart_files
@@ -449,49 +289,3 @@ def test_a_full_tier_fails_every_write_path_naming_enospc_and_the_file(tmp_path,
                 write_file(dest, spec, WriteContext(Grid("C48", 127), 1, "2026010100", settings.compression))
         assert direct.value.errno == errno.ENOSPC and direct.value.filename == str(dest)
         assert no_temporaries(lustre)
-
-
-def test_a_batch_system_variable_in_a_tier_path_is_refused_for_a_local_run(repo, monkeypatch):
-    import yaml
-
-    monkeypatch.delenv("SLURM_TMPDIR", raising=False)
-    config = yaml.safe_load((repo / "config" / "config.yaml").read_text())
-    config["tiers"]["node_local"]["path"] = "${SLURM_TMPDIR}/scratch"
-    study = build_study(validate_config(config))  # valid: under Slurm each job has it
-    with pytest.raises(ConfigError, match=r"uses \$SLURM_TMPDIR, which is not set.*executes its jobs here"):
-        check_study(study, jobs_here=True)
-    notes = check_study(study, local_exec=False)
-    assert any("tier 'node_local' is checked inside each job" in note for note in notes)
-
-
-def test_verify_manifest_names_every_file_missing_or_changed_and_the_cli_fails_on_them(tmp_path, capsys):
-    import json
-
-    from cycleio.cli import main
-
-    root = tmp_path / "tier"
-    root.mkdir()
-    outputs = []
-    for name in ("kept", "changed", "gone", "shortened"):
-        (root / name).write_bytes(name.encode() * 1000)
-        outputs.append({"path": name, "bytes": (root / name).stat().st_size, "xxh3_64": checksum_file(root / name)})
-    manifest = tmp_path / "arms" / "fcst.manifest.json"
-    manifest.parent.mkdir()
-    manifest.write_text(json.dumps({"root": str(root), "outputs": outputs}))
-    assert checksums.verify_manifest(manifest) == (4, [])
-    assert main(["verify", str(tmp_path / "arms")]) == 0
-    assert capsys.readouterr().out == "1 manifests: 4 files match their checksums, 0 missing or differ\n"
-
-    (root / "changed").write_bytes(b"x" * outputs[1]["bytes"])
-    (root / "gone").unlink()
-    (root / "shortened").write_bytes(b"short")
-    matched, problems = checksums.verify_manifest(manifest)
-    assert matched == 1 and problems == [
-        f"{manifest}: {root / 'changed'}: checksum {checksum_file(root / 'changed')} does not match the manifest's "
-        f"{outputs[1]['xxh3_64']} (corrupt copy)",
-        f"{manifest}: {root / 'gone'} is missing",
-        f"{manifest}: {root / 'shortened'}: size 5 bytes, expected {outputs[3]['bytes']}",
-    ]
-    assert main(["verify", str(manifest)]) == 1
-    assert capsys.readouterr().out.splitlines() == [*problems, "1 manifests: 1 files match their checksums, "
-                                                                "3 missing or differ"]

@@ -2,7 +2,7 @@
 
 The schema offers what the registry holds, the layout asks each strategy for its writer ranks and
 description, the registry loads no numpy or MPI (the layout reads it at DAG time), and the report
-lists arms in the registry's order. tests/test_mpifcst.py runs the strategies under mpiexec.
+lists arms in the registry's order. tests/test_launcher.py runs the strategies under mpiexec.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from conftest import tmpfs
 
 from cycleio.config.tierspec import JOB_TIME_VARIABLES, Tier, TierError, current_user, expand_tier_path
 from cycleio.storage.tiers import (OWNER_FILE, check_writable, claim_study_folder, filesystem_type, open_tier,
+                                   unwritable_reason,
                                    probe_tier)
 
 
@@ -98,6 +99,75 @@ def test_unwritable_tier_is_a_clear_error(tmp_path):
     blocker.write_text("not a directory")
     with pytest.raises(TierError, match=r"tier 'node_local': path .*a-file/sub.* is not writable"):
         check_writable("node_local", blocker / "sub")
+
+
+@pytest.mark.parametrize("root, fs_type", [("/proc", "proc"), ("/sys", "sysfs")])
+def test_a_tier_under_a_kernel_filesystem_cannot_be_written(root, fs_type):
+    """/proc and sysfs are mounted read-write and root passes access(): only creating a file shows it."""
+    if filesystem_type(root) != fs_type:
+        pytest.skip(f"{root} is not {fs_type} here")
+    reason = unwritable_reason(Path(root) / "cycleio-x" / "scratch")
+    assert reason and f"a file cannot be created in {root} ({fs_type}" in reason
+
+
+def test_a_writable_folder_passes_and_keeps_no_probe(tmp_path):
+    assert unwritable_reason(tmp_path / "not" / "yet") is None
+    assert list(tmp_path.iterdir()) == []
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    assert unwritable_reason(blocker / "sub") == f"{blocker} is not a folder"
+
+
+def test_a_read_only_bind_mount_cannot_be_written(tmp_path):
+    source, target = tmp_path / "source", tmp_path / "target"
+    source.mkdir()
+    target.mkdir()
+    mounted = subprocess.run(["mount", "--bind", str(source), str(target)], capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot bind-mount here ({mounted.stderr.strip()}); needs root")
+    try:
+        subprocess.run(["mount", "-o", "remount,bind,ro", str(target)], check=True, capture_output=True)
+        reason = unwritable_reason(target / "scratch")
+        assert reason and "(read-only" in reason and "Read-only file system" in reason
+        assert unwritable_reason(source / "scratch") is None
+    finally:
+        subprocess.run(["umount", "-l", str(target)], check=False)
+
+
+def test_a_folder_without_write_permission_cannot_be_written():
+    """Judged as the user who runs the study: root (who writes anywhere) drops to nobody in a child."""
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="cycleio-perm-"))
+    try:
+        base.chmod(0o755)
+        locked = base / "locked"
+        locked.mkdir(mode=0o555)
+        locked.chmod(0o555)
+        if os.geteuid() != 0:
+            reason = unwritable_reason(locked / "scratch")
+        else:
+            read, write = os.pipe()
+            child = os.fork()
+            if child == 0:  # pragma: no cover (the child)
+                os.close(read)
+                try:
+                    os.setgid(65534)
+                    os.setuid(65534)
+                    os.write(write, (unwritable_reason(locked / "scratch") or "").encode())
+                finally:
+                    os._exit(0)
+            os.close(write)
+            with os.fdopen(read) as pipe:
+                reason = pipe.read()
+            os.waitpid(child, 0)
+        assert "a file cannot be created in" in reason and "Permission denied" in reason
+        assert list(locked.iterdir()) == []
+    finally:
+        (base / "locked").chmod(0o755)
+        import shutil
+
+        shutil.rmtree(base)
 
 
 def test_filesystem_type_of_known_mounts(tmp_path):

@@ -207,7 +207,9 @@ def test_the_answer_summary_timeline_and_capacity_plan(smoke):
     plan = pd.read_csv(results / "capacity.csv")
     assert set(plan["tier"]) == {"lustre", "node_local", "shm"} and set(plan["resolution"]) == {"C768"}
     cycle = plan[plan["step"] == "cycle"]
-    assert (cycle["needed_MiB_per_s"] > 0).all() and (cycle["units_needed"] >= 1).all()
+    assert (cycle["needed_MiB_per_s"] > 0).all()
+    # the smoke study's few-MiB benchmark points are too small to time: no units from them, said so
+    assert ((cycle["units_needed"] >= 1) | (cycle["fit"] == "too few timed points")).all()
 
 
 def test_report_renders_offline_in_chromium_with_every_figure(smoke, tmp_path):

@@ -8,13 +8,15 @@ fio lays out first and reads once (not timed: the step's inputs had been read on
 verify or by the job that wrote them), then from the page cache where the step's reads found their
 files cached, else from storage (fio ``--invalidate=1`` drops the files' pages first).
 
-Writes alternate between two page states, because which one a step met is not known and on a VM they
-differ by up to seven times: even repetitions write new files beside everything else (pages from the
-free pool, which a VM with free page reporting has handed back to its host: first touches, slow), odd
-ones first delete the files of the repetition before and write where they were (pages the kernel just
-freed: fast). bench/RESULTS.md has both on the README's VM ("fresh pages over reused"). The band of
-each write row spans the two, so a step is judged against what the tier does in either state; on a
-machine whose memory does not go back to a host they agree and the band is the replay's own noise.
+Writes alternate between two page states, because on a VM they differ by up to seven times: even
+repetitions write new files beside everything else, as the step did (pages from the free pool, which a VM
+with free page reporting has partly handed back to its host: first touches, slow), odd ones first delete
+the files of the repetition before and write where they were (pages the kernel just freed: fast).
+bench/RESULTS.md has both on the README's VM ("fresh pages over reused"). A write row's reference is its
+new-file repetitions (report.benchtables.reference_repetitions); its band spans every repetition, so a
+step that met just-freed pages (a memory tier right after a cycle's cleanup) is shown as such rather than
+judged slow or fast. On a machine whose memory does not go back to a host the two states agree and the
+band is the replay's own noise.
 
 The replay's results are records (phase ``replay``, tool ``fio``, one per repetition and operation),
 so they travel with the job's records; no table of the cycle's I/O counts them (records.cycle_records),
@@ -39,6 +41,9 @@ from .specs import ReplaySpec
 from .tools import fio, find_tool
 
 log = logging.getLogger("cycleio")
+
+# What a write repetition's record names in its ``file`` field: the two page states (the module's docstring)
+NEW_FILES, REWRITTEN_FILES = "new files", "rewritten files"
 
 
 @dataclass(frozen=True)
@@ -143,7 +148,7 @@ class PairedReplay:
                 if r["operation"] == op]
         cold = op == "read" and all(c["cold"] for c in classes)
         if op == "write":
-            what = "rewritten files" if rewrite else "new files"
+            what = REWRITTEN_FILES if rewrite else NEW_FILES
         else:
             what = "files from storage" if cold else "files in memory"
         for row in rows:

@@ -271,8 +271,8 @@ def cmd_verify(args) -> None:
 
 # What a person runs, in the order `cycleio --help` lists them; every other subcommand is the rules' own (or started by
 # another subcommand), listed apart in one line. The rules call them by name: none is renamed or dropped.
-USER_COMMANDS = ("check-config", "cluster-check", "inventory", "plan", "compare", "verify", "unlock-stale", "parse", "fieldio",
-                 "config-docs", "study-name")
+USER_COMMANDS = ("check-config", "cluster-check", "inventory", "plan", "compare", "verify", "unlock-stale", "parse",
+                 "fieldio", "darshan", "config-docs", "study-name")
 INTERNAL_NOTE = "internal: the workflow's rules run it"
 # The commands `make study` runs before Snakemake: their refusals are one line each, without the log's prefix.
 STUDY_START_COMMANDS = ("check-config", "cluster-check")
@@ -409,8 +409,10 @@ def main(argv: list[str] | None = None) -> int:
 
     from .answers import register as register_answers
     from .bench import register as register_bench
+    from .darshan import register as register_darshan
 
     register_bench(sub)
+    register_darshan(sub)
     register_answers(sub)
     _arrange_commands(parser, sub)
 

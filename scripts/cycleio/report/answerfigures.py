@@ -173,9 +173,11 @@ def io_share_figure(summary: pd.DataFrame, paths, title: str) -> None:
 
 # ------------------------------------------------------------------------------------- what staging buys
 
-STAGING_PARTS = {"stage_in_s": ("stage in", "#4C72B0"), "run_io_s": ("run: storage I/O", "#DD8452"),
-                 "compute_generate_s": ("compute, data generation, codec", "#BBBBBB"),
-                 "stage_out_verify_s": ("stage out and verify", "#55A868"), "other_s": ("other", "#E5E5E5")}
+# the colours of throughput_by_arm_and_phase.png's right panel (figures.CYCLE_PARTS)
+STAGING_PARTS = {"stage_in_s": ("stage in", "#0173B2"), "run_io_s": ("run: storage I/O", "#DE8F05"),
+                 "compute_generate_s": ("compute stand-in, data generation, codec", "#949494"),
+                 "stage_out_verify_s": ("stage out and verify", "#029E73"),
+                 "other_s": ("other (cleanup, job start-up and bookkeeping)", "#EEEEEE")}
 
 
 def staging_parts(cycles: pd.DataFrame) -> pd.DataFrame:
@@ -192,31 +194,53 @@ def staging_parts(cycles: pd.DataFrame) -> pd.DataFrame:
     return parts.groupby("arm", sort=False).mean()
 
 
+def saving_label(wall: float, row, info: pd.DataFrame) -> str:
+    """An arm's cycle time and what it saves (or costs) against its baseline: the band is the standard error
+    over the cycles both ran, said with its count; with one cycle there is no band."""
+    text = f"{wall:.2f} s"
+    if row is None:
+        return text
+    if row["verdict"] == "baseline":
+        return text + " (baseline)"
+    if pd.isna(row["saved_s"]):
+        return text
+    base = row["baseline_arm"]
+    cycles = int(row["n_cycles"])
+    if base in info.index and pd.notna(info.loc[base, "n_cycles"]):
+        cycles = min(cycles, int(info.loc[base, "n_cycles"]))
+    word = "saves" if row["saved_s"] >= 0 else "costs"
+    if pd.isna(row["saved_se_s"]) or cycles < 2:
+        band = " (one cycle, no band)"
+    else:
+        spread = f"{row['saved_se_s']:.2f}" if row["saved_se_s"] >= 0.005 else "<0.01"
+        band = f" ± {spread} s (std. error over {cycles} cycles)"
+    return f"{text}: {word} {abs(row['saved_s']):.2f} s{band}\nagainst {base}: {row['verdict']}"
+
+
 def staging_figure(cycles: pd.DataFrame, answers: pd.DataFrame, paths, title: str) -> None:
     """Mean wall time of a full cycle per arm, split into STAGING_PARTS; the baseline's total marked, and each
     arm's saving against it with its spread."""
     parts = staging_parts(cycles) if not cycles.empty else pd.DataFrame()
     arms = list(parts.index)
-    fig, ax = plt.subplots(figsize=(11, 0.75 * max(len(arms), 2) + 2.6))
+    # the bars, and beside them (not over the axis, which ends where the data do) each arm's numbers
+    height = 0.75 * max(len(arms), 2) + 2.6
+    fig, (ax, notes) = plt.subplots(1, 2, figsize=(13, height), sharey=True,
+                                    gridspec_kw={"width_ratios": [3, 2], "wspace": 0.02})
+    notes.axis("off")
     if parts.empty:
         empty_panel(ax, "no full cycle recorded")
     else:
         left = np.zeros(len(arms))
         for column, (label, color) in STAGING_PARTS.items():
             values = parts[column].to_numpy()
-            ax.barh(range(len(arms)), values, left=left, color=color, label=label, edgecolor="white", height=0.6)
+            ax.barh(range(len(arms)), values, left=left, color=color, label=label, edgecolor="white", height=0.6,
+                    hatch="//" if column == "other_s" else None)
             left += values
         info = answers.set_index("arm") if not answers.empty else pd.DataFrame()
         marked = set()
         for y, arm in enumerate(arms):
             row = info.loc[arm] if arm in info.index else None
-            text = f" {parts.loc[arm, 'wall_s']:.1f} s"
-            if row is not None and row["verdict"] == "baseline":
-                text += " (baseline)"
-            elif row is not None and pd.notna(row["saved_s"]):
-                spread = "" if pd.isna(row["saved_se_s"]) else f" ± {row['saved_se_s']:.1f}"
-                text += f": {row['saved_s']:+.1f}{spread} s vs {row['baseline_arm']} ({row['verdict']})"
-            ax.text(left[y], y, text, va="center", fontsize=8)
+            notes.text(0.0, y, saving_label(parts.loc[arm, "wall_s"], row, info), va="center", fontsize=8, wrap=True)
             base = row["baseline_arm"] if row is not None else None
             if base in parts.index and base not in marked:
                 marked.add(base)
@@ -224,12 +248,14 @@ def staging_figure(cycles: pd.DataFrame, answers: pd.DataFrame, paths, title: st
                            label=f"baseline {base}")
         ax.set_yticks(range(len(arms)), arms)
         ax.set_ylim(len(arms) - 0.5, -0.5)
-        ax.set_xlim(0, left.max() * 1.55)
-        ax.set(xlabel="seconds per full cycle (sum of its jobs' wall times, mean over cycles)", ylabel="arm")
-        ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=3, frameon=False)
+        ax.set_xlim(0, max(left.max(), parts["wall_s"].max()) * 1.04)
+        ax.set(xlabel="seconds per full cycle (sum of its jobs' wall times, mean over full cycles)", ylabel="arm")
+        handles, labels = ax.get_legend_handles_labels()
+        fig.legend(handles, labels, fontsize="small", loc="lower center", ncol=3, frameon=False,
+                   bbox_to_anchor=(0.4, 0.0))
         ax.grid(axis="x", alpha=0.3)
-    ax.set_title(f"{title}\nWhat staging buys: where a cycle's time goes per arm", fontsize=11)
-    fig.tight_layout()
+    ax.set_title(f"{title}\nWhat staging buys: where a full cycle's time goes per arm", fontsize=11)
+    fig.subplots_adjust(left=0.1, right=0.98, top=1 - 0.75 / height, bottom=1.2 / height)
     save_figure(fig, paths)
 
 
@@ -237,6 +263,7 @@ def staging_figure(cycles: pd.DataFrame, answers: pd.DataFrame, paths, title: st
 
 VERDICT_MARKS = {AT_SPEED: "=", WITHIN_NOISE: "≈"}  # the other timed verdicts show as the colour's side of 1
 HEATMAP_LIMIT = 2  # log2: the colour scale runs from 1/4 to 4
+NOISE_TINT = 0.5  # log2: how far a within-noise cell is tinted (its band holds 1.0)
 NOT_TIMED_COLOR = "#D9D9D9"
 CELL_COLUMNS = ["arm", "step", "direction", "efficiency", "efficiency_low", "efficiency_high", "timed", "verdict",
                 "shade", "label"]
@@ -264,6 +291,9 @@ def efficiency_cells(efficiency: pd.DataFrame | None) -> pd.DataFrame:
     rows = rows.sort_values(["timed", "surrogate_bytes"], ascending=False, kind="stable").drop_duplicates(
         ["arm", "step", "direction"])
     rows["shade"] = np.log2(rows["efficiency"].astype(float).where(rows["timed"] & (rows["efficiency"] > 0)))
+    # a cell whose band holds 1.0 is only tinted toward its side: its ratio alone is no finding
+    noise = rows["verdict"] == WITHIN_NOISE
+    rows.loc[noise, "shade"] = rows.loc[noise, "shade"].clip(-NOISE_TINT, NOISE_TINT)
     rows["label"] = [cell_label(r) for r in rows.itertuples()]
     rows["_rank"] = rows["step"].map(step_rank)
     return rows.sort_values(["arm", "_rank", "direction"]).reindex(columns=CELL_COLUMNS).reset_index(drop=True)
@@ -311,7 +341,7 @@ def efficiency_heatmap(efficiency: pd.DataFrame | None, paths, title: str) -> No
         ax.set(xlabel="step and direction", ylabel="arm")
         ax.tick_params(length=0)
         fig.text(0.01, 0.01, "in a cell: the ratio, below it the band (the step over the replay's fastest and slowest "
-                 "repetition).  = at the tier's speed,  ≈ within noise;\nred: slower than the tier, blue: faster "
+                 "repetition).  = at the tier's speed,  ≈ within noise (only tinted);\nred: slower than the tier, blue: faster "
                  "than the replay.  Hatched grey: not timed (too few bytes or too short to time; its ratio means "
                  "nothing).", fontsize=7.5, color="#333333", va="bottom")
     ax.set_title(f"{title}\nHow close each step comes to a replay of its own files on the same tier", fontsize=11)

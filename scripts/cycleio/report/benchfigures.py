@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib
+import matplotlib.lines
 import matplotlib.patches
+import matplotlib.ticker
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -15,6 +17,7 @@ import seaborn as sns  # noqa: E402
 
 from ..units import format_bytes  # noqa: E402
 from .figsave import empty_panel, save_figure  # noqa: E402
+from .scaling import fitted  # noqa: E402
 
 LINESTYLES = ["-", "--", ":", "-."]
 MARKERS = ["o", "s", "^", "D", "v", "P"]
@@ -28,8 +31,13 @@ def _tools(frame: pd.DataFrame) -> str:
     return ", ".join(sorted(f"{tool} {version}" if isinstance(version, str) else str(tool) for tool, version in pairs))
 
 
+UNTIMED_NOTE = "hollow: too small to time (fewer bytes or seconds than benchmarks.replay.min_bytes/min_seconds)"
+
+
 def _typed(table: pd.DataFrame) -> pd.DataFrame:
     table = table.copy()
+    # tables from before the column: every row counts as timed
+    table["timed"] = table["timed"].fillna(True).astype(bool) if "timed" in table else True
     for column in ("pattern", "job", "tool_version", "api", "tier", "operation", "aggregate", "benchmark"):
         table[column] = table[column].astype("string")
     return table
@@ -47,6 +55,7 @@ def scaling_figure(table: pd.DataFrame, paths: list[Path], title: str, fits: pd.
     colors = dict(zip(tiers, sns.color_palette("colorblind", max(len(tiers), 1))))
     patterns = sorted(set(io["pattern"].dropna()))
     style = {p: (LINESTYLES[i % len(LINESTYLES)], MARKERS[i % len(MARKERS)]) for i, p in enumerate(patterns)}
+    untimed_seen = False
     for ax, operation in zip(axes[:2], ("write", "read")):
         rows = io[io["operation"] == operation]
         if rows.empty:
@@ -54,6 +63,8 @@ def scaling_figure(table: pd.DataFrame, paths: list[Path], title: str, fits: pd.
             continue
         stats = rows.pivot_table(index=["tier", "pattern", "tasks"], columns="aggregate", values="bw_MiB_per_s",
                                  aggfunc="first").reset_index()
+        means = rows[rows["aggregate"] == "mean"].groupby(["tier", "pattern", "tasks"])["timed"].all()
+        stats["timed"] = [bool(means.get(key, True)) for key in zip(stats["tier"], stats["pattern"], stats["tasks"])]
         for (tier, pattern), group in stats.groupby(["tier", "pattern"], sort=True):
             group = group.sort_values("tasks")
             low = (group["mean"] - group.get("min", group["mean"])).clip(lower=0)
@@ -61,6 +72,11 @@ def scaling_figure(table: pd.DataFrame, paths: list[Path], title: str, fits: pd.
             linestyle, marker = style[pattern]
             ax.errorbar(group["tasks"], group["mean"], yerr=[low, high], color=colors[tier], linestyle=linestyle,
                         marker=marker, capsize=3, label=f"{tier} / {pattern}")
+            hollow = group[~group["timed"].astype(bool)]
+            if not hollow.empty:  # too small to time: drawn, but hollow and pale, and left out of the fits
+                ax.plot(hollow["tasks"], hollow["mean"], linestyle="none", marker=marker, markersize=8,
+                        markerfacecolor="white", markeredgecolor=colors[tier], zorder=3)
+                untimed_seen = True
         tasks = sorted(set(int(t) for t in stats["tasks"]))
         if fits is not None and not fits.empty and _draw_fits(ax, fits[fits["operation"] == operation], colors):
             ax.plot([], [], color="grey", linewidth=5, alpha=0.3, marker="|", markersize=12,
@@ -73,11 +89,15 @@ def scaling_figure(table: pd.DataFrame, paths: list[Path], title: str, fits: pd.
         ax.set(xlabel="tasks", ylabel="bandwidth [MiB/s]", title=f"{operation}{cached}")
         ax.title.set_fontsize(10 if cached else 12)
     handles, labels = axes[0].get_legend_handles_labels()
+    if untimed_seen:
+        handles.append(matplotlib.lines.Line2D([], [], linestyle="none", marker="o", markerfacecolor="white",
+                                               markeredgecolor="grey"))
+        labels.append(UNTIMED_NOTE)
     if handles:  # the model's entry (drawn first) last
-        order = sorted(range(len(labels)), key=lambda i: labels[i].startswith("model"))
+        order = sorted(range(len(labels)), key=lambda i: (labels[i].startswith("hollow"), labels[i].startswith("model")))
         handles, labels = [handles[i] for i in order], [labels[i] for i in order]
         fig.legend(handles, labels, title="tier / pattern", fontsize="small", title_fontsize="small",
-                   loc="lower center", ncol=min(len(labels), 4), bbox_to_anchor=(0.35, 0.0), frameon=False)
+                   loc="lower center", ncol=min(len(labels), 3), bbox_to_anchor=(0.35, 0.0), frameon=False)
 
     ax = axes[2]
     md = table[(table["benchmark"] == "metadata") & (table["aggregate"] == "mean") & table["ops_per_s"].notna()]
@@ -91,19 +111,37 @@ def scaling_figure(table: pd.DataFrame, paths: list[Path], title: str, fits: pd.
         order = list(dict.fromkeys(top.sort_values(["pattern", "_rank", "operation"])["what"]))
         sns.barplot(data=top, x="what", y="ops_per_s", hue="tier", order=order, hue_order=tiers, palette=colors,
                     errorbar=None, ax=ax)
+        md_untimed = _hollow_untimed(ax, top, "what", order, tiers, colors)
         ax.set_yscale("log")
         low = top["ops_per_s"].min()
         ax.set_ylim(bottom=10 ** np.floor(np.log10(low)) if low > 0 else None)
         task_text = ", ".join(sorted({str(int(t)) for t in top["tasks"]}))
-        ax.set(xlabel="", ylabel="operations per second", title=f"metadata rates ({task_text} tasks; mean)")
+        ax.set(xlabel="hatched: too short to time" if md_untimed else "", ylabel="operations per second",
+               title=f"metadata rates ({task_text} tasks; mean)")
         ax.tick_params(axis="x", rotation=30)
         for label in ax.get_xticklabels():
             label.set_horizontalalignment("right")
         ax.legend(title="tier", fontsize="small", title_fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
     fig.suptitle(f"{title}\nmeasured with {_tools(table[table['benchmark'].isin(['io', 'metadata'])]) or '-'}")
-    rows = -(-len(handles) // 4) if handles else 0
+    rows = -(-len(handles) // 3) if handles else 0
     fig.tight_layout(rect=(0, 0.04 + 0.055 * rows if handles else 0, 1, 1))
     save_figure(fig, paths)
+
+
+def _hollow_untimed(ax, rows: pd.DataFrame, x: str, order: list[str], hue_order: list[str], colors: dict) -> bool:
+    """Seaborn bars (one container per tier, one bar per ``order`` entry) of untimed rows drawn hollow and
+    hatched in their tier's colour. Returns whether any was."""
+    untimed = {(w, t) for w, t, timed in zip(rows[x], rows["tier"], rows["timed"]) if not timed}
+    tiers = [t for t in hue_order if t in set(rows["tier"])]
+    hollowed = False
+    for tier, container in zip(tiers, ax.containers):
+        for what, bar in zip(order, container):
+            if (what, tier) in untimed:
+                bar.set_facecolor("none")
+                bar.set_edgecolor(colors[tier])
+                bar.set_hatch("///")
+                hollowed = True
+    return hollowed
 
 
 def _draw_fits(ax, fits: pd.DataFrame, colors: dict) -> bool:
@@ -111,9 +149,9 @@ def _draw_fits(ax, fits: pd.DataFrame, colors: dict) -> bool:
     over the task counts it was fitted on; a reached plateau's knee marked with a short vertical tick.
     Returns whether any model was drawn."""
     drawn = False
-    for row in fits.itertuples():
+    for row, has_model in zip(fits.itertuples(), fitted(fits)):
         measured = [int(t) for t in str(row.tasks_measured).split()]
-        if row.tier not in colors or len(measured) < 2:
+        if not has_model or row.tier not in colors or len(measured) < 2:
             continue
         n = np.geomspace(min(measured), max(measured), 64)
         if row.plateau_reached and min(measured) < row.knee_tasks < max(measured):
@@ -156,10 +194,12 @@ def fieldio_figure(table: pd.DataFrame, paths: list[Path], title: str) -> None:
     compare["what"] = f"{ref_name} " + compare["operation"]
     field_order = [w for w in FIELDIO_ORDER if w in set(fio["what"])]
     order = field_order + ([f"{ref_name} write", f"{ref_name} read"] if not compare.empty else [])
+    untimed_seen = False
     for (left, right), layout in zip(axes, layouts):
         rows = pd.concat([fio[fio["api"] == layout], compare], ignore_index=True)
         sns.barplot(data=rows, x="what", y="bw_MiB_per_s", hue="tier", order=order, hue_order=tiers, palette=colors,
                     errorbar=None, ax=left, legend=False)
+        untimed_seen = _hollow_untimed(left, rows, "what", order, tiers, colors) or untimed_seen
         if not compare.empty:
             left.axvline(len(field_order) - 0.5, color="grey", linestyle="--", linewidth=1)
         left.set_yscale("log")
@@ -168,13 +208,17 @@ def fieldio_figure(table: pd.DataFrame, paths: list[Path], title: str) -> None:
                  + (f" | {ref_name} pattern ({_tools(compare)})" if not compare.empty else "") + f", {tasks} tasks")
         sns.barplot(data=fio[fio["api"] == layout], x="what", y="latency_ms", hue="tier", order=field_order,
                     hue_order=tiers, palette=colors, errorbar=None, ax=right, legend=False)
-        right.set_yscale("log")
+        _hollow_untimed(right, fio[fio["api"] == layout], "what", field_order, tiers, colors)
+        _decade_axis(right, fio.loc[fio["api"] == layout, "latency_ms"])
         right.set(xlabel="", ylabel="mean latency [ms]",
                   title=f"{layout.replace('_', ' ')}: one field operation, open to close")
     for ax in axes[-1]:
         ax.set_xlabel("access pattern and operation")
     handles = [matplotlib.patches.Patch(color=colors[t], label=t) for t in tiers]
-    fig.legend(handles=handles, title="tier", loc="lower center", ncol=len(tiers), frameon=False,
+    if untimed_seen:
+        handles.append(matplotlib.patches.Patch(facecolor="none", edgecolor="grey", hatch="///",
+                                                label=UNTIMED_NOTE.replace("hollow", "hatched")))
+    fig.legend(handles=handles, title="tier", loc="lower center", ncol=len(handles), frameon=False,
                fontsize="small", title_fontsize="small")
     fields = int(fio["segments"].dropna().iloc[0]) if fio["segments"].notna().any() else None
     size = int(fio["transfer_size_bytes"].dropna().iloc[0]) if fio["transfer_size_bytes"].notna().any() else None
@@ -183,3 +227,19 @@ def fieldio_figure(table: pd.DataFrame, paths: list[Path], title: str) -> None:
                  f"half read): {detail}")
     fig.tight_layout(rect=(0, 0.07, 1, 1))
     save_figure(fig, paths)
+
+
+def _decade_axis(ax, values: pd.Series) -> None:
+    """A log axis over whole decades around ``values``, one plainly written label per decade (0.01, 0.1, 1, 10)
+    and no minor labels, so a few decades never crowd."""
+    values = values[(values > 0) & values.notna()]
+    ax.set_yscale("log")
+    if values.empty:
+        return
+    low, high = np.floor(np.log10(values.min())), np.ceil(np.log10(values.max()))
+    high = max(high, low + 1)
+    ax.set_ylim(10 ** low, 10 ** high)
+    step = int(np.ceil((high - low + 1) / 6))  # at most about six labels
+    ticks = [10.0 ** e for e in np.arange(low, high + 1, step)]
+    ax.set_yticks(ticks, [f"{t:g}" for t in ticks])
+    ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())

@@ -4,6 +4,7 @@ benchmarks' MiB/s on the same tier)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
+from ..benchmarks.paired import NEW_FILES
 from ..intervals import covered_per_group
 from .aggregate import group_codes, write_table
 from .closeness import AT_SPEED, FASTER, NOT_TIMED, SLOWER, WITHIN_NOISE
@@ -57,22 +59,51 @@ def load_points(paths: list[str | Path]) -> pd.DataFrame:
     return table.to_pandas(types_mapper=_PANDAS_TYPES.get)
 
 
-def benchmark_table(points: pd.DataFrame) -> pd.DataFrame:
-    order = points["aggregate"].map(AGGREGATE_ORDER).fillna(9)
-    keys = ["tier", "benchmark", "pattern", "api", "tasks", "operation"]
-    return (points.assign(_order=order).sort_values([*keys, "_order", "repetition"], kind="stable")
-            .drop(columns="_order").reset_index(drop=True))
-
-
 @dataclass(frozen=True)
 class Timing:
-    """When a ratio means something (config benchmarks.replay: min_bytes, min_seconds, tolerance; the
-    reasons in docs/performance.md): a row is timed when its step moved at least ``min_bytes`` per job
-    and both the step and its reference took at least ``min_seconds`` per job."""
+    """When a measurement means something (config benchmarks.replay: min_bytes, min_seconds, tolerance; the
+    reasons in docs/performance.md). One threshold for every table: a step's row in ``efficiency`` and
+    ``io_gap`` is timed when the step moved at least ``min_bytes`` per job and both the step and its
+    reference took at least ``min_seconds`` per job; a benchmark repetition in ``benchmarks`` when it moved
+    at least ``min_bytes`` in at least ``min_seconds`` (a few MiB in a few milliseconds is the tool's
+    timer resolution, not the tier)."""
 
     min_bytes: int = 32 * MiB
     min_seconds: float = 0.1
     tolerance: float = 0.15
+
+    def enough(self, nbytes, seconds):
+        """Whether ``nbytes`` in ``seconds`` can be timed (scalars, or Series element by element)."""
+        return (nbytes >= self.min_bytes) & (seconds >= self.min_seconds)
+
+
+POINT_KEYS = ["tier", "benchmark", "pattern", "api", "tasks", "operation", "source", "job"]
+
+
+def mark_timed(bench: pd.DataFrame, timing: Timing) -> pd.Series:
+    """``timed`` of every benchmarks row (:meth:`Timing.enough`): a repetition by its own bytes and seconds
+    (a metadata point, without bytes, by its seconds alone; a row without seconds counts as timed, there is
+    nothing to judge it by); the max, min and mean rows of a point when every repetition of it is."""
+    if bench.empty:
+        return pd.Series([], dtype=bool, index=bench.index)
+    nbytes = pd.to_numeric(bench["bytes"], errors="coerce").astype(float).fillna(math.inf)
+    seconds = pd.to_numeric(bench["seconds"], errors="coerce").astype(float).fillna(math.inf)
+    own = pd.Series(timing.enough(nbytes, seconds), index=bench.index).astype(bool)
+    reps = bench["aggregate"] == "rep"
+    keys = [k for k in POINT_KEYS if k in bench.columns]
+    point = bench[keys].astype(str).agg("\x1f".join, axis=1)
+    every_rep = own[reps].groupby(point[reps]).all()
+    aggregate = point.map(every_rep).fillna(own).astype(bool)
+    return own.where(reps, aggregate & own).astype(bool)
+
+
+def benchmark_table(points: pd.DataFrame, timing: Timing = Timing()) -> pd.DataFrame:
+    order = points["aggregate"].map(AGGREGATE_ORDER).fillna(9)
+    keys = ["tier", "benchmark", "pattern", "api", "tasks", "operation"]
+    table = (points.assign(_order=order).sort_values([*keys, "_order", "repetition"], kind="stable")
+             .drop(columns="_order").reset_index(drop=True))
+    table["timed"] = mark_timed(table, timing)
+    return table
 
 
 def verdict(efficiency: float, low: float, high: float, timed: bool, tolerance: float) -> str:
@@ -119,7 +150,7 @@ def paired_jobs(events: pd.DataFrame) -> pd.DataFrame:
     if every.empty:
         return pd.DataFrame(columns=[*keys, "repetition", "step_bytes", "step_covered_s", "step_summed_s",
                                      "step_files", "step_cached_fraction", "nranks", "replay_bytes", "replay_s",
-                                     "replay_cached_fraction"])
+                                     "replay_cached_fraction", "replay_files"])
     run = _io_rows(cycle_records(events))
     run = run[(run["phase"] == "run") & run["op"].isin(["read", "write"])]
     steps = _per_job(run, keys)
@@ -127,18 +158,29 @@ def paired_jobs(events: pd.DataFrame) -> pd.DataFrame:
     steps = steps.rename(columns={"bytes": "step_bytes", "covered_s": "step_covered_s", "summed_s": "step_summed_s",
                                   "files": "step_files"})
     steps["step_cached_fraction"] = (steps["cached_bytes"] / steps["measured_bytes"]).where(steps["measured_bytes"] > 0)
-    replays = replays.assign(cached_bytes=replays["cached_fraction"].astype(float).fillna(0) * replays["bytes"])
+    replays = replays.assign(cached_bytes=replays["cached_fraction"].astype(float).fillna(0) * replays["bytes"],
+                             file=replays["file"] if "file" in replays else None)
     reps = replays.groupby([*keys, "repetition"], sort=True).agg(
-        replay_bytes=("bytes", "sum"), replay_s=("seconds", "sum"), cached_bytes=("cached_bytes", "sum"))
+        replay_bytes=("bytes", "sum"), replay_s=("seconds", "sum"), cached_bytes=("cached_bytes", "sum"),
+        replay_files=("file", "first"))
     reps["replay_cached_fraction"] = reps.pop("cached_bytes") / reps["replay_bytes"]
     paired = every[keys[:-1]].drop_duplicates()
     steps = steps.drop(columns=["cached_bytes", "measured_bytes"]).reset_index().merge(paired, on=keys[:-1])
     return steps.merge(reps.reset_index(), on=keys, how="left")
 
 
+def reference_repetitions(replayed: pd.DataFrame) -> pd.DataFrame:
+    """The repetitions a step is compared with (rows of :func:`paired_jobs`): for writes, those that wrote new
+    files, as the step did (benchmarks.paired: the others rewrite files just deleted, into pages the kernel
+    has just freed, the tier's fast end on a VM that hands free memory back to its host); else all of them."""
+    new = replayed["replay_files"] == NEW_FILES if "replay_files" in replayed else pd.Series(False, replayed.index)
+    return replayed[new] if new.any() else replayed
+
+
 def _paired_rows(pairs: pd.DataFrame) -> pd.DataFrame:
     """Per arm, tier, step and direction: the step over its paired replays (the efficiency table's ``replay`` rows);
-    the reference is the replays' median bytes over their median seconds, summed over the paired jobs."""
+    the reference is the reference repetitions' (:func:`reference_repetitions`) median bytes over their median
+    seconds, summed over the paired jobs; the band spans every repetition of every paired job."""
     keys = ["study", "arm", "tier", "step", "op"]
     pairs = pairs.assign(ratio=(pairs["step_bytes"] / pairs["step_covered_s"]) / (pairs["replay_bytes"] / pairs["replay_s"]))
     rows = []
@@ -146,7 +188,8 @@ def _paired_rows(pairs: pd.DataFrame) -> pd.DataFrame:
         replayed = group[group["replay_s"].notna()]  # jobs whose reads or writes were enough to replay
         jobs = (replayed if not replayed.empty else group).drop_duplicates("cycle")
         group = replayed
-        per_rep = group.groupby("repetition").agg(nbytes=("replay_bytes", "sum"), seconds=("replay_s", "sum"))
+        per_rep = reference_repetitions(group).groupby("repetition").agg(nbytes=("replay_bytes", "sum"),
+                                                                          seconds=("replay_s", "sum"))
         if per_rep.empty:
             per_rep = pd.DataFrame({"nbytes": [float("nan")], "seconds": [float("nan")]})
         nbytes, covered = jobs["step_bytes"].sum(), jobs["step_covered_s"].sum()
@@ -194,20 +237,23 @@ def _references(bench: pd.DataFrame) -> pd.DataFrame:
                          "reference_from_cache": row["cache_risk"], "reference_MiB_per_s": row["bw_MiB_per_s"],
                          "reference_repetitions": int(counts.get(at, 1)),
                          "reference_max_MiB_per_s": spread.loc[at].get("max", row["bw_MiB_per_s"]),
-                         "reference_min_MiB_per_s": spread.loc[at].get("min", row["bw_MiB_per_s"])})
+                         "reference_min_MiB_per_s": spread.loc[at].get("min", row["bw_MiB_per_s"]),
+                         "reference_timed": bool(row["timed"]) if "timed" in row and pd.notna(row["timed"]) else True})
     return pd.DataFrame(refs, columns=["tier", "reference", "reference_benchmark", "reference_pattern",
                                        "reference_operation", "reference_tool", "reference_tasks",
                                        "reference_from_cache", "reference_MiB_per_s", "reference_repetitions",
-                                       "reference_max_MiB_per_s", "reference_min_MiB_per_s"])
+                                       "reference_max_MiB_per_s", "reference_min_MiB_per_s", "reference_timed"])
 
 
 def _judge(table: pd.DataFrame, timing: Timing) -> pd.DataFrame:
-    """``timed`` and ``verdict`` of every row (see :class:`Timing` and :func:`verdict`)."""
+    """``timed`` and ``verdict`` of every row (see :class:`Timing` and :func:`verdict`); a row against a benchmark
+    point that was itself too small to time is not timed."""
     jobs = table["surrogate_jobs"].clip(lower=1)
     reference_s = table["reference_s"].fillna(table["surrogate_bytes"] / jobs / MiB / table["reference_MiB_per_s"])
-    table["timed"] = ((table["surrogate_bytes"] / jobs >= timing.min_bytes)
-                      & (table["surrogate_covered_s"] / jobs >= timing.min_seconds)
-                      & (reference_s >= timing.min_seconds) & table["efficiency"].notna()).astype(bool)
+    # a benchmark point too small to time is no reference either (benchmarks.csv's ``timed``)
+    reference_timed = table["reference_timed"].fillna(True).astype(bool) if "reference_timed" in table else True
+    table["timed"] = (timing.enough(table["surrogate_bytes"] / jobs, table["surrogate_covered_s"] / jobs)
+                      & (reference_s >= timing.min_seconds) & reference_timed & table["efficiency"].notna()).astype(bool)
     table["verdict"] = [verdict(e, lo, hi, t, timing.tolerance) for e, lo, hi, t in
                         zip(table["efficiency"], table["efficiency_low"], table["efficiency_high"], table["timed"])]
     return table
@@ -268,9 +314,11 @@ IO_GAP_COLUMNS = (
 def _best_point(bench: pd.DataFrame, tier: str, operation: str, tasks: int) -> pd.Series | None:
     """The tier's best pattern for a job of ``tasks`` tasks: the io pattern named ``easy`` (else every pattern),
     the fastest of its points with at most the job's tasks (a job can always write with fewer), else the one
-    with the fewest tasks."""
+    with the fewest tasks; timed points only (a point too small to time is no tier's best)."""
     means = bench[(bench["benchmark"] == "io") & (bench["aggregate"] == "mean") & (bench["tier"] == tier)
                   & (bench["operation"] == operation) & bench["bw_MiB_per_s"].notna()]
+    if "timed" in means:
+        means = means[means["timed"].fillna(True).astype(bool)]
     if means.empty:
         return None
     if (means["pattern"] == "easy").any():
@@ -293,7 +341,8 @@ def io_gap_table(bench: pd.DataFrame, events: pd.DataFrame, timing: Timing = Tim
         n = len(jobs)
         per_rep = group.groupby("repetition")["replay_s"].sum() / n
         step_s, nbytes = jobs["step_covered_s"].sum() / n, jobs["step_bytes"].sum() / n
-        replay_s, low, high = float(per_rep.median()), float(per_rep.min()), float(per_rep.max())
+        replay_s = float((reference_repetitions(group).groupby("repetition")["replay_s"].sum() / n).median())
+        low, high = float(per_rep.min()), float(per_rep.max())
         best = _best_point(bench, tier, op, int(jobs["nranks"].max()))
         best_s = nbytes / MiB / best["bw_MiB_per_s"] if best is not None else float("nan")
         tasks = int(best["tasks"]) if best is not None else 0
@@ -306,8 +355,7 @@ def io_gap_table(bench: pd.DataFrame, events: pd.DataFrame, timing: Timing = Tim
                      "tier_best_s": best_s, "pattern_s": replay_s - best_s, "pattern_s_low": low - best_s,
                      "pattern_s_high": high - best_s, "cycleio_s": step_s - replay_s, "cycleio_s_low": step_s - high,
                      "cycleio_s_high": step_s - low,
-                     "timed": bool(nbytes >= timing.min_bytes and step_s >= timing.min_seconds
-                                   and replay_s >= timing.min_seconds)})
+                     "timed": bool(timing.enough(nbytes, step_s) and replay_s >= timing.min_seconds)})
     return pd.DataFrame(rows, columns=list(IO_GAP_COLUMNS))
 
 
@@ -315,7 +363,7 @@ def write_benchmark_tables(point_files: list[str | Path], events_path: Path, *, 
                            benchmarks_parquet: Path, efficiency: Path, io_gap: Path, timing: Timing = Timing()) -> None:
     """The benchmarks table (CSV and Parquet), the efficiency table and the I/O gap table, where the caller
     names them."""
-    bench = benchmark_table(load_points(point_files))
+    bench = benchmark_table(load_points(point_files), timing)
     events = pd.read_parquet(events_path)
     for path, frame in ((benchmarks_parquet, bench), (benchmarks_csv, bench),
                         (efficiency, efficiency_table(bench, events, timing)), (io_gap, io_gap_table(bench, events, timing))):

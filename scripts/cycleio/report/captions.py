@@ -140,20 +140,28 @@ def _timeline(t) -> str:
 
 
 def _bandwidths(t, benchmark: str, how: str) -> str | None:
-    """Per tier, each operation's MiB/s over the benchmark's mean rows (``how``: max or median), or None."""
+    """Per tier, each operation's MiB/s over the benchmark's timed mean rows (``how``: max or median), or None
+    where the benchmark did not run. Points too small to time (``timed`` False) are counted, never quoted."""
+    import pandas as pd
+
     rows = t[(t["benchmark"] == benchmark) & (t["aggregate"] == "mean")]
     if rows.empty:
         return None
+    timed = rows["timed"].fillna(True).astype(bool) if "timed" in rows else pd.Series(True, index=rows.index)
+    untimed = f"{int((~timed).sum())} of {len(rows)} points too small to time, not quoted" if (~timed).any() else ""
+    rows = rows[timed]
+    if rows.empty:
+        return f"no point moved enough bytes for long enough to time ({untimed})."
     rates = rows.groupby(["tier", "operation"])["bw_MiB_per_s"].agg(how).unstack()
     return "; ".join(f"{tier} " + ", ".join(f"{op} {_mibs(rates.loc[tier, op])}" for op in rates.columns
                                             if not math.isnan(rates.loc[tier, op]))
-                     for tier in rates.index) + "."
+                     for tier in rates.index) + (f" ({untimed})." if untimed else ".")
 
 
 def _benchmarks(t) -> str:
     rates = _bandwidths(t, "io", "max")
     return "no bandwidth benchmark ran." if rates is None else (
-        "best mean bandwidth per tier (any pattern and task count): " + rates)
+        "best mean bandwidth per tier (any pattern and task count, timed points only): " + rates)
 
 
 def _efficiency(t) -> str:
@@ -184,7 +192,7 @@ def _io_gap(t) -> str:
 
 def _fieldio(t) -> str:
     rates = _bandwidths(t, "fieldio", "median")
-    return "field I/O did not run." if rates is None else "median over patterns: " + rates
+    return "field I/O did not run." if rates is None else "median over patterns (timed points only): " + rates
 
 
 def _io_events(path: Path) -> str:

@@ -94,7 +94,7 @@ def verdict_sentence(rows: pd.DataFrame, arm: str | None = None) -> str:
         parts.append(f"{close} of {len(timed)} timed row{'s' if len(timed) != 1 else ''} at the tier's speed or "
                      "within noise")
         parts += [f"{names[i]} {r.verdict} ({ratio_text(r.efficiency, r.efficiency_low, r.efficiency_high)})"
-                  for i, r in zip(timed.index, timed.itertuples()) if r.verdict not in CLOSE]
+                  for i, r in zip(timed.index, timed.itertuples()) if r.verdict != AT_SPEED]
     untimed = [names[i] for i in rows.index if not rows.loc[i, "timed"]]
     if untimed:
         parts.append("not timed: " + ", ".join(untimed))
@@ -136,9 +136,12 @@ def _with_band(value: float, low, high) -> str:
 
 def _part(value: float, low, high, what: str, below: str) -> str:
     """One part of the split: ``0.4 s (0.1-0.7) cycleio``; where the whole band is below zero, no seconds but
-    ``below`` with the margin (``what`` took none of them)."""
+    ``below`` with the margin (``what`` took none of them); where only the value is, ``cycleio within noise``
+    with the band."""
     if pd.notna(high) and high < 0:
         return f"none for {what} ({below} by {seconds_text(-value)} s)"
+    if value < 0 and pd.notna(low) and pd.notna(high):  # below zero, but the band reaches above it
+        return f"{what} within noise ({seconds_text(low)} to {seconds_text(high)} s)"
     return f"{_with_band(value, low, high)} {what}"
 
 

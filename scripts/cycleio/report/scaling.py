@@ -5,6 +5,10 @@ Model: ``bw(n) = min(slope * n, plateau)`` (MiB/s; each task adds ``slope`` unti
 ``plateau``; the knee is ``plateau / slope`` tasks). Fitted by least squares over every split of the task
 counts into a rising part and a plateau part; where no point lies on the plateau, the plateau is not
 reached (``plateau_reached`` False) and is at least the best measured bandwidth.
+
+Only timed points are fitted (benchmarks.csv ``timed``: enough bytes and seconds to time, the threshold of
+benchtables.Timing); with fewer than MIN_TIMED_POINTS of them no slope, plateau or bound is claimed
+(``fit`` says "too few timed points").
 """
 
 from __future__ import annotations
@@ -19,9 +23,13 @@ import pandas as pd
 from ..fsutil import landing
 from ..units import MiB, format_bytes
 
-FIT_COLUMNS = ["tier", "tier_kind", "pattern", "operation", "n_points", "tasks_measured", "nodes_measured",
-               "slope_MiB_per_s_per_task", "plateau_MiB_per_s", "plateau_reached", "knee_tasks", "rmse_MiB_per_s",
-               "relative_error"]
+FIT_COLUMNS = ["tier", "tier_kind", "pattern", "operation", "fit", "n_points", "n_untimed", "tasks_measured",
+               "nodes_measured", "slope_MiB_per_s_per_task", "plateau_MiB_per_s", "plateau_reached", "knee_tasks",
+               "rmse_MiB_per_s", "relative_error"]
+# A line and a plateau from fewer points than this say nothing (two points fit any line, one a bound).
+MIN_TIMED_POINTS = 3
+FITTED = "fitted"
+TOO_FEW = "too few timed points"
 # What the plan counts per tier kind when config plan.units does not say: the benchmarks' client nodes
 # (`nodes_measured`), each with the tier as it was measured behind it.
 UNIT_NAMES = {"lustre": "client nodes", "burst_buffer": "burst-buffer nodes", "node_local": "nodes (local disks)",
@@ -78,8 +86,10 @@ def fit_linear_plateau(tasks, bandwidth) -> PlateauFit:
 
 
 def fit_table(benchmarks: pd.DataFrame) -> pd.DataFrame:
-    """One fit per tier x io pattern x operation, over every repetition's bandwidth (rows ``rep``; the means
-    where a tool gave no repetitions)."""
+    """One fit per tier x io pattern x operation, over every timed repetition's bandwidth (rows ``rep``; the
+    means where a tool gave no repetitions). Points too small to time (``timed`` False; a table without the
+    column counts all as timed) are left out and counted (``n_untimed``); with fewer than MIN_TIMED_POINTS
+    timed points the row says so in ``fit`` and its model columns are empty."""
     io = benchmarks[(benchmarks["benchmark"] == "io") & benchmarks["bw_MiB_per_s"].notna()]
     rows = []
     for (tier, pattern, operation), group in io.groupby(["tier", "pattern", "operation"], sort=True):
@@ -88,22 +98,43 @@ def fit_table(benchmarks: pd.DataFrame) -> pd.DataFrame:
             points = group[group["aggregate"] == "mean"]
         if points.empty:
             continue
+        timed = points["timed"].astype(bool) if "timed" in points else pd.Series(True, index=points.index)
+        measured, points = points, points[timed]
+        nodes = measured["nodes"].dropna()
+        row = {"tier": tier, "tier_kind": group["tier_kind"].dropna().iloc[0] if group["tier_kind"].notna().any()
+               else None, "pattern": pattern, "operation": operation, "n_points": len(points),
+               "n_untimed": int((~timed).sum()),
+               "tasks_measured": " ".join(str(int(t)) for t in sorted(set(measured["tasks"]))),
+               "nodes_measured": int(nodes.max()) if not nodes.empty else 1}
+        if len(points) < MIN_TIMED_POINTS:
+            rows.append({**row, "fit": TOO_FEW})
+            continue
         fit = fit_linear_plateau(points["tasks"].astype(float), points["bw_MiB_per_s"].astype(float))
-        nodes = points["nodes"].dropna()
-        rows.append({"tier": tier, "tier_kind": group["tier_kind"].dropna().iloc[0] if group["tier_kind"].notna().any()
-                     else None, "pattern": pattern, "operation": operation, "n_points": fit.n_points,
-                     "tasks_measured": " ".join(str(int(t)) for t in sorted(set(points["tasks"]))),
-                     "nodes_measured": int(nodes.max()) if not nodes.empty else 1,
+        rows.append({**row, "fit": FITTED, "tasks_measured": " ".join(str(int(t)) for t in sorted(set(points["tasks"]))),
                      "slope_MiB_per_s_per_task": fit.slope, "plateau_MiB_per_s": fit.plateau,
                      "plateau_reached": fit.plateau_reached, "knee_tasks": fit.knee, "rmse_MiB_per_s": fit.rmse,
                      "relative_error": fit.relative_error})
     return pd.DataFrame(rows, columns=FIT_COLUMNS)
 
 
+def fitted(fits: pd.DataFrame) -> pd.Series:
+    """Which rows of a fit table carry a model (tables from before the ``fit`` column all do)."""
+    if "fit" not in fits:
+        return pd.Series(True, index=fits.index)
+    return (fits["fit"] == FITTED).astype(bool)
+
+
 def fit_lines(fits: pd.DataFrame) -> list[str]:
     """The fits in words, one line each (printed and logged)."""
     lines = []
-    for row in fits.itertuples():
+    for row, has_model in zip(fits.itertuples(), fitted(fits)):
+        untimed = int(getattr(row, "n_untimed", 0) or 0)
+        if not has_model:
+            tasks = " and ".join(str(row.tasks_measured).split())
+            lines.append(f"{row.tier} {row.pattern} {row.operation}: too few timed points, no fit ({row.n_points} of "
+                         f"{row.n_points + untimed} points at {tasks} tasks moved enough bytes for long enough to "
+                         f"time, {MIN_TIMED_POINTS} needed)")
+            continue
         measured = str(row.tasks_measured).split()
         first, last = int(measured[0]), int(measured[-1])
         if not row.plateau_reached:
@@ -112,15 +143,16 @@ def fit_lines(fits: pd.DataFrame) -> list[str]:
             plateau = f"flat at {row.plateau_MiB_per_s:.0f} MiB/s from {first} task(s) on (no rise measured)"
         else:
             plateau = f"plateau {row.plateau_MiB_per_s:.0f} MiB/s from {row.knee_tasks:.1f} tasks"
+        left_out = f", {untimed} too small to time left out" if untimed else ""
         lines.append(f"{row.tier} {row.pattern} {row.operation}: {row.slope_MiB_per_s_per_task:.0f} MiB/s per task, "
                      f"{plateau}; error {row.rmse_MiB_per_s:.0f} MiB/s rms ({row.relative_error:.0%}) over "
-                     f"{row.n_points} points")
+                     f"{row.n_points} timed points{left_out}")
     return lines
 
 
 CAPACITY_COLUMNS = ["tier", "tier_kind", "pattern", "resolution", "interval_hours", "io_budget_fraction", "step",
                     "bytes_written", "bytes_read", "cycle_bytes", "budget_s", "needed_MiB_per_s",
-                    "measured_plateau_MiB_per_s", "plateau_reached", "units_measured", "units_needed", "unit"]
+                    "measured_plateau_MiB_per_s", "plateau_reached", "units_measured", "units_needed", "unit", "fit"]
 
 
 def step_bytes(inventory: pd.DataFrame, summary: pd.DataFrame | None = None) -> pd.DataFrame:
@@ -155,10 +187,12 @@ def capacity_plan(inventory: pd.DataFrame, fits: pd.DataFrame, *, resolution: st
                                              "bytes_read": int(total["bytes_read"])}])], ignore_index=True)
     steps["cycle_bytes"] = steps["bytes_written"] + steps["bytes_read"]
     rows = []
-    for fit in fits[fits["operation"] == "write"].itertuples():
+    for fit, has_model in zip(fits.itertuples(), fitted(fits)):
+        if fit.operation != "write":
+            continue
         unit = units.get(fit.tier, {"name": UNIT_NAMES.get(fit.tier_kind, "units as measured"),
                                     "measured": fit.nodes_measured})
-        per_unit = fit.plateau_MiB_per_s / max(unit["measured"], 1)
+        per_unit = fit.plateau_MiB_per_s / max(unit["measured"], 1) if has_model else math.nan
         for step in steps.itertuples():
             needed = step.cycle_bytes / MiB / budget_s
             rows.append({"tier": fit.tier, "tier_kind": fit.tier_kind, "pattern": fit.pattern,
@@ -166,9 +200,11 @@ def capacity_plan(inventory: pd.DataFrame, fits: pd.DataFrame, *, resolution: st
                          "io_budget_fraction": io_budget_fraction, "step": step.step,
                          "bytes_written": step.bytes_written, "bytes_read": step.bytes_read,
                          "cycle_bytes": step.cycle_bytes, "budget_s": budget_s, "needed_MiB_per_s": needed,
-                         "measured_plateau_MiB_per_s": fit.plateau_MiB_per_s, "plateau_reached": fit.plateau_reached,
+                         "measured_plateau_MiB_per_s": fit.plateau_MiB_per_s if has_model else math.nan,
+                         "plateau_reached": bool(fit.plateau_reached) if has_model else False,
                          "units_measured": unit["measured"],
                          "units_needed": int(math.ceil(needed / per_unit - 1e-9)) if per_unit > 0 else None,
+                         "fit": FITTED if has_model else TOO_FEW,
                          "unit": unit["name"]})
     return pd.DataFrame(rows, columns=CAPACITY_COLUMNS)
 
@@ -177,12 +213,16 @@ def plan_lines(plan: pd.DataFrame) -> list[str]:
     cycle = plan[plan["step"] == "cycle"]
     lines = []
     for row in cycle.itertuples():
+        head = (f"{row.resolution} every {row.interval_hours:g} h, I/O within {row.io_budget_fraction:.0%} "
+                f"({row.budget_s:.0f} s): {format_bytes(row.cycle_bytes)} per cycle needs "
+                f"{row.needed_MiB_per_s:.0f} MiB/s; tier {row.tier} ({row.pattern})")
+        if getattr(row, "fit", FITTED) == TOO_FEW or pd.isna(row.measured_plateau_MiB_per_s):
+            lines.append(f"{head}: too few timed points to plan (see the tiers' model)")
+            continue
         needed = (f"{row.units_needed} needed" if row.plateau_reached
                   else f"at most {row.units_needed} needed (the plateau was not reached)")
-        lines.append(f"{row.resolution} every {row.interval_hours:g} h, I/O within {row.io_budget_fraction:.0%} "
-                     f"({row.budget_s:.0f} s): {format_bytes(row.cycle_bytes)} per cycle needs "
-                     f"{row.needed_MiB_per_s:.0f} MiB/s; tier {row.tier} ({row.pattern}) gives "
-                     f"{row.measured_plateau_MiB_per_s:.0f} MiB/s; {row.unit}: {row.units_measured} measured, {needed}")
+        lines.append(f"{head} gives {row.measured_plateau_MiB_per_s:.0f} MiB/s; {row.unit}: {row.units_measured} "
+                     f"measured, {needed}")
     return lines
 
 

@@ -98,7 +98,7 @@ def write_strategy_figure(table: pd.DataFrame, paths: list[Path], title: str) ->
         left.set_yticks(range(len(arms)), labels, fontsize=8)
         left.invert_yaxis()
         left.set(xlabel="seconds per forecast (mean over cycles)", title="Effective against actual write time")
-        left.legend(fontsize="small", loc="lower right")
+        left.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, frameon=False)
         left.grid(axis="x", alpha=0.3)
 
         other = (means["wall_s"] - means["compute_s"] - means["blocked_s"]).clip(lower=0)
@@ -107,6 +107,8 @@ def write_strategy_figure(table: pd.DataFrame, paths: list[Path], title: str) ->
                  ("reads, data generation, MPI start", other, COLORS["other"])]
         start = pd.Series(0.0, index=means.index)
         for name, values, color in parts:
+            if not (values.fillna(0) > 0).any():  # a part no forecast had (no compute stand-in) gets no legend entry
+                continue
             right.barh(range(len(arms)), values, left=start, color=color, label=name, edgecolor="white")
             start = start + values
         for y, (blocked, wall) in enumerate(zip(means["blocked_s"], means["wall_s"])):

@@ -17,6 +17,7 @@ import logging
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import psutil
@@ -91,7 +92,8 @@ def check_writable(tier_name: str, path: Path) -> None:
         probe.write_bytes(b"ok")
         probe.unlink()
     except OSError as err:
-        raise TierError(f"tier '{tier_name}': path {str(path)!r} is not writable ({err.strerror})") from None
+        raise TierError(f"tier '{tier_name}': path {str(path)!r} is not writable ({err.strerror}) on "
+                        f"{filesystem_type(path)}; set tiers.{tier_name}.path to a folder this user can write") from None
 
 
 def open_tier(tier: Tier, study: str) -> Path:
@@ -185,8 +187,13 @@ def apply_striping(tier: Tier, folder: Path) -> str:
     return " ".join(command)
 
 
-def writable_without_writing(path: Path) -> str | None:
-    """Why ``path`` could not be created or written, judged without writing (for dry runs); None if fine."""
+def unwritable_reason(path: Path) -> str | None:
+    """Why ``path`` could not be created and written; None if it can.
+
+    Proven by creating and removing a probe file in ``path`` or its nearest existing folder (nothing
+    is left behind, so dry runs may ask): mount flags and permission bits miss /proc, sysfs, a
+    read-only bind mount and the root user, whom ``access()`` lets write anywhere.
+    """
     target = path
     while not target.exists():
         if target.parent == target:
@@ -194,11 +201,23 @@ def writable_without_writing(path: Path) -> str | None:
         target = target.parent
     if not target.is_dir():
         return f"{target} is not a folder"
-    if os.statvfs(target).f_flag & os.ST_RDONLY:
-        return f"{target} is on a read-only filesystem"
-    if not os.access(target, os.W_OK | os.X_OK):
-        return f"{target} is not writable by user {current_user()}"
+    try:
+        handle, probe = tempfile.mkstemp(prefix=".cycleio-probe.", dir=target)
+    except OSError as err:
+        readonly = " (read-only)" if _read_only(target) else ""
+        return (f"a file cannot be created in {target} ({filesystem_type(target)}{readonly}: {err.strerror}, "
+                f"as user {current_user()})")
+    os.close(handle)
+    with contextlib.suppress(OSError):
+        os.unlink(probe)
     return None
+
+
+def _read_only(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
 
 
 class TierSite:

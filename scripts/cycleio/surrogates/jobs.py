@@ -256,7 +256,9 @@ def run_step(settings: ArmSettings, cycle: str, step: str, records_path: Path, m
         raise StepError(
             f"{label} missing input on the persistent tier: {persistent.root / missing[0]}"
             + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else "")
-            + "; it is written by an earlier step or the cold start"
+            + "; it is written by an earlier step or the cold start, and a finished cycle's cleanup removes it "
+            "(cycles.keep): to rerun old cycles, rerun the study from its cold start (--forcerun coldstart) or keep "
+            "every cycle (cycles.keep: null)"
         )
     records = RecordLog(study=settings.study, arm=settings.arm, cycle=cycle, step=step,
                         strategy=settings.strategy, attempt=attempt)

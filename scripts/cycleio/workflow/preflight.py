@@ -14,7 +14,7 @@ from ..surrogates.kinds import expected_bytes
 from ..config.tierspec import JOB_TIME_VARIABLES, TierError, expand_tier_path
 from ..units import format_bytes
 from ..storage.tiers import (claim_study_folder, filesystem_type, free_bytes, nearest_existing, owner_problem,
-                             study_folder_owner, writable_without_writing)
+                             study_folder_owner, unwritable_reason)
 
 # Room asked beyond the inventory's estimate: records, manifests, a job's temporaries and the
 # file system's own overhead are not in it (a tier sized at the estimate filled in the last job).
@@ -96,9 +96,10 @@ def check_study(study: Study, local_exec: bool = True, jobs_here: bool = False, 
         if "$" in str(path) or not (local_exec or tier.shared):
             notes.append(f"tier '{name}' is checked inside each job (its path or node is known only there)")
             continue
-        reason = writable_without_writing(path)
+        reason = unwritable_reason(path)  # first: a folder that cannot be written is not a question of room
         if reason:
-            raise ConfigError(f"tier '{name}': path {str(path)!r} cannot be written: {reason}")
+            raise ConfigError(f"tier '{name}': path {str(path)!r} cannot be written: {reason}; "
+                              f"set tiers.{name}.path to a folder this user can write")
         try:
             if claim:
                 claim_study_folder(name, path, study.name)

@@ -1,18 +1,14 @@
-"""The benchmark tools' registry, the one tool runner, and the benchmark checks made when the config
-is loaded (before any job)."""
+"""benchmarks.tools: the tools' registry, and the choice of tool checked when the config is loaded
+(before any job)."""
 
 from __future__ import annotations
 
 import stat
-import time
 from pathlib import Path
 
-import psutil
 import pytest
-
 from conftest import with_changes
 from cycleio.benchmarks import fieldio, tools
-from cycleio.benchmarks.common import BenchmarkError, run_tool
 from cycleio.benchmarks.tools import ior
 from cycleio.config.settings import ConfigError, load_schema
 from cycleio.workflow.study import load_study
@@ -105,40 +101,6 @@ def test_tools_are_not_looked_for_when_benchmarks_are_off(default_config, bare_p
     assert looked_for == [] and filled["benchmarks"]["tool"] == "ior" and filled["benchmarks"]["enabled"] is False
 
 
-@pytest.mark.parametrize(
-    "changes, message",
-    [
-        ({"benchmarks__patterns__easy__transfer_size": 1001, "benchmarks__patterns__easy__block_size": 1001},
-         r"config key 'benchmarks.patterns.easy.transfer_size': 1001 bytes is not a multiple of 8 bytes, "
-         r"as IOR requires"),
-        ({"benchmarks__patterns__hard__transfer_size": "47004", "benchmarks__patterns__hard__block_size": "47004"},
-         r"config key 'benchmarks.patterns.hard.transfer_size': 47004 bytes is not a multiple of 8 bytes"),
-        ({"benchmarks__patterns__easy__block_size": "3m"},
-         r"config key 'benchmarks.patterns.easy.block_size': 3145728 bytes is not a multiple of transfer_size "
-         r"\(2097152 bytes\), as IOR requires"),
-        ({"benchmarks__replay__transfer_size": 1001},
-         r"config key 'benchmarks.replay.transfer_size': 1001 bytes is not a multiple of 8 bytes, as IOR requires"),
-    ],
-)
-def test_iors_size_rules_are_checked_when_the_config_is_loaded(default_config, changes, message):
-    with pytest.raises(ConfigError, match=message):
-        load_study(with_changes(default_config, **changes))
-
-
-def test_sizes_iors_rules_allow_are_accepted(default_config):
-    from cycleio.benchmarks.tierbench import BenchmarkPlan
-
-    config = with_changes(default_config, benchmarks__patterns__easy__transfer_size="47008",
-                          benchmarks__patterns__easy__block_size=47008 * 10, benchmarks__replay__transfer_size="64k")
-    filled, _ = load_study(config)
-    plan = BenchmarkPlan.from_config(filled)
-    tier, pattern, tasks = next(point for point in plan.point_list("io") if point[1] == "easy")
-    easy = plan.settings("io", tier, pattern, tasks).io_pattern()
-    # a multiple of 8 bytes but of no power of two, and a block of whole transfers: IOR runs them as given
-    assert (easy.transfer_size_bytes, easy.block_size_bytes) == (47008, 470080)
-    assert plan.replay and filled["benchmarks"]["replay"]["transfer_size"] == "64k"
-
-
 # ------------------------------------------------------------------------- the registry
 
 
@@ -189,43 +151,3 @@ def test_the_empty_summary_of_a_failed_ior_run_is_iors():
 # ------------------------------------------------------------------------- the runner
 
 
-def test_a_tool_past_its_time_limit_is_stopped_with_its_children(tmp_path):
-    pid_file = tmp_path / "child.pid"
-    argv = ["sh", "-c", f"echo started; sleep 60 & echo $! > {pid_file}; wait"]
-    t0 = time.monotonic()
-    with pytest.raises(BenchmarkError) as err:
-        run_tool("mytool", argv, tmp_path, "slow", timeout=1)
-    assert time.monotonic() - t0 < 30
-    message = str(err.value)
-    assert message.startswith("mytool did not finish within 1 s and was stopped with its child processes")
-    assert "its last words: started" in message and "(command: sh -c 'echo started;" in message
-    child = int(pid_file.read_text())
-    deadline = time.monotonic() + 5
-    while psutil.pid_exists(child) and psutil.Process(child).status() != psutil.STATUS_ZOMBIE:
-        assert time.monotonic() < deadline, "the tool's child is still running"
-        time.sleep(0.05)
-    assert '"timed_out": true' in (tmp_path / "slow.meta.json").read_text()
-
-
-def test_a_failed_tool_names_itself_its_exit_code_and_command(tmp_path):
-    from cycleio.benchmarks.common import tool_failure
-
-    run = run_tool("mytool", ["sh", "-c", "echo one; echo two >&2; exit 3"], tmp_path, "fails", timeout=60)
-    assert run.returncode == 3
-    message = str(tool_failure("mytool", run))
-    assert message == "mytool failed (exit code 3): two (command: sh -c 'echo one; echo two >&2; exit 3')"
-
-
-def test_a_tool_that_cannot_start_is_named(tmp_path):
-    with pytest.raises(BenchmarkError, match=r"mytool could not start: No such file or directory \(command: "
-                                             r"/no/such/tool -x\)"):
-        run_tool("mytool", ["/no/such/tool", "-x"], tmp_path, "missing", timeout=60)
-
-
-def test_the_time_limit_grows_with_the_work_and_the_environment_sets_it(monkeypatch):
-    from cycleio.benchmarks.common import TIMEOUT_VARIABLE, time_limit
-
-    monkeypatch.delenv(TIMEOUT_VARIABLE, raising=False)
-    assert time_limit() == 600 and time_limit(nbytes=2**31, operations=500) == 600 + 1024 + 10
-    monkeypatch.setenv(TIMEOUT_VARIABLE, "5")
-    assert time_limit(nbytes=2**40) == 5

@@ -1,0 +1,92 @@
+"""benchmarks.tools.fio: fio's command lines standing for IOR's patterns, mdtest, and the paired replay."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cycleio.benchmarks.specs import IOPattern, MetadataPattern
+from cycleio.benchmarks.tools import fio
+
+OUT = Path("/tmp/o.json")
+
+
+def pattern(**changes) -> IOPattern:
+    base = dict(name="x", api="POSIX", file_per_proc=True, transfer_size_bytes=2**20, block_size_bytes=4 * 2**20,
+                segments=2, fsync=True, direct_io=False, reorder="none", stonewall_s=0, random=False)
+    return IOPattern(**{**base, **changes})
+
+
+def value(argv: list[str], option: str) -> str:
+    [found] = [word.split("=", 1)[1] for word in argv if word.startswith(f"--{option}=")]
+    return found
+
+
+def test_file_per_process_writes_then_reads_back_each_tasks_own_file(tmp_path):
+    argv = fio.io_command("/usr/bin/fio", pattern(), 3, tmp_path, OUT)
+    assert argv[0] == "/usr/bin/fio" and value(argv, "ioengine") == "psync" and value(argv, "numjobs") == "3"
+    assert value(argv, "size") == str(8 * 2**20) and value(argv, "filename_format") == "cycleio.$jobnum"
+    write, read = argv.index("--name=write"), argv.index("--name=read")
+    assert argv[write:read] == ["--name=write", "--rw=write", "--end_fsync=1"]
+    assert argv[read:] == ["--name=read", "--stonewall", "--rw=read", "--invalidate=0"]
+    assert "--direct=1" not in argv and not any(word.startswith("--runtime") for word in argv)
+
+
+@pytest.mark.parametrize("changes, expected", [
+    ({"reorder": "constant"}, True), ({"reorder": "random"}, True), ({"direct_io": True}, True), ({}, False)])
+def test_reads_come_from_storage_where_ior_reorders_or_bypasses_the_cache(changes, expected):
+    assert fio.reads_from_storage(pattern(**changes)) is expected
+    argv = fio.io_command("fio", pattern(**changes), 2, Path("/d"), OUT)
+    assert argv[-1] == f"--invalidate={int(expected)}"
+
+
+def test_random_mmap_with_a_stonewall_and_direct_io(tmp_path):
+    argv = fio.io_command("fio", pattern(api="MMAP", random=True, stonewall_s=2.5, direct_io=True, fsync=False), 1,
+                          tmp_path, OUT)
+    assert value(argv, "ioengine") == "mmap" and "--direct=1" in argv and value(argv, "runtime") == "2500ms"
+    assert "--rw=randwrite" in argv and "--rw=randread" in argv and "--end_fsync=1" not in argv
+    with pytest.raises(KeyError):
+        fio.io_command("fio", pattern(api="HDF5"), 1, tmp_path, OUT)  # fio stands for POSIX and MMAP only
+
+
+def test_one_task_on_a_shared_file_writes_all_its_segments_and_one_segment_needs_no_zones(tmp_path):
+    one = fio.io_command("fio", pattern(file_per_proc=False), 1, tmp_path, OUT)
+    assert value(one, "filename") == "shared.dat" and value(one, "size") == str(8 * 2**20)
+    single = fio.io_command("fio", pattern(file_per_proc=False, segments=1), 4, tmp_path, OUT)
+    assert value(single, "size") == value(single, "offset_increment") == str(4 * 2**20)
+    assert not any(word.startswith("--zonemode") for word in single)
+
+
+def test_metadata_creates_stats_and_removes_every_file_in_turn(tmp_path):
+    argv = fio.metadata_command("fio", MetadataPattern(name="m", files_per_task=100, unique_dir=True), 2, tmp_path,
+                                OUT)
+    assert value(argv, "nrfiles") == "100" and value(argv, "filename_format") == "d$jobnum/f.$filenum"
+    names = [word for word in argv if word.startswith("--name=")]
+    assert names == ["--name=create", "--name=stat", "--name=remove"] and argv.count("--stonewall") == 2
+    shared = fio.metadata_command("fio", MetadataPattern(name="m", unique_dir=False), 2, tmp_path, OUT)
+    assert value(shared, "filename_format") == "f.$jobnum.$filenum"
+
+
+CLASSES = [{"files": 3, "file_bytes": 2**20, "transfer_bytes": 2**16},
+           {"files": 2, "file_bytes": 8 * 2**20, "transfer_bytes": 2**20, "cold": True}]
+
+
+def test_the_replay_writes_each_size_class_in_turn_fsyncing_at_close(tmp_path):
+    argv = fio.replay_command("fio", CLASSES, tmp_path, OUT)
+    first = argv.index("--name=write.0")
+    assert argv[first:first + 10] == ["--name=write.0", "--stonewall", "--rw=write", "--bs=65536", "--nrfiles=3",
+                                      f"--filesize={2**20}", f"--size={3 * 2**20}",
+                                      "--filename_format=replay.0.$filenum", "--create_on_open=1",
+                                      "--fsync_on_close=1"]
+    assert "--name=write.1" in argv and value(argv, "ioengine") == "psync"
+    reads = fio.replay_command("fio", CLASSES, tmp_path, OUT, op="read")
+    assert reads[reads.index("--name=read.0"):].count("--invalidate=0") == 1 and reads[-1] == "--invalidate=1"
+
+
+def test_the_layout_for_a_read_replay_writes_every_class_at_once_and_warms_only_the_warm_ones(tmp_path):
+    argv = fio.replay_layout_command("fio", CLASSES, tmp_path, OUT)
+    assert "--stonewall" not in argv[:argv.index("--name=warm.0")]  # the writes run together
+    assert [word for word in argv if word.startswith("--name=")] == ["--name=write.0", "--name=write.1",
+                                                                     "--name=warm.0"]
+    assert argv[argv.index("--name=warm.0") + 1] == "--stonewall" and argv[-1] == "--invalidate=0"

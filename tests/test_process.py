@@ -1,0 +1,61 @@
+"""process: a command bounded in time ends with its whole tree, and the MPI launcher's words from the template."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from cycleio.process import launcher_argv, run_command, which
+
+
+def test_a_command_runs_with_its_output_exit_code_and_folder(tmp_path):
+    result = run_command(["sh", "-c", "pwd; echo oops >&2; exit 4"], timeout=30, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, cwd=tmp_path, text=True)
+    assert (result.returncode, result.stdout.strip(), result.stderr) == (4, str(tmp_path), "oops\n")
+    assert result.args == ["sh", "-c", "pwd; echo oops >&2; exit 4"]
+
+
+def test_a_command_past_its_timeout_ends_with_its_children(tmp_path):
+    pid_file = tmp_path / "child.pid"
+    t0 = time.monotonic()
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_command(["sh", "-c", f"sleep 60 & echo $! > {pid_file}; wait"], timeout=1)
+    assert time.monotonic() - t0 < 20
+    child = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while psutil.pid_exists(child) and psutil.Process(child).status() != psutil.STATUS_ZOMBIE:
+        assert time.monotonic() < deadline, "the command's child is still running"
+        time.sleep(0.05)
+
+
+def test_a_command_that_cannot_start_raises_oserror():
+    with pytest.raises(FileNotFoundError):
+        run_command(["/no/such/program"], timeout=5)
+
+
+def test_the_launcher_template_gives_the_words_for_n_tasks():
+    assert launcher_argv("/opt/mpi/bin/mpiexec -n {ntasks} --bind-to none", 4) == [
+        "/opt/mpi/bin/mpiexec", "-n", "4", "--bind-to", "none"]
+    assert launcher_argv("srun --ntasks={ntasks}", 2)[1:] == ["--ntasks=2"]
+
+
+@pytest.mark.parametrize("template, message", [
+    ("mpiexec -n 4", "does not say how many tasks to start"),
+    ("mpiexec -n {tasks}", "is not a valid template"),
+    ("mpiexec -n '{ntasks}", "is not a valid template"),
+])
+def test_a_launcher_template_that_cannot_start_n_tasks_is_refused(template, message):
+    with pytest.raises(ValueError, match=message):
+        launcher_argv(template, 2)
+
+
+def test_a_program_missing_from_path_is_found_beside_python(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    beside = os.path.join(os.path.dirname(sys.executable), "python")
+    assert which("python") == beside
+    assert which("no-such-program-anywhere") is None
