@@ -2,15 +2,20 @@
 SHELL := /bin/bash
 VENV ?= .venv
 BIN := $(abspath $(VENV))/bin
-# A study file to lay over config/config.yaml, e.g. make study STUDY=config/studies/smoke.yaml
+# Study files to lay over config/config.yaml, later ones overriding, e.g. make study STUDY=config/studies/smoke.yaml
+# or STUDY="config/studies/smoke.yaml my-tiers.yaml"
 STUDY ?=
 # More Snakemake arguments, e.g. ARGS="--cores 4 --config resolution=C96"
 ARGS ?=
-CONFIG_ARGS := $(if $(STUDY),--configfile $(STUDY))
+# A workflow profile that sends the jobs to a cluster, e.g. make study PROFILE=profiles/mysite (docs/cluster.md):
+# the cluster is checked first (cycleio cluster-check), then every job goes through the profile
+PROFILE ?=
+CONFIG_ARGS := $(if $(strip $(STUDY)),--configfile $(STUDY))
+PROFILE_ARGS := $(if $(strip $(PROFILE)),--workflow-profile $(PROFILE))
 RUN := PATH="$(BIN):$$PATH"
 # ARGS as one single-quoted shell word: each ' of ARGS becomes '\'' so quotes inside ARGS survive.
 QUOTED_ARGS = '$(subst ','\'',$(ARGS))'
-STUDY_NAME = $(shell $(RUN) python -m cycleio study-name config/config.yaml $(STUDY) --snakemake-args $(QUOTED_ARGS) 2>/dev/null || echo default)
+STUDY_NAME = $(shell $(RUN) python -m cycleio study-name config/config.yaml $(STUDY) --snakemake-args=$(QUOTED_ARGS) 2>/dev/null || echo default)
 
 # MPI=system also builds the parallel-netCDF stack (.venv-parallel, against the system's MPI netCDF) that the
 # parallel and quilt_parallel write strategies run with; the tests that need it build it themselves.
@@ -29,14 +34,20 @@ setup-parallel:
 # A dry run (-n) only shows the jobs: no report, no "done".
 DRY_RUN = $(filter -n --dry-run --dryrun,$(ARGS))
 
-# The config files first (a YAML error names its file and line), then the lock a killed run left
-# (removed only when no run works here), then the study.
+# The config files first (an error names its file), then with PROFILE the cluster (before any job is
+# submitted; a dry run submits none), then the lock a killed run left (removed only when no run works
+# here), then the study.
 study: setup
-	@$(RUN) python -m cycleio check-config config/config.yaml $(STUDY)
-	@$(RUN) python -m cycleio unlock-stale -- $(CONFIG_ARGS)
-	$(RUN) snakemake $(CONFIG_ARGS) $(ARGS)
+	@$(RUN) python -m cycleio check-config config/config.yaml $(STUDY) --snakemake-args=$(QUOTED_ARGS)
+ifneq ($(strip $(PROFILE)),)
 ifeq ($(DRY_RUN),)
-	@$(MAKE) --no-print-directory report STUDY=$(STUDY) ARGS=$(QUOTED_ARGS)
+	@$(RUN) python -m cycleio cluster-check --profile $(PROFILE) config/config.yaml $(STUDY) --snakemake-args=$(QUOTED_ARGS)
+endif
+endif
+	@$(RUN) python -m cycleio unlock-stale -- $(CONFIG_ARGS)
+	$(RUN) snakemake $(PROFILE_ARGS) $(CONFIG_ARGS) $(ARGS)
+ifeq ($(DRY_RUN),)
+	@$(MAKE) --no-print-directory report STUDY='$(STUDY)' ARGS=$(QUOTED_ARGS)
 	@echo
 	@cat results/$(STUDY_NAME)/summary.md
 	@echo

@@ -4,8 +4,13 @@ The module brings the cluster up with ci/slurm/install.sh and ``start.sh --burst
 apt-get needed) and stops its daemons by PID with ci/slurm/stop.sh at the end. To stay short it starts
 these runs at once and lets each test wait for its own:
 
-- the smoke study through the Snakemake Slurm executor (profiles/slurm-localhost), its MPI forecasts
-  launched with ``srun``, and the same study locally (``mpiexec``), whose tables must have the same shape;
+- docs/cluster.md's recipe as written, in a copy of the workflow: ``make study
+  PROFILE=profiles/slurm-localhost STUDY=config/studies/smoke.yaml``, which checks the cluster, runs
+  every job through the Snakemake Slurm executor and ends as a local ``make study`` does (summary,
+  report); no job may leave its scratch folder on any tier. The same study runs locally beside it
+  (snakemake, ``mpiexec``), and the tables of both must have the same shape;
+- the cluster check's refusals against this cluster (no Slurm reachable, an unknown partition, a job
+  larger than the node), each one line before any job;
 - a one-cycle study whose scratch tier is a Lua burst buffer, run by an unprivileged user (Slurm refuses
   burst buffers to root): its jobs must carry the request and stage through the buffer's folder.
 
@@ -32,6 +37,7 @@ import pytest
 import yaml
 
 from conftest import IN_CI, REPO, require_tool
+from cycleio.config.tierspec import Tier
 
 pytestmark = [pytest.mark.e2e, pytest.mark.tool]
 BIN = Path(sys.executable).parent
@@ -42,7 +48,7 @@ BB_USER = "cycleio-ci"
 BB_DIRECTIVE = "#BB_LUA pool=localpool capacity=10"
 BB_TRACE = Path("/tmp/bb_trace.log")  # appended to by ci/slurm/burst_buffer.lua
 BB_STAGE = Path("/tmp/bb_stage")  # where ci/slurm/burst_buffer.lua makes each job's buffer
-RUN_SECONDS = 420  # a run that takes longer is killed and its test fails
+RUN_SECONDS = 600  # a run that takes longer is killed and its test fails
 TABLES = ["results/smoke/tables/step_summary.csv", "results/smoke/tables/io_events.parquet"]
 # The launcher of MPI programs under the Snakemake Slurm executor. --overlap: a 1-task job runs inside
 # the plugin's `srun -n1` step, where a plain `srun` waits forever for CPUs that step holds.
@@ -111,9 +117,8 @@ def slurm():
     install = run("bash", SLURM_CI / "install.sh", timeout=900)
     if install.returncode != 0:
         unavailable(f"ci/slurm/install.sh failed:\n{tail(install.stdout + install.stderr)}")
-    # more CPU slots than cores: the smoke study's three arms and their 2-rank forecasts run side by side
-    cpus = str(max(4, os.cpu_count() or 1))
-    start = run("bash", SLURM_CI / "start.sh", "--burst-buffer", timeout=180, env={**os.environ, "SLURM_CPUS": cpus})
+    # start.sh offers at least 4 CPUs: the smoke study's arms and their 2-rank forecasts run side by side
+    start = run("bash", SLURM_CI / "start.sh", "--burst-buffer", timeout=180)
     if start.returncode != 0:
         unavailable(f"ci/slurm/start.sh --burst-buffer failed:\n{tail(start.stdout + start.stderr)}")
     already_up = "already up" in start.stdout
@@ -143,14 +148,41 @@ def start_smoke(base: Path, executor: str) -> Background:
     workdir.mkdir()
     shm = Path("/dev/shm") / f"cycleio-test-{os.getpid()}-{executor}"
     overrides = smoke_overrides(workdir, shm, executor == "slurm")
-    argv = [BIN / "snakemake", *TABLES, "-s", REPO / "Snakefile", "--configfile", SMOKE, overrides]
-    if executor == "slurm":
-        # the profile is complete: as workflow profile it replaces profiles/default (io_lock=1)
-        argv += ["--workflow-profile", PROFILE]
-    else:
-        argv += ["--cores", "2"]
+    argv = [BIN / "snakemake", *TABLES, "-s", REPO / "Snakefile", "--configfile", SMOKE, overrides, "--cores", "2"]
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}  # the jobs run `python -m snakemake`
     return Background(f"smoke-{executor}", argv, workdir, env)
+
+
+# docs/cluster.md's recipe, run as written in a copy of the workflow (its results/ apart from the checkout's)
+RECIPE = ["make", "study", "PROFILE=profiles/slurm-localhost", "STUDY=config/studies/smoke.yaml"]
+WORKFLOW_FILES = ("Makefile", "Snakefile", "rules", "scripts", "config", "envs", "profiles", "report",
+                  "requirements.lock", "pyproject.toml")
+
+
+def workflow_copy(target: Path) -> Path:
+    """The workflow's files in ``target``, with this venv as its .venv (make setup then has nothing to do)."""
+    target.mkdir()
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
+    for name in WORKFLOW_FILES:
+        source = REPO / name
+        if source.is_dir():
+            shutil.copytree(source, target / name, ignore=ignore)
+        elif source.exists():
+            shutil.copy2(source, target / name)
+    (target / ".venv").symlink_to(Path(sys.prefix))
+    return target
+
+
+def start_recipe(base: Path) -> Background:
+    workdir = workflow_copy(base / "recipe")
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    return Background("recipe", RECIPE, workdir, env)
+
+
+def scratch_job_folders(user: str) -> set[Path]:
+    """Per-job folders (a job id's name) under the default node-local and memory tiers' per-user folders."""
+    roots = [Path(os.environ.get("TMPDIR") or "/tmp") / f"cycleio-{user}", Path("/dev/shm") / f"cycleio-{user}"]
+    return {p for root in roots if root.is_dir() for p in root.iterdir() if p.name.isdigit()}
 
 
 def user_can(user: str, *argv) -> bool:
@@ -253,10 +285,12 @@ def runs(slurm, tmp_path_factory):
     """Start every run of the module at once (they mostly wait on Slurm); tests wait for their own."""
     base = tmp_path_factory.mktemp("slurm-runs")
     trace_start = BB_TRACE.stat().st_size if BB_TRACE.exists() else 0
-    started = {"slurm": start_smoke(base, "slurm"), "local": start_smoke(base, "local")}
+    before = scratch_job_folders(pwd.getpwuid(os.geteuid()).pw_name)
+    started = {"slurm": start_recipe(base), "local": start_smoke(base, "local")}
     bb, bb_home, bb_problem = start_burst_buffer_study()
     started["bb"] = bb
-    yield {**started, "bb_home": bb_home, "bb_problem": bb_problem, "trace_start": trace_start}
+    yield {**started, "bb_home": bb_home, "bb_problem": bb_problem, "trace_start": trace_start,
+           "scratch_before": before}
     for job in started.values():
         if job is not None:
             job.stop()
@@ -302,14 +336,85 @@ def test_every_step_job_was_a_slurm_job_with_its_own_node_local_scratch(runs):
     assert all(job_id.isdigit() for job_id in job_ids.values()), job_ids
     assert len(set(job_ids.values())) == len(job_ids), "two steps ran in one Slurm job"
     assert all(m["provenance"]["slurm_job_id"] == "" for m in run_locally.values())
-    # node-local scratch followed $SLURM_JOB_ID: a folder per job
+    # node-local and memory scratch followed $SLURM_JOB_ID: a folder per job (the default tiers' paths)
+    tiers = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["tiers"]
     for name, manifest in under_slurm.items():
-        if name.startswith("node_local/") and "scratch" in manifest["provenance"]["tiers"]:
+        arm = name.split("/")[0]
+        if arm in ("node_local", "shm") and "scratch" in manifest["provenance"]["tiers"]:
             scratch = manifest["provenance"]["tiers"]["scratch"]["path"]
-            assert scratch == str(slurm.cwd / "node_local" / f"job-{job_ids[name]}"), (name, scratch)
+            expected = Tier(name=arm, **tiers[arm]).resolve("smoke", {**os.environ, "SLURM_JOB_ID": job_ids[name]})
+            assert scratch == str(expected.resolve()) and job_ids[name] in scratch, (name, scratch)
 
 
-def test_forecast_ranks_start_through_srun_in_their_job(runs):
+def test_the_recipe_checks_the_cluster_and_ends_as_a_local_make_study_does(runs):
+    slurm = runs["slurm"]
+    slurm.check()
+    out = slurm.output()
+    lines = out.splitlines()
+    assert lines[0].startswith("study smoke: 3 cycles"), lines[:3]
+    assert "cluster checked for profile profiles/slurm-localhost" in out
+    assert "--workflow-profile profiles/slurm-localhost" in out and "has been submitted with SLURM jobid" in out
+    summary = slurm.cwd / "results" / "smoke" / "summary.md"
+    assert summary.read_text().strip() and summary.read_text().strip().splitlines()[0] in out  # printed
+    assert (slurm.cwd / "results" / "smoke" / "report.html").stat().st_size > 10_000
+    assert "Study 'smoke' is done:" in out and "  report:  results/smoke/report.html" in out
+
+
+def test_no_slurm_job_leaves_its_scratch_folder_on_any_tier(runs):
+    slurm = runs["slurm"]
+    slurm.check()
+    job_ids = {m["provenance"]["slurm_job_id"] for m in manifests(slurm.cwd).values()}
+    job_ids |= {log.stem for log in (slurm.cwd / ".snakemake" / "slurm_logs").rglob("*.log")}
+    assert len(job_ids) > 30, job_ids
+    user = pwd.getpwuid(os.geteuid()).pw_name
+    left = {p for p in scratch_job_folders(user) - runs["scratch_before"] if p.name in job_ids}
+    assert not left, f"Slurm jobs left their scratch folders: {sorted(map(str, left))}"
+    # nor a folder whose study claim names this run's checkout, whatever its name
+    owner = str(slurm.cwd.resolve())
+    for root in (Path("/tmp") / f"cycleio-{user}", Path("/dev/shm") / f"cycleio-{user}"):
+        claims = [p for p in root.glob("*/smoke/.cycleio-owner") if p.read_text().strip() == owner] if root.is_dir() else []
+        assert not claims, claims
+
+
+def test_the_cluster_check_refuses_before_any_job(slurm, tmp_path):
+    """No Slurm reachable, an unknown partition, a job larger than the node: one line each, exit 1."""
+    configs = [REPO / "config" / "config.yaml", SMOKE]
+    site = tmp_path / "mysite"
+    shutil.copytree(PROFILE, site)
+
+    def cluster_check(*extra, profile=site, env=None):
+        return run(BIN / "python", "-m", "cycleio", "cluster-check", "--profile", profile, *configs, *extra,
+                   cwd=REPO, env={**os.environ, **(env or {})}, timeout=120)
+
+    assert cluster_check().returncode == 0
+    started = time.monotonic()
+    gone = cluster_check(env={"SLURM_CONF": str(tmp_path / "nonexistent.conf")})
+    assert gone.returncode == 1 and time.monotonic() - started < 30
+    assert gone.stderr.strip().splitlines() == [
+        f"cycleio: cluster check: Slurm is not reachable: SLURM_CONF={tmp_path / 'nonexistent.conf'} names no file; "
+        "unset it, or set it to the cluster's slurm.conf (or run on the cluster's login node)"]
+    config = (site / "config.yaml").read_text()
+    (site / "config.yaml").write_text(config.replace('slurm_partition: "debug"', 'slurm_partition: "compute"'))
+    unknown = cluster_check()
+    assert unknown.returncode == 1 and unknown.stderr.strip().splitlines() == [
+        f"cycleio: cluster check: {site}/config.yaml default-resources: slurm_partition is 'compute', which this "
+        "cluster does not know; set it to one of: debug"]
+    (site / "config.yaml").write_text(config)
+    ranks = tmp_path / "ranks.yaml"
+    ranks.write_text("write_component: {ranks: 64}\n")
+    configs.append(ranks)
+    large = cluster_check()
+    problems = large.stderr.strip().splitlines()
+    assert large.returncode == 1 and all(p.startswith("cycleio: cluster check: arm ") for p in problems), large.stderr
+    assert any("fcst asks for" in p and "(64 tasks)" in p or "64 tasks x" in p for p in problems), problems
+    assert all("write_component.ranks" in p and "partition 'debug'" in p for p in problems), problems
+    # the shipped profile refuses its placeholder
+    configs.pop()
+    shipped = cluster_check(profile=REPO / "profiles" / "slurm")
+    assert shipped.returncode == 1 and "slurm_partition is the placeholder SITE_PARTITION" in shipped.stderr
+
+
+def test_forecast_ranks_start_in_their_job(runs):
     slurm, local = runs["slurm"], runs["local"]
     slurm.check()
     local.check()
@@ -321,7 +426,7 @@ def test_forecast_ranks_start_through_srun_in_their_job(runs):
         assert ranks == {(0, 2), (1, 2)}, (path, ranks)  # both ranks of one 2-rank communicator wrote
         arm, cycle = path.parent.parent.name, path.parent.name
         log = (slurm.cwd / "results" / "smoke" / "logs" / arm / cycle / "fcst.log").read_text()
-        assert "srun --overlap -n 2 " in log, log  # the launcher, inside the job's allocation
+        assert "mpiexec -n 2 " in log, log  # the study's launcher (the default), inside the job's allocation
     # the last forecasts' jobs are still known to Slurm (MinJobAge=300 s): 2 tasks on one node
     last = max(path.parent.name for path in forecasts)
     for path in arms.glob(f"*/{last}/fcst.manifest.json"):
@@ -356,6 +461,9 @@ def test_burst_buffer_scratch_is_requested_by_each_step_job_and_staged_through(r
         copies = {(e["phase"], e["tier"]) for e in events if e["op"] == "copy" and e["bytes"] > 0}
         assert copies == {("stage_in", "bb"), ("stage_out", "lustre")}, copies
         assert {e["tier"] for e in events if e["phase"] == "run" and e["op"] == "write"} == {"bb"}
+        if name.endswith("fcst.manifest.json"):  # the ranks started with srun, inside the job's allocation
+            log = runs["bb_home"] / "results/bbsmoke/logs/bb/2026123112/fcst.log"
+            assert f"{SRUN.format(ntasks=2)} " in log.read_text()
     # the cold start writes only the persistent tier: it asked for no burst buffer
     cold = done["bb/coldstart.manifest.json"]["provenance"]["slurm_job_id"]
     assert "job_process" in trace and f"setup job={cold} " not in trace

@@ -10,8 +10,9 @@
 #   --keep-state    keep slurmctld/slurmd state and logs of an earlier run (default: wiped)
 # Env: SLURM_EXTRA_CONF  extra slurm.conf lines (inserted before the node/partition lines)
 #      SLURM_START_TIMEOUT seconds to wait for the node to become idle (default 60)
-#      SLURM_CPUS          CPUs the node offers (default: nproc). More than the machine has lets
-#                          more small jobs run at once (slurmd then trusts the configuration)
+#      SLURM_CPUS          CPUs the node offers (default: nproc, at least 4, so the smoke study's
+#                          2-rank forecasts with two copy streams each fit). More than the machine
+#                          has lets more small jobs run at once (slurmd then trusts the configuration)
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -55,7 +56,7 @@ node_state() {
 }
 
 H=$(hostname -s)
-CPUS=${SLURM_CPUS:-$(nproc)}
+CPUS=${SLURM_CPUS:-$(( $(nproc) > 4 ? $(nproc) : 4 ))}
 if ! [[ "$CPUS" =~ ^[1-9][0-9]*$ ]]; then
   echo "SLURM_CPUS must be a positive integer, got '$CPUS'" >&2; exit 2
 fi

@@ -16,36 +16,50 @@ from ..units import MiB, format_bytes
 log = logging.getLogger("cycleio")
 
 
+def _arm_job(settings):
+    """Around one job of an arm: in a batch job, its own folders on the arm's tiers go at its end."""
+    from ..storage.jobscratch import job_scratch
+
+    return job_scratch([settings.persistent, settings.scratch], settings.study)
+
+
 def cmd_step(args) -> None:
     from ..benchmarks.paired import PairedReplay
     from ..config.settings import ArmSettings
     from ..surrogates.jobs import run_step
 
     settings = ArmSettings.from_json(args.arm_settings)
-    run_step(settings, args.cycle, args.step, Path(args.records), Path(args.manifest), attempt=args.attempt,
-             failed_attempts=Path(args.failed_attempts) if args.failed_attempts else None,
-             replay=PairedReplay.from_settings(settings.replay))
+    with _arm_job(settings):
+        run_step(settings, args.cycle, args.step, Path(args.records), Path(args.manifest), attempt=args.attempt,
+                 failed_attempts=Path(args.failed_attempts) if args.failed_attempts else None,
+                 replay=PairedReplay.from_settings(settings.replay))
 
 
 def cmd_coldstart(args) -> None:
     from ..config.settings import ArmSettings
     from ..surrogates.jobs import run_coldstart
 
-    run_coldstart(ArmSettings.from_json(args.arm_settings), Path(args.records), Path(args.manifest))
+    settings = ArmSettings.from_json(args.arm_settings)
+    with _arm_job(settings):
+        run_coldstart(settings, Path(args.records), Path(args.manifest))
 
 
 def cmd_dump(args) -> None:
     from ..config.settings import ArmSettings
     from ..surrogates.jobs import run_arrival
 
-    run_arrival(ArmSettings.from_json(args.arm_settings), args.cycle, "dump", Path(args.records), Path(args.manifest))
+    settings = ArmSettings.from_json(args.arm_settings)
+    with _arm_job(settings):
+        run_arrival(settings, args.cycle, "dump", Path(args.records), Path(args.manifest))
 
 
 def cmd_cleanup(args) -> None:
     from ..config.settings import ArmSettings
     from ..surrogates.jobs import run_cleanup
 
-    run_cleanup(ArmSettings.from_json(args.arm_settings), args.cycle, Path(args.records), Path(args.manifest))
+    settings = ArmSettings.from_json(args.arm_settings)
+    with _arm_job(settings):
+        run_cleanup(settings, args.cycle, Path(args.records), Path(args.manifest))
 
 
 def cmd_archive(args) -> None:
@@ -173,18 +187,60 @@ def command_line_config(argv: list[str]) -> dict[str, str]:
     return items
 
 
-def cmd_check_config(args) -> None:
+def load_config_files(paths: list[str], snakemake_args: str | None = None):
+    """The study of config files laid in order, with the study name a ``--config study=X`` of the
+    study's Snakemake arguments gives; a ConfigError names the file that brings the problem."""
+    from ..config.keys import ConfigError
     from ..workflow.study import load_study
 
+    def load(files: list[str]):
+        config = _read_configs(files)
+        name = command_line_config(shlex.split(snakemake_args or "")).get("study")
+        if name:
+            config["study"] = name
+        return load_study(config)
+
+    try:
+        return load(paths)
+    except ConfigError as err:
+        message = str(err)
+        if message.startswith("config file "):  # a file that cannot be read or parsed names itself
+            raise
+        # the first file with which the same problem appears is the one that brings it
+        for count in range(1, len(paths)):
+            try:
+                load(paths[:count])
+            except ConfigError as earlier:
+                if str(earlier) == message:
+                    raise ConfigError(f"in {paths[count - 1]}: {message}") from None
+        raise ConfigError(f"in {paths[-1]}: {message}") from None
+
+
+def cmd_check_config(args) -> None:
     from ..config.keys import ConfigError
     from ..workflow.environment import parallel_stack_problem
 
-    _, study = load_study(_read_configs(args.configfile))
+    _, study = load_config_files(args.configfile, args.snakemake_args)
     problem = parallel_stack_problem(study)  # before any job: a study asking for a stack that is not here
     if problem:
         raise ConfigError(problem)
     print(f"study {study.name}: {len(study.cycles)} cycles ({study.cycles[0]} to {study.cycles[-1]}), "
           f"arms: {', '.join(study.arms)}")
+
+
+def cmd_cluster_check(args) -> None:
+    from ..workflow.clustercheck import ClusterError, Profile, check_cluster
+
+    profile = Profile.read(args.profile)
+    if profile.executor != "slurm":
+        print(f"profile {args.profile}: executor {profile.executor}, no cluster to check")
+        return
+    filled, study = load_config_files(args.configfile, args.snakemake_args)
+    problems = check_cluster(profile, filled, study)
+    if problems:
+        raise ClusterError(problems)
+    print(f"cluster checked for profile {args.profile}: Slurm answers, the partition, node sizes, burst buffers "
+          "and MPI launcher fit the study")
 
 
 def cmd_config_docs(args) -> None:
@@ -226,9 +282,11 @@ def cmd_verify(args) -> None:
 
 # What a person runs, in the order `cycleio --help` lists them; every other subcommand is the rules' own (or started by
 # another subcommand), listed apart in one line. The rules call them by name: none is renamed or dropped.
-USER_COMMANDS = ("check-config", "inventory", "plan", "compare", "verify", "unlock-stale", "parse", "fieldio",
-                 "darshan", "config-docs", "study-name")
+USER_COMMANDS = ("check-config", "cluster-check", "inventory", "plan", "compare", "verify", "unlock-stale", "parse",
+                 "fieldio", "darshan", "config-docs", "study-name")
 INTERNAL_NOTE = "internal: the workflow's rules run it"
+# The commands `make study` runs before Snakemake: their refusals are one line each, without the log's prefix.
+STUDY_START_COMMANDS = ("check-config", "cluster-check")
 
 
 def _arrange_commands(parser: argparse.ArgumentParser, sub) -> None:
@@ -337,7 +395,14 @@ def main(argv: list[str] | None = None) -> int:
 
     check = sub.add_parser("check-config", help="validate study config files (later files override)")
     check.add_argument("configfile", nargs="+")
+    check.add_argument("--snakemake-args", help="the study's Snakemake arguments (make's ARGS): a --config study=X wins")
     check.set_defaults(func=cmd_check_config)
+
+    cluster = sub.add_parser("cluster-check", help="check the cluster a workflow profile sends jobs to, before any job")
+    cluster.add_argument("--profile", required=True, help="the workflow profile folder (make's PROFILE)")
+    cluster.add_argument("configfile", nargs="+", help="study config files (later files override)")
+    cluster.add_argument("--snakemake-args", help="the study's Snakemake arguments (make's ARGS)")
+    cluster.set_defaults(func=cmd_cluster_check)
 
     inv = sub.add_parser("inventory", help="print the files each step writes, with expected sizes")
     inv.add_argument("--resolution", choices=RESOLUTIONS)
@@ -385,6 +450,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args.func(args)
     except (ValueError, RuntimeError, OSError) as err:
+        if args.command in STUDY_START_COMMANDS and isinstance(err, ValueError):
+            # what `make study` runs first: one line per problem, as the Snakefile refuses a study
+            what = "cannot start the study" if args.command == "check-config" else "cluster check"
+            for line in str(err).splitlines():
+                print(f"cycleio: {what}: {line}", file=sys.stderr)
+            return 1
         message = f"cycleio {args.command}: error: {err}"
         log.error(message, exc_info=not isinstance(err, ValueError))
         if args.log:

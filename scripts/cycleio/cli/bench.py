@@ -21,8 +21,11 @@ def cmd_bench(args) -> None:
     from ..benchmarks.specs import PointSettings
     from ..benchmarks.tierbench import run_point, write_rows
 
+    from ..storage.jobscratch import job_scratch
+
     settings = PointSettings.from_json(_settings_text(args.settings))
-    rows = run_point(settings, Path(args.raw))
+    with job_scratch([settings.tier], settings.study):  # in a batch job, its own folder goes at its end
+        rows = run_point(settings, Path(args.raw))
     write_rows(rows, Path(args.out))
     log.info("wrote %d rows to %s (raw outputs in %s)", len(rows), args.out, args.raw)
 
