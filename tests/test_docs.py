@@ -3,6 +3,8 @@ configuration table is the schema's, and the commands and study files the docs s
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import re
 import shlex
@@ -165,43 +167,62 @@ def test_every_command_the_docs_show_runs_as_written(page, line):
 
 def inline_commands() -> list[tuple[str, str]]:
     """(page, code span) of every make, snakemake or cycleio command the docs' prose names inline."""
-    found = set()
+    found: dict[str, str] = {}
     for page in PAGES:
         for span in re.findall(r"`([^`\n]+)`", FENCE.sub("", page.read_text())):
             words = span.split()
             if words[:3] == ["python", "-m", "cycleio"]:
                 words = words[2:]
             if words and words[0] in ("make", "snakemake", "cycleio"):
-                found.add((str(page.relative_to(REPO)), " ".join(words)))
-    return sorted(found)
+                found.setdefault(" ".join(words), str(page.relative_to(REPO)))  # each span once
+    # make and snakemake start a process each (make study also a Python for the study's name): in `make test`
+    return [pytest.param(page, span, marks=[pytest.mark.e2e] if span.split()[0] in ("make", "snakemake") else [])
+            for span, page in sorted(found.items())]
 
 
-def inline_check(span: str) -> tuple[list[str], list[str]]:
-    """How a command named inline is checked (it often names a command without its arguments, or with
-    placeholders like `results/<A>`): make's dry run of its target, else the command's --help, which must
-    offer every option the span shows. Returns the argv and the options to find in its output."""
+def help_text(argv: list[str]) -> tuple[int, str]:
+    """Exit code and output of ``cycleio ARGV`` (ARGV ending in --help), in this process: argparse prints the
+    help and exits."""
+    from cycleio.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(argv)
+        except SystemExit as done:
+            code = done.code if isinstance(done.code, int) else 1
+    return code, out.getvalue() + err.getvalue()
+
+
+def inline_check(span: str) -> tuple[int, str, str]:
+    """A command named inline (often without its arguments, or with placeholders like `results/<A>`) checked
+    as far as it can be: make's dry run of its target; else the command's --help, which must offer every
+    option the span shows. Returns the exit code, the output and what was run."""
     words = [w for w in shlex.split(span.replace("[", " ").replace("]", " ")) if w != "..."]
-    if words[0] == "make":
-        return ["make", "-n", "--no-print-directory", *words[1:]], []
     options = [w.split("=")[0] for w in words if w.startswith("--") and w != "--help"]
+    if words[0] == "make":
+        argv = ["make", "-n", "--no-print-directory", *words[1:]]
+        result = run(argv)
+        return result.returncode, result.stdout + result.stderr, shlex.join(argv)
     if words[0] == "snakemake":
-        return ["snakemake", "--help"], options
-    chain = [w for w in words[1:] if re.fullmatch(r"[a-z][a-z-]*", w)][:2]  # a command and a subcommand
-    return [sys.executable, "-m", "cycleio", *chain, "--help"], options
+        result = run(["snakemake", "--help"])
+        output = result.stdout
+    else:
+        chain = [w for w in words[1:] if re.fullmatch(r"[a-z][a-z-]*", w)][:2]  # a command and a subcommand
+        code, output = help_text([*chain, "--help"])
+        if code != 0 and len(chain) == 2:  # the second word was an argument
+            chain = chain[:1]
+            code, output = help_text([*chain, "--help"])
+        if code != 0:
+            return code, output, f"cycleio {' '.join(chain)} --help"
+    missing = [o for o in options if o not in output]
+    return (1 if missing else 0), f"offers no {', '.join(missing)}" if missing else output, span
 
 
-@pytest.mark.e2e  # a Python or make start-up each: in `make test`, not in `make test-fast`
 @pytest.mark.parametrize("page,span", inline_commands())
 def test_every_command_named_inline_exists_with_its_options(page, span):
-    argv, options = inline_check(span)
-    result = run(argv)
-    if result.returncode != 0 and argv[-1] == "--help" and len(argv) > 5:  # the second word was an argument
-        argv = [*argv[:-2], "--help"]
-        result = run(argv)
-    assert result.returncode == 0, f"{page}: `{span}` checked as {shlex.join(argv)}: exit {result.returncode}\n" \
-                                   f"{result.stderr[-1500:]}"
-    missing = [o for o in options if o not in result.stdout]
-    assert not missing, f"{page}: `{span}`: {shlex.join(argv)} offers no {', '.join(missing)}"
+    code, output, checked = inline_check(span)
+    assert code == 0, f"{page}: `{span}` checked as {checked}: exit {code}\n{output[-1500:]}"
 
 
 @pytest.mark.parametrize("page,body", blocks("yaml"), ids=lambda v: v.name if isinstance(v, Path) else "")
