@@ -81,6 +81,27 @@ include: "rules/bench.smk"
 include: "rules/answers.smk"
 
 
+# The tables, figures and answer read only the study's results folder and take seconds each: on a cluster
+# they run where Snakemake runs, not as batch jobs of their own waiting in the queue one after another.
+localrules:
+    all,
+    inventory,
+    aggregate,
+    io_accounting,
+    figures,
+    write_strategy_figure,
+    benchmark_tables,
+    scaling_fit,
+    benchmark_figures,
+    capacity_plan,
+    summary,
+    summary_md,
+    timeline,
+    staging_figure,
+    efficiency_heatmap,
+    io_gap_figure,
+
+
 rule all:
     default_target: True
     input:
