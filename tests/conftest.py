@@ -46,15 +46,19 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
                                     f"parser are tested as units): {', '.join(deselected)}")
 
 
+def cannot_run_here(reason: str) -> None:
+    """Skip outside CI; in CI (CI=true), where nothing may skip, fail with the reason."""
+    if IN_CI:
+        pytest.fail(f"CI=true and {reason}")
+    pytest.skip(reason)
+
+
 def require_tool(name: str, why: str) -> str:
     """Path of a tool the test needs; skip outside CI when it is missing, fail in CI."""
     path = shutil.which(name) or (shutil.which(name, path=str(Path(sys.executable).parent)))
     if path:
         return path
-    message = f"{name} not found on PATH; {why}"
-    if IN_CI:
-        pytest.fail(f"CI=true and {message}")
-    pytest.skip(message)
+    cannot_run_here(f"{name} not found on PATH; {why}")
 
 
 @pytest.fixture
@@ -347,10 +351,7 @@ def tmpfs(path: Path, size: str, readonly: bool = False):
     options = f"size={size}" + (",ro" if readonly else "")
     result = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)], capture_output=True, text=True)
     if result.returncode != 0:
-        message = f"cannot mount a tmpfs here ({result.stderr.strip()}); needs root"
-        if IN_CI:
-            pytest.fail(f"CI=true and {message}")
-        pytest.skip(message)
+        cannot_run_here(f"cannot mount a tmpfs here ({result.stderr.strip()}); needs root")
     try:
         yield path
     finally:

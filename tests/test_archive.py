@@ -11,11 +11,9 @@ import subprocess
 import sys
 import tarfile
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
-import yaml
 from conftest import REPO, tmpfs, with_changes
 
 from cycleio.config.forecast import ForecastSettings

@@ -27,7 +27,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import IN_CI, REPO, snakemake
+from conftest import REPO, cannot_run_here, snakemake
 from cycleio import fsutil
 from cycleio.storage import checksums, staging
 from cycleio.storage.checksums import checksum_file
@@ -41,9 +41,7 @@ GLUSTER_CI = REPO / "ci" / "gluster"
 
 
 def unavailable(reason: str):
-    if IN_CI:
-        pytest.fail(f"CI=true and the GlusterFS test cannot run: {reason}")
-    pytest.skip(reason)
+    cannot_run_here(f"the GlusterFS test cannot run: {reason}")
 
 
 @pytest.fixture(scope="module")

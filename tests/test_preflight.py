@@ -7,7 +7,7 @@ import os
 
 import pytest
 import yaml
-from conftest import tmpfs
+from conftest import cannot_run_here, tmpfs
 
 from cycleio.config.settings import ConfigError, build_study, validate_config
 from cycleio.storage.tiers import filesystem_type
@@ -18,7 +18,7 @@ from cycleio.workflow.preflight import check_study, study_needs
 def test_a_tier_under_a_kernel_filesystem_is_refused_as_unwritable_not_full(repo, root, fs_type):
     """Before the fix /proc was refused with 'has 0 B free, but the study needs ...' (a space message)."""
     if filesystem_type(root) != fs_type:
-        pytest.skip(f"{root} is not {fs_type} here")
+        cannot_run_here(f"{root} is not {fs_type} here")
     config = yaml.safe_load((repo / "config" / "config.yaml").read_text())
     config["tiers"]["shm"]["path"] = f"{root}/cycleio-{{user}}"
     study = build_study(validate_config(config))

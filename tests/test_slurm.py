@@ -36,7 +36,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import IN_CI, REPO, require_tool
+from conftest import REPO, cannot_run_here, require_tool
 from cycleio.config.tierspec import Tier
 
 pytestmark = [pytest.mark.e2e, pytest.mark.tool]
@@ -57,9 +57,7 @@ SRUN = "srun --overlap -n {ntasks}"
 
 
 def unavailable(reason: str):
-    if IN_CI:
-        pytest.fail(f"CI=true and the localhost Slurm test cannot run: {reason}")
-    pytest.skip(reason)
+    cannot_run_here(f"the localhost Slurm test cannot run: {reason}")
 
 
 def run(*argv, timeout: float = 120, **kwargs) -> subprocess.CompletedProcess:

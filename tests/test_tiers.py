@@ -9,7 +9,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import tmpfs
+from conftest import cannot_run_here, tmpfs
 
 from cycleio.config.tierspec import Tier, TierError
 from cycleio.storage.tiers import (OWNER_FILE, check_writable, claim_study_folder, filesystem_type, open_tier,
@@ -67,7 +67,7 @@ def test_unwritable_tier_is_a_clear_error(tmp_path):
 def test_a_tier_under_a_kernel_filesystem_cannot_be_written(root, fs_type):
     """/proc and sysfs are mounted read-write and root passes access(): only creating a file shows it."""
     if filesystem_type(root) != fs_type:
-        pytest.skip(f"{root} is not {fs_type} here")
+        cannot_run_here(f"{root} is not {fs_type} here")
     reason = unwritable_reason(Path(root) / "cycleio-x" / "scratch")
     assert reason and f"a file cannot be created in {root} ({fs_type}" in reason
 
@@ -86,7 +86,7 @@ def test_a_read_only_bind_mount_cannot_be_written(tmp_path):
     target.mkdir()
     mounted = subprocess.run(["mount", "--bind", str(source), str(target)], capture_output=True, text=True)
     if mounted.returncode != 0:
-        pytest.skip(f"cannot bind-mount here ({mounted.stderr.strip()}); needs root")
+        cannot_run_here(f"cannot bind-mount here ({mounted.stderr.strip()}); needs root")
     try:
         subprocess.run(["mount", "-o", "remount,bind,ro", str(target)], check=True, capture_output=True)
         reason = unwritable_reason(target / "scratch")
