@@ -66,7 +66,7 @@ report: setup
 test: test-fast
 	$(RUN) python -m pytest -m "e2e or job" $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
-# The unit tests only, one worker per core: no Snakemake runs, Slurm or GlusterFS (under a minute).
+# The unit tests only, one worker per core: no Snakemake runs, Slurm or GlusterFS (about 1.5 minutes).
 test-fast: setup
 	$(RUN) python -m pytest -m "not e2e and not job" -n auto $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
