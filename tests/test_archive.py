@@ -444,17 +444,39 @@ def test_the_summary_compares_the_fcst_jobs_that_ran_beside_an_archive_with_thos
 
     from cycleio.report.archive import beside_archive, beside_sentence
 
-    def job(step, t, wall, io):
-        return {"study": "s", "arm": "a", "cycle": "2026010106", "step": step, "t_start": t, "wall_s": wall, "io_s": io}
+    def job(step, t, wall, io, cycle="2026010106"):
+        return {"study": "s", "arm": "a", "cycle": cycle, "step": step, "t_start": t, "wall_s": wall, "io_s": io}
 
-    overlapping = pd.DataFrame([job("arch", 10, 5, 5), job("fcst", 12, 4, 2), job("fcst", 30, 2, 1), job("fcst", 40, 2, 1)])
+    def frame(*jobs):  # the arm's half cycle first: its forecast follows no archive and is never compared
+        return pd.DataFrame([job("fcst", -100, 9, 9, cycle="2026010100"), *jobs])
+
+    overlapping = frame(job("arch", 10, 5, 5), job("fcst", 12, 4, 2), job("fcst", 30, 2, 1), job("fcst", 40, 2, 1))
     beside = beside_archive(overlapping)
     assert (beside["with_archive_jobs"], beside["without_archive_jobs"]) == (1, 2)
-    assert beside_sentence(beside) == ("fcst beside an archive job: 1 jobs, 4.00 s wall and 2.00 s of I/O on average, "
-                                       "against 2 without one, 2.00 s and 1.00 s.")
-    serial = pd.DataFrame([job("arch", 10, 5, 5), job("fcst", 15, 4, 2)])  # it starts as the archive ends
+    assert beside["overlap_s"] == 3.0  # the archive ran 12..15 of the fcst's 12..16
+    assert beside_sentence(beside) == ("fcst with an archive job running beside it: 1 jobs, 4.00 s wall and 2.00 s of "
+                                       "I/O on average, an archive running for 3.00 s of each; without one: 2 jobs, "
+                                       "2.00 s (sd 0.00, 2.00 to 2.00) and 1.00 s. Beside an archive: +2.00 s (+100 %) "
+                                       "wall, too few jobs for a standard error.")
+    # two archives over one fcst count once; with two jobs a side, the difference gets a standard error
+    two = frame(job("arch", 10, 3, 1), job("arch", 12, 3, 1), job("fcst", 11, 6, 2), job("fcst", 20, 4, 2),
+                job("fcst", 30, 2, 1), job("fcst", 40, 3, 1))
+    beside = beside_archive(two)
+    assert beside["overlap_s"] == 4.0  # archives over 10..15 cover 11..15 of the fcst, not 8 s; the others ran alone
+    assert (beside["with_archive_jobs"], beside["without_archive_jobs"]) == (1, 3)
+    slow = frame(job("arch", 0, 100, 1), job("fcst", 1, 10, 2), job("fcst", 12, 11, 2),
+                 job("fcst", 200, 5, 1), job("fcst", 210, 6, 1))
+    beside = beside_archive(slow)
+    assert beside["diff_s"] == 5.0 and round(beside["diff_se_s"], 3) == 0.707 and beside["diff_sigmas"] > 7
+    assert beside_sentence(beside).endswith("Beside an archive: +5.00 s (+91 %) wall, 7.1 standard errors (0.71 s): "
+                                            "more than noise.")
+    assert beside_sentence(beside, noise_sigmas=10).endswith("within noise.")
+    serial = frame(job("arch", 10, 5, 5), job("fcst", 15, 4, 2))  # it starts as the archive ends
     assert beside_sentence(beside_archive(serial)).endswith("(no job ran beside one: the default profile's io_lock=1 "
                                                             "runs one job at a time).")
     prep = pd.concat([serial, pd.DataFrame([job("prep", 11, 1, 1)])])
     assert beside_sentence(beside_archive(prep)).endswith("beside it (jobs that did run beside one: prep 1).")
     assert beside_archive(serial[serial["step"] == "fcst"]) == {}
+    # the arm's first cycle (the half cycle) follows no archive: its forecast is left out of the comparison
+    assert beside_archive(overlapping.assign(t_start=overlapping["t_start"].where(overlapping["t_start"] > 0, 11)))[
+        "with_archive_jobs"] == 1  # even when the half cycle's forecast ran beside it
