@@ -217,7 +217,8 @@ def test_a_command_writes_the_tarball_through_a_stand_in_for_htar(tmp_path):
 # ------------------------------------------------------------------------------------------------ faults
 
 
-@pytest.mark.parametrize("change, seen", [("grow", "is 1000100 bytes"), ("shrink", "is 500 bytes")])
+@pytest.mark.parametrize("change, seen", [("grow", "is 1000100 bytes"), ("shrink", "is 500 bytes"),
+                                          ("rewrite", "is 1000000 bytes")])
 def test_a_member_that_changes_while_archived_fails_that_tarball_and_leaves_nothing(tmp_path, monkeypatch, change, seen):
     members = lay_members(tmp_path / "src", {"x/first": 100, "x/moving": 1_000_000, "x/last": 100})
     moving = members[1][1]
@@ -229,8 +230,12 @@ def test_a_member_that_changes_while_archived_fails_that_tarball_and_leaves_noth
                 if change == "grow":
                     other.seek(0, os.SEEK_END)
                     other.write(b"x" * 100)
-                else:
+                elif change == "shrink":
                     other.truncate(500)
+                else:  # new bytes, the same size; its mtime a second later (a coarse clock could hide the rewrite)
+                    other.write(b"y" * 1_000_000)
+            stamp = os.stat(moving).st_mtime_ns + 10**9
+            os.utime(moving, ns=(stamp, stamp))
         return read(self, size)
 
     monkeypatch.setattr(arc._MemberReader, "read", meanwhile_a_writer)
