@@ -462,7 +462,7 @@ def test_the_summary_compares_the_fcst_jobs_that_ran_beside_an_archive_with_thos
     assert beside_sentence(beside) == ("fcst with an archive job running beside it: 1 jobs, 4.00 s wall and 2.00 s of "
                                        "I/O on average, an archive running for 3.00 s of each; without one: 2 jobs, "
                                        "2.00 s (sd 0.00, 2.00 to 2.00) and 1.00 s. Beside an archive: +2.00 s (+100 %) "
-                                       "wall, too few jobs for a standard error.")
+                                       "wall, too few jobs for a standard error. Jobs that ran beside one: fcst 1.")
     # two archives over one fcst count once; with two jobs a side, the difference gets a standard error
     two = frame(job("arch", 10, 3, 1), job("arch", 12, 3, 1), job("fcst", 11, 6, 2), job("fcst", 20, 4, 2),
                 job("fcst", 30, 2, 1), job("fcst", 40, 3, 1))
@@ -474,8 +474,8 @@ def test_the_summary_compares_the_fcst_jobs_that_ran_beside_an_archive_with_thos
     beside = beside_archive(slow)
     assert beside["diff_s"] == 5.0 and round(beside["diff_se_s"], 3) == 0.707 and beside["diff_sigmas"] > 7
     assert beside_sentence(beside).endswith("Beside an archive: +5.00 s (+91 %) wall, 7.1 standard errors (0.71 s): "
-                                            "more than noise.")
-    assert beside_sentence(beside, noise_sigmas=10).endswith("within noise.")
+                                            "more than noise. Jobs that ran beside one: fcst 2.")
+    assert "within noise." in beside_sentence(beside, noise_sigmas=10)
     serial = frame(job("arch", 10, 5, 5), job("fcst", 15, 4, 2))  # it starts as the archive ends
     assert beside_sentence(beside_archive(serial)).endswith("(no job ran beside one: the default profile's io_lock=1 "
                                                             "runs one job at a time).")

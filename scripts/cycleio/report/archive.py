@@ -119,11 +119,13 @@ def beside_sentence(beside: dict, noise_sigmas: float = 2.0) -> str:
     else:
         judged = (f"{beside['diff_sigmas']:.1f} standard errors ({se:.2f} s): "
                   + ("more than noise" if beside["diff_sigmas"] > noise_sigmas else "within noise"))
+    others = ", ".join(f"{name} {count}" for name, count in beside.get("beside_steps", {}).items())
     return (f"{step} with an archive job running beside it: {beside['with_archive_jobs']} jobs, "
             f"{beside['with_archive_wall_s']:.2f} s wall{_spread(beside, 'with')} and {beside['with_archive_io_s']:.2f} s "
             f"of I/O on average, an archive running for {beside['overlap_s']:.2f} s of each; without one: "
             f"{beside['without_archive_jobs']} jobs, {beside['without_archive_wall_s']:.2f} s{_spread(beside, 'without')} "
-            f"and {beside['without_archive_io_s']:.2f} s. Beside an archive: {change} wall, {judged}.")
+            f"and {beside['without_archive_io_s']:.2f} s. Beside an archive: {change} wall, {judged}."
+            + (f" Jobs that ran beside one: {others}." if others else ""))
 
 
 def arm_keep_up(table: pd.DataFrame, arm: str) -> dict:
