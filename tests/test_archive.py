@@ -485,3 +485,16 @@ def test_the_summary_compares_the_fcst_jobs_that_ran_beside_an_archive_with_thos
     # the arm's first cycle (the half cycle) follows no archive: its forecast is left out of the comparison
     assert beside_archive(overlapping.assign(t_start=overlapping["t_start"].where(overlapping["t_start"] > 0, 11)))[
         "with_archive_jobs"] == 1  # even when the half cycle's forecast ran beside it
+
+
+def test_the_beside_study_lays_over_the_archive_study_one_arm_at_c48_with_archive_on_and_no_paired_replay():
+    """config/studies/archive-beside.yaml (docs/archive.md, "Beside the next cycle"): the same work run with the
+    arch job beside the next cycle's jobs and without; the second run's study name from --config."""
+    from cycleio.cli import load_config_files
+
+    files = [str(REPO / "config" / name) for name in ("config.yaml", "studies/archive.yaml", "studies/archive-beside.yaml")]
+    _, study = load_config_files(files)
+    assert study.name == "archive-beside" and list(study.arms) == ["lustre"] and len(study.cycles) == 7
+    arm = study.arms["lustre"]
+    assert arm.resolution == "C48" and arm.levels == 127 and arm.archive and not arm.paired_cycles
+    assert load_config_files(files, "--config study=archive-alone")[1].name == "archive-alone"
