@@ -482,6 +482,12 @@ def test_the_summary_compares_the_fcst_jobs_that_ran_beside_an_archive_with_thos
     prep = pd.concat([serial, pd.DataFrame([job("prep", 11, 1, 1)])])
     assert beside_sentence(beside_archive(prep)).endswith("beside it (jobs that did run beside one: prep 1).")
     assert beside_archive(serial[serial["step"] == "fcst"]) == {}
+    every = frame(job("arch", 10, 5, 5), job("fcst", 12, 4, 2), job("fcst", 14, 2, 1))
+    assert beside_sentence(beside_archive(every)) == (
+        "Every fcst job ran while an archive job ran (2 jobs, 3.00 s wall (sd 1.41, 2.00 to 4.00) on average, an "
+        "archive running for 2.00 s of each): there is no fcst without one here to compare with; a run of the same "
+        "study with the archive between the jobs is (cycleio compare, docs/archive.md). Jobs that ran beside one: "
+        "fcst 2.")
     # the arm's first cycle (the half cycle) follows no archive: its forecast is left out of the comparison
     assert beside_archive(overlapping.assign(t_start=overlapping["t_start"].where(overlapping["t_start"] > 0, 11)))[
         "with_archive_jobs"] == 1  # even when the half cycle's forecast ran beside it

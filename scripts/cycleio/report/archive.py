@@ -110,8 +110,13 @@ def beside_sentence(beside: dict, noise_sigmas: float = 2.0) -> str:
                 "beside it" + (f" (jobs that did run beside one: {others})" if others else
                                " (no job ran beside one: the default profile's io_lock=1 runs one job at a time)")
                 + ".")
+    others = ", ".join(f"{name} {count}" for name, count in beside.get("beside_steps", {}).items())
     if not beside["without_archive_jobs"]:
-        return f"Every {step} job ran while an archive job ran: there is no {step} without one to compare with."
+        return (f"Every {step} job ran while an archive job ran ({beside['with_archive_jobs']} jobs, "
+                f"{beside['with_archive_wall_s']:.2f} s wall{_spread(beside, 'with')} on average, an archive running "
+                f"for {beside['overlap_s']:.2f} s of each): there is no {step} without one here to compare with; a run "
+                f"of the same study with the archive between the jobs is (cycleio compare, docs/archive.md)."
+                + (f" Jobs that ran beside one: {others}." if others else ""))
     diff, se, base = beside["diff_s"], beside["diff_se_s"], beside["without_archive_wall_s"]
     change = f"{diff:+.2f} s" + (f" ({100 * diff / base:+.0f} %)" if base > 0 else "")
     if math.isnan(se):
@@ -119,7 +124,6 @@ def beside_sentence(beside: dict, noise_sigmas: float = 2.0) -> str:
     else:
         judged = (f"{beside['diff_sigmas']:.1f} standard errors ({se:.2f} s): "
                   + ("more than noise" if beside["diff_sigmas"] > noise_sigmas else "within noise"))
-    others = ", ".join(f"{name} {count}" for name, count in beside.get("beside_steps", {}).items())
     return (f"{step} with an archive job running beside it: {beside['with_archive_jobs']} jobs, "
             f"{beside['with_archive_wall_s']:.2f} s wall{_spread(beside, 'with')} and {beside['with_archive_io_s']:.2f} s "
             f"of I/O on average, an archive running for {beside['overlap_s']:.2f} s of each; without one: "
