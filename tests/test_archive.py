@@ -295,6 +295,50 @@ def test_the_arch_job_writes_indexed_verified_tarballs_and_records_phase_archive
     assert sum(r["bytes"] for r in writes) == sum(t["bytes"] for t in manifest["tarballs"])
 
 
+def test_the_arch_job_runs_a_configured_command_where_found_and_tarfile_where_not(tmp_path, caplog):
+    """GNU tar stands in for htar (in no registry), here only: the job's command path end to end."""
+    import json
+
+    stand_in = arm_with_archive(tmp_path / "a", command="tar -cf {tarball} -T {list}", tarballs=["gdas"])
+    lay_cycle(stand_in, FULL)
+    manifest = run_archive(stand_in, FULL, tmp_path / "a.jsonl", tmp_path / "a.json")
+    assert [(t["tarball"], t["tool"], t["members"]) for t in manifest["tarballs"]] == [("gdas.tar", "tar", 36)]
+    folder = tmp_path / "a" / "archive" / "t" / "lustre" / FULL
+    arc.verify_tarball(folder / "gdas.tar", arc.TarballIndex.read(folder / "gdas.tar.index.json"))
+    ops = [json.loads(line)["op"] for line in (tmp_path / "a.jsonl").read_text().splitlines()]
+    assert ops == ["write", "sync", "checksum"]  # the command reads its members itself: one write, timed whole
+
+    missing = arm_with_archive(tmp_path / "b", command="htar-not-here -cvf {tarball} -L {list}", tarballs=["gdas"])
+    lay_cycle(missing, FULL)
+    with caplog.at_level("WARNING", logger="cycleio"):
+        manifest = run_archive(missing, FULL, tmp_path / "b.jsonl", tmp_path / "b.json")
+    assert [t["tool"] for t in manifest["tarballs"]] == ["tarfile"]
+    assert "its program is not found here; writing the tarballs with Python's tarfile instead" in caplog.text
+
+
+def test_the_arch_job_plans_with_the_members_actual_sizes_splitting_or_refusing_by_name(tmp_path):
+    big = 3 * 2**20  # atmf000.nc, larger than the study's estimate planned for: the job plans again
+    split = arm_with_archive(tmp_path / "a", tarballs=["gdas"], split=True, max_tarball_bytes=2 * 2**20)
+    lay_cycle(split, FULL, big=big)
+    with pytest.raises(arc.ArchiveLimitError, match=r"gdas.tar of cycle 2026010106: member .*atmf000.nc alone makes "
+                                                    r"a part of 3.0 MiB, over archive.max_tarball_bytes"):
+        run_archive(split, FULL, tmp_path / "a.jsonl", tmp_path / "a.json")
+    limit = big + 32 * 1024  # the big member and a few small ones per part
+    fits = arm_with_archive(tmp_path / "b", tarballs=["gdas"], split=True, max_tarball_bytes=limit)
+    lay_cycle(fits, FULL, big=big)
+    manifest = run_archive(fits, FULL, tmp_path / "b.jsonl", tmp_path / "b.json")
+    parts = [t["tarball"] for t in manifest["tarballs"]]
+    assert len(parts) > 1 and parts == [f"gdas.part{n:02d}.tar" for n in range(1, len(parts) + 1)]
+    assert sum(t["members"] for t in manifest["tarballs"]) == 36 and all(t["bytes"] <= limit for t in manifest["tarballs"])
+    whole = arm_with_archive(tmp_path / "c", tarballs=["gdas"], max_tarball_bytes=2 * 2**20)
+    lay_cycle(whole, FULL, big=big)
+    with pytest.raises(arc.ArchiveLimitError, match=r"gdas.tar of cycle 2026010106: about .* with 36 members "
+                                                    r"\(largest .*atmf000.nc\), over archive.max_tarball_bytes"):
+        run_archive(whole, FULL, tmp_path / "c.jsonl", tmp_path / "c.json")
+    assert not (tmp_path / "c" / "archive" / "t" / "lustre" / FULL).exists() or not any(
+        (tmp_path / "c" / "archive" / "t" / "lustre" / FULL).iterdir())
+
+
 def test_a_killed_arch_job_leaves_no_tarball_under_a_final_name_and_its_rerun_lands_it(tmp_path):
     settings = arm_with_archive(tmp_path, tarballs=["gdas"])
     lay_cycle(settings, FULL, big=256 * 2**20)
