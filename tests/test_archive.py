@@ -316,6 +316,27 @@ def test_the_arch_job_runs_a_configured_command_where_found_and_tarfile_where_no
     assert "its program is not found here; writing the tarballs with Python's tarfile instead" in caplog.text
 
 
+def test_a_member_changed_since_its_step_landed_it_fails_the_command_s_tarball_and_leaves_nothing(tmp_path):
+    """A command (htar, GNU tar here) cannot see a member change as it reads it: the read-back against the checksum
+    the member's step recorded does, and the tarball is not kept under its final name."""
+    import json
+
+    settings = arm_with_archive(tmp_path, command="tar -cf {tarball} -T {list}", tarballs=["gdas"])
+    lay_cycle(settings, FULL)
+    root = Path(settings.persistent.path) / "t" / "lustre"
+    specs = tarball_members(FULL, settings.start, settings.forecast, ["gdas"])["gdas"]
+    outputs = [{"path": spec.path, "bytes": 1000, "xxh3_64": checksum_file(root / spec.path)} for spec in specs]
+    manifest = tmp_path / "fcst.manifest.json"
+    manifest.write_text(json.dumps({"outputs": outputs}))
+    changed = root / specs[3].path
+    changed.write_bytes(b"z" * 1000)  # rewritten after its step landed it, before the archive read it
+    with pytest.raises(arc.MemberChanged, match=rf"gdas.tar: member {specs[3].path} is 1000 bytes with checksum "
+                                                r".* but its step wrote 1000 bytes .*: it changed after its step"):
+        run_archive(settings, FULL, tmp_path / "r.jsonl", tmp_path / "m.json", manifests=[manifest])
+    assert list((tmp_path / "archive" / "t" / "lustre" / FULL).iterdir()) == []  # no tarball, index or temporary
+    assert not (tmp_path / "m.json").exists()
+
+
 def test_the_arch_job_plans_with_the_members_actual_sizes_splitting_or_refusing_by_name(tmp_path):
     big = 3 * 2**20  # atmf000.nc, larger than the study's estimate planned for: the job plans again
     split = arm_with_archive(tmp_path / "a", tarballs=["gdas"], split=True, max_tarball_bytes=2 * 2**20)
