@@ -212,6 +212,10 @@ def test_a_command_writes_the_tarball_through_a_stand_in_for_htar(tmp_path):
     with pytest.raises(arc.ArchiveError, match=r"gdas.tar: .* exited with 2"):
         arc.run_archive_command("tar -cf {tarball} -T {list}", final, [("g/missing", Path("x"))], tmp_path / "rotdir", 60)
     assert sorted(p.name for p in final.parent.iterdir()) == ["gdas.tar"]
+    garbage = final.with_name("gdas_restarta.tar")  # a command that exits 0 having written no tarball
+    with pytest.raises(arc.ArchiveError, match=r"gdas_restarta.tar: sh wrote 8 bytes that do not read as a tarball"):
+        arc.run_archive_command("sh -c 'echo garbage > \"$0\"' {tarball} {list}", garbage, members, tmp_path / "rotdir", 60)
+    assert sorted(p.name for p in final.parent.iterdir()) == ["gdas.tar"]
 
 
 # ------------------------------------------------------------------------------------------------ faults
