@@ -528,7 +528,7 @@ def test_the_summary_compares_the_fcst_jobs_that_ran_beside_an_archive_with_thos
     beside = beside_archive(overlapping)
     assert (beside["with_archive_jobs"], beside["without_archive_jobs"]) == (1, 2)
     assert beside["overlap_s"] == 3.0  # the archive ran 12..15 of the fcst's 12..16
-    assert beside_sentence(beside) == ("fcst with an archive job running beside it: 1 jobs, 4.00 s wall and 2.00 s of "
+    assert beside_sentence(beside) == ("fcst with an archive job running beside it: 1 job, 4.00 s wall and 2.00 s of "
                                        "I/O on average, an archive running for 3.00 s of each; without one: 2 jobs, "
                                        "2.00 s (sd 0.00, 2.00 to 2.00) and 1.00 s. Beside an archive: +2.00 s (+100 %) "
                                        "wall, too few jobs for a standard error. Jobs that ran beside one: fcst 1.")

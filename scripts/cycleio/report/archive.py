@@ -89,6 +89,10 @@ def beside_archive(summary: pd.DataFrame, step: str = "fcst") -> dict:
     return out
 
 
+def _jobs(count: int) -> str:
+    return f"{count} job" + ("" if count == 1 else "s")
+
+
 def _spread(beside: dict, name: str) -> str:
     n = beside[f"{name}_archive_jobs"]
     if n < 2:
@@ -112,7 +116,7 @@ def beside_sentence(beside: dict, noise_sigmas: float = 2.0) -> str:
                 + ".")
     others = ", ".join(f"{name} {count}" for name, count in beside.get("beside_steps", {}).items())
     if not beside["without_archive_jobs"]:
-        return (f"Every {step} job ran while an archive job ran ({beside['with_archive_jobs']} jobs, "
+        return (f"Every {step} job ran while an archive job ran ({_jobs(beside['with_archive_jobs'])}, "
                 f"{beside['with_archive_wall_s']:.2f} s wall{_spread(beside, 'with')} on average, an archive running "
                 f"for {beside['overlap_s']:.2f} s of each): there is no {step} without one here to compare with; a run "
                 f"of the same study with the archive between the jobs is (cycleio compare, docs/archive.md)."
@@ -124,10 +128,10 @@ def beside_sentence(beside: dict, noise_sigmas: float = 2.0) -> str:
     else:
         judged = (f"{beside['diff_sigmas']:.1f} standard errors ({se:.2f} s): "
                   + ("more than noise" if beside["diff_sigmas"] > noise_sigmas else "within noise"))
-    return (f"{step} with an archive job running beside it: {beside['with_archive_jobs']} jobs, "
+    return (f"{step} with an archive job running beside it: {_jobs(beside['with_archive_jobs'])}, "
             f"{beside['with_archive_wall_s']:.2f} s wall{_spread(beside, 'with')} and {beside['with_archive_io_s']:.2f} s "
             f"of I/O on average, an archive running for {beside['overlap_s']:.2f} s of each; without one: "
-            f"{beside['without_archive_jobs']} jobs, {beside['without_archive_wall_s']:.2f} s{_spread(beside, 'without')} "
+            f"{_jobs(beside['without_archive_jobs'])}, {beside['without_archive_wall_s']:.2f} s{_spread(beside, 'without')} "
             f"and {beside['without_archive_io_s']:.2f} s. Beside an archive: {change} wall, {judged}."
             + (f" Jobs that ran beside one: {others}." if others else ""))
 
