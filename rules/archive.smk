@@ -1,5 +1,6 @@
-# The cycle's archive job (config archive.*, docs/archive.md): after the cycle's steps, before its cleanup
-# (rules/cycle.smk waits for it), the cycle's tarballs go to the archive tier. Slurm resources (one task, one
+# The cycle's archive jobs (config archive.*, docs/archive.md): arch after the cycle's steps and, with an
+# ensemble, earcNN (a group of members) after the ensemble forecasts that write them; all before the cycle's
+# cleanup (rules/cycle.smk waits for them), the tarballs go to the archive tier. Slurm resources (one task, one
 # CPU, memory, runtime from the tarballs' bytes) come from the arm's settings (workflow/slurm.py), as the steps'.
 
 
@@ -7,24 +8,27 @@ rule archive_cycle:
     input:
         archive_dependencies,
     output:
-        manifest=step_file("{arm}", "{cycle}", "arch", "manifest.json"),
-        records=step_file("{arm}", "{cycle}", "arch", "records.jsonl"),
+        manifest=step_file("{arm}", "{cycle}", "{step}", "manifest.json"),
+        records=step_file("{arm}", "{cycle}", "{step}", "records.jsonl"),
     log:
-        out("logs", "{arm}", "{cycle}", "arch.log"),
+        out("logs", "{arm}", "{cycle}", "{step}.log"),
     benchmark:
-        out("benchmarks", "{arm}", "{cycle}", "arch.tsv")
+        out("benchmarks", "{arm}", "{cycle}", "{step}.tsv")
     conda:
         "../envs/cycleio.yaml"
     threads: 1
     resources:
-        **rule_resources(STUDY.arms, step="arch"),
+        **rule_resources(STUDY.arms),
         io_lock=1,
         attempt=lambda wildcards, attempt: attempt,
     params:
-        settings=job_settings("arch"),
+        settings=job_settings(),
+    wildcard_constraints:
+        step=ARCHIVE_JOB,
     message:
-        "arch: cycle {wildcards.cycle} of arm {wildcards.arm} to the archive tier"
+        "{wildcards.step}: cycle {wildcards.cycle} of arm {wildcards.arm} to the archive tier"
     shell:
         "python -m cycleio --log {log:q} archive --arm-settings {params.settings:q} --cycle {wildcards.cycle}"
+        " --job {wildcards.step}"
         " --attempt {resources.attempt} --records {output.records:q} --manifest {output.manifest:q}"
         " --manifests {input:q}"

@@ -2,7 +2,7 @@
 import json
 import shlex
 
-from cycleio.workflow.dependencies import CycledJobs
+from cycleio.workflow.dependencies import ARCHIVE_JOB, CycledJobs
 
 # Every job of the study and what it waits for (cycles x arms; the logic lives in the package).
 JOBS = CycledJobs.of_study(STUDY)
@@ -51,8 +51,10 @@ def step_dependencies(wildcards):
 
 
 def archive_dependencies(wildcards):
-    """Manifests of the cycle's steps, whose files the archive job reads (and checks against their checksums)."""
-    return job_files(JOBS.archive_dependencies(wildcards.arm, wildcards.cycle))
+    """Manifests of the jobs whose files an archive job reads (and checks against their checksums)."""
+    return job_files(
+        JOBS.archive_dependencies(wildcards.arm, wildcards.cycle, wildcards.step)
+    )
 
 
 def cleanup_dependencies(wildcards):

@@ -69,7 +69,7 @@ def cmd_archive(args) -> None:
 
     settings = ArmSettings.from_json(args.arm_settings)
     run_archive(settings, args.cycle, Path(args.records), Path(args.manifest), [Path(m) for m in args.manifests],
-                attempt=args.attempt, replay=PairedReplay.from_settings(settings.replay))
+                attempt=args.attempt, replay=PairedReplay.from_settings(settings.replay), job=args.job)
 
 
 def cmd_aggregate(args) -> None:
@@ -351,14 +351,18 @@ def main(argv: list[str] | None = None) -> int:
     clean.add_argument("--manifest", required=True)
     clean.set_defaults(func=cmd_cleanup)
 
-    arch = sub.add_parser("archive", help="write a cycle's tarballs to the archive tier, indexed and read back (arch)")
+    arch = sub.add_parser("archive", help="write a cycle's tarballs to the archive tier, indexed and read back "
+                          "(arch, earcNN)")
     arch.add_argument("--arm-settings", required=True)
     arch.add_argument("--cycle", required=True)
+    arch.add_argument("--job", default="arch", help="arch (the cycle's tarballs) or earcNN (a group of ensemble "
+                      "members' enkfgdas_grpNN.tar)")
     arch.add_argument("--attempt", type=int, default=1)
     arch.add_argument("--records", required=True)
     arch.add_argument("--manifest", required=True)
     arch.add_argument("--manifests", nargs="*", default=[],
-                      help="the cycle's step manifests: the checksums its files landed with, checked on read-back")
+                      help="the manifests of the jobs that wrote its members: the checksums its files landed with, "
+                      "checked on read-back")
     arch.set_defaults(func=cmd_archive)
 
     agg = sub.add_parser("aggregate", help="records to tidy tables (each table's file named by its option)")

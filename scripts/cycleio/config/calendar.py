@@ -65,3 +65,29 @@ def steps_of_cycle(cycle: str, start: str | int, ensemble_jobs: tuple[str, ...] 
 def com_dir(cycle: str, run: str = "gdas") -> str:
     """The COM folder of a cycle relative to ROTDIR: ``gdas.YYYYMMDD/HH``."""
     return f"{run}.{cycle[:8]}/{cycle[8:]}"
+
+
+# The cycle's archive jobs (docs/archive.md): ``arch`` (the deterministic cycle's tarballs) and, in a full cycle
+# with an ensemble, one ``earcNN`` per group of members (global-workflow's enkfgdas_earcNN, NN from 01).
+ARCHIVE_JOB = r"arch|earc\d\d"
+
+
+def is_archive_job(name: str) -> bool:
+    """Whether a job of a cycle is one of its archive jobs (``arch``, ``earcNN``)."""
+    return name == "arch" or (name.startswith("earc") and len(name) == 6 and name[4:].isdigit())
+
+
+def member_groups(members: int, per_group: int, prefix: str) -> dict[str, range]:
+    """Jobs of ``per_group`` members each, numbered from 01 (``efcs01``, ``earc01``, ...) -> their members (from 1);
+    the last group holds what is left."""
+    if members <= 0:
+        return {}
+    return {f"{prefix}{group + 1:02d}": range(first, min(first + per_group, members + 1))
+            for group, first in enumerate(range(1, members + 1, per_group))}
+
+
+def ensemble_archive_jobs(members: int, members_per_job: int, members_per_group: int) -> dict[str, tuple[str, ...]]:
+    """Each ``earcNN`` job of a full cycle -> the ``efcsNN`` jobs that write its group's members."""
+    forecasts = member_groups(members, members_per_job, "efcs")
+    return {name: tuple(job for job, written in forecasts.items() if set(written) & set(group))
+            for name, group in member_groups(members, members_per_group, "earc").items()}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .calendar import steps_of_cycle
+from .calendar import member_groups, steps_of_cycle
 from .schema import schema_default
 
 
@@ -32,8 +32,7 @@ class ForecastSettings:
 
     @property
     def ensemble_jobs(self) -> list[str]:
-        groups = -(-self.members // self.members_per_job) if self.members else 0
-        return [f"efcs{group:02d}" for group in range(1, groups + 1)]
+        return list(member_groups(self.members, self.members_per_job, "efcs"))
 
     @property
     def output_hours(self) -> list[int]:

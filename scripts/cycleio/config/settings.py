@@ -18,7 +18,7 @@ import jsonschema
 import yaml
 
 from .calendar import cycles as calendar_cycles
-from .calendar import parse_cycle
+from .calendar import is_archive_job, parse_cycle
 from .forecast import Compression, ForecastSettings, cycle_steps
 from .keys import ConfigError, persistent_tiers
 from .schema import SCHEMA_PATH, load_schema, schema_default
@@ -343,12 +343,12 @@ class ArmSettings:
         """The settings one job of the arm reads (``job``: a step, ``cycle``, ``coldstart``, ``dump``,
         ``cleanup`` or ``inventory``); :meth:`from_json` gives the others their defaults. Of the arm's
         faults (fault injection), a step's or cycle's job gets those aimed at it in ``cycle``."""
-        kind = job if job in JOB_SETTINGS else "step"
+        kind = job if job in JOB_SETTINGS else "arch" if is_archive_job(job) else "step"
         settings = {key: value for key, value in asdict(self).items() if key in JOB_SETTINGS[kind]}
         if kind == "step":  # its own step's compute stand-in
             own = self.step_compute_seconds
             settings["step_compute_seconds"] = {job: own[job]} if job in own else {}
-        if "replay" in settings and cycle not in self.paired_cycles:
+        if "replay" in settings and (cycle not in self.paired_cycles or job.startswith("earc")):  # arch's, not earc's
             settings["replay"] = {}
         if "faults" in settings:
             steps = cycle_steps(cycle, self.start, self.forecast) if job == "cycle" and cycle else (job,)
@@ -436,13 +436,26 @@ def paired_replay(config: dict, cycles: list[str]) -> tuple[dict, tuple]:
             tuple(cycles[-count:]))
 
 
+# global-workflow's NMEM_EARCGRP (parm/config/gfs/config.earc): ensemble members per earc job by the ensemble's
+# resolution; cycleio's members run at the study's resolution (below C48 as C48, above C1152 as C1152).
+EARC_GROUP_BY_RESOLUTION = ((96, 80), (192, 20), (768, 10), (1152, 4))
+
+
+def earc_group_size(resolution: str) -> int:
+    """NMEM_EARCGRP at a resolution ``CNNN``: members per ensemble archive job."""
+    number = int(resolution[1:])
+    return next((size for upto, size in EARC_GROUP_BY_RESOLUTION if number <= upto), EARC_GROUP_BY_RESOLUTION[-1][1])
+
+
 def archive_settings(config: dict) -> dict:
-    """What an arm's arch job reads of config ``archive`` (its tier's spec, the limits in bytes); {} when off."""
+    """What an arm's archive jobs read of config ``archive`` (its tier's spec, the limits in bytes, the earc jobs'
+    group size); {} when off."""
     cfg = config["archive"]
     if not cfg["enabled"]:
         return {}
     name = cfg["tier"]
     return {"tier": {"name": name, **config["tiers"][name]}, "tarballs": list(cfg["tarballs"]),
+            "members_per_group": cfg["members_per_group"] or earc_group_size(config["resolution"]),
             "command": cfg["command"], "timeout_s": cfg["timeout_s"], "split": cfg["split"],
             "max_member_bytes": parse_size(cfg["max_member_bytes"], "archive.max_member_bytes"),
             "max_tarball_bytes": parse_size(cfg["max_tarball_bytes"], "archive.max_tarball_bytes")}

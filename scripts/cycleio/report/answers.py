@@ -19,7 +19,7 @@ import pandas as pd
 
 from ..config.calendar import HALF_CYCLE_STEPS
 from ..fsutil import landing
-from .archive import ARCHIVE_STEP, arm_keep_up, beside_archive, beside_sentence, keep_up_markdown, keep_up_table
+from .archive import archive_rows, arm_keep_up, beside_archive, beside_sentence, keep_up_markdown, keep_up_table
 from .critical import arm_critical_sentence, critical_path
 from .closeness import CLOSE, arm_gap_sentence, replay_rows, timed_median, verdict_sentence
 
@@ -40,7 +40,7 @@ def full_cycle_jobs(summary: pd.DataFrame) -> pd.DataFrame:
     """The jobs of full cycles: cycles with a job beyond the half cycle's fcst and post (cleanup jobs aside,
     which remove an older cycle's data and belong to no cycle's forecast, and archive jobs, which run beside the
     next cycle: report.archive tells whether they keep up)."""
-    jobs = summary[~summary["step"].isin(["cleanup", ARCHIVE_STEP])].astype({"cycle": str})
+    jobs = summary[~summary["step"].eq("cleanup") & ~archive_rows(summary)].astype({"cycle": str})
     beyond = jobs[~jobs["step"].isin(HALF_CYCLE_STEPS)].groupby("arm")["cycle"].unique()
     keep = [(arm in beyond.index) and (cycle in set(beyond[arm])) for arm, cycle in zip(jobs["arm"], jobs["cycle"])]
     return jobs[np.asarray(keep, dtype=bool)]

@@ -1,5 +1,5 @@
-"""Does the archive keep up? Per arm and cycle, from step_summary's ``arch`` rows: how long the cycle's archive
-job took, what it wrote, and whether it finished before the next cycle's archive job began (a backlog grows
+"""Does the archive keep up? Per arm and cycle, from step_summary's archive rows (``arch``, ``earcNN``): how long the
+cycle's archive jobs took, what it wrote, and whether it finished before the next cycle's archive job began (a backlog grows
 otherwise, as when slow transfers led NOAA to take archiving off the cycle's critical path, global-workflow #1051).
 """
 
@@ -9,26 +9,33 @@ import math
 
 import pandas as pd
 
+from ..config.calendar import is_archive_job
 from ..units import MiB
 
-ARCHIVE_STEP = "arch"
 KEEP_UP_COLUMNS = ["study", "arm", "cycle", "archive_s", "bytes_archived", "archive_MiB_per_s", "t_start", "t_end",
-                   "next_archive_start", "finished_before_next"]
+                   "next_archive_start", "finished_before_next", "archive_jobs"]
+
+
+def archive_rows(summary: pd.DataFrame) -> pd.Series:
+    """Which of step_summary's rows are archive jobs (``arch``, and ``earcNN`` with an ensemble)."""
+    return summary["step"].map(is_archive_job).astype(bool)
 
 
 def keep_up_table(summary: pd.DataFrame) -> pd.DataFrame:
-    """One row per arm x cycle with an archive job (KEEP_UP_COLUMNS); empty when the study archived nothing.
+    """One row per arm x cycle with archive jobs (KEEP_UP_COLUMNS); empty when the study archived nothing.
 
-    ``archive_s``: the archive job's wall seconds; ``finished_before_next``: it ended before the same arm's next
-    cycle's archive job began (NA for the last cycle)."""
-    jobs = summary[summary["step"] == ARCHIVE_STEP].astype({"cycle": str}) if "step" in summary else summary.iloc[0:0]
-    if jobs.empty:
+    ``archive_s``: the wall seconds of the cycle's archive jobs (``arch`` and its ``earcNN``, ``archive_jobs`` of
+    them), summed; ``t_start``/``t_end``: the first one's start, the last one's end; ``finished_before_next``: the
+    cycle's archive ended before the same arm's next cycle's archive began (NA for the last cycle)."""
+    rows = summary[archive_rows(summary)].astype({"cycle": str}) if "step" in summary else summary.iloc[0:0]
+    if rows.empty:
         return pd.DataFrame(columns=KEEP_UP_COLUMNS)
-    jobs = jobs.sort_values(["arm", "cycle"]).copy()
-    jobs["archive_s"] = jobs["wall_s"]
-    jobs["t_end"] = jobs["t_start"] + jobs["wall_s"]
-    column = "bytes_archived" if "bytes_archived" in jobs else None
-    jobs["bytes_archived"] = jobs[column].fillna(0).astype("int64") if column else 0
+    rows = rows.assign(t_end=rows["t_start"] + rows["wall_s"],
+                       bytes_archived=rows["bytes_archived"].fillna(0) if "bytes_archived" in rows else 0)
+    jobs = rows.groupby(["arm", "cycle"], as_index=False, sort=True).agg(
+        study=("study", "first"), archive_s=("wall_s", "sum"), bytes_archived=("bytes_archived", "sum"),
+        t_start=("t_start", "min"), t_end=("t_end", "max"), archive_jobs=("step", "size"))
+    jobs["bytes_archived"] = jobs["bytes_archived"].astype("int64")
     jobs["archive_MiB_per_s"] = (jobs["bytes_archived"] / MiB / jobs["archive_s"]).where(jobs["archive_s"] > 0)
     jobs["next_archive_start"] = jobs.groupby("arm")["t_start"].shift(-1)
     jobs["finished_before_next"] = (jobs["t_end"] <= jobs["next_archive_start"]).astype("boolean")
@@ -68,11 +75,12 @@ def beside_archive(summary: pd.DataFrame, step: str = "fcst") -> dict:
     if not {"t_start", "wall_s"} <= set(summary):
         return {}
     jobs = summary.astype({"cycle": str})
-    arch = jobs[jobs["step"] == ARCHIVE_STEP]
+    archives = archive_rows(jobs)
+    arch = jobs[archives]
     if arch.empty:
         return {}
     starts, ends = arch["t_start"].to_numpy(), (arch["t_start"] + arch["wall_s"]).to_numpy()
-    others = jobs[jobs["step"] != ARCHIVE_STEP]
+    others = jobs[~archives]
     overlap = [_overlap_s(t, wall, starts, ends) for t, wall in zip(others["t_start"], others["wall_s"])]
     others = others.assign(overlap_s=overlap, beside=[seconds > 0 for seconds in overlap])
     # the next cycle's jobs: an arm's first cycle follows no archive, and its forecast (the half cycle's) differs
@@ -163,8 +171,9 @@ def keep_up_markdown(table: pd.DataFrame, beside: str = "") -> list[str]:
     if not beside and "archive_beside" in table:
         said = table["archive_beside"].dropna()
         beside = str(said.iloc[0]) if not said.empty else ""
-    lines = ["", "Does the archive keep up? Per arm: each cycle's arch job (its tarballs written to the archive tier, "
-             "indexed and read back), in seconds, the bytes it archived per cycle, and whether each finished before "
+    lines = ["", "Does the archive keep up? Per arm: each cycle's archive jobs (arch, and an earc job per group of "
+             "ensemble members with an ensemble: their tarballs written to the archive tier, indexed and read back), "
+             "in seconds, the bytes it archived per cycle, and whether each finished before "
              "the next cycle's archive began.", "",
              "| arm | archive per cycle [s] | archived per cycle [MiB] | MiB/s | kept up |", "|---|---|---|---|---|"]
     for row in rows:

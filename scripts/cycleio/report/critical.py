@@ -3,7 +3,7 @@
 From step_summary's rows (each job's start and wall time) and the study's DAG (workflow.dependencies): start at the
 cycle's last step job to finish (its post), go back to the dependency that finished last before it, and so on
 within the cycle. What the chain holds (its I/O, staging and archive seconds) decides the cycle; the jobs off it
-(the archive job, which runs beside the next cycle, ensemble forecasts that finished earlier) did not.
+(the archive jobs, arch and the ensemble's earcNN, which run beside the next cycle, ensemble forecasts that finished earlier) did not.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..workflow.dependencies import ArmJobs, CycledJobs, Job
+from .archive import archive_rows
 
 OFF_CYCLE = ("cleanup",)
 CRITICAL_COLUMNS = ["study", "arm", "cycle", "order", "step", "t_start", "t_end", "wall_s", "io_s", "staging_s",
@@ -24,7 +25,7 @@ def _dag(jobs: pd.DataFrame) -> CycledJobs:
         arms[arm] = ArmJobs("cycle" if "cycle" in steps else "step",
                             tuple(sorted(s for s in steps if s.startswith("efcs"))))
     cycles = tuple(sorted(jobs["cycle"].unique()))
-    return CycledJobs("study", cycles, arms, None, "arch" in set(jobs["step"]))
+    return CycledJobs("study", cycles, arms, None, bool(archive_rows(jobs).any()))
 
 
 def critical_path(summary: pd.DataFrame) -> pd.DataFrame:
@@ -43,7 +44,7 @@ def critical_path(summary: pd.DataFrame) -> pd.DataFrame:
     by_job = {(row.arm, row.cycle, row.step): row for row in jobs.itertuples()}
     rows = []
     for (arm, cycle), mine in jobs.groupby(["arm", "cycle"], sort=True):
-        steps = mine[mine["step"] != "arch"]
+        steps = mine[~archive_rows(mine)]
         if steps.empty:
             continue
         current = Job(arm, cycle, steps.loc[steps["t_end"].idxmax(), "step"])

@@ -17,6 +17,15 @@ What the lists name and cycleio does not write (logs of the workflow's jobs, the
 ``atmanl``/``sfcanl``, ``loginc.txt``, monitoring files, ``sfluxgrbfFFF.grib2.idx``) is left out; what cycleio writes
 and no list names (``master.grb2fFFF``, the 1-hourly history between the 3-hourly ones) is not archived, as in
 operations. The members are chosen here from the inventory (inventory.step_io), so they follow its names.
+
+The ensemble's tarballs are written by jobs of their own, one ``earcNN`` per group of members (global-workflow's
+``enkfgdas_earcNN``, ``parm/archive/master_enkf.yaml.j2``: members ``(NN - 1) * NMEM_EARCGRP + 1`` to
+``NN * NMEM_EARCGRP``). Of their lists cycleio writes members of one only, ``enkf_grp.yaml.j2``
+(``enkfgdas_grpNN.tar``): per member of the group its ``atmf003.nc``, ``atmf006.nc``, ``atmf009.nc`` (every 3 h
+from 3 to 9) and ``sfcf006.nc`` (only the 6-hour surface forecast); the members' ``gsistat`` and ``ratminc.nc``
+are not written by cycleio. ``enkf.yaml.j2`` (``enkfgdas.tar``, group 00: the ensemble jobs' logs, mean and
+spread, ``enkfstat``) and ``enkf_restarta_grp``/``enkf_restartb_grp`` (bias files, increments, surface analyses,
+restarts per member) name nothing cycleio writes, so they have no job and no tarball here.
 """
 
 from __future__ import annotations
@@ -24,7 +33,7 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-from ..config.calendar import is_half_cycle
+from ..config.calendar import ensemble_archive_jobs, is_half_cycle, member_groups
 from ..config.forecast import ForecastSettings
 from ..storage.archive import ArchiveLimits, plan_tarball
 from .grid import Grid
@@ -61,6 +70,10 @@ SELECTS: dict[str, Callable[[str], bool]] = {
 }
 
 
+# enkf_grp.yaml.j2: a member's atmf003/006/009.nc and sfcf006.nc, under enkfgdas.YYYYMMDD/HH/memNNN/
+_ENKF_GRP = re.compile(r"/mem(?P<member>\d{3})/model/atmos/history/[^/]*\.(?:atmf00[369]|sfcf006)\.nc$")
+
+
 def tarballs_of(path: str, tarballs=TARBALLS) -> list[str]:
     """The tarballs a file of a cycle goes in (radstat and cnvstat go in two), by its path in the inventory."""
     return [name for name in tarballs if SELECTS[name](path)]
@@ -88,12 +101,54 @@ def tarball_members(cycle: str, start: str, settings: ForecastSettings,
     return {name: specs for name, specs in chosen.items() if specs}
 
 
-def expected_members(cycle: str, settings, tarballs=TARBALLS) -> dict[str, list[tuple[str, int]]]:
-    """Per tarball, (member path, expected bytes at the arm's resolution) from the inventory.
-    ``settings``: an ArmSettings (its start, forecast, resolution, levels, compression)."""
+def ensemble_members(cycle: str, start: str, settings: ForecastSettings, group: range) -> list[FileSpec]:
+    """``enkfgdas_grpNN.tar``: the files of the group's members the enkf_grp list names, in the order the ensemble
+    forecast jobs write them."""
+    specs = []
+    for job in settings.ensemble_jobs if not is_half_cycle(cycle, start) else ():
+        for spec in step_io(job, cycle, start, settings).writes:
+            found = _ENKF_GRP.search(spec.path)
+            if found and int(found["member"]) in group:
+                specs.append(spec)
+    return specs
+
+
+def archive_jobs(settings, cycle: str) -> list[str]:
+    """The archive jobs of a cycle of an arm (``settings``: an ArmSettings with archive settings): ``arch`` and, in a
+    full cycle with an ensemble, one ``earcNN`` per group of ``archive.members_per_group`` members."""
+    if not settings.archive:
+        return []
+    if is_half_cycle(cycle, settings.start):
+        return ["arch"]
+    forecast = settings.forecast
+    return ["arch", *ensemble_archive_jobs(forecast.members, forecast.members_per_job,
+                                           settings.archive["members_per_group"])]
+
+
+def job_tarballs(job: str, cycle: str, settings) -> dict[str, list[FileSpec]]:
+    """Per tarball of one archive job (``arch`` or ``earcNN``) of a cycle, its members; a tarball with no member in
+    this cycle is left out. ``settings``: an ArmSettings (its start, forecast and archive settings)."""
+    if job == "arch":
+        return tarball_members(cycle, settings.start, settings.forecast, settings.archive["tarballs"])
+    groups = member_groups(settings.forecast.members, settings.archive["members_per_group"], "earc")
+    if job not in groups:
+        raise ValueError(f"arm {settings.arm} has no archive job {job!r}; its earc jobs: {', '.join(groups) or 'none'}")
+    members = ensemble_members(cycle, settings.start, settings.forecast, groups[job])
+    return {f"enkfgdas_grp{job[4:]}": members} if members else {}
+
+
+def expected_members(cycle: str, settings, job: str = "arch") -> dict[str, list[tuple[str, int]]]:
+    """Per tarball of an archive job, (member path, expected bytes at the arm's resolution) from the inventory.
+    ``settings``: an ArmSettings (its start, forecast, resolution, levels, compression, archive)."""
     grid = Grid(settings.resolution, settings.levels)
     return {name: [(spec.path, expected_bytes(spec, grid, settings.compression)) for spec in specs]
-            for name, specs in tarball_members(cycle, settings.start, settings.forecast, tarballs).items()}
+            for name, specs in job_tarballs(job, cycle, settings).items()}
+
+
+def cycle_expected_members(cycle: str, settings) -> dict[str, list[tuple[str, int]]]:
+    """Every tarball of every archive job of a cycle, as :func:`expected_members`."""
+    return {name: members for job in archive_jobs(settings, cycle)
+            for name, members in expected_members(cycle, settings, job).items()}
 
 
 def archive_limits(archive: dict) -> ArchiveLimits:
@@ -101,18 +156,18 @@ def archive_limits(archive: dict) -> ArchiveLimits:
     return ArchiveLimits(archive["max_member_bytes"], archive["max_tarball_bytes"], archive["split"])
 
 
-def plan_cycle(settings, cycle: str) -> dict[str, list[tuple[str, list[tuple[str, int]]]]]:
-    """Per tarball, its file names and members (expected bytes) at the arm's resolution, under the archive's
-    limits (storage.archive.plan_tarball: ArchiveLimitError naming tarball and member)."""
-    archive = settings.archive
-    limits = archive_limits(archive)
-    return {name: plan_tarball(name, members, limits, cycle)
-            for name, members in expected_members(cycle, settings, archive["tarballs"]).items()}
+def plan_cycle(settings, cycle: str, job: str | None = None) -> dict[str, list[tuple[str, list[tuple[str, int]]]]]:
+    """Per tarball of an archive job (None: of all the cycle's archive jobs), its file names and members (expected
+    bytes) at the arm's resolution, under the archive's limits (storage.archive.plan_tarball: ArchiveLimitError
+    naming tarball and member)."""
+    limits = archive_limits(settings.archive)
+    members = cycle_expected_members(cycle, settings) if job is None else expected_members(cycle, settings, job)
+    return {name: plan_tarball(name, tarred, limits, cycle) for name, tarred in members.items()}
 
 
 def check_archive_limits(study) -> list[str]:
-    """Before any job: every arm's tarballs of the study's first two cycles (the half cycle and a full one: the
-    later ones hold the same files) under the archive's limits; one note per tarball split into parts.
+    """Before any job: every arm's tarballs (arch's and the earc jobs') of the study's first two cycles (the half
+    cycle and a full one: the later ones hold the same files) under the archive's limits; one note per tarball split into parts.
     ``study``: a config.settings.Study."""
     notes = []
     for arm in study.arms.values():

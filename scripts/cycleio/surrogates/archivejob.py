@@ -1,8 +1,9 @@
-"""The cycle's archive job (``arch``): the operational tarballs of a cycle, off the persistent tier, to the archive tier.
+"""The cycle's archive jobs (``arch``, and ``earcNN`` per group of ensemble members): the operational tarballs of a
+cycle, off the persistent tier, to the archive tier.
 
-For each tarball of the cycle (archive_lists) the job plans its parts under the archive's limits with the members'
+For each tarball of the job (archive_lists.job_tarballs) the job plans its parts under the archive's limits with the members'
 actual sizes, writes each part (a temporary name, fsync, rename: storage.archive), lands its index beside it and
-reads it back against the index and against the checksums the cycle's steps recorded when they landed the files
+reads it back against the index and against the checksums the jobs that wrote the members recorded when they landed the files
 (their manifests); a tarball that does not read back is removed with its index, so nothing is half-archived. Records: ``phase: archive``, reads off the persistent tier (``op: read``, one per member),
 the tarball's writes to the archive tier (``op: write``), its fsync and rename (``op: sync``) and the read-back
 (``op: checksum``). The manifest, written last, lists the tarballs.
@@ -24,7 +25,7 @@ from ..storage.pagecache import cache_risk, cached_fraction
 from ..storage.staging import remove_stale_temporaries
 from ..storage.tiers import TierSite
 from ..units import MiB
-from .archive_lists import archive_limits, tarball_members
+from .archive_lists import archive_limits, job_tarballs
 
 log = logging.getLogger("cycleio")
 
@@ -46,27 +47,28 @@ def archive_tool(command: str) -> str:
 
 
 def run_archive(settings: ArmSettings, cycle: str, records_path: Path, manifest_path: Path,
-                manifests: list[Path] = (), attempt: int = 1, replay=None) -> dict:
-    """Write, index and verify the cycle's tarballs; records, then the manifest last.
+                manifests: list[Path] = (), attempt: int = 1, replay=None, job: str = "arch") -> dict:
+    """Write, index and verify the tarballs of one archive job of the cycle (``job``: ``arch`` or ``earcNN``);
+    records, then the manifest last.
 
     ``replay``: in a paired cycle (benchmarks.paired.PairedReplay), the archive's reads are replayed on the persistent
     tier and its writes on the archive tier right after it, for its rows of the efficiency table."""
     archive = settings.archive
     if not archive:
-        raise ValueError("the arch job needs the arm's archive settings (config archive.enabled: true)")
+        raise ValueError(f"the {job} job needs the arm's archive settings (config archive.enabled: true)")
     persistent = TierSite(settings.persistent, settings.study, settings.arm)
     target = TierSite(Tier(**archive["tier"]), settings.study, settings.arm)
-    records = RecordLog(study=settings.study, arm=settings.arm, cycle=cycle, step="arch", strategy=settings.strategy,
+    records = RecordLog(study=settings.study, arm=settings.arm, cycle=cycle, step=job, strategy=settings.strategy,
                         attempt=attempt)
     command = archive_tool(archive["command"])
     if archive["command"].strip() and not command:
-        log.warning("[%s %s arch] archive.command %r: its program is not found here; writing the tarballs with "
-                    "Python's tarfile instead", settings.arm, cycle, archive["command"])
+        log.warning("[%s %s %s] archive.command %r: its program is not found here; writing the tarballs with "
+                    "Python's tarfile instead", settings.arm, cycle, job, archive["command"])
     expected = expected_checksums(list(manifests))
     folder = target.root / cycle
     limits = archive_limits(archive)
     written = []
-    for name, specs in tarball_members(cycle, settings.start, settings.forecast, archive["tarballs"]).items():
+    for name, specs in job_tarballs(job, cycle, settings).items():
         missing = [spec.path for spec in specs if not (persistent.root / spec.path).is_file()]
         if missing:
             raise FileNotFoundError(f"{name}.tar of cycle {cycle}: {len(missing)} members are not on tier "
@@ -79,19 +81,19 @@ def run_archive(settings: ArmSettings, cycle: str, records_path: Path, manifest_
             written.append(_one_tarball(final, members, persistent, target, records, command, archive, expected))
     total = sum(entry["bytes"] for entry in written)
     seconds = sum(entry["write_s"] + entry["sync_s"] for entry in written)
-    log.info("[%s %s arch] %d tarballs, %.1f MiB to %s in %.2f s (%.1f MiB/s)", settings.arm, cycle, len(written),
+    log.info("[%s %s %s] %d tarballs, %.1f MiB to %s in %.2f s (%.1f MiB/s)", settings.arm, cycle, job, len(written),
              total / MiB, folder, seconds, total / MiB / seconds if seconds > 0 else 0.0)
     if replay is not None:
-        label = f"[{settings.arm} {cycle} arch]"
-        raw = records_path.with_name("arch.replay.raw")
-        replay.run("arch", records, persistent, persistent.root / f".replay.{cycle}.arch", raw, label, phase=PHASE,
+        label = f"[{settings.arm} {cycle} {job}]"
+        raw = records_path.with_name(f"{job}.replay.raw")
+        replay.run(job, records, persistent, persistent.root / f".replay.{cycle}.{job}", raw, label, phase=PHASE,
                    ops=("read",))
-        replay.run("arch", records, target, target.root / f".replay.{cycle}.arch", raw, label, phase=PHASE,
+        replay.run(job, records, target, target.root / f".replay.{cycle}.{job}", raw, label, phase=PHASE,
                    ops=("write",))
     records.write(records_path)
     from .jobs import provenance  # jobs imports the surrogates' writers: only where a manifest is made
 
-    manifest = {"study": settings.study, "arm": settings.arm, "cycle": cycle, "step": "arch",
+    manifest = {"study": settings.study, "arm": settings.arm, "cycle": cycle, "step": job,
                 "root": str(folder.resolve()), "tarballs": written,
                 "provenance": provenance(settings, {"persistent": persistent, "archive": target})}
     write_json_atomic(manifest_path, manifest)

@@ -2,7 +2,8 @@
 
 A job is ``Job(arm, cycle, name)``. ``name`` is a step (``prep``, ``anal``, ``fcst``, ``post``,
 ``efcsNN``), ``cycle`` (an arm staged per cycle runs all of a cycle's steps in one job), ``arch`` (the
-cycle's archive job: it reads the cycle's products off the persistent tier into tarballs), ``dump``
+cycle's archive job: it reads the cycle's products off the persistent tier into tarballs), ``earcNN`` (with an
+ensemble, the archive job of a group of members: their history into enkfgdas_grpNN.tar), ``dump``
 (a cycle's observation dumps arriving on the persistent tier) or ``cleanup`` (a finished cycle
 leaving the persistent tier); the cold start is ``Job(arm, None, "coldstart")``. The rules turn jobs
 into paths (rules/common.smk): no file name is known here. The Snakefile imports this at DAG time,
@@ -15,7 +16,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import NamedTuple
 
-from ..config.calendar import steps_of_cycle
+from ..config.calendar import ARCHIVE_JOB, ensemble_archive_jobs, is_half_cycle, steps_of_cycle
+
+__all__ = ["ARCHIVE_JOB", "ArmJobs", "CycledJobs", "Job", "jobs_of_cycle"]
 
 
 class Job(NamedTuple):
@@ -46,10 +49,12 @@ def jobs_of_cycle(cycle: str, first_cycle: str, granularity: str = "step",
 
 @dataclass(frozen=True)
 class ArmJobs:
-    """What the DAG needs to know of an arm: how it stages, and its ensemble forecast jobs."""
+    """What the DAG needs to know of an arm: how it stages, its ensemble forecast jobs, and (archive on) each
+    ensemble archive job of a full cycle with the ensemble forecast jobs whose members it archives."""
 
     granularity: str = "step"
     ensemble_jobs: tuple[str, ...] = ()
+    ensemble_archives: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -70,8 +75,14 @@ class CycledJobs:
     @classmethod
     def of_study(cls, study) -> "CycledJobs":
         """From a config.settings.Study (its name, cycles, arms and keep)."""
+        def earcs(arm) -> tuple:
+            if not arm.archive:
+                return ()
+            return tuple(ensemble_archive_jobs(arm.forecast.members, arm.forecast.members_per_job,
+                                               arm.archive["members_per_group"]).items())
+
         return cls(study.name, tuple(study.cycles),
-                   {name: ArmJobs(arm.granularity, tuple(arm.forecast.ensemble_jobs))
+                   {name: ArmJobs(arm.granularity, tuple(arm.forecast.ensemble_jobs), earcs(arm))
                     for name, arm in study.arms.items()},
                    study.keep, any(arm.archive for arm in study.arms.values()))
 
@@ -111,18 +122,29 @@ class CycledJobs:
             return [Job(arm, cycle, "anal")]
         return [Job(arm, cycle if which == "this" else self._previous(cycle), step) for which, step in NEEDS[name]]
 
-    def archives(self) -> list[Job]:
-        """Every cycle's archive job of every arm, in chronological order (none when the archive is off)."""
+    def archive_jobs_of_cycle(self, arm: str, cycle: str) -> list[str]:
+        """An arm's archive jobs of a cycle: ``arch`` and, in a full cycle, its ensemble archive jobs ``earcNN``."""
         if not self.archive:
             return []
-        return [Job(arm, cycle, "arch") for cycle in self.cycles for arm in self.arms]
+        earcs = [] if is_half_cycle(cycle, self.cycles[0]) else [name for name, _ in self.arms[arm].ensemble_archives]
+        return ["arch", *earcs]
 
-    def archive_dependencies(self, arm: str, cycle: str) -> list[Job]:
-        """The jobs whose files a cycle's archive job reads: the cycle's own steps (not its ensemble forecasts,
-        whose tarballs are not written)."""
-        if not self.archive or arm not in self.arms or cycle not in self._position:
-            raise ValueError(f"arm {arm} has no archive job in cycle {cycle} (archive.enabled: {self.archive})")
-        return [Job(arm, cycle, name) for name in self.jobs_of_cycle(arm, cycle) if not name.startswith("efcs")]
+    def archives(self) -> list[Job]:
+        """Every cycle's archive jobs of every arm, in chronological order (none when the archive is off)."""
+        return [Job(arm, cycle, name) for cycle in self.cycles for arm in self.arms
+                for name in self.archive_jobs_of_cycle(arm, cycle)]
+
+    def archive_dependencies(self, arm: str, cycle: str, name: str = "arch") -> list[Job]:
+        """The jobs whose files a cycle's archive job reads: for ``arch`` the cycle's own steps (not its ensemble
+        forecasts), for ``earcNN`` the ensemble forecast jobs that write its group's members (the ``cycle`` job
+        of an arm staged per cycle)."""
+        if arm not in self.arms or cycle not in self._position or name not in self.archive_jobs_of_cycle(arm, cycle):
+            raise ValueError(f"arm {arm} has no archive job {name} in cycle {cycle} (archive.enabled: {self.archive})")
+        if name != "arch":
+            if self.arms[arm].granularity == "cycle":
+                return [Job(arm, cycle, "cycle")]
+            return [Job(arm, cycle, job) for job in dict(self.arms[arm].ensemble_archives)[name]]
+        return [Job(arm, cycle, job) for job in self.jobs_of_cycle(arm, cycle) if not job.startswith("efcs")]
 
     def cleanups(self) -> list[Job]:
         """Every cycle but the last ``keep`` leaves each arm's persistent tier."""
@@ -139,5 +161,5 @@ class CycledJobs:
         done = [Job(arm, c, name) for c in [cycle, *later[:-1]] for name in self.jobs_of_cycle(arm, c)]
         readers = [Job(arm, later[-1], name) for name in self.jobs_of_cycle(arm, later[-1])
                    if name in READS_PREVIOUS_CYCLE]
-        archived = [Job(arm, cycle, "arch")] if self.archive else []  # the archive reads the cycle's files
+        archived = [Job(arm, cycle, name) for name in self.archive_jobs_of_cycle(arm, cycle)]  # they read its files
         return done + readers + archived

@@ -13,7 +13,7 @@ from ..surrogates.inventory import job_files
 from ..surrogates.kinds import expected_bytes
 from ..config.tierspec import JOB_TIME_VARIABLES, Tier, TierError, expand_tier_path
 from ..storage.archive import tar_bytes
-from ..surrogates.archive_lists import expected_members
+from ..surrogates.archive_lists import cycle_expected_members
 from ..units import format_bytes
 from ..storage.tiers import (claim_study_folder, filesystem_type, free_bytes, nearest_existing, owner_problem,
                              study_folder_owner, unwritable_reason)
@@ -58,10 +58,10 @@ def study_needs(study: Study) -> dict[str, dict]:
                 inputs, outputs, _ = job_files(arm, cycle, steps)
                 job = sum(expected_bytes(spec, grid, arm.compression) for spec in inputs + outputs)
                 scratch[arm.scratch.name] = max(scratch[arm.scratch.name], job)
-        if arm.archive:  # the archive keeps every cycle's tarballs
+        if arm.archive:  # the archive keeps every cycle's tarballs (arch's and the earc jobs')
             persistent[arm.archive["tier"]["name"]] += sum(
                 tar_bytes(members) for cycle in study.cycles
-                for members in expected_members(cycle, arm, arm.archive["tarballs"]).values())
+                for members in cycle_expected_members(cycle, arm).values())
     return {name: {"persistent_bytes": persistent.get(name, 0), "scratch_bytes": scratch.get(name, 0)}
             for name in set(persistent) | set(scratch)}
 
