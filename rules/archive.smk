@@ -14,6 +14,8 @@ rule archive_cycle:
         out("logs", "{arm}", "{cycle}", "{step}.log"),
     benchmark:
         out("benchmarks", "{arm}", "{cycle}", "{step}.tsv")
+    wildcard_constraints:
+        step=ARCHIVE_JOB,
     conda:
         "../envs/cycleio.yaml"
     threads: 1
@@ -23,8 +25,6 @@ rule archive_cycle:
         attempt=lambda wildcards, attempt: attempt,
     params:
         settings=job_settings(),
-    wildcard_constraints:
-        step=ARCHIVE_JOB,
     message:
         "{wildcards.step}: cycle {wildcards.cycle} of arm {wildcards.arm} to the archive tier"
     shell:

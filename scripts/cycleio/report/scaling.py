@@ -197,14 +197,15 @@ def step_bytes(inventory: pd.DataFrame, summary: pd.DataFrame | None = None) -> 
 
 
 def archive_bytes(inventory: pd.DataFrame) -> int:
-    """The bytes one full cycle's tarballs hold at the inventory's resolution (surrogates.archive_lists: a file in
-    two tarballs counts twice, as it is written twice)."""
-    from ..surrogates.archive_lists import tarballs_of
+    """The bytes one full cycle's tarballs hold at the inventory's resolution, the ensemble's enkfgdas_grpNN.tar
+    included (surrogates.archive_lists: a file in two tarballs counts twice, as it is written twice)."""
+    from ..surrogates.archive_lists import in_ensemble_tarball, tarballs_of
 
     jobs = inventory[~inventory["step"].isin(["coldstart", "dump", "cleanup"])].astype({"cycle": str})
     jobs = jobs[jobs["arm"] == jobs["arm"].iloc[0]]
     full = jobs[jobs["cycle"] == jobs["cycle"].max()]
-    return int(sum(size * len(tarballs_of(path)) for path, size in zip(full["file"], full["expected_bytes"])))
+    return int(sum(size * (len(tarballs_of(path)) + in_ensemble_tarball(path))
+                   for path, size in zip(full["file"], full["expected_bytes"])))
 
 
 def capacity_plan(inventory: pd.DataFrame, fits: pd.DataFrame, *, resolution: str, interval_hours: float,

@@ -75,8 +75,16 @@ _ENKF_GRP = re.compile(r"/mem(?P<member>\d{3})/model/atmos/history/[^/]*\.(?:atm
 
 
 def tarballs_of(path: str, tarballs=TARBALLS) -> list[str]:
-    """The tarballs a file of a cycle goes in (radstat and cnvstat go in two), by its path in the inventory."""
+    """The arch job's tarballs a file of a cycle goes in (radstat and cnvstat go in two), by its path in the
+    inventory; the ensemble's files (``enkfgdas.*``) go in none of them, but in the earc jobs' tarballs."""
+    if path.startswith("enkf"):
+        return []
     return [name for name in tarballs if SELECTS[name](path)]
+
+
+def in_ensemble_tarball(path: str) -> bool:
+    """Whether a file of a cycle goes in its member's group's ``enkfgdas_grpNN.tar`` (the enkf_grp list)."""
+    return bool(_ENKF_GRP.search(path))
 
 
 def cycle_writes(cycle: str, start: str, settings: ForecastSettings) -> list[FileSpec]:
@@ -108,7 +116,7 @@ def ensemble_members(cycle: str, start: str, settings: ForecastSettings, group: 
     for job in settings.ensemble_jobs if not is_half_cycle(cycle, start) else ():
         for spec in step_io(job, cycle, start, settings).writes:
             found = _ENKF_GRP.search(spec.path)
-            if found and int(found["member"]) in group:
+            if found and int(found["member"]) in group:  # group: the earc job's members
                 specs.append(spec)
     return specs
 
@@ -118,9 +126,9 @@ def archive_jobs(settings, cycle: str) -> list[str]:
     full cycle with an ensemble, one ``earcNN`` per group of ``archive.members_per_group`` members."""
     if not settings.archive:
         return []
-    if is_half_cycle(cycle, settings.start):
-        return ["arch"]
     forecast = settings.forecast
+    if is_half_cycle(cycle, settings.start) or not forecast.members:
+        return ["arch"]
     return ["arch", *ensemble_archive_jobs(forecast.members, forecast.members_per_job,
                                            settings.archive["members_per_group"])]
 

@@ -76,7 +76,7 @@ class CycledJobs:
     def of_study(cls, study) -> "CycledJobs":
         """From a config.settings.Study (its name, cycles, arms and keep)."""
         def earcs(arm) -> tuple:
-            if not arm.archive:
+            if not arm.archive or not arm.forecast.members:
                 return ()
             return tuple(ensemble_archive_jobs(arm.forecast.members, arm.forecast.members_per_job,
                                                arm.archive["members_per_group"]).items())
