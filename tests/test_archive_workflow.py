@@ -1,5 +1,5 @@
-"""The archive job end to end: the smoke study with archive on two arms (lustre and node_local scratch), cleanup
-keeping one cycle, through Snakemake."""
+"""The archive jobs end to end: the smoke study with archive on two arms (lustre and node_local scratch), cleanup
+keeping one cycle, and a 2-member ensemble (one efcs job, one earc job per full cycle), through Snakemake."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from conftest import snakemake
 
 from cycleio.config.settings import ArmSettings
 from cycleio.storage import archive as arc
-from cycleio.surrogates.archive_lists import tarball_members
+from cycleio.surrogates.archive_lists import job_tarballs, tarball_members
 
 pytestmark = pytest.mark.e2e
 ARMS = ("lustre", "node_local")
@@ -30,7 +30,8 @@ def archived(tmp_path_factory):
                   "archive": {"kind": "archive", "path": str(workdir / "archive")}},
         "scratch_tiers": ["lustre", "node_local"],
         "cycles": {"keep": 1},
-        "archive": {"enabled": True},
+        "archive": {"enabled": True},  # members_per_group: C12 takes global-workflow's 80, so one group
+        "ensemble": {"members": 2, "members_per_job": 2},
         "benchmarks": {"enabled": False},
     }
     (workdir / "tiers.yaml").write_text(yaml.safe_dump(overrides))
@@ -65,26 +66,51 @@ def test_every_cycle_of_both_arms_has_its_tarballs_indexed_and_reading_back(arch
     assert [m.name for m in index.members] == expected
 
 
+def test_each_full_cycle_s_earc_job_archives_the_members_history_the_enkf_grp_list_names(archived):
+    results = archived / "results" / "smoke"
+    for arm in ARMS:
+        assert not (results / "arms" / arm / CYCLES[0] / "earc01.manifest.json").exists()  # the half cycle: none
+        for cycle in CYCLES[1:]:
+            manifest = json.loads((results / "arms" / arm / cycle / "earc01.manifest.json").read_text())
+            assert manifest["step"] == "earc01" and [t["tarball"] for t in manifest["tarballs"]] == ["enkfgdas_grp01.tar"]
+            tarball = archived / "archive" / "smoke" / arm / cycle / "enkfgdas_grp01.tar"
+            index = arc.TarballIndex.read(arc.index_path(tarball))
+            arc.verify_tarball(tarball, index)
+            assert len(index.members) == 2 * 4  # per member atmf003, atmf006, atmf009, sfcf006
+    settings = ArmSettings.from_json(json.dumps({
+        "study": "smoke", "arm": "lustre", "start": CYCLES[0], "seed": 1, "resolution": "C12", "levels": 8,
+        "persistent": {"name": "lustre", "kind": "lustre", "path": "x"}, "archive": {"members_per_group": 80},
+        "forecast": {"restart_hours": [6], "product_grids": ["1p00"], "members": 2, "members_per_job": 2}}))
+    expected = [spec.path for spec in job_tarballs("earc01", CYCLES[1], settings)["enkfgdas_grp01"]]
+    index = arc.TarballIndex.read(archived / "archive" / "smoke" / "lustre" / CYCLES[1] / "enkfgdas_grp01.tar.index.json")
+    assert [m.name for m in index.members] == expected
+
+
 def test_the_archive_is_timed_in_step_summary_the_timeline_and_the_summary_and_runs_before_cleanup(archived):
     results = archived / "results" / "smoke"
     summary = pd.read_csv(results / "tables" / "step_summary.csv", dtype={"cycle": str})
     arch = summary[summary["step"] == "arch"]
     assert len(arch) == len(ARMS) * len(CYCLES)
     assert (arch["bytes_archived"] > 0).all() and (arch["archive_s"] > 0).all()
+    earc = summary[summary["step"] == "earc01"]
+    assert len(earc) == len(ARMS) * (len(CYCLES) - 1)
+    assert (earc["bytes_archived"] > 0).all() and (earc["archive_s"] > 0).all()
     events = pd.read_parquet(results / "tables" / "io_events.parquet")
     archive = events[events["phase"] == "archive"]
     assert set(archive[archive["op"] == "read"]["tier"]) == {"lustre"}
     assert set(archive[archive["op"] == "write"]["tier_kind"]) == {"archive"}
     timeline = pd.read_csv(results / "tables" / "cycle_timeline.csv", dtype={"cycle": str})
-    assert set(timeline[timeline["step"] == "arch"]["what"]) == {"archive"}
-    # the critical path: the cycle's steps back from its post; the archive job is off it
-    assert not timeline[timeline["step"] == "arch"]["critical"].any()
-    assert timeline[(timeline["cycle"] == CYCLES[1]) & timeline["step"].isin(["prep", "anal", "fcst", "post"])]["critical"].all()
+    assert set(timeline[timeline["step"].isin(["arch", "earc01"])]["what"]) == {"archive"}
+    # the critical path: the cycle's steps back from its post; the archive jobs are off it
+    assert not timeline[timeline["step"].isin(["arch", "earc01"])]["critical"].any()
+    # (the efcs job, which starts from the analysis, is on it instead of fcst and post when it finished last)
+    assert timeline[(timeline["cycle"] == CYCLES[1]) & timeline["step"].isin(["prep", "anal"])]["critical"].all()
     text = (results / "summary.md").read_text()
     assert "Does the archive keep up?" in text and "| lustre |" in text.split("Does the archive keep up?")[1]
     # a cycle's cleanup removes its files only after its archive job read them
     for arm in ARMS:
         for cycle in CYCLES[:-1]:
             mine = events[(events["arm"] == arm) & (events["cycle"] == cycle)]
-            arch_end = (mine[mine["step"] == "arch"]["t_start"] + mine[mine["step"] == "arch"]["seconds"]).max()
+            archives = mine[mine["step"].isin(["arch", "earc01"])]
+            arch_end = (archives["t_start"] + archives["seconds"]).max()
             assert mine[mine["step"] == "cleanup"]["t_start"].min() >= arch_end
