@@ -572,4 +572,5 @@ def test_the_beside_study_lays_over_the_archive_study_one_arm_at_c48_with_archiv
     assert study.name == "archive-beside" and list(study.arms) == ["lustre"] and len(study.cycles) == 7
     arm = study.arms["lustre"]
     assert arm.resolution == "C48" and arm.levels == 127 and arm.archive and not arm.paired_cycles
+    assert arm.forecast.members == 0  # archive.yaml's ensemble left out, as measured
     assert load_config_files(files, "--config study=archive-alone")[1].name == "archive-alone"
