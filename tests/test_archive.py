@@ -408,7 +408,7 @@ def test_the_keep_up_table_says_per_arm_whether_each_archive_finished_before_the
     table = keep_up_table(summary)
     assert table["finished_before_next"].tolist() == [False, True, pd.NA, True, pd.NA]
     late = arm_keep_up(table, "a")
-    assert late["archive_cycle_s"] == "10.00 10.00 5.00" and late["archive_keeps_up"].startswith("no: 2026010100 still ran")
+    assert late["archive_cycle_s"] == "10.00 10.00 5.00" and late["archive_keeps_up"].startswith("no: 2026010100 had not finished")
     assert late["archive_MiB_per_s"] == pytest.approx(30 / 25)
     assert arm_keep_up(table, "b")["archive_keeps_up"] == "yes: each of 1 finished before the next cycle's began"
     lines = keep_up_markdown(pd.DataFrame([{"arm": "a", **late}]))

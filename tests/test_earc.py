@@ -231,7 +231,7 @@ def test_an_earc_job_s_settings_are_arch_s_without_the_paired_replay():
 def test_keep_up_and_the_critical_path_count_the_earc_jobs_with_the_cycle_s_archive():
     import pandas as pd
 
-    from cycleio.report.archive import beside_archive, keep_up_table
+    from cycleio.report.archive import arm_keep_up, beside_archive, keep_up_table
     from cycleio.report.critical import critical_path
 
     def job(cycle, step, t, wall, archived=0):
@@ -247,6 +247,13 @@ def test_keep_up_and_the_critical_path_count_the_earc_jobs_with_the_cycle_s_arch
     assert (full["archive_jobs"], full["archive_s"], full["bytes_archived"]) == (2, 5.0, 250)
     assert (full["t_start"], full["t_end"]) == (15.5, 21)
     assert table[table["cycle"] == START].iloc[0]["finished_before_next"]
+    # each job against the same job of the next cycle: a cycle's earc01 that ended after the next one's began is late
+    later = pd.concat([summary, pd.DataFrame([job(NEXT, "earc01", 30, 1, 50), job(FULL, "earc01", 31, 1, 50)])])
+    later = later[~((later["cycle"] == FULL) & (later["step"] == "earc01") & (later["t_start"] == 15.5))]
+    table = keep_up_table(later)
+    assert table[table["cycle"] == FULL].iloc[0]["late_jobs"] == "earc01"
+    assert arm_keep_up(table, "a")["archive_keeps_up"] == (
+        "no: 2026010106 (earc01) had not finished when the next cycle's same archive job began (a backlog grows)")
     path = critical_path(summary)
     assert "earc01" not in set(path["step"]) and "arch" not in set(path["step"])
     assert path[path["cycle"] == FULL]["step"].tolist() == ["prep", "anal", "fcst", "post"]

@@ -13,7 +13,7 @@ from ..config.calendar import is_archive_job
 from ..units import MiB
 
 KEEP_UP_COLUMNS = ["study", "arm", "cycle", "archive_s", "bytes_archived", "archive_MiB_per_s", "t_start", "t_end",
-                   "next_archive_start", "finished_before_next", "archive_jobs"]
+                   "next_archive_start", "finished_before_next", "archive_jobs", "late_jobs"]
 
 
 def archive_rows(summary: pd.DataFrame) -> pd.Series:
@@ -25,21 +25,27 @@ def keep_up_table(summary: pd.DataFrame) -> pd.DataFrame:
     """One row per arm x cycle with archive jobs (KEEP_UP_COLUMNS); empty when the study archived nothing.
 
     ``archive_s``: the wall seconds of the cycle's archive jobs (``arch`` and its ``earcNN``, ``archive_jobs`` of
-    them), summed; ``t_start``/``t_end``: the first one's start, the last one's end; ``finished_before_next``: the
-    cycle's archive ended before the same arm's next cycle's archive began (NA for the last cycle)."""
+    them), summed; ``t_start``/``t_end``: the first one's start, the last one's end; ``finished_before_next``: each
+    of them ended before the same job of the arm's next cycle began (NA for the last cycle); ``late_jobs``: those
+    that did not."""
     rows = summary[archive_rows(summary)].astype({"cycle": str}) if "step" in summary else summary.iloc[0:0]
     if rows.empty:
         return pd.DataFrame(columns=KEEP_UP_COLUMNS)
+    rows = rows.sort_values(["arm", "step", "cycle"])
     rows = rows.assign(t_end=rows["t_start"] + rows["wall_s"],
-                       bytes_archived=rows["bytes_archived"].fillna(0) if "bytes_archived" in rows else 0)
+                       bytes_archived=rows["bytes_archived"].fillna(0) if "bytes_archived" in rows else 0,
+                       next_same=rows.groupby(["arm", "step"])["t_start"].shift(-1))
+    rows["checked"] = rows["next_same"].notna()
+    rows["late_step"] = rows["step"].where(rows["checked"] & (rows["t_end"] > rows["next_same"]), "")
     jobs = rows.groupby(["arm", "cycle"], as_index=False, sort=True).agg(
         study=("study", "first"), archive_s=("wall_s", "sum"), bytes_archived=("bytes_archived", "sum"),
-        t_start=("t_start", "min"), t_end=("t_end", "max"), archive_jobs=("step", "size"))
+        t_start=("t_start", "min"), t_end=("t_end", "max"), archive_jobs=("step", "size"),
+        checked=("checked", "sum"), late_jobs=("late_step", lambda steps: " ".join(step for step in steps if step)))
     jobs["bytes_archived"] = jobs["bytes_archived"].astype("int64")
     jobs["archive_MiB_per_s"] = (jobs["bytes_archived"] / MiB / jobs["archive_s"]).where(jobs["archive_s"] > 0)
     jobs["next_archive_start"] = jobs.groupby("arm")["t_start"].shift(-1)
-    jobs["finished_before_next"] = (jobs["t_end"] <= jobs["next_archive_start"]).astype("boolean")
-    jobs.loc[jobs["next_archive_start"].isna(), "finished_before_next"] = pd.NA
+    jobs["finished_before_next"] = jobs["late_jobs"].eq("").astype("boolean")
+    jobs.loc[jobs["checked"] == 0, "finished_before_next"] = pd.NA
     return jobs.reindex(columns=KEEP_UP_COLUMNS).reset_index(drop=True)
 
 
@@ -150,7 +156,8 @@ def arm_keep_up(table: pd.DataFrame, arm: str) -> dict:
     if mine.empty:
         return {}
     checked = mine["finished_before_next"].dropna()
-    late = mine.loc[mine["finished_before_next"].fillna(True).eq(False), "cycle"].tolist()
+    late = [row.cycle if getattr(row, "late_jobs", "arch") in ("arch", "") else f"{row.cycle} ({row.late_jobs})"
+            for row in mine[mine["finished_before_next"].fillna(True).eq(False)].itertuples()]
     seconds = mine["archive_s"].sum()
     return {
         "archive_cycle_s": " ".join(f"{s:.2f}" for s in mine["archive_s"]),
@@ -158,7 +165,8 @@ def arm_keep_up(table: pd.DataFrame, arm: str) -> dict:
         "archive_MiB_per_s": float(mine["bytes_archived"].sum() / MiB / seconds) if seconds > 0 else math.nan,
         "archive_keeps_up": ("no archive job followed another" if checked.empty else
                              f"yes: each of {len(checked)} finished before the next cycle's began" if not late else
-                             f"no: {', '.join(late)} still ran when the next cycle's archive began (a backlog grows)"),
+                             f"no: {', '.join(late)} had not finished when the next cycle's same archive job began "
+                             "(a backlog grows)"),
     }
 
 
@@ -173,8 +181,8 @@ def keep_up_markdown(table: pd.DataFrame, beside: str = "") -> list[str]:
         beside = str(said.iloc[0]) if not said.empty else ""
     lines = ["", "Does the archive keep up? Per arm: each cycle's archive jobs (arch, and an earc job per group of "
              "ensemble members with an ensemble: their tarballs written to the archive tier, indexed and read back), "
-             "in seconds, the bytes it archived per cycle, and whether each finished before "
-             "the next cycle's archive began.", "",
+             "in seconds, the bytes it archived per cycle, and whether each job finished before "
+             "the next cycle's same job began.", "",
              "| arm | archive per cycle [s] | archived per cycle [MiB] | MiB/s | kept up |", "|---|---|---|---|---|"]
     for row in rows:
         lines.append(f"| {row.arm} | {row.archive_cycle_s} | {row.archive_bytes_per_cycle / MiB:.1f} | "
