@@ -2,7 +2,8 @@
 import json
 import shlex
 
-from cycleio.workflow.dependencies import ARCHIVE_JOB, CycledJobs
+from cycleio.config.calendar import ARCHIVE_JOB
+from cycleio.workflow.dependencies import CycledJobs
 
 # Every job of the study and what it waits for (cycles x arms; the logic lives in the package).
 JOBS = CycledJobs.of_study(STUDY)

@@ -1,6 +1,7 @@
-"""Does the archive keep up? Per arm and cycle, from step_summary's archive rows (``arch``, ``earcNN``): how long the
-cycle's archive jobs took, what it wrote, and whether it finished before the next cycle's archive job began (a backlog grows
-otherwise, as when slow transfers led NOAA to take archiving off the cycle's critical path, global-workflow #1051).
+"""Does the archive keep up? Per arm and cycle, from step_summary's archive rows (``arch``, ``earcNN``): how long
+the cycle's archive jobs took, what they wrote, and whether each finished before the same job of the next cycle
+began (a backlog grows otherwise, as when slow transfers led NOAA to take archiving off the cycle's critical path,
+global-workflow #1051).
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 From step_summary's rows (each job's start and wall time) and the study's DAG (workflow.dependencies): start at the
 cycle's last step job to finish (its post), go back to the dependency that finished last before it, and so on
 within the cycle. What the chain holds (its I/O, staging and archive seconds) decides the cycle; the jobs off it
-(the archive jobs, arch and the ensemble's earcNN, which run beside the next cycle, ensemble forecasts that finished earlier) did not.
+(the archive jobs, arch and the ensemble's earcNN, which run beside the next cycle; ensemble forecasts that
+finished earlier) did not.
 """
 
 from __future__ import annotations

@@ -175,7 +175,8 @@ def plan_cycle(settings, cycle: str, job: str | None = None) -> dict[str, list[t
 
 def check_archive_limits(study) -> list[str]:
     """Before any job: every arm's tarballs (arch's and the earc jobs') of the study's first two cycles (the half
-    cycle and a full one: the later ones hold the same files) under the archive's limits; one note per tarball split into parts.
+    cycle and a full one: the later ones hold the same files) under the archive's limits; one note per tarball
+    split into parts.
     ``study``: a config.settings.Study."""
     notes = []
     for arm in study.arms.values():

@@ -1,12 +1,13 @@
 """The cycle's archive jobs (``arch``, and ``earcNN`` per group of ensemble members): the operational tarballs of a
 cycle, off the persistent tier, to the archive tier.
 
-For each tarball of the job (archive_lists.job_tarballs) the job plans its parts under the archive's limits with the members'
-actual sizes, writes each part (a temporary name, fsync, rename: storage.archive), lands its index beside it and
-reads it back against the index and against the checksums the jobs that wrote the members recorded when they landed the files
-(their manifests); a tarball that does not read back is removed with its index, so nothing is half-archived. Records: ``phase: archive``, reads off the persistent tier (``op: read``, one per member),
-the tarball's writes to the archive tier (``op: write``), its fsync and rename (``op: sync``) and the read-back
-(``op: checksum``). The manifest, written last, lists the tarballs.
+For each tarball of the job (archive_lists.job_tarballs) the job plans its parts under the archive's limits with
+the members' actual sizes, writes each part (a temporary name, fsync, rename: storage.archive), lands its index
+beside it and reads it back against the index and against the checksums the jobs that wrote the members recorded
+when they landed the files (their manifests); a tarball that does not read back is removed with its index, so
+nothing is half-archived. Records: ``phase: archive``, reads off the persistent tier (``op: read``, one per
+member), the tarball's writes to the archive tier (``op: write``), its fsync and rename (``op: sync``) and the
+read-back (``op: checksum``). The manifest, written last, lists the tarballs.
 """
 
 from __future__ import annotations

@@ -16,9 +16,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import NamedTuple
 
-from ..config.calendar import ARCHIVE_JOB, ensemble_archive_jobs, is_half_cycle, steps_of_cycle
-
-__all__ = ["ARCHIVE_JOB", "ArmJobs", "CycledJobs", "Job", "jobs_of_cycle"]
+from ..config.calendar import ensemble_archive_jobs, is_half_cycle, steps_of_cycle
 
 
 class Job(NamedTuple):

@@ -184,7 +184,8 @@ def mem_mb(settings, step: str, cycle: str | None = None, attempt: int = 1, scal
 
 def slurm_resources(settings, step: str, cycle: str | None = None, attempt: int = 1,
                     scale: Scale = DEFAULT_SCALE) -> dict:
-    """Every Slurm resource of one job of an arm (``step``: coldstart, dump, prep, anal, fcst, post, cycle, arch, earcNN).
+    """Every Slurm resource of one job of an arm (``step``: coldstart, dump, prep, anal, fcst, post, cycle, arch,
+    earcNN).
 
     ``None`` means "leave it to Slurm" (Snakemake drops resources whose value is None).
     """
