@@ -258,3 +258,21 @@ def test_keep_up_and_the_critical_path_count_the_earc_jobs_with_the_cycle_s_arch
     assert "earc01" not in set(path["step"]) and "arch" not in set(path["step"])
     assert path[path["cycle"] == FULL]["step"].tolist() == ["prep", "anal", "fcst", "post"]
     assert beside_archive(summary)["beside_steps"] == {"fcst": 1, "post": 1}  # the fcst and post beside earc01
+
+
+def test_the_capacity_plan_s_archive_bytes_count_the_ensemble_s_tarballs_once(default_config):
+    import pandas as pd
+
+    from cycleio.report.scaling import archive_bytes
+    from cycleio.surrogates.archive_lists import cycle_expected_members
+    from cycleio.workflow.catalog import inventory_rows
+
+    config = with_changes(default_config, archive__enabled=True, scratch_tiers=["lustre"], benchmarks__enabled=False,
+                          ensemble__members=3, ensemble__members_per_job=2, archive__members_per_group=2)
+    config["tiers"]["archive"] = {"kind": "archive", "path": "results/tiers/archive"}
+    _, study = load_study(config)
+    lustre = study.arms["lustre"]
+    inventory = pd.DataFrame(inventory_rows(lustre, study.cycles[:2]))
+    tarred = cycle_expected_members(study.cycles[1], lustre)
+    assert {"enkfgdas_grp01", "enkfgdas_grp02"} < set(tarred)
+    assert archive_bytes(inventory) == sum(size for members in tarred.values() for _, size in members)
