@@ -17,14 +17,15 @@ def step_file(arm, cycle, step, suffix):
     return out("arms", arm, cycle, f"{step}.{suffix}")
 
 
-def coldstart_file(arm, suffix):
-    return out("arms", arm, f"coldstart.{suffix}")
+def arm_file(arm, job, suffix):
+    """A job made once per arm: the cold start, the replay jobs' input files (darshan_inputs)."""
+    return out("arms", arm, f"{job}.{suffix}")
 
 
 def job_file(job, suffix="manifest.json"):
     """A job's manifest or records (a cycleio.workflow.dependencies.Job)."""
     if job.cycle is None:
-        return coldstart_file(job.arm, suffix)
+        return arm_file(job.arm, job.name, suffix)
     return step_file(job.arm, job.cycle, job.name, suffix)
 
 

@@ -31,7 +31,7 @@ from ..process import launcher_argv, run_command
 from ..storage.tiers import filesystem_type, free_bytes, nearest_existing
 from ..units import format_bytes
 from .logs import DarshanLogError, JobLog, read_log
-from .plan import Plan, make_plan
+from .plan import Plan, make_plan, option
 
 log = logging.getLogger("cycleio")
 
@@ -80,11 +80,12 @@ def available_slots() -> tuple[int, str]:
     return cpus, "CPUs this process may use"
 
 
-def check_slots(nranks: int, oversubscribe: bool = False) -> None:
+def check_slots(nranks: int, oversubscribe: bool = False, say=option) -> None:
     slots, why = available_slots()
     if nranks > slots and not oversubscribe:
-        raise DarshanLogError(f"--ranks {nranks}: only {slots} ranks can start here ({slots} {why}); expected at most "
-                              f"{slots} (or --oversubscribe to start more ranks than that on purpose)")
+        more = ("" if say is not option else " (or --oversubscribe to start more ranks than that on purpose)")
+        raise DarshanLogError(f"{say('ranks', nranks)}: only {slots} ranks can start here ({slots} {why}); expected "
+                              f"at most {slots}{more}")
 
 
 def fitting_scale(scale: float, need: int, free: int) -> float:
@@ -98,18 +99,23 @@ def fitting_scale(scale: float, need: int, free: int) -> float:
     return math.floor(exact / 10**digits) * 10**digits
 
 
+def room_problem(need: int, scale: float, free: int, where: str, say=option) -> str | None:
+    """Why files of ``need`` bytes at ``scale`` do not fit ``free`` bytes (the scale that would fit named), or None."""
+    if need <= free * ROOM_MARGIN:
+        return None
+    fit = fitting_scale(scale, need, free)
+    hint = f"{say('scale', f'{fit:g}')} would fit" if fit > 0 else "no scale fits: free some space"
+    return (f"the replay's files take {format_bytes(need)} at {say('scale', f'{scale:g}')}, and {where} has "
+            f"{format_bytes(free)} free (the replay may use {ROOM_MARGIN:.0%} of it); {hint}")
+
+
 def check_room(plan: Plan, target: Target) -> None:
-    need = plan.room_bytes()
     here = target.path
     # what an earlier replay left of these files is removed before this one starts: it counts as room
     earlier = sum((here / f.path).stat().st_size for f in plan.files if (here / f.path).is_file())
-    free = free_bytes(here) + earlier
-    if need > free * ROOM_MARGIN:
-        fit = fitting_scale(plan.scale, need, free)
-        hint = f"--scale {fit:g} would fit" if fit > 0 else "no scale fits: free some space"
-        raise DarshanLogError(f"--dir {target.path}: the replay's files take {format_bytes(need)} at --scale "
-                              f"{plan.scale:g}, and {nearest_existing(here)} has {format_bytes(free)} free "
-                              f"(the replay may use {ROOM_MARGIN:.0%} of it); {hint}")
+    problem = room_problem(plan.room_bytes(), plan.scale, free_bytes(here) + earlier, str(nearest_existing(here)))
+    if problem:
+        raise DarshanLogError(f"--dir {target.path}: {problem}")
 
 
 def lay_out(plan: Plan, target: Target) -> int:

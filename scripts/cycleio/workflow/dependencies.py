@@ -3,8 +3,15 @@
 A job is ``Job(arm, cycle, name)``. ``name`` is a step (``prep``, ``anal``, ``fcst``, ``post``,
 ``efcsNN``), ``cycle`` (an arm staged per cycle runs all of a cycle's steps in one job), ``arch`` (the
 cycle's archive job: it reads the cycle's products off the persistent tier into tarballs), ``dump``
-(a cycle's observation dumps arriving on the persistent tier) or ``cleanup`` (a finished cycle
-leaving the persistent tier); the cold start is ``Job(arm, None, "coldstart")``. The rules turn jobs
+(a cycle's observation dumps arriving on the persistent tier), ``cleanup`` (a finished cycle
+leaving the persistent tier) or ``darshan_<name>`` (a replay job from a Darshan log, config ``darshan.jobs``);
+the cold start is ``Job(arm, None, "coldstart")`` and the replay jobs' input files, laid out once per arm,
+``Job(arm, None, "darshan_inputs")``.
+
+A replay job runs after the step its config names (``after``) in the same cycle, or first: then the cycle's first
+step waits for it, and it waits for the previous cycle (its post and replay jobs). Every cycle's first step waits
+for the previous cycle's replay jobs, so cycles do not overlap. With ``darshan.only`` a cycle has replay jobs only,
+each waiting for the previous cycle's. The rules turn jobs
 into paths (rules/common.smk): no file name is known here. The Snakefile imports this at DAG time,
 so it imports nothing but the calendar.
 """
@@ -16,6 +23,7 @@ from functools import cached_property
 from typing import NamedTuple
 
 from ..config.calendar import steps_of_cycle
+from ..config.keys import DARSHAN_INPUTS, DARSHAN_PREFIX, is_replay_job
 
 
 class Job(NamedTuple):
@@ -50,6 +58,8 @@ class ArmJobs:
 
     granularity: str = "step"
     ensemble_jobs: tuple[str, ...] = ()
+    replays: tuple[tuple[str, str], ...] = ()  # (replay job darshan_<name>, the step it runs after or "first")
+    only: bool = False  # config darshan.only: cycles of replay jobs only
 
 
 @dataclass(frozen=True)
@@ -70,14 +80,55 @@ class CycledJobs:
     @classmethod
     def of_study(cls, study) -> "CycledJobs":
         """From a config.settings.Study (its name, cycles, arms and keep)."""
+        def replays(arm):
+            return tuple((DARSHAN_PREFIX + name, job["after"]) for name, job in arm.darshan.get("jobs", {}).items())
+
         return cls(study.name, tuple(study.cycles),
-                   {name: ArmJobs(arm.granularity, tuple(arm.forecast.ensemble_jobs))
+                   {name: ArmJobs(arm.granularity, tuple(arm.forecast.ensemble_jobs), replays(arm),
+                                  bool(arm.darshan.get("only")))
                     for name, arm in study.arms.items()},
                    study.keep, any(arm.archive for arm in study.arms.values()))
 
-    def jobs_of_cycle(self, arm: str, cycle: str) -> list[str]:
+    def gdas_jobs(self, arm: str, cycle: str) -> list[str]:
+        """The GDAS steps of one cycle of an arm (none with darshan.only)."""
         plan = self.arms[arm]
-        return jobs_of_cycle(cycle, self.cycles[0], plan.granularity, plan.ensemble_jobs)
+        return [] if plan.only else jobs_of_cycle(cycle, self.cycles[0], plan.granularity, plan.ensemble_jobs)
+
+    def jobs_of_cycle(self, arm: str, cycle: str) -> list[str]:
+        """The GDAS steps of one cycle of an arm, then its replay jobs."""
+        return self.gdas_jobs(arm, cycle) + [name for name, _ in self.arms[arm].replays]
+
+    def _followed(self, arm: str, cycle: str, after: str) -> str | None:
+        """The job of ``cycle`` a replay job with ``after`` runs after; None when it runs first in the cycle."""
+        steps = self.gdas_jobs(arm, cycle)
+        if after == "first" or not steps:
+            return None
+        if "cycle" in steps:
+            return "cycle"
+        return after if after in steps else None
+
+    def _previous_cycle_done(self, arm: str, cycle: str) -> list[Job]:
+        """What a cycle's first jobs wait for of the previous cycle beyond their GDAS order: its replay jobs (and
+        with darshan.only, or for a replay job, its last GDAS step)."""
+        if self._position[cycle] == 0:
+            return []
+        previous = self._previous(cycle)
+        return [Job(arm, previous, name) for name in self.jobs_of_cycle(arm, previous)
+                if is_replay_job(name) or name in ("post", "cycle")]
+
+    def _replay_dependencies(self, arm: str, cycle: str, name: str) -> list[Job]:
+        after = dict(self.arms[arm].replays)[name]
+        followed = self._followed(arm, cycle, after)
+        return [Job(arm, None, DARSHAN_INPUTS),
+                *([Job(arm, cycle, followed)] if followed else self._previous_cycle_done(arm, cycle))]
+
+    def _first_replays(self, arm: str, cycle: str) -> list[Job]:
+        """The replay jobs that run first in ``cycle`` (its first GDAS step waits for them), and the previous cycle's
+        replay jobs."""
+        first = [Job(arm, cycle, name) for name, after in self.arms[arm].replays
+                 if self._followed(arm, cycle, after) is None]
+        previous = [job for job in self._previous_cycle_done(arm, cycle) if is_replay_job(job.name)]
+        return first + previous
 
     def step_jobs(self) -> list[Job]:
         """Every arm's jobs in chronological order, so the DAG is built from the first cycle on."""
@@ -86,8 +137,10 @@ class CycledJobs:
 
     def measured_jobs(self) -> list[Job]:
         """The jobs whose records the study's tables hold: cold starts, observation dumps, steps, cleanups."""
-        arrivals = [Job(arm, None, "coldstart") for arm in self.arms]
-        arrivals += [Job(arm, cycle, "dump") for cycle in self.cycles[1:] for arm in self.arms]
+        arrivals = [Job(arm, None, "coldstart") for arm, plan in self.arms.items() if not plan.only]
+        arrivals += [Job(arm, None, DARSHAN_INPUTS) for arm, plan in self.arms.items() if plan.replays]
+        arrivals += [Job(arm, cycle, "dump") for cycle in self.cycles[1:] for arm, plan in self.arms.items()
+                     if not plan.only]
         return arrivals + self.step_jobs() + self.archives() + self.cleanups()
 
     @cached_property
@@ -103,6 +156,13 @@ class CycledJobs:
             raise ValueError(f"cycle {cycle} is not a cycle of study {self.study}")
         if name not in self.jobs_of_cycle(arm, cycle):
             raise ValueError(f"arm {arm} has no job {name} in cycle {cycle}")
+        if is_replay_job(name):
+            return self._replay_dependencies(arm, cycle, name)
+        steps = self.gdas_jobs(arm, cycle)
+        extra = self._first_replays(arm, cycle) if name == steps[0] else []
+        return self._gdas_dependencies(arm, cycle, name) + extra
+
+    def _gdas_dependencies(self, arm: str, cycle: str, name: str) -> list[Job]:
         if cycle == self.cycles[0] and name in ("fcst", "cycle"):
             return [Job(arm, None, "coldstart")]
         if name == "cycle":
@@ -122,7 +182,7 @@ class CycledJobs:
         whose tarballs are not written)."""
         if not self.archive or arm not in self.arms or cycle not in self._position:
             raise ValueError(f"arm {arm} has no archive job in cycle {cycle} (archive.enabled: {self.archive})")
-        return [Job(arm, cycle, name) for name in self.jobs_of_cycle(arm, cycle) if not name.startswith("efcs")]
+        return [Job(arm, cycle, name) for name in self.gdas_jobs(arm, cycle) if not name.startswith("efcs")]
 
     def cleanups(self) -> list[Job]:
         """Every cycle but the last ``keep`` leaves each arm's persistent tier."""
