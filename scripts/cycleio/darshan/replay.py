@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from ..fsutil import fsync_dir, fsync_file
+from ..kernelio import read_proc_io
 from ..process import launcher_argv, run_command
 from ..storage.tiers import filesystem_type, free_bytes, nearest_existing
 from ..units import format_bytes
@@ -67,6 +68,9 @@ class RankRun:
     wall_s: float
     fs_type: str
     launcher: list[str] = field(default_factory=list)
+    # what the kernel counted of this process's own I/O on the replay's plan and result files (a ProcIO's fields):
+    # a job's kernel window leaves it out, as it leaves out the ranks' start-up
+    own_io: dict = field(default_factory=dict)
 
 
 def available_slots() -> tuple[int, str]:
@@ -187,7 +191,9 @@ def run_ranks(plan: Plan, target: Target, launcher: str = "mpiexec -n {ntasks}",
     timeout = default_timeout(plan) if timeout is None else timeout
     with tempfile.TemporaryDirectory(prefix="cycleio-darshan.") as tmp:
         folder = Path(tmp)
+        before = read_proc_io()
         write_plan(plan, target, folder)
+        planned = read_proc_io()
         argv = [*command, sys.executable, "-m", "cycleio.darshan.rank", "--plan", str(folder)]
         env = dict(os.environ)
         package_root = str(Path(__file__).resolve().parents[2])
@@ -207,6 +213,7 @@ def run_ranks(plan: Plan, target: Target, launcher: str = "mpiexec -n {ntasks}",
                 raise RuntimeError(f"the replay on {target.path} did not finish within {timeout:.0f} s and was stopped "
                                    f"(set {TIMEOUT_VARIABLE} to allow longer)") from None
         wall = time.perf_counter() - t0
+        reading = read_proc_io()
         said = output.read_text(errors="replace").strip()
         for line in said.splitlines()[-20:]:
             log.info("replay: %s", line)
@@ -215,7 +222,12 @@ def run_ranks(plan: Plan, target: Target, launcher: str = "mpiexec -n {ntasks}",
             raise RuntimeError(f"the replay on {target.path} failed (launcher exit code {code}): "
                                f"{said[-600:] or '(no output)'}")
         ranks = json.loads(result.read_text())["ranks"]
-    return RankRun(target=target, ranks=ranks, wall_s=wall, fs_type=filesystem_type(target.path), launcher=command)
+        read = read_proc_io()
+    own = {}
+    if None not in (before, planned, reading, read):
+        own = ((planned - before) + (read - reading)).as_dict()
+    return RankRun(target=target, ranks=ranks, wall_s=wall, fs_type=filesystem_type(target.path), launcher=command,
+                   own_io=own)
 
 
 def _log_stream():

@@ -113,9 +113,10 @@ def run_replay(settings: ArmSettings, cycle: str, step: str, records: RecordLog,
             log.warning("%s %s: %s", label, job.path.name, note)
         with counted(records, step=step, phase="run", **scratch.fields()) as kernel:
             run = run_ranks(plan, Target(scratch.tier.name, rundir), settings.launcher)
-            for result in run.ranks:  # the ranks' start-up, which the kernel counts here once they end
-                if result.get("started"):
-                    kernel.exclude(ProcIO.from_dict(result["started"]))
+            # the ranks' start-up, which the kernel counts here once they end, and the replayer's plan and result files
+            for counts in [result.get("started") for result in run.ranks] + [run.own_io]:
+                if counts:
+                    kernel.exclude(ProcIO.from_dict(counts))
         add_replay_records(records, run, plan, scratch, step, cache_cold)
         moved = sum(r.bytes for r in records.records if r.phase == "run" and r.op in DIRECTIONS)
         log.info("%s run: replayed %s operations of %d files with %d ranks (scale %g, timing %s), %.1f MiB",
