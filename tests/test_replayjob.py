@@ -1,0 +1,72 @@
+"""A replay job of the cycle as a step of its own kind (surrogates/replayjob.py through jobs.run_step): its inputs laid
+out once, staged in, replayed under MPI, staged out and verified, recorded, its manifest last."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cycleio.config.tierspec import Tier
+from cycleio.config.settings import ArmSettings
+from cycleio.records import cycle_records
+from cycleio.storage.checksums import checksum_file
+from cycleio.surrogates.jobs import run_darshan_inputs, run_step
+from cycleio.surrogates.replayjob import ReplayJobError
+
+CYCLE = "2026010106"
+JOB = {"log": "example:ior_hdf5_example.darshan", "after": "first", "ranks": 2, "scale": 0.1, "timing": "io",
+       "layer": "posix"}
+
+
+def arm(tmp_path, scratch: str) -> ArmSettings:
+    lustre = Tier("lustre", "lustre", str(tmp_path / "lustre"))
+    tiers = {"lustre": lustre, "shm": Tier("shm", "memory", str(tmp_path / "shm"), persistent=False, shared=False)}
+    return ArmSettings(study="t", arm=scratch, start="2026010100", seed=7, resolution="C12", levels=4,
+                       persistent=lustre, scratch=tiers[scratch], darshan={"only": True, "jobs": {"ior": dict(JOB)}})
+
+
+def read_records(path):
+    import pandas as pd
+
+    return pd.DataFrame([json.loads(line) for line in path.read_text().splitlines()])
+
+
+@pytest.mark.parametrize("scratch", ["shm", "lustre"])
+def test_a_replay_job_stages_in_replays_stages_out_and_verifies(tmp_path, scratch):
+    settings = arm(tmp_path, scratch)
+    laid = run_darshan_inputs(settings, tmp_path / "i.jsonl", tmp_path / "i.json")
+    root = tmp_path / "lustre" / "t" / scratch
+    assert [o["path"] for o in laid["outputs"]] == ["darshan/ior/00000-test123.h5"]
+    assert (root / "darshan/ior/00000-test123.h5").stat().st_size == 419634
+    manifest = run_step(settings, CYCLE, "darshan_ior", tmp_path / "r.jsonl", tmp_path / "m.json")
+    assert json.loads((tmp_path / "m.json").read_text()) == manifest
+    assert manifest["inputs"] == ["darshan/ior/00000-test123.h5"]
+    [output] = manifest["outputs"]
+    assert output["path"] == "gdas.20260101/06/darshan/ior/00000-test123.h5" and output["bytes"] == 419635
+    assert checksum_file(root / output["path"]) == output["xxh3_64"]
+    darshan = manifest["provenance"]["darshan"]
+    assert darshan["ranks"] == 2 and darshan["scale"] == 0.1 and darshan["sources"] == {"dxt": 1}
+    assert darshan["logged_slowest_rank"]["io_s"] > 0 and darshan["replay"]["io_s"] > 0
+    records = read_records(tmp_path / "r.jsonl")
+    run = records[(records["phase"] == "run") & (records["tool"] == "darshan-replay")]
+    assert run[run["op"] == "read"]["bytes"].sum() == 420250 and run[run["op"] == "write"]["bytes"].sum() == 419580
+    assert run[run["op"] == "read"]["transfers"].sum() == 36 and run[run["op"] == "write"]["transfers"].sum() == 23
+    assert sorted(set(run["rank"])) == [0, 1] and set(run["nranks"]) == {2}
+    phases = set(cycle_records(records)["phase"])
+    if scratch == "shm":  # staged: copied in, back out, the job's folder removed
+        assert phases == {"stage_in", "run", "stage_out", "verify", "cleanup"}
+        assert not list((tmp_path / "shm").rglob(".job.*"))
+    else:  # the baseline: replayed in the cycle's folder on the persistent tier, outputs verified in place
+        assert phases == {"stage_in", "run", "verify", "cleanup"}
+        assert sorted(p.name for p in (root / "gdas.20260101/06/darshan/ior").iterdir()) == ["00000-test123.h5"]
+    # the kernel's count of the run: the ranks' start-up and the replayer's own files left out
+    kernel = records[(records["phase"] == "run") & (records["op"] == "kernel_write")]
+    assert 419580 <= kernel["bytes"].sum() < 419580 + 64 * 1024
+
+
+def test_a_replay_job_without_its_inputs_says_which_job_lays_them_out(tmp_path):
+    with pytest.raises(ReplayJobError, match=r"missing input on the persistent tier: .*darshan/ior/00000-test123.h5; "
+                                             r"job darshan_inputs lays them out"):
+        run_step(arm(tmp_path, "shm"), CYCLE, "darshan_ior", tmp_path / "r.jsonl", tmp_path / "m.json")
+    assert not (tmp_path / "m.json").exists()
