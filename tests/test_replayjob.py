@@ -70,3 +70,17 @@ def test_a_replay_job_without_its_inputs_says_which_job_lays_them_out(tmp_path):
                                              r"job darshan_inputs lays them out"):
         run_step(arm(tmp_path, "shm"), CYCLE, "darshan_ior", tmp_path / "r.jsonl", tmp_path / "m.json")
     assert not (tmp_path / "m.json").exists()
+
+
+def test_in_a_paired_cycle_the_replay_job_is_paired_with_fio_for_its_efficiency(tmp_path):
+    from cycleio.benchmarks.paired import PairedReplay
+
+    settings = arm(tmp_path, "shm")
+    run_darshan_inputs(settings, tmp_path / "i.jsonl", tmp_path / "i.json")
+    paired = PairedReplay(repetitions=2, max_files=10, min_bytes=0, min_seconds=0)
+    run_step(settings, CYCLE, "darshan_ior", tmp_path / "r.jsonl", tmp_path / "m.json", replay=paired)
+    records = read_records(tmp_path / "r.jsonl")
+    replayed = records[(records["phase"] == "replay") & records["op"].isin(["read", "write"])]
+    assert sorted(set(replayed["op"])) == ["read", "write"] and set(replayed["repetition"]) == {0, 1}
+    # the run's bytes in its transfer sizes, by fio (in whole transfers of each size class: within a tenth here)
+    assert all(0.9 * 419580 <= b <= 419580 for b in replayed[replayed["op"] == "write"]["bytes"])

@@ -328,8 +328,8 @@ JOB_SETTINGS = {
     # the archive job: which files its tarballs hold (forecast), their expected sizes, the archive's settings
     "arch": (*_EVERY_JOB, "compression", "forecast", "archive", "replay"),
     # a replay job from a Darshan log (darshan_<name>; darshan_inputs lays out every job's input files): its log
-    # and request (its own only), staging, the MPI launcher
-    "darshan": (*_EVERY_JOB, "scratch", "staging", "launcher", "darshan"),
+    # and request (its own only), staging, the MPI launcher, and in a paired cycle its paired replay
+    "darshan": (*_EVERY_JOB, "scratch", "staging", "launcher", "darshan", "replay"),
 }
 
 

@@ -249,7 +249,8 @@ def run_step(settings: ArmSettings, cycle: str, step: str, records_path: Path, m
     t_job, t0 = time.time(), time.perf_counter()
     label = f"[{settings.arm} {cycle} {step}]"
     if is_replay_job(step):  # a replay job from a Darshan log (surrogates/replayjob.py): its files and run
-        return _run_replay_step(settings, cycle, step, records_path, manifest_path, attempt, failed_attempts, label)
+        return _run_replay_step(settings, cycle, step, records_path, manifest_path, attempt, failed_attempts, label,
+                                replay)
     faults = JobFaults(settings.faults, attempt)
     steps = list(cycle_steps(cycle, settings.start, settings.forecast)) if step == "cycle" else [step]
     persistent = TierSite(settings.persistent, settings.study, settings.arm)
@@ -337,9 +338,10 @@ def run_step(settings: ArmSettings, cycle: str, step: str, records_path: Path, m
 
 
 def _run_replay_step(settings: ArmSettings, cycle: str, step: str, records_path: Path, manifest_path: Path,
-                     attempt: int, failed_attempts: Path | None, label: str) -> dict:
-    """run_step for a replay job: its phases in replayjob.run_replay (with this module's staging and verification),
-    then, as every step's, the records and the manifest, last; a failed attempt's records kept."""
+                     attempt: int, failed_attempts: Path | None, label: str, paired=None) -> dict:
+    """run_step for a replay job: its phases in replayjob.run_replay (with this module's staging and verification,
+    and in a paired cycle the paired replay right after the run), then, as every step's, the records and the
+    manifest, last; a failed attempt's records kept."""
     from .replayjob import run_replay
 
     t_job, t0 = time.time(), time.perf_counter()
@@ -347,7 +349,7 @@ def _run_replay_step(settings: ArmSettings, cycle: str, step: str, records_path:
                         strategy=settings.strategy, attempt=attempt)
     try:
         landed, darshan, inputs = run_replay(settings, cycle, step, records, _stage, _verify_in_place,
-                                             _options(settings), label)
+                                             _options(settings), label, paired, records_path.with_name(f"{step}.replay.raw"))
     except BaseException:
         if failed_attempts is not None:
             scratch = settings.scratch if settings.staged else settings.persistent

@@ -85,9 +85,10 @@ def add_replay_records(records: RecordLog, run, plan, tier: TierSite, step: str,
 
 
 def run_replay(settings: ArmSettings, cycle: str, step: str, records: RecordLog, stage, verify_in_place,
-               options, label: str) -> tuple[dict, dict, list[FileSpec]]:
+               options, label: str, paired=None, raw_dir: Path | None = None) -> tuple[dict, dict, list[FileSpec]]:
     """The job's phases (see the module's docstring); ``stage`` and ``verify_in_place`` are jobs._stage and
-    jobs._verify_in_place. Returns the landed outputs (path -> (bytes, checksum)), the manifest's ``darshan``
+    jobs._verify_in_place; ``paired``: in a paired cycle, the paired replay (benchmarks.paired.PairedReplay) of the
+    run's reads and writes with fio, right after it in the job's folder (its output in ``raw_dir``). Returns the landed outputs (path -> (bytes, checksum)), the manifest's ``darshan``
     provenance and the inputs."""
     name = step.removeprefix(DARSHAN_PREFIX)
     persistent = TierSite(settings.persistent, settings.study, settings.arm)
@@ -118,6 +119,8 @@ def run_replay(settings: ArmSettings, cycle: str, step: str, records: RecordLog,
                 if counts:
                     kernel.exclude(ProcIO.from_dict(counts))
         add_replay_records(records, run, plan, scratch, step, cache_cold)
+        if paired is not None:  # the efficiency table's reference: fio moving the same bytes in the same transfers
+            paired.run(step, records, scratch, rundir / f".replay.{cycle}.{step}", raw_dir, label)
         moved = sum(r.bytes for r in records.records if r.phase == "run" and r.op in DIRECTIONS)
         log.info("%s run: replayed %s operations of %d files with %d ranks (scale %g, timing %s), %.1f MiB",
                  label, f"{plan.n_ops:,}", len(plan.files), plan.nranks, plan.scale, plan.timing, moved / MiB)
