@@ -101,7 +101,12 @@ def benchmark_outputs():
 # The answer layer (rules/answers.smk)
 from cycleio.report.captions import answer_numbers, table_numbers
 
-STUDY_TITLE = f"cycleio study '{STUDY.name}': {config['resolution']} L{config['levels']}, {len(STUDY.cycles)} cycles"
+STUDY_WHAT = (
+    "replay jobs from Darshan logs"  # config darshan.only: no GDAS step
+    if config["darshan"]["only"]
+    else f"{config['resolution']} L{config['levels']}"
+)
+STUDY_TITLE = f"cycleio study '{STUDY.name}': {STUDY_WHAT}, {len(STUDY.cycles)} cycles"
 
 
 def answer(wildcards, input):

@@ -49,10 +49,13 @@ def test_a_replay_job_stages_in_replays_stages_out_and_verifies(tmp_path, scratc
     assert darshan["ranks"] == 2 and darshan["scale"] == 0.1 and darshan["sources"] == {"dxt": 1}
     assert darshan["logged_slowest_rank"]["io_s"] > 0 and darshan["replay"]["io_s"] > 0
     records = read_records(tmp_path / "r.jsonl")
-    run = records[(records["phase"] == "run") & (records["tool"] == "darshan-replay")]
+    run = records[(records["phase"] == "run") & (records["tool"] == "darshan-replay") & (records["op"] != "launch")]
     assert run[run["op"] == "read"]["bytes"].sum() == 420250 and run[run["op"] == "write"]["bytes"].sum() == 419580
     assert run[run["op"] == "read"]["transfers"].sum() == 36 and run[run["op"] == "write"]["transfers"].sum() == 23
     assert sorted(set(run["rank"])) == [0, 1] and set(run["nranks"]) == {2}
+    # the whole replay (launcher, the ranks' start-up) spans every rank's calls
+    [launch] = records[records["op"] == "launch"].itertuples()
+    assert launch.t_start <= run["t_start"].min() and run["t_start"].max() <= launch.t_start + launch.seconds
     phases = set(cycle_records(records)["phase"])
     if scratch == "shm":  # staged: copied in, back out, the job's folder removed
         assert phases == {"stage_in", "run", "stage_out", "verify", "cleanup"}

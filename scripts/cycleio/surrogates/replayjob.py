@@ -8,7 +8,8 @@ staging (jobs._stage: copy, verify), records and manifest:
 - ``run``: the replay (darshan.replay.run_ranks: the log's operations per rank under MPI, as ``cycleio darshan
   replay`` issues them) in that folder; each rank's reads and writes per file, its metadata calls (op ``meta``) and
   with timing ``logged`` its gaps (op ``compute``) become records (tool ``darshan-replay``), laid end to end from
-  the rank's start so that a rank's records do not overlap;
+  the rank's start so that a rank's records do not overlap; op ``launch`` spans the whole replay (the MPI
+  launcher, the ranks' start-up and end around their calls);
 - ``stage_out`` and ``verify``: the files the replay wrote go to the cycle's folder on the persistent tier,
   ``gdas.YYYYMMDD/HH/darshan/<name>/``, each verified; ``cleanup`` removes the job's folder;
 - the manifest, last: its outputs with their checksums, and the log, request and timing answer of the replay.
@@ -112,7 +113,8 @@ def run_replay(settings: ArmSettings, cycle: str, step: str, records: RecordLog,
         cache_cold = settings.staging.drop_caches and drop_page_cache()
         for note in plan.notes:
             log.warning("%s %s: %s", label, job.path.name, note)
-        with counted(records, step=step, phase="run", **scratch.fields()) as kernel:
+        with counted(records, step=step, phase="run", **scratch.fields()) as kernel, \
+                records.timed(step=step, phase="run", op="launch", n_files=0, tool=TOOL, **scratch.fields()):
             run = run_ranks(plan, Target(scratch.tier.name, rundir), settings.launcher)
             # the ranks' start-up, which the kernel counts here once they end, and the replayer's plan and result files
             for counts in [result.get("started") for result in run.ranks] + [run.own_io]:
