@@ -96,6 +96,7 @@ localrules:
     capacity_plan,
     summary,
     summary_md,
+    replay_jobs,
     timeline,
     staging_figure,
     efficiency_heatmap,

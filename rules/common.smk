@@ -135,6 +135,16 @@ def capacity_table():
     return rules.capacity_plan.output[0] if BENCH.enabled else []
 
 
+def replay_job_files():
+    """The replay jobs' manifests (config darshan.jobs), which tables/replay_jobs.csv reads."""
+    return job_files(job for job in JOBS.step_jobs() if job.name.startswith("darshan_"))
+
+
+def replay_jobs_table():
+    """tables/replay_jobs.csv as an input, or nothing in a study without replay jobs."""
+    return rules.replay_jobs.output[0] if replay_job_files() else []
+
+
 def answer_outputs():
     """The answer layer's files, which the default target asks for."""
     files = [

@@ -77,7 +77,17 @@ def test_the_summary_and_timeline_show_the_replay_jobs(study):
     _, workdir = study
     results = workdir / "results" / "darshan"
     text = (results / "summary.md").read_text()
-    assert "darshan_ior" in text and "darshan_dxt" in text
+    assert text.startswith("# cycleio study 'darshan': replay jobs from Darshan logs, 2 cycles")
+    # each replay job's answer: the logged job's I/O time beside the replay's on each arm, and no efficiency
+    for step, log in (("darshan_ior", "ior_hdf5_example.darshan, 4 ranks"), ("darshan_dxt", "dxt.darshan, 1 rank")):
+        line = next(line for line in text.splitlines() if line.startswith(f"- {step} "))
+        assert f"({log}): its I/O took " in line and "on arm lustre (tier lustre" in line and "on arm shm (tier shm" in line
+        assert line.endswith("it has no efficiency: no paired replay ran with it (benchmarks or benchmarks.replay off, "
+                             "or not one of benchmarks.replay.cycles).")
+    replays = pd.read_csv(results / "tables" / "replay_jobs.csv", dtype={"cycle": str})
+    assert len(replays) == 8 and (replays["replay_io_s"] > 0).all() and (replays["logged_io_s"] > 0).all()
+    assert set(zip(replays["step"], replays["scale"], replays["ranks"])) == {("darshan_ior", 0.1, 2),
+                                                                              ("darshan_dxt", 0.01, 1)}
     timeline = pd.read_csv(results / "tables" / "cycle_timeline.csv", dtype={"cycle": str})
     assert {"darshan_ior", "darshan_dxt"} <= set(timeline["step"])
 

@@ -154,6 +154,7 @@ def run_replay(settings: ArmSettings, cycle: str, step: str, records: RecordLog,
         "sources": {s: sum(1 for f in plan.files if f.source == s) for s in sorted({f.source for f in plan.files})},
         "notes": plan.notes, "logged_slowest_rank": slowest_rank(rank_times(job)), "replay": replay_times(run),
         "launcher": shlex.join(run.launcher), "fs_type": run.fs_type, "python": sys.executable,
+        "paired": paired is not None,
     }
     return landed, provenance, [FileSpec(f"{input_dir(name)}/{spec.path}", spec.kind) for spec in inputs]
 
