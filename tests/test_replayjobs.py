@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import darshan
 import pytest
-from conftest import with_changes
+from conftest import REPO, with_changes
 
 from cycleio.config.keys import ConfigError
 from cycleio.config.settings import ArmSettings, validate_config
@@ -178,3 +181,16 @@ def test_find_log_reads_example_names_and_paths(tmp_path, monkeypatch):
     assert find_log("example:dxt.darshan") == LOGS / "dxt.darshan"
     monkeypatch.setenv("LOGDIR", str(LOGS))
     assert find_log("$LOGDIR/dxt.darshan") == (LOGS / "dxt.darshan").resolve()
+
+
+def test_check_config_refuses_a_bad_log_in_one_line_before_any_job(tmp_path):
+    """What `make study` runs first (cycleio check-config) reads the replay jobs' logs."""
+    text = tmp_path / "notes.darshan"
+    text.write_text("hello\n")
+    (tmp_path / "study.yaml").write_text(json.dumps({"darshan": {"only": True, "jobs": {"mine": {"log": str(text)}}}}))
+    result = subprocess.run([sys.executable, "-m", "cycleio", "check-config", str(REPO / "config" / "config.yaml"),
+                             str(tmp_path / "study.yaml")], capture_output=True, text=True, cwd=REPO,
+                            env={**os.environ, "PYTHONPATH": str(REPO / "scripts")})
+    said = (result.stderr + result.stdout).strip().splitlines()
+    assert result.returncode == 1 and len(said) == 1, said
+    assert "config key 'darshan.jobs.mine.log'" in said[0] and "notes.darshan: not a Darshan log" in said[0]
