@@ -15,6 +15,7 @@ import pytest
 import yaml
 from conftest import snakemake
 
+from cycleio.cli import main
 from cycleio.storage import checksums
 
 pytestmark = pytest.mark.e2e
@@ -59,6 +60,8 @@ def test_every_replay_job_is_staged_replayed_verified_and_in_the_tables(study):
                 phases = set(mine["phase"])
                 assert {"stage_in", "run", "cleanup"} <= phases
                 assert ("stage_out" in phases) == (arm == "shm") and ("verify" in phases)
+    # every manifest's files are where it says, as `cycleio verify` checks them
+    assert main(["verify", str(results / "arms")]) == 0
     # the input files were laid out once per arm, and are no cycle's I/O
     inputs = json.loads((results / "arms" / "shm" / "darshan_inputs.manifest.json").read_text())
     assert {o["path"].split("/")[1] for o in inputs["outputs"]} == {"ior", "dxt"}

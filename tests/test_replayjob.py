@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import require_tool
 
 from cycleio.config.tierspec import Tier
 from cycleio.config.settings import ArmSettings
@@ -32,8 +33,10 @@ def read_records(path):
     return pd.DataFrame([json.loads(line) for line in path.read_text().splitlines()])
 
 
+@pytest.mark.tool
 @pytest.mark.parametrize("scratch", ["shm", "lustre"])
 def test_a_replay_job_stages_in_replays_stages_out_and_verifies(tmp_path, scratch):
+    require_tool("mpiexec", "the mpich wheel (pip install mpich) provides it")
     settings = arm(tmp_path, scratch)
     laid = run_darshan_inputs(settings, tmp_path / "i.jsonl", tmp_path / "i.json")
     root = tmp_path / "lustre" / "t" / scratch
@@ -75,9 +78,12 @@ def test_a_replay_job_without_its_inputs_says_which_job_lays_them_out(tmp_path):
     assert not (tmp_path / "m.json").exists()
 
 
+@pytest.mark.tool
 def test_in_a_paired_cycle_the_replay_job_is_paired_with_fio_for_its_efficiency(tmp_path):
     from cycleio.benchmarks.paired import PairedReplay
 
+    require_tool("fio", "the paired replay runs fio")
+    require_tool("mpiexec", "the mpich wheel (pip install mpich) provides it")
     settings = arm(tmp_path, "shm")
     run_darshan_inputs(settings, tmp_path / "i.jsonl", tmp_path / "i.json")
     paired = PairedReplay(repetitions=2, max_files=10, min_bytes=0, min_seconds=0)

@@ -250,7 +250,7 @@ def _check_archive(config: dict) -> None:
 
 def _check_darshan(config: dict) -> None:
     """The replay jobs' names and places in the cycle; a cycle of replay jobs only has no GDAS step to sweep or
-    archive. Their logs are checked by workflow.study (darshan.study: they are read with pydarshan)."""
+    archive. Their logs are checked by workflow.replayjobs (they are read with pydarshan)."""
     cfg = config["darshan"]
     for name, job in cfg["jobs"].items():
         if DARSHAN_PREFIX + name == DARSHAN_INPUTS:
