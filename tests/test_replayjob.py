@@ -93,3 +93,10 @@ def test_in_a_paired_cycle_the_replay_job_is_paired_with_fio_for_its_efficiency(
     assert sorted(set(replayed["op"])) == ["read", "write"] and set(replayed["repetition"]) == {0, 1}
     # the run's bytes in its transfer sizes, by fio (in whole transfers of each size class: within a tenth here)
     assert all(0.9 * 419580 <= b <= 419580 for b in replayed[replayed["op"] == "write"]["bytes"])
+    # the efficiency table pairs the job's run with them, as it pairs every step's
+    from cycleio.report.benchtables import paired_jobs
+
+    pairs = paired_jobs(records)
+    assert set(pairs["step"]) == {"darshan_ior"} and sorted(set(pairs["op"])) == ["read", "write"]
+    assert len(pairs) == 4 and pairs["replay_bytes"].notna().all()
+    assert set(pairs.loc[pairs["op"] == "write", "step_bytes"]) == {419580}
