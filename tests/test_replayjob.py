@@ -100,3 +100,16 @@ def test_in_a_paired_cycle_the_replay_job_is_paired_with_fio_for_its_efficiency(
     assert set(pairs["step"]) == {"darshan_ior"} and sorted(set(pairs["op"])) == ["read", "write"]
     assert len(pairs) == 4 and pairs["replay_bytes"].notna().all()
     assert set(pairs.loc[pairs["op"] == "write", "step_bytes"]) == {419580}
+
+
+def test_a_failed_replay_keeps_its_attempts_records_and_leaves_no_manifest(tmp_path):
+    settings = arm(tmp_path, "shm")
+    settings.launcher = "false -n {ntasks}"  # a launcher that starts nothing and fails
+    run_darshan_inputs(settings, tmp_path / "i.jsonl", tmp_path / "i.json")
+    with pytest.raises(RuntimeError, match=r"the replay on .* failed \(launcher exit code 1\)"):
+        run_step(settings, CYCLE, "darshan_ior", tmp_path / "r.jsonl", tmp_path / "m.json",
+                 failed_attempts=tmp_path / "failed")
+    assert not (tmp_path / "m.json").exists() and not list((tmp_path / "shm").rglob(".job.*"))
+    [kept] = (tmp_path / "failed").glob("attempt1.*.records.jsonl")
+    records = read_records(kept)
+    assert "copy" in set(records["op"]) and records.iloc[-1]["op"] == "failed"

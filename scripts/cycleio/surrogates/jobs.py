@@ -354,8 +354,9 @@ def _run_replay_step(settings: ArmSettings, cycle: str, step: str, records_path:
         if failed_attempts is not None:
             scratch = settings.scratch if settings.staged else settings.persistent
             last = records.records[-1].phase if records.records else "stage_in"
-            _keep_failed_attempt(records, failed_attempts, attempt, last, t_job, time.perf_counter() - t0,
-                                 TierSite(scratch, settings.study, settings.arm))
+            with contextlib.suppress(OSError):  # the tier gone: the attempt's records cannot be kept, its error can
+                _keep_failed_attempt(records, failed_attempts, attempt, last, t_job, time.perf_counter() - t0,
+                                     TierSite(scratch, settings.study, settings.arm))
         raise
     persistent = TierSite(settings.persistent, settings.study, settings.arm)
     scratch = TierSite(settings.scratch, settings.study, settings.arm) if settings.staged else persistent

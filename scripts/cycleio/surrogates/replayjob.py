@@ -111,6 +111,8 @@ def run_replay(settings: ArmSettings, cycle: str, step: str, records: RecordLog,
         with counted(records, step=step, phase="stage_in", **scratch.fields()):
             stage(inputs, source, rundir, "stage_in", step, persistent, scratch, records, options, label)
         cache_cold = settings.staging.drop_caches and drop_page_cache()
+        if settings.staging.drop_caches and not cache_cold:
+            log.warning("%s drop_caches is set but needs root: reads may come from the page cache", label)
         for note in plan.notes:
             log.warning("%s %s: %s", label, job.path.name, note)
         with counted(records, step=step, phase="run", **scratch.fields()) as kernel, \
