@@ -194,3 +194,10 @@ def test_check_config_refuses_a_bad_log_in_one_line_before_any_job(tmp_path):
     said = (result.stderr + result.stdout).strip().splitlines()
     assert result.returncode == 1 and len(said) == 1, said
     assert "config key 'darshan.jobs.mine.log'" in said[0] and "notes.darshan: not a Darshan log" in said[0]
+
+
+def test_check_config_describes_each_replay_job(default_config, tmp_path):
+    _, study = load_study(study_config(default_config, tmp_path))
+    assert replayjobs.describe_replay_jobs(study) == [
+        "replay job darshan_ior (after first): ior_hdf5_example.darshan (4 ranks) on 2 ranks at scale 0.1 (timing io): "
+        "reads 410.4 KiB, writes 409.7 KiB in 138 operations; 1 input files laid out once, 1 output files per cycle"]

@@ -235,6 +235,11 @@ def cmd_check_config(args) -> None:
         raise ConfigError(problem)
     print(f"study {study.name}: {len(study.cycles)} cycles ({study.cycles[0]} to {study.cycles[-1]}), "
           f"arms: {', '.join(study.arms)}")
+    if study.darshan_files:
+        from ..workflow.replayjobs import describe_replay_jobs
+
+        for line in describe_replay_jobs(study):
+            print(line)
 
 
 def cmd_cluster_check(args) -> None:

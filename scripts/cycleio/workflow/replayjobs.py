@@ -61,6 +61,24 @@ def check_replay_jobs(study) -> None:
             study.darshan_files[name] = files
 
 
+def describe_replay_jobs(study) -> list[str]:
+    """A line per replay job of the study (what `cycleio check-config` prints): its log, request and volume, and
+    what its plan notes (a truncated DXT trace replayed from the counters)."""
+    from ..units import format_bytes
+
+    lines = []
+    arm = next(iter(study.arms.values()))
+    for name, spec in arm.darshan.get("jobs", {}).items():
+        path, _, files, notes = plan_replay_job(name, spec)
+        lines.append(f"replay job {DARSHAN_PREFIX}{name} (after {spec['after']}): {Path(path).name} "
+                     f"({files.log_ranks} rank{'s' if files.log_ranks != 1 else ''}) on {spec['ranks']} "
+                     f"rank{'s' if spec['ranks'] != 1 else ''} at scale {float(spec['scale']):g} (timing "
+                     f"{spec['timing']}): reads {format_bytes(files.read_bytes)}, writes {format_bytes(files.write_bytes)}"
+                     f" in {files.n_ops:,} operations; {len(files.inputs)} input files laid out once, "
+                     f"{len(files.outputs)} output files per cycle" + "".join(f"; {note}" for note in notes))
+    return lines
+
+
 def replay_job_files(arm, job: str):
     """The ReplayFiles of an arm's replay job ``job`` (darshan_<name>)."""
     name = job.removeprefix(DARSHAN_PREFIX)
