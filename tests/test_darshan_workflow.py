@@ -91,6 +91,14 @@ def test_the_summary_and_timeline_show_the_replay_jobs(study):
     assert len(replays) == 8 and (replays["replay_io_s"] > 0).all() and (replays["logged_io_s"] > 0).all()
     assert set(zip(replays["step"], replays["scale"], replays["ranks"])) == {("darshan_ior", 0.1, 2),
                                                                               ("darshan_dxt", 0.01, 1)}
+    # the fidelity: every call replayed, the bytes within 1% of S times the logged (a byte per file and rank)
+    for step, moved in MOVED.items():
+        mine = replays[replays["step"] == step]
+        for direction in ("read", "write"):
+            assert (mine[f"replayed_{direction}_bytes"] == moved[direction]).all()
+            assert (mine[f"replayed_{direction}_ops"] == mine[f"logged_{direction}_ops"]).all()
+            assert ((mine[f"replayed_{direction}_bytes"] - mine[f"expected_{direction}_bytes"]).abs()
+                    <= 0.01 * mine[f"expected_{direction}_bytes"]).all()
     timeline = pd.read_csv(results / "tables" / "cycle_timeline.csv", dtype={"cycle": str})
     assert {"darshan_ior", "darshan_dxt"} <= set(timeline["step"])
 

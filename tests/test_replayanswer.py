@@ -17,7 +17,11 @@ def manifest(tmp_path, arm, cycle, io_s, paired=False, step="darshan_ior"):
                                    "timing": "io", "layer": "posix", "fs_type": "tmpfs", "paired": paired,
                                    "logged_slowest_rank": {"rank": 0, "read_s": 1.0, "write_s": 2.0, "meta_s": 0.5,
                                                            "io_s": 3.5},
-                                   "replay": {**times, "launch_wall_s": 1.2}}}}))
+                                   "replay": {**times, "launch_wall_s": 1.2},
+                                   "fidelity": {"read": {"logged_bytes": 1000, "logged_ops": 10, "expected_bytes": 100,
+                                                         "replayed_bytes": 100, "replayed_ops": 10},
+                                                "write": {"logged_bytes": 0, "logged_ops": 0, "expected_bytes": 0,
+                                                          "replayed_bytes": 0, "replayed_ops": 0}}}}}))
     return path
 
 
@@ -31,6 +35,8 @@ def test_one_row_per_replay_job_and_a_line_per_job_with_the_median_per_arm(tmp_p
     table = replay_table([other, *paths])
     assert len(table) == 4 and list(table["tier"]) == ["shm", "shm", "shm", "lustre"]
     assert table["logged_io_s"].tolist() == [3.5] * 4 and table["replay_launch_wall_s"].tolist() == [1.2] * 4
+    assert table[["logged_read_bytes", "logged_read_ops", "expected_read_bytes", "replayed_read_bytes",
+                  "replayed_read_ops", "replayed_write_bytes"]].iloc[0].tolist() == [1000, 10, 100, 100, 10, 0]
     [line] = [line for line in replay_markdown(table) if line.startswith("- ")]
     assert line.startswith("- darshan_ior (ior.darshan, 4 ranks): its I/O took 3.5 s where it was logged (read 1 s, "
                            "write 2 s, metadata 0.5 s); at scale 0.1 with 2 ranks (timing io), on arm lustre (tier "

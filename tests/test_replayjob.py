@@ -51,6 +51,11 @@ def test_a_replay_job_stages_in_replays_stages_out_and_verifies(tmp_path, scratc
     darshan = manifest["provenance"]["darshan"]
     assert darshan["ranks"] == 2 and darshan["scale"] == 0.1 and darshan["sources"] == {"dxt": 1}
     assert darshan["logged_slowest_rank"]["io_s"] > 0 and darshan["replay"]["io_s"] > 0
+    assert darshan["fidelity"] == {
+        "read": {"logged_bytes": 4202504, "logged_ops": 36, "expected_bytes": 420250, "replayed_bytes": 420250,
+                 "replayed_ops": 36},
+        "write": {"logged_bytes": 4195800, "logged_ops": 23, "expected_bytes": 419580, "replayed_bytes": 419580,
+                  "replayed_ops": 23}}
     records = read_records(tmp_path / "r.jsonl")
     run = records[(records["phase"] == "run") & (records["tool"] == "darshan-replay") & (records["op"] != "launch")]
     assert run[run["op"] == "read"]["bytes"].sum() == 420250 and run[run["op"] == "write"]["bytes"].sum() == 419580

@@ -1,6 +1,8 @@
 """The replay jobs' answer (config darshan.jobs, docs/darshan.md): per replay job, the logged job's I/O time beside
-the replay's on each arm's tier, at the job's scale, from the replay jobs' manifests (``tables/replay_jobs.csv``),
-and the sentence summary.md gives each job, as ``cycleio darshan replay`` gives it a standalone replay."""
+the replay's on each arm's tier, at the job's scale, and its fidelity (per direction the logged bytes and calls, the
+bytes expected at the scale, the replayed bytes and calls), from the replay jobs' manifests
+(``tables/replay_jobs.csv``), and the sentence summary.md gives each job, as ``cycleio darshan replay`` gives it a
+standalone replay."""
 
 from __future__ import annotations
 
@@ -11,7 +13,10 @@ import pandas as pd
 
 REPLAY_COLUMNS = ["study", "arm", "tier", "fs_type", "cycle", "step", "log", "log_ranks", "ranks", "scale", "timing",
                   "layer", "logged_io_s", "logged_read_s", "logged_write_s", "logged_meta_s", "replay_io_s",
-                  "replay_read_s", "replay_write_s", "replay_meta_s", "replay_launch_wall_s", "paired"]
+                  "replay_read_s", "replay_write_s", "replay_meta_s", "replay_launch_wall_s", "paired",
+                  *(f"{kind}_{d}_{unit}" for d in ("read", "write")
+                    for kind, unit in (("logged", "bytes"), ("logged", "ops"), ("expected", "bytes"),
+                                       ("replayed", "bytes"), ("replayed", "ops")))]
 
 
 def replay_table(manifests: list[Path]) -> pd.DataFrame:
@@ -33,6 +38,8 @@ def replay_table(manifests: list[Path]) -> pd.DataFrame:
             **{f"logged_{key}": logged[key] for key in ("io_s", "read_s", "write_s", "meta_s")},
             **{f"replay_{key}": replay[key] for key in ("io_s", "read_s", "write_s", "meta_s")},
             "replay_launch_wall_s": replay.get("launch_wall_s"), "paired": bool(darshan.get("paired")),
+            **{f"{key.split('_')[0]}_{d}_{key.split('_')[1]}": value
+               for d, counts in darshan.get("fidelity", {}).items() for key, value in counts.items()},
         })
     return pd.DataFrame(rows, columns=REPLAY_COLUMNS)
 

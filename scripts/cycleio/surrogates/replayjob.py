@@ -157,6 +157,12 @@ def run_replay(settings: ArmSettings, cycle: str, step: str, records: RecordLog,
         "notes": plan.notes, "logged_slowest_rank": slowest_rank(rank_times(job)), "replay": replay_times(run),
         "launcher": shlex.join(run.launcher), "fs_type": run.fs_type, "python": sys.executable,
         "paired": paired is not None,
+        # the fidelity: per direction, what the log counted (bytes, calls), times the scale, and what the replay did
+        "fidelity": {d: {"logged_bytes": sum(f.logged_bytes[d] for f in plan.files),
+                         "logged_ops": sum(f.logged_ops[d] for f in plan.files),
+                         "expected_bytes": round(sum(f.logged_bytes[d] for f in plan.files) * plan.scale),
+                         "replayed_bytes": sum(sum(r[f"{d}_bytes"]) for r in run.ranks),
+                         "replayed_ops": sum(sum(r[f"{d}_ops"]) for r in run.ranks)} for d in DIRECTIONS},
     }
     return landed, provenance, [FileSpec(f"{input_dir(name)}/{spec.path}", spec.kind) for spec in inputs]
 
