@@ -161,8 +161,12 @@ def test_more_ranks_than_can_start_here_are_refused_where_the_jobs_run(default_c
     monkeypatch.setenv("SLURM_NTASKS", "1")
     check_study(study)  # where the jobs run is not known yet (a cluster's nodes may have more)
     with pytest.raises(ConfigError, match=r"config key 'darshan.jobs.ior.ranks': 2: only 1 ranks can start here "
-                                          r"\(1 SLURM_NTASKS\); expected at most 1$"):
+                                          r"\(1 SLURM_NTASKS\); expected at most 1 \(or oversubscribe: true to start "
+                                          r"more ranks than that on purpose\)$"):
         check_study(study, jobs_here=True)
+    for arm in study.arms.values():  # on purpose
+        arm.darshan["jobs"]["ior"]["oversubscribe"] = True
+    check_study(study, jobs_here=True)
 
 
 def test_files_too_large_for_the_tier_are_refused_naming_the_scale_that_fits(default_config, tmp_path, monkeypatch):

@@ -87,7 +87,8 @@ def available_slots() -> tuple[int, str]:
 def check_slots(nranks: int, oversubscribe: bool = False, say=option) -> None:
     slots, why = available_slots()
     if nranks > slots and not oversubscribe:
-        more = ("" if say is not option else " (or --oversubscribe to start more ranks than that on purpose)")
+        more = (" (or --oversubscribe to start more ranks than that on purpose)" if say is option else
+                " (or oversubscribe: true to start more ranks than that on purpose)")
         raise DarshanLogError(f"{say('ranks', nranks)}: only {slots} ranks can start here ({slots} {why}); expected "
                               f"at most {slots}{more}")
 

@@ -87,14 +87,14 @@ def replay_job_files(arm, job: str):
 
 def check_replay_ranks(study) -> None:
     """ConfigError when a replay job asks for more ranks than can start where the jobs run (checked where they
-    run here: Slurm's tasks inside an allocation, else this process's CPUs)."""
+    run here: Slurm's tasks inside an allocation, else this process's CPUs), unless it says oversubscribe."""
     from ..darshan.logs import DarshanLogError
     from ..darshan.replay import check_slots
 
     for arm in study.arms.values():
         for name, spec in arm.darshan.get("jobs", {}).items():
             try:
-                check_slots(spec["ranks"], say=_say(name))
+                check_slots(spec["ranks"], spec.get("oversubscribe", False), say=_say(name))
             except DarshanLogError as err:
                 raise ConfigError(str(err)) from None
 
