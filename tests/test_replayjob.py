@@ -76,6 +76,19 @@ def test_a_replay_job_stages_in_replays_stages_out_and_verifies(tmp_path, scratc
     assert 419580 <= kernel["bytes"].sum() < 419580 + 64 * 1024
 
 
+@pytest.mark.tool
+def test_a_replay_job_through_mpiio(tmp_path):
+    """layer mpiio: the log's MPI-IO calls through MPI-IO (the wheel's ROMIO), as the command replays them."""
+    require_tool("mpiexec", "the mpich wheel (pip install mpich) provides it")
+    settings = arm(tmp_path, "shm")
+    settings.darshan["jobs"]["ior"]["layer"] = "mpiio"
+    run_darshan_inputs(settings, tmp_path / "i.jsonl", tmp_path / "i.json")
+    manifest = run_step(settings, CYCLE, "darshan_ior", tmp_path / "r.jsonl", tmp_path / "m.json")
+    fidelity = manifest["provenance"]["darshan"]["fidelity"]
+    assert manifest["provenance"]["darshan"]["layer"] == "mpiio"
+    assert [(fidelity[d]["replayed_ops"], fidelity[d]["logged_ops"]) for d in ("read", "write")] == [(36, 36), (23, 23)]
+
+
 def test_a_replay_job_without_its_inputs_says_which_job_lays_them_out(tmp_path):
     with pytest.raises(ReplayJobError, match=r"missing input on the persistent tier: .*darshan/ior/00000-test123.h5; "
                                              r"job darshan_inputs lays them out"):
