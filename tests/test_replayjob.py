@@ -131,3 +131,27 @@ def test_a_failed_replay_keeps_its_attempts_records_and_leaves_no_manifest(tmp_p
     [kept] = (tmp_path / "failed").glob("attempt1.*.records.jsonl")
     records = read_records(kept)
     assert "copy" in set(records["op"]) and records.iloc[-1]["op"] == "failed"
+
+
+def test_each_ranks_records_lie_end_to_end_from_its_start_with_its_metadata_and_gaps(tmp_path):
+    from types import SimpleNamespace
+
+    from cycleio.records import RecordLog
+    from cycleio.storage.tiers import TierSite
+    from cycleio.surrogates.replayjob import add_replay_records
+
+    files = [SimpleNamespace(index=0, path="00000-a"), SimpleNamespace(index=1, path="00001-b")]
+    plan = SimpleNamespace(files=files, nranks=2)
+    ranks = [{"rank": r, "t_start": 100.0 + r, "read_ops": [2, 0], "read_bytes": [10, 0], "read_s": [0.5, 0.0],
+              "write_ops": [0, 3], "write_bytes": [0, 30], "write_s": [0.0, 0.25], "meta_ops": 4, "meta_s": 0.125,
+              "gap_s": 1.0 * r} for r in range(2)]
+    records = RecordLog(study="t", arm="shm", cycle=CYCLE, step="darshan_x")
+    site = TierSite(Tier("shm", "memory", str(tmp_path / "shm"), persistent=False, shared=False), "t", "shm")
+    add_replay_records(records, SimpleNamespace(ranks=ranks), plan, site, "darshan_x", cache_cold=False)
+    got = [(r.rank, r.op, r.file, r.bytes, r.transfers, r.t_start, r.seconds, r.nranks) for r in records.records]
+    assert got == [(0, "read", "00000-a", 10, 2, 100.0, 0.5, 2), (0, "write", "00001-b", 30, 3, 100.5, 0.25, 2),
+                   (0, "meta", "", 0, 4, 100.75, 0.125, 2),
+                   (1, "read", "00000-a", 10, 2, 101.0, 0.5, 2), (1, "write", "00001-b", 30, 3, 101.5, 0.25, 2),
+                   (1, "meta", "", 0, 4, 101.75, 0.125, 2), (1, "compute", "", 0, 0, 101.875, 1.0, 2)]
+    assert {r.tool for r in records.records} == {"darshan-replay"} and {r.phase for r in records.records} == {"run"}
+    assert not any(r.cache_risk for r in records.records)  # on a memory tier the page cache is the tier
