@@ -61,14 +61,16 @@ endif
 report: setup
 	@$(RUN) snakemake $(CONFIG_ARGS) $(ARGS) --report results/$(STUDY_NAME)/report.html
 
-# The unit tests on every core (test-fast), then the end-to-end tests and real jobs (Snakemake, Slurm,
-# GlusterFS), one at a time: they take the cores themselves. Exit 5 is "none of PYTEST_ARGS's tests is one".
+# The unit tests on every core (test-fast), then the end-to-end tests, real jobs and MPI programs (Snakemake,
+# Slurm, GlusterFS, mpiexec), two test files at a time (--dist loadfile: a file's tests share its studies and clusters): they
+# mostly wait on Snakemake, Slurm and fsync, so two overlap on two cores. Exit 5 is "none of PYTEST_ARGS's
+# tests is one".
 test: test-fast
-	$(RUN) python -m pytest -m "e2e or job" $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	$(RUN) python -m pytest -m "e2e or job or mpi" -n 2 --dist loadfile $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 # The unit tests only, one worker per core: no Snakemake runs, Slurm or GlusterFS (about 1.5 minutes).
 test-fast: setup
-	$(RUN) python -m pytest -m "not e2e and not job" -n auto $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	$(RUN) python -m pytest -m "not e2e and not job and not mpi" -n auto $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 lint: setup
 	$(RUN) snakemake --lint

@@ -1,5 +1,6 @@
 # The cycle's archive job (config archive.*, docs/archive.md): after the cycle's steps, before its cleanup
-# (rules/cycle.smk waits for it), the cycle's tarballs go to the archive tier.
+# (rules/cycle.smk waits for it), the cycle's tarballs go to the archive tier. Slurm resources (one task, one
+# CPU, memory, runtime from the tarballs' bytes) come from the arm's settings (workflow/slurm.py), as the steps'.
 
 
 rule archive_cycle:
@@ -14,7 +15,9 @@ rule archive_cycle:
         out("benchmarks", "{arm}", "{cycle}", "arch.tsv")
     conda:
         "../envs/cycleio.yaml"
+    threads: 1
     resources:
+        **rule_resources(STUDY.arms, step="arch"),
         io_lock=1,
         attempt=lambda wildcards, attempt: attempt,
     params:

@@ -26,10 +26,18 @@ _VENV_BIN = str(Path(sys.executable).parent)
 if os.environ.get("PATH", "").split(os.pathsep)[0] != _VENV_BIN:
     os.environ["PATH"] = os.pathsep.join(filter(None, [_VENV_BIN, os.environ.get("PATH")]))
 
+# The fixtures that start MPI ranks: their tests are marked ``mpi`` (make test runs them, make test-fast does not)
+MPI_FIXTURES = frozenset({"mpiexec", "parallel_python"})
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's own -m selection reads the marks
 def pytest_collection_modifyitems(config, items):
-    """IOR is in no package registry, so CI (which installs only from them) cannot have it: there its tests
+    """Marks every test that uses an MPI fixture ``mpi``. IOR is in no package registry, so CI (which installs only from them) cannot have it: there its tests
     are deselected, counted in pytest's summary and named in a line of their own, not skipped and not
     dropped unseen; anywhere else a missing IOR is a skip (require_tool)."""
+    for item in items:
+        if MPI_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.mpi)
     if not IN_CI or shutil.which("ior"):
         return
     ior = [item for item in items if item.get_closest_marker("ior")]

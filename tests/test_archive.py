@@ -212,12 +212,17 @@ def test_a_command_writes_the_tarball_through_a_stand_in_for_htar(tmp_path):
     with pytest.raises(arc.ArchiveError, match=r"gdas.tar: .* exited with 2"):
         arc.run_archive_command("tar -cf {tarball} -T {list}", final, [("g/missing", Path("x"))], tmp_path / "rotdir", 60)
     assert sorted(p.name for p in final.parent.iterdir()) == ["gdas.tar"]
+    garbage = final.with_name("gdas_restarta.tar")  # a command that exits 0 having written no tarball
+    with pytest.raises(arc.ArchiveError, match=r"gdas_restarta.tar: sh wrote 8 bytes that do not read as a tarball"):
+        arc.run_archive_command("sh -c 'echo garbage > \"$0\"' {tarball} {list}", garbage, members, tmp_path / "rotdir", 60)
+    assert sorted(p.name for p in final.parent.iterdir()) == ["gdas.tar"]
 
 
 # ------------------------------------------------------------------------------------------------ faults
 
 
-@pytest.mark.parametrize("change, seen", [("grow", "is 1000100 bytes"), ("shrink", "is 500 bytes")])
+@pytest.mark.parametrize("change, seen", [("grow", "is 1000100 bytes"), ("shrink", "is 500 bytes"),
+                                          ("rewrite", "is 1000000 bytes")])
 def test_a_member_that_changes_while_archived_fails_that_tarball_and_leaves_nothing(tmp_path, monkeypatch, change, seen):
     members = lay_members(tmp_path / "src", {"x/first": 100, "x/moving": 1_000_000, "x/last": 100})
     moving = members[1][1]
@@ -229,8 +234,12 @@ def test_a_member_that_changes_while_archived_fails_that_tarball_and_leaves_noth
                 if change == "grow":
                     other.seek(0, os.SEEK_END)
                     other.write(b"x" * 100)
-                else:
+                elif change == "shrink":
                     other.truncate(500)
+                else:  # new bytes, the same size; its mtime a second later (a coarse clock could hide the rewrite)
+                    other.write(b"y" * 1_000_000)
+            stamp = os.stat(moving).st_mtime_ns + 10**9
+            os.utime(moving, ns=(stamp, stamp))
         return read(self, size)
 
     monkeypatch.setattr(arc._MemberReader, "read", meanwhile_a_writer)
@@ -288,6 +297,71 @@ def test_the_arch_job_writes_indexed_verified_tarballs_and_records_phase_archive
     writes = [r for r in records if r["op"] == "write"]
     assert {r["tier"] for r in writes} == {"archive"} and {r["tier_kind"] for r in writes} == {"archive"}
     assert sum(r["bytes"] for r in writes) == sum(t["bytes"] for t in manifest["tarballs"])
+
+
+def test_the_arch_job_runs_a_configured_command_where_found_and_tarfile_where_not(tmp_path, caplog):
+    """GNU tar stands in for htar (in no registry), here only: the job's command path end to end."""
+    import json
+
+    stand_in = arm_with_archive(tmp_path / "a", command="tar -cf {tarball} -T {list}", tarballs=["gdas"])
+    lay_cycle(stand_in, FULL)
+    manifest = run_archive(stand_in, FULL, tmp_path / "a.jsonl", tmp_path / "a.json")
+    assert [(t["tarball"], t["tool"], t["members"]) for t in manifest["tarballs"]] == [("gdas.tar", "tar", 36)]
+    folder = tmp_path / "a" / "archive" / "t" / "lustre" / FULL
+    arc.verify_tarball(folder / "gdas.tar", arc.TarballIndex.read(folder / "gdas.tar.index.json"))
+    ops = [json.loads(line)["op"] for line in (tmp_path / "a.jsonl").read_text().splitlines()]
+    assert ops == ["write", "sync", "checksum"]  # the command reads its members itself: one write, timed whole
+
+    missing = arm_with_archive(tmp_path / "b", command="htar-not-here -cvf {tarball} -L {list}", tarballs=["gdas"])
+    lay_cycle(missing, FULL)
+    with caplog.at_level("WARNING", logger="cycleio"):
+        manifest = run_archive(missing, FULL, tmp_path / "b.jsonl", tmp_path / "b.json")
+    assert [t["tool"] for t in manifest["tarballs"]] == ["tarfile"]
+    assert "its program is not found here; writing the tarballs with Python's tarfile instead" in caplog.text
+
+
+def test_a_member_changed_since_its_step_landed_it_fails_the_command_s_tarball_and_leaves_nothing(tmp_path):
+    """A command (htar, GNU tar here) cannot see a member change as it reads it: the read-back against the checksum
+    the member's step recorded does, and the tarball is not kept under its final name."""
+    import json
+
+    settings = arm_with_archive(tmp_path, command="tar -cf {tarball} -T {list}", tarballs=["gdas"])
+    lay_cycle(settings, FULL)
+    root = Path(settings.persistent.path) / "t" / "lustre"
+    specs = tarball_members(FULL, settings.start, settings.forecast, ["gdas"])["gdas"]
+    outputs = [{"path": spec.path, "bytes": 1000, "xxh3_64": checksum_file(root / spec.path)} for spec in specs]
+    manifest = tmp_path / "fcst.manifest.json"
+    manifest.write_text(json.dumps({"outputs": outputs}))
+    changed = root / specs[3].path
+    changed.write_bytes(b"z" * 1000)  # rewritten after its step landed it, before the archive read it
+    with pytest.raises(arc.MemberChanged, match=rf"gdas.tar: member {specs[3].path} is 1000 bytes with checksum "
+                                                r".* but its step wrote 1000 bytes .*: it changed after its step"):
+        run_archive(settings, FULL, tmp_path / "r.jsonl", tmp_path / "m.json", manifests=[manifest])
+    assert list((tmp_path / "archive" / "t" / "lustre" / FULL).iterdir()) == []  # no tarball, index or temporary
+    assert not (tmp_path / "m.json").exists()
+
+
+def test_the_arch_job_plans_with_the_members_actual_sizes_splitting_or_refusing_by_name(tmp_path):
+    big = 3 * 2**20  # atmf000.nc, larger than the study's estimate planned for: the job plans again
+    split = arm_with_archive(tmp_path / "a", tarballs=["gdas"], split=True, max_tarball_bytes=2 * 2**20)
+    lay_cycle(split, FULL, big=big)
+    with pytest.raises(arc.ArchiveLimitError, match=r"gdas.tar of cycle 2026010106: member .*atmf000.nc alone makes "
+                                                    r"a part of 3.0 MiB, over archive.max_tarball_bytes"):
+        run_archive(split, FULL, tmp_path / "a.jsonl", tmp_path / "a.json")
+    limit = big + 32 * 1024  # the big member and a few small ones per part
+    fits = arm_with_archive(tmp_path / "b", tarballs=["gdas"], split=True, max_tarball_bytes=limit)
+    lay_cycle(fits, FULL, big=big)
+    manifest = run_archive(fits, FULL, tmp_path / "b.jsonl", tmp_path / "b.json")
+    parts = [t["tarball"] for t in manifest["tarballs"]]
+    assert len(parts) > 1 and parts == [f"gdas.part{n:02d}.tar" for n in range(1, len(parts) + 1)]
+    assert sum(t["members"] for t in manifest["tarballs"]) == 36 and all(t["bytes"] <= limit for t in manifest["tarballs"])
+    whole = arm_with_archive(tmp_path / "c", tarballs=["gdas"], max_tarball_bytes=2 * 2**20)
+    lay_cycle(whole, FULL, big=big)
+    with pytest.raises(arc.ArchiveLimitError, match=r"gdas.tar of cycle 2026010106: about .* with 36 members "
+                                                    r"\(largest .*atmf000.nc\), over archive.max_tarball_bytes"):
+        run_archive(whole, FULL, tmp_path / "c.jsonl", tmp_path / "c.json")
+    assert not (tmp_path / "c" / "archive" / "t" / "lustre" / FULL).exists() or not any(
+        (tmp_path / "c" / "archive" / "t" / "lustre" / FULL).iterdir())
 
 
 def test_a_killed_arch_job_leaves_no_tarball_under_a_final_name_and_its_rerun_lands_it(tmp_path):
@@ -444,17 +518,58 @@ def test_the_summary_compares_the_fcst_jobs_that_ran_beside_an_archive_with_thos
 
     from cycleio.report.archive import beside_archive, beside_sentence
 
-    def job(step, t, wall, io):
-        return {"study": "s", "arm": "a", "cycle": "2026010106", "step": step, "t_start": t, "wall_s": wall, "io_s": io}
+    def job(step, t, wall, io, cycle="2026010106"):
+        return {"study": "s", "arm": "a", "cycle": cycle, "step": step, "t_start": t, "wall_s": wall, "io_s": io}
 
-    overlapping = pd.DataFrame([job("arch", 10, 5, 5), job("fcst", 12, 4, 2), job("fcst", 30, 2, 1), job("fcst", 40, 2, 1)])
+    def frame(*jobs):  # the arm's half cycle first: its forecast follows no archive and is never compared
+        return pd.DataFrame([job("fcst", -100, 9, 9, cycle="2026010100"), *jobs])
+
+    overlapping = frame(job("arch", 10, 5, 5), job("fcst", 12, 4, 2), job("fcst", 30, 2, 1), job("fcst", 40, 2, 1))
     beside = beside_archive(overlapping)
     assert (beside["with_archive_jobs"], beside["without_archive_jobs"]) == (1, 2)
-    assert beside_sentence(beside) == ("fcst beside an archive job: 1 jobs, 4.00 s wall and 2.00 s of I/O on average, "
-                                       "against 2 without one, 2.00 s and 1.00 s.")
-    serial = pd.DataFrame([job("arch", 10, 5, 5), job("fcst", 15, 4, 2)])  # it starts as the archive ends
+    assert beside["overlap_s"] == 3.0  # the archive ran 12..15 of the fcst's 12..16
+    assert beside_sentence(beside) == ("fcst with an archive job running beside it: 1 job, 4.00 s wall and 2.00 s of "
+                                       "I/O on average, an archive running for 3.00 s of each; without one: 2 jobs, "
+                                       "2.00 s (sd 0.00, 2.00 to 2.00) and 1.00 s. Beside an archive: +2.00 s (+100 %) "
+                                       "wall, too few jobs for a standard error. Jobs that ran beside one: fcst 1.")
+    # two archives over one fcst count once; with two jobs a side, the difference gets a standard error
+    two = frame(job("arch", 10, 3, 1), job("arch", 12, 3, 1), job("fcst", 11, 6, 2), job("fcst", 20, 4, 2),
+                job("fcst", 30, 2, 1), job("fcst", 40, 3, 1))
+    beside = beside_archive(two)
+    assert beside["overlap_s"] == 4.0  # archives over 10..15 cover 11..15 of the fcst, not 8 s; the others ran alone
+    assert (beside["with_archive_jobs"], beside["without_archive_jobs"]) == (1, 3)
+    slow = frame(job("arch", 0, 100, 1), job("fcst", 1, 10, 2), job("fcst", 12, 11, 2),
+                 job("fcst", 200, 5, 1), job("fcst", 210, 6, 1))
+    beside = beside_archive(slow)
+    assert beside["diff_s"] == 5.0 and round(beside["diff_se_s"], 3) == 0.707 and beside["diff_sigmas"] > 7
+    assert beside_sentence(beside).endswith("Beside an archive: +5.00 s (+91 %) wall, 7.1 standard errors (0.71 s): "
+                                            "more than noise. Jobs that ran beside one: fcst 2.")
+    assert "within noise." in beside_sentence(beside, noise_sigmas=10)
+    serial = frame(job("arch", 10, 5, 5), job("fcst", 15, 4, 2))  # it starts as the archive ends
     assert beside_sentence(beside_archive(serial)).endswith("(no job ran beside one: the default profile's io_lock=1 "
                                                             "runs one job at a time).")
     prep = pd.concat([serial, pd.DataFrame([job("prep", 11, 1, 1)])])
     assert beside_sentence(beside_archive(prep)).endswith("beside it (jobs that did run beside one: prep 1).")
     assert beside_archive(serial[serial["step"] == "fcst"]) == {}
+    every = frame(job("arch", 10, 5, 5), job("fcst", 12, 4, 2), job("fcst", 14, 2, 1))
+    assert beside_sentence(beside_archive(every)) == (
+        "Every fcst job ran while an archive job ran (2 jobs, 3.00 s wall (sd 1.41, 2.00 to 4.00) on average, an "
+        "archive running for 2.00 s of each): there is no fcst without one here to compare with; a run of the same "
+        "study with the archive between the jobs is (cycleio compare, docs/archive.md). Jobs that ran beside one: "
+        "fcst 2.")
+    # the arm's first cycle (the half cycle) follows no archive: its forecast is left out of the comparison
+    assert beside_archive(overlapping.assign(t_start=overlapping["t_start"].where(overlapping["t_start"] > 0, 11)))[
+        "with_archive_jobs"] == 1  # even when the half cycle's forecast ran beside it
+
+
+def test_the_beside_study_lays_over_the_archive_study_one_arm_at_c48_with_archive_on_and_no_paired_replay():
+    """config/studies/archive-beside.yaml (docs/archive.md, "Beside the next cycle"): the same work run with the
+    arch job beside the next cycle's jobs and without; the second run's study name from --config."""
+    from cycleio.cli import load_config_files
+
+    files = [str(REPO / "config" / name) for name in ("config.yaml", "studies/archive.yaml", "studies/archive-beside.yaml")]
+    _, study = load_config_files(files)
+    assert study.name == "archive-beside" and list(study.arms) == ["lustre"] and len(study.cycles) == 7
+    arm = study.arms["lustre"]
+    assert arm.resolution == "C48" and arm.levels == 127 and arm.archive and not arm.paired_cycles
+    assert load_config_files(files, "--config study=archive-alone")[1].name == "archive-alone"

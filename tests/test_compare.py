@@ -9,6 +9,7 @@ import pytest
 from conftest import assert_png_drawn, step_summary
 
 from cycleio.cli import main
+from cycleio.report.compare import compare_lines, compare_tables
 
 
 def studies(tmp_path):
@@ -48,6 +49,13 @@ def test_compare_two_studies(tmp_path, capsys):
     assert "shm" not in table.index.get_level_values("arm")
     printed = capsys.readouterr().out
     assert "node_local: a cycle took 8.25 s in fx and 6.25 s in fy: -2.00 ± 0.35 s (-24%), B faster" in printed
+    # then the jobs that changed: a forecast 1 s slower is beyond its own noise (three forecasts, the half cycle's
+    # too) while the cycle's sum is not
+    assert "  jobs whose wall time changed beyond noise: fcst 3.83 -> 1.83 s (-2.00 ± 0.62 s, -52%)\n" in printed
+    assert "lustre: a cycle took 8.50 s in fx and 9.50 s in fy: +1.00 ± 0.71 s (+12%), within noise\n" \
+           "  jobs whose wall time changed beyond noise: fcst 4.33 -> 5.33 s (+1.00 ± 0.47 s, +23%)\n" in printed
+    same = compare_lines(compare_tables(step_summary(), step_summary()))
+    assert same[1] == "  no job's wall time changed beyond noise"
     assert "arms only in study A: shm" in printed
     assert_png_drawn(tmp_path / "c.png", None)
     assert (tmp_path / "c.svg").read_text().lstrip().startswith("<?xml")

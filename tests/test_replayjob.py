@@ -20,6 +20,11 @@ JOB = {"log": "example:ior_hdf5_example.darshan", "after": "first", "ranks": 2, 
        "layer": "posix"}
 
 
+@pytest.fixture
+def mpiexec():  # conftest marks the tests using it ``mpi``: they start MPI ranks (make test, not make test-fast)
+    return require_tool("mpiexec", "the mpich wheel (pip install mpich) provides it")
+
+
 def arm(tmp_path, scratch: str) -> ArmSettings:
     lustre = Tier("lustre", "lustre", str(tmp_path / "lustre"))
     tiers = {"lustre": lustre, "shm": Tier("shm", "memory", str(tmp_path / "shm"), persistent=False, shared=False)}
@@ -35,8 +40,7 @@ def read_records(path):
 
 @pytest.mark.tool
 @pytest.mark.parametrize("scratch", ["shm", "lustre"])
-def test_a_replay_job_stages_in_replays_stages_out_and_verifies(tmp_path, scratch):
-    require_tool("mpiexec", "the mpich wheel (pip install mpich) provides it")
+def test_a_replay_job_stages_in_replays_stages_out_and_verifies(tmp_path, scratch, mpiexec):
     settings = arm(tmp_path, scratch)
     laid = run_darshan_inputs(settings, tmp_path / "i.jsonl", tmp_path / "i.json")
     root = tmp_path / "lustre" / "t" / scratch
@@ -77,9 +81,8 @@ def test_a_replay_job_stages_in_replays_stages_out_and_verifies(tmp_path, scratc
 
 
 @pytest.mark.tool
-def test_a_replay_job_through_mpiio(tmp_path):
+def test_a_replay_job_through_mpiio(tmp_path, mpiexec):
     """layer mpiio: the log's MPI-IO calls through MPI-IO (the wheel's ROMIO), as the command replays them."""
-    require_tool("mpiexec", "the mpich wheel (pip install mpich) provides it")
     settings = arm(tmp_path, "shm")
     settings.darshan["jobs"]["ior"]["layer"] = "mpiio"
     run_darshan_inputs(settings, tmp_path / "i.jsonl", tmp_path / "i.json")
@@ -97,11 +100,10 @@ def test_a_replay_job_without_its_inputs_says_which_job_lays_them_out(tmp_path):
 
 
 @pytest.mark.tool
-def test_in_a_paired_cycle_the_replay_job_is_paired_with_fio_for_its_efficiency(tmp_path):
+def test_in_a_paired_cycle_the_replay_job_is_paired_with_fio_for_its_efficiency(tmp_path, mpiexec):
     from cycleio.benchmarks.paired import PairedReplay
 
     require_tool("fio", "the paired replay runs fio")
-    require_tool("mpiexec", "the mpich wheel (pip install mpich) provides it")
     settings = arm(tmp_path, "shm")
     run_darshan_inputs(settings, tmp_path / "i.jsonl", tmp_path / "i.json")
     paired = PairedReplay(repetitions=2, max_files=10, min_bytes=0, min_seconds=0)

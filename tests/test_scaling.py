@@ -127,3 +127,26 @@ def test_the_capacity_plan_gives_no_units_from_too_few_timed_points():
     assert cycle["fit"] == "too few timed points" and pd.isna(cycle["measured_plateau_MiB_per_s"])
     assert pd.isna(cycle["units_needed"]) and not cycle["plateau_reached"]
     assert plan_lines(plan)[0].endswith("tier shm (hard): too few timed points to plan (see the tiers' model)")
+
+
+def test_fits_and_plans_left_out_for_the_same_reason_share_a_line():
+    """The smoke study's tiers' model and capacity plan said 'too few timed points' once per tier, pattern and
+    operation (twelve lines and six): the same reason is said once, naming everything it holds for."""
+    untimed = {(1, 0): False, (1, 1): False, (2, 0): False, (2, 1): False}
+    points = pd.concat([smoke_like(untimed).assign(tier=tier, operation=operation)
+                        for tier in ("lustre", "shm") for operation in ("read", "write")], ignore_index=True)
+    fits = fit_table(points)
+    assert fit_lines(fits) == ["lustre and shm hard read and write: too few timed points, no fit (0 of 4 points each "
+                               "at 1 and 2 tasks moved enough bytes for long enough to time, 3 needed)"]
+    # one timed point more on shm's read: a reason of its own, on a line of its own
+    partly = points.copy()
+    partly.loc[(partly["tier"] == "shm") & (partly["operation"] == "read") & (partly["tasks"] == 2), "timed"] = True
+    lines = fit_lines(fit_table(partly))
+    assert len(lines) == 2 and lines[0].startswith("lustre hard read, lustre hard write, shm hard write: ")
+    assert lines[1].startswith("shm hard read: too few timed points, no fit (2 of 4 points at")
+    inventory = pd.DataFrame([{"arm": "a", "cycle": "2026010106", "step": "fcst", "expected_bytes": 8 * GiB}])
+    plan = capacity_plan(inventory, fits[fits["operation"] == "write"], resolution="C768", interval_hours=6,
+                         io_budget_fraction=0.1)
+    (line,) = plan_lines(plan)
+    assert line.endswith("needs 4 MiB/s; tiers lustre (hard), shm (hard): too few timed points to plan "
+                         "(see the tiers' model)")

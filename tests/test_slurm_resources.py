@@ -211,3 +211,37 @@ def test_the_executor_plugin_accepts_them_and_puts_them_on_the_sbatch_line(plugi
 
 def test_the_refused_slurm_extra_options_are_the_plugins(plugin):
     assert FORBIDDEN_SLURM_EXTRA == plugin.validation.get_forbidden_slurm_options()
+
+
+def test_the_archive_job_is_one_task_on_one_node_and_its_limit_follows_its_tarballs():
+    archive = {"enabled": True}
+    tiers = {**TIERS, "archive": {"kind": "archive", "path": "results/tiers/archive"}}
+    small = arms("C48", 127, archive=archive, tiers=tiers)["node_local"]
+    large = arms("C768", 127, archive=archive, tiers=tiers)["node_local"]
+    res = slurm_resources(large, "arch", FULL_CYCLE)
+    # no scratch (it reads the persistent tier and writes the archive tier): no burst buffer, one CPU
+    assert res["tasks"] == res["nodes"] == res["cpus_per_task"] == 1 and res["mpi"] is None
+    assert res["slurm_extra"] == "" and job_threads(large, "arch") == 1
+    assert res["mem_mb"] == mem_mb(large, "post")  # 8 MiB transfers: the base memory of one rank
+    # C768: 281.5 GiB of tarballs per full cycle (docs/archive.md), read, written and read back
+    reads, writes = job_bytes(large, "arch", FULL_CYCLE)
+    assert reads == writes and 280 * 2**30 < writes < 283 * 2**30
+    assert res["runtime"] > 5 * runtime_minutes(small, "arch", FULL_CYCLE)  # C768 moves 177 times C48's bytes
+    assert runtime_minutes(large, "arch", FULL_CYCLE) > runtime_minutes(large, "arch", "2026010100")  # no restarta
+    retry = slurm_resources(large, "arch", FULL_CYCLE, attempt=2)
+    assert retry["runtime"] == 2 * res["runtime"]
+    # off: the rule has no jobs, and the estimate is the job's start-up only
+    assert job_bytes(arms("C768", 127)["node_local"], "arch", FULL_CYCLE) == (0, 0)
+
+
+def test_the_archive_job_of_a_burst_buffer_arm_asks_slurm_for_one_cpu_and_no_burst_buffer(plugin):
+    tiers = {**TIERS, "archive": {"kind": "archive", "path": "results/tiers/archive"}}
+    arm = arms(archive={"enabled": True}, tiers=tiers)["bb"]
+    params = {"run_uuid": "u", "slurm_logfile": "l.log", "comment_str": "rule_archive_cycle", "account": "",
+              "partition": "-p debug", "workdir": "/w"}
+    job = FakeJob(slurm_resources(arm, "arch", FULL_CYCLE))
+    plugin.validation.validate_slurm_extra(job)
+    line = plugin.submit.get_submit_command(job, params)
+    for option in ("-t 10", "--mem 1000", "--nodes=1", "--ntasks=1", "--cpus-per-task=1"):
+        assert option in line, (option, line)
+    assert "--bb" not in line

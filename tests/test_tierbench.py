@@ -45,7 +45,7 @@ def test_default_plan_covers_every_study_tier_pattern_and_task_count(default_con
     plan = tb.BenchmarkPlan.from_config(validate_config(default_config))
     assert list(plan.tiers) == ["lustre", "node_local", "shm"]
     assert len(plan.point_list("io")) == 3 * 2 * 2  # tiers x (easy, hard) x tasks 1, 2
-    assert len(plan.point_list("metadata")) == 3 * 2 * 2
+    assert len(plan.point_list("metadata")) == 3 * 2  # tiers x (easy, hard) at 2 tasks: the figure shows the largest count
     assert sorted({t for _, _, t in plan.point_list("fieldio")}) == [2]
     easy = plan.settings("io", "shm", "easy", 2)
     assert easy.io_pattern() == tb.IOPattern(name="easy", transfer_size_bytes=2 * MIB, block_size_bytes=64 * MIB)

@@ -38,6 +38,7 @@ from ..units import MiB
 from .common import parse_run, run_tool, time_limit
 from .replay import make_room, replay_specs, replay_totals
 from .specs import ReplaySpec
+from .timing import Timing
 from .tools import fio, find_tool
 
 log = logging.getLogger("cycleio")
@@ -89,7 +90,7 @@ class PairedReplay:
             return False
         nbytes = sum(r.bytes for r in mine)
         seconds = covered_seconds([r.t_start for r in mine], [r.t_start + r.seconds for r in mine])
-        enough = nbytes >= self.min_bytes and seconds >= self.min_seconds
+        enough = Timing(min_bytes=self.min_bytes, min_seconds=self.min_seconds).enough(nbytes, seconds)
         if not enough:
             log.info("%s %s %s: %.1f MiB in %.3f s is too little to time (benchmarks.replay.min_bytes, min_seconds): "
                      "not replayed", label, step, op, nbytes / MiB, seconds)

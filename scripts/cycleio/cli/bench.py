@@ -124,7 +124,7 @@ def cmd_bench_tables(args) -> None:
     from ..report.benchtables import write_benchmark_tables
 
     from ..config.sizes import parse_size
-    from ..report.benchtables import Timing
+    from ..benchmarks.timing import Timing
 
     timing = Timing(min_bytes=parse_size(args.min_bytes, "--min-bytes"), min_seconds=args.min_seconds,
                     tolerance=args.tolerance)

@@ -118,7 +118,7 @@ def arm_summary(summary: pd.DataFrame, tiers: pd.DataFrame, efficiency: pd.DataF
     base = baselines(roles, strategies, arms)
     replays = replay_rows(efficiency) if efficiency is not None else None
     archives = keep_up_table(summary)
-    beside = beside_sentence(beside_archive(summary)) or None  # the machine's: the same on every arm's row
+    beside = beside_sentence(beside_archive(summary), NOISE_SIGMAS) or None  # the machine's: the same on every arm's row
     path = critical_path(summary)
     rows = []
     for arm in arms:

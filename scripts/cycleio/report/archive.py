@@ -36,9 +36,35 @@ def keep_up_table(summary: pd.DataFrame) -> pd.DataFrame:
     return jobs.reindex(columns=KEEP_UP_COLUMNS).reset_index(drop=True)
 
 
+def _overlap_s(t: float, wall: float, starts, ends) -> float:
+    """Seconds of the job [t, t + wall) during which an archive job ran (their union, clipped to the job)."""
+    spans = sorted((max(t, a), min(t + wall, b)) for a, b in zip(starts, ends) if a < t + wall and b > t)
+    covered, reach = 0.0, t
+    for a, b in spans:
+        a = max(a, reach)
+        if b > a:
+            covered, reach = covered + b - a, b
+    return covered
+
+
+def _group(jobs: pd.DataFrame, name: str) -> dict:
+    """Count, mean, standard deviation, least and most of one group's wall seconds, and its mean I/O seconds."""
+    wall = jobs["wall_s"]
+    io = jobs["io_s"] if "io_s" in jobs else pd.Series(dtype=float)
+    return {f"{name}_archive_jobs": len(jobs),
+            f"{name}_archive_wall_s": float(wall.mean()) if len(wall) else math.nan,
+            f"{name}_archive_wall_sd_s": float(wall.std(ddof=1)) if len(wall) > 1 else math.nan,
+            f"{name}_archive_wall_min_s": float(wall.min()) if len(wall) else math.nan,
+            f"{name}_archive_wall_max_s": float(wall.max()) if len(wall) else math.nan,
+            f"{name}_archive_io_s": float(io.mean()) if len(io) else math.nan}
+
+
 def beside_archive(summary: pd.DataFrame, step: str = "fcst") -> dict:
-    """How the ``step`` jobs that ran while an archive job ran (any arm's: they share the machine) compare with
-    those that did not: counts and mean wall and I/O seconds of each group, from the study's own records."""
+    """How the next cycle's ``step`` jobs (of every cycle but an arm's first) that ran while an archive job ran (any
+    arm's: they share the machine) compare with those that did not, from the study's own records: per group the count, mean, standard deviation and range of
+    the wall seconds and the mean I/O seconds; for those beside one, the mean seconds an archive ran during the job
+    (``overlap_s``); then the difference of the means (with minus without), its standard error (Welch: the jobs are
+    independent) and how many standard errors it is (``diff_sigmas``)."""
     if not {"t_start", "wall_s"} <= set(summary):
         return {}
     jobs = summary.astype({"cycle": str})
@@ -47,19 +73,38 @@ def beside_archive(summary: pd.DataFrame, step: str = "fcst") -> dict:
         return {}
     starts, ends = arch["t_start"].to_numpy(), (arch["t_start"] + arch["wall_s"]).to_numpy()
     others = jobs[jobs["step"] != ARCHIVE_STEP]
-    overlap = [bool(((starts < t + wall) & (ends > t)).any()) for t, wall in zip(others["t_start"], others["wall_s"])]
-    others = others.assign(beside=overlap)
-    mine = others[others["step"] == step]
-    out = {"step": step, "with_archive_jobs": int(mine["beside"].sum()), "without_archive_jobs": int((~mine["beside"]).sum()),
-           "beside_steps": others[others["beside"]]["step"].value_counts().sort_index().to_dict()}
-    for name, group in (("with", mine[mine["beside"]]), ("without", mine[~mine["beside"]])):
-        out[f"{name}_archive_wall_s"] = float(group["wall_s"].mean()) if not group.empty else math.nan
-        out[f"{name}_archive_io_s"] = float(group["io_s"].mean()) if "io_s" in group and not group.empty else math.nan
+    overlap = [_overlap_s(t, wall, starts, ends) for t, wall in zip(others["t_start"], others["wall_s"])]
+    others = others.assign(overlap_s=overlap, beside=[seconds > 0 for seconds in overlap])
+    # the next cycle's jobs: an arm's first cycle follows no archive, and its forecast (the half cycle's) differs
+    later = others["cycle"] > others.groupby("arm")["cycle"].transform("min")
+    mine = others[(others["step"] == step) & later]
+    with_, without = mine[mine["beside"]], mine[~mine["beside"]]
+    out = {"step": step, **_group(with_, "with"), **_group(without, "without"),
+           "beside_steps": others[others["beside"]]["step"].value_counts().sort_index().to_dict(),
+           "overlap_s": float(with_["overlap_s"].mean()) if len(with_) else math.nan}
+    diff = out["with_archive_wall_s"] - out["without_archive_wall_s"]
+    variance = sum(group["wall_s"].var(ddof=1) / len(group) for group in (with_, without) if len(group) > 1)
+    se = math.sqrt(variance) if len(with_) > 1 and len(without) > 1 else math.nan
+    out.update(diff_s=diff, diff_se_s=se, diff_sigmas=abs(diff) / se if se and se > 0 else math.nan)
     return out
 
 
-def beside_sentence(beside: dict) -> str:
-    """The summary's line on what an archive running beside the next cycle cost the jobs it ran beside."""
+def _jobs(count: int) -> str:
+    return f"{count} job" + ("" if count == 1 else "s")
+
+
+def _spread(beside: dict, name: str) -> str:
+    n = beside[f"{name}_archive_jobs"]
+    if n < 2:
+        return ""
+    return (f" (sd {beside[f'{name}_archive_wall_sd_s']:.2f}, {beside[f'{name}_archive_wall_min_s']:.2f} to "
+            f"{beside[f'{name}_archive_wall_max_s']:.2f})")
+
+
+def beside_sentence(beside: dict, noise_sigmas: float = 2.0) -> str:
+    """The summary's line on what an archive running beside the next cycle cost the jobs it ran beside: the
+    ``step`` jobs' mean wall seconds (sd and range) with an archive running and without, and whether the difference
+    is more than ``noise_sigmas`` standard errors (else noise)."""
     if not beside:
         return ""
     step = beside["step"]
@@ -69,11 +114,26 @@ def beside_sentence(beside: dict) -> str:
                 "beside it" + (f" (jobs that did run beside one: {others})" if others else
                                " (no job ran beside one: the default profile's io_lock=1 runs one job at a time)")
                 + ".")
+    others = ", ".join(f"{name} {count}" for name, count in beside.get("beside_steps", {}).items())
     if not beside["without_archive_jobs"]:
-        return f"Every {step} job ran while an archive job ran: there is no {step} without one to compare with."
-    return (f"{step} beside an archive job: {beside['with_archive_jobs']} jobs, {beside['with_archive_wall_s']:.2f} s wall "
-            f"and {beside['with_archive_io_s']:.2f} s of I/O on average, against {beside['without_archive_jobs']} without "
-            f"one, {beside['without_archive_wall_s']:.2f} s and {beside['without_archive_io_s']:.2f} s.")
+        return (f"Every {step} job ran while an archive job ran ({_jobs(beside['with_archive_jobs'])}, "
+                f"{beside['with_archive_wall_s']:.2f} s wall{_spread(beside, 'with')} on average, an archive running "
+                f"for {beside['overlap_s']:.2f} s of each): there is no {step} without one here to compare with; a run "
+                f"of the same study with the archive between the jobs is (cycleio compare, docs/archive.md)."
+                + (f" Jobs that ran beside one: {others}." if others else ""))
+    diff, se, base = beside["diff_s"], beside["diff_se_s"], beside["without_archive_wall_s"]
+    change = f"{diff:+.2f} s" + (f" ({100 * diff / base:+.0f} %)" if base > 0 else "")
+    if math.isnan(se):
+        judged = "too few jobs for a standard error"
+    else:
+        judged = (f"{beside['diff_sigmas']:.1f} standard errors ({se:.2f} s): "
+                  + ("more than noise" if beside["diff_sigmas"] > noise_sigmas else "within noise"))
+    return (f"{step} with an archive job running beside it: {_jobs(beside['with_archive_jobs'])}, "
+            f"{beside['with_archive_wall_s']:.2f} s wall{_spread(beside, 'with')} and {beside['with_archive_io_s']:.2f} s "
+            f"of I/O on average, an archive running for {beside['overlap_s']:.2f} s of each; without one: "
+            f"{_jobs(beside['without_archive_jobs'])}, {beside['without_archive_wall_s']:.2f} s{_spread(beside, 'without')} "
+            f"and {beside['without_archive_io_s']:.2f} s. Beside an archive: {change} wall, {judged}."
+            + (f" Jobs that ran beside one: {others}." if others else ""))
 
 
 def arm_keep_up(table: pd.DataFrame, arm: str) -> dict:

@@ -70,8 +70,9 @@ def scaling_figure(table: pd.DataFrame, paths: list[Path], title: str, fits: pd.
             low = (group["mean"] - group.get("min", group["mean"])).clip(lower=0)
             high = (group.get("max", group["mean"]) - group["mean"]).clip(lower=0)
             linestyle, marker = style[pattern]
-            ax.errorbar(group["tasks"], group["mean"], yerr=[low, high], color=colors[tier], linestyle=linestyle,
-                        marker=marker, capsize=3, label=f"{tier} / {pattern}")
+            ax.errorbar(group["tasks"], group["mean"], yerr=[low, high], color=colors[tier], linestyle="none",
+                        marker=marker, capsize=3, label=f"{tier} / {pattern}")  # the lines: _join
+            _join(ax, group, colors[tier], linestyle)
             hollow = group[~group["timed"].astype(bool)]
             if not hollow.empty:  # too small to time: drawn, but hollow and pale, and left out of the fits
                 ax.plot(hollow["tasks"], hollow["mean"], linestyle="none", marker=marker, markersize=8,
@@ -126,6 +127,16 @@ def scaling_figure(table: pd.DataFrame, paths: list[Path], title: str, fits: pd.
     rows = -(-len(handles) // 3) if handles else 0
     fig.tight_layout(rect=(0, 0.04 + 0.055 * rows if handles else 0, 1, 1))
     save_figure(fig, paths)
+
+
+def _join(ax, group: pd.DataFrame, color, linestyle: str) -> None:
+    """Lines between a tier's points: drawn as measured between two timed points, faint and dotted where either
+    end was too small to time (no trend is claimed from it)."""
+    tasks, means, timed = group["tasks"].to_list(), group["mean"].to_list(), group["timed"].astype(bool).to_list()
+    for i in range(len(tasks) - 1):
+        both = timed[i] and timed[i + 1]
+        ax.plot(tasks[i:i + 2], means[i:i + 2], color=color, linestyle=linestyle if both else ":",
+                alpha=1.0 if both else 0.35, zorder=2)
 
 
 def _hollow_untimed(ax, rows: pd.DataFrame, x: str, order: list[str], hue_order: list[str], colors: dict) -> bool:

@@ -5,7 +5,6 @@ benchmarks' MiB/s on the same tier)."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -14,6 +13,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
 from ..benchmarks.paired import NEW_FILES
+from ..benchmarks.timing import Timing
 from ..intervals import covered_per_group
 from .aggregate import group_codes, write_table
 from .closeness import AT_SPEED, FASTER, NOT_TIMED, SLOWER, WITHIN_NOISE
@@ -57,24 +57,6 @@ def load_points(paths: list[str | Path]) -> pd.DataFrame:
     tables = [read_points(path) for path in paths]
     table = pa.concat_tables(tables) if tables else POINT_SCHEMA.empty_table()
     return table.to_pandas(types_mapper=_PANDAS_TYPES.get)
-
-
-@dataclass(frozen=True)
-class Timing:
-    """When a measurement means something (config benchmarks.replay: min_bytes, min_seconds, tolerance; the
-    reasons in docs/performance.md). One threshold for every table: a step's row in ``efficiency`` and
-    ``io_gap`` is timed when the step moved at least ``min_bytes`` per job and both the step and its
-    reference took at least ``min_seconds`` per job; a benchmark repetition in ``benchmarks`` when it moved
-    at least ``min_bytes`` in at least ``min_seconds`` (a few MiB in a few milliseconds is the tool's
-    timer resolution, not the tier)."""
-
-    min_bytes: int = 32 * MiB
-    min_seconds: float = 0.1
-    tolerance: float = 0.15
-
-    def enough(self, nbytes, seconds):
-        """Whether ``nbytes`` in ``seconds`` can be timed (scalars, or Series element by element)."""
-        return (nbytes >= self.min_bytes) & (seconds >= self.min_seconds)
 
 
 POINT_KEYS = ["tier", "benchmark", "pattern", "api", "tasks", "operation", "source", "job"]

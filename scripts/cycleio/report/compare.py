@@ -81,13 +81,20 @@ def compare_tables(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
 
 
 def compare_lines(table: pd.DataFrame) -> list[str]:
-    """Per arm, the full cycle's wall time before and after, in words."""
+    """Per arm, the full cycle's wall time before and after, in words, then the jobs (steps, and the archive job,
+    which the cycle's sum leaves out) whose wall time changed by more than the noise."""
     rows = table[(table["step"] == "cycle") & (table["activity"] == "wall_s")]
     lines = []
     for r in rows.itertuples():
         spread = "" if math.isnan(r.diff_se_s) else f" ± {r.diff_se_s:.2f}"
         lines.append(f"{r.arm}: a cycle took {r.a_mean_s:.2f} s in {r.a_study} and {r.b_mean_s:.2f} s in {r.b_study}: "
                      f"{r.diff_s:+.2f}{spread} s ({r.change_percent:+.0f}%), {r.verdict}")
+        jobs = table[(table["arm"] == r.arm) & (table["step"] != "cycle") & (table["activity"] == "wall_s")
+                     & table["verdict"].isin(["B faster", "B slower"])]
+        changed = [f"{j.step} {j.a_mean_s:.2f} -> {j.b_mean_s:.2f} s ({j.diff_s:+.2f} ± {j.diff_se_s:.2f} s, "
+                   f"{j.change_percent:+.0f}%)" for j in jobs.itertuples()]
+        lines.append(f"  jobs whose wall time changed beyond noise: {'; '.join(changed)}" if changed else
+                     "  no job's wall time changed beyond noise")
     for side in ("only_a", "only_b"):
         if table.attrs.get(side):
             lines.append(f"arms only in study {side[-1].upper()}: {', '.join(table.attrs[side])}")

@@ -7,7 +7,7 @@ counts into a rising part and a plateau part; where no point lies on the plateau
 reached (``plateau_reached`` False) and is at least the best measured bandwidth.
 
 Only timed points are fitted (benchmarks.csv ``timed``: enough bytes and seconds to time, the threshold of
-benchtables.Timing); with fewer than MIN_TIMED_POINTS of them no slope, plateau or bound is claimed
+benchmarks.timing.Timing); with fewer than MIN_TIMED_POINTS of them no slope, plateau or bound is claimed
 (``fit`` says "too few timed points").
 """
 
@@ -125,16 +125,33 @@ def fitted(fits: pd.DataFrame) -> pd.Series:
     return (fits["fit"] == FITTED).astype(bool)
 
 
+def _named_together(names: list[tuple[str, str, str]]) -> str:
+    """``(tier, pattern, operation)`` triples in few words: "lustre and shm easy read and write" when they are
+    every tier with every operation of one pattern, else each triple in turn."""
+    tiers = list(dict.fromkeys(n[0] for n in names))
+    patterns = list(dict.fromkeys(n[1] for n in names))
+    operations = list(dict.fromkeys(n[2] for n in names))
+    if len(patterns) == 1 and len(names) == len(tiers) * len(operations) == len(set(names)):
+        return f"{_and(tiers)} {patterns[0]} {_and(operations)}"
+    return ", ".join(" ".join(n) for n in names)
+
+
+def _and(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
 def fit_lines(fits: pd.DataFrame) -> list[str]:
-    """The fits in words, one line each (printed and logged)."""
-    lines = []
+    """The fits in words, one line each (printed and logged); fits left out for the same want of timed points
+    share a line."""
+    lines, unfitted = [], {}
     for row, has_model in zip(fits.itertuples(), fitted(fits)):
         untimed = int(getattr(row, "n_untimed", 0) or 0)
         if not has_model:
             tasks = " and ".join(str(row.tasks_measured).split())
-            lines.append(f"{row.tier} {row.pattern} {row.operation}: too few timed points, no fit ({row.n_points} of "
-                         f"{row.n_points + untimed} points at {tasks} tasks moved enough bytes for long enough to "
-                         f"time, {MIN_TIMED_POINTS} needed)")
+            why = (row.pattern, row.n_points, row.n_points + untimed, tasks)
+            if why not in unfitted:
+                lines.append(why)  # its place in the order; filled in below
+            unfitted.setdefault(why, []).append((row.tier, row.pattern, row.operation))
             continue
         measured = str(row.tasks_measured).split()
         first, last = int(measured[0]), int(measured[-1])
@@ -148,6 +165,13 @@ def fit_lines(fits: pd.DataFrame) -> list[str]:
         lines.append(f"{row.tier} {row.pattern} {row.operation}: {row.slope_MiB_per_s_per_task:.0f} MiB/s per task, "
                      f"{plateau}; error {row.rmse_MiB_per_s:.0f} MiB/s rms ({row.relative_error:.0%}) over "
                      f"{row.n_points} timed points{left_out}")
+    for index, line in enumerate(lines):
+        if isinstance(line, tuple):
+            _, timed, total, tasks = line
+            each = " each" if len(unfitted[line]) > 1 else ""
+            lines[index] = (f"{_named_together(unfitted[line])}: too few timed points, no fit ({timed} of {total} "
+                            f"points{each} at {tasks} tasks moved enough bytes for long enough to time, "
+                            f"{MIN_TIMED_POINTS} needed)")
     return lines
 
 
@@ -239,17 +263,26 @@ def plan_lines(plan: pd.DataFrame) -> list[str]:
                      f"of tarballs per cycle; to keep up within the interval ({row.budget_s:.0f} s) the archive tier "
                      f"needs {row.needed_MiB_per_s:.1f} MiB/s of writes (and the persistent tier as much of reads "
                      "beside the next cycle)")
+    unplanned: dict[str, list[str]] = {}
     for row in cycle.itertuples():
-        head = (f"{row.resolution} every {row.interval_hours:g} h, I/O within {row.io_budget_fraction:.0%} "
+        need = (f"{row.resolution} every {row.interval_hours:g} h, I/O within {row.io_budget_fraction:.0%} "
                 f"({row.budget_s:.0f} s): {format_bytes(row.cycle_bytes)} per cycle needs "
-                f"{row.needed_MiB_per_s:.0f} MiB/s; tier {row.tier} ({row.pattern})")
+                f"{row.needed_MiB_per_s:.0f} MiB/s")
+        head = f"{need}; tier {row.tier} ({row.pattern})"
         if getattr(row, "fit", FITTED) == TOO_FEW or pd.isna(row.measured_plateau_MiB_per_s):
-            lines.append(f"{head}: too few timed points to plan (see the tiers' model)")
+            if need not in unplanned:
+                lines.append(need)  # its place in the order; filled in below
+            unplanned.setdefault(need, []).append(f"{row.tier} ({row.pattern})")
             continue
         needed = (f"{row.units_needed} needed" if row.plateau_reached
                   else f"at most {row.units_needed} needed (the plateau was not reached)")
         lines.append(f"{head} gives {row.measured_plateau_MiB_per_s:.0f} MiB/s; {row.unit}: {row.units_measured} "
                      f"measured, {needed}")
+    for index, line in enumerate(lines):
+        if line in unplanned:
+            tiers = unplanned[line]
+            lines[index] = (f"{line}; {'tier' if len(tiers) == 1 else 'tiers'} {', '.join(tiers)}: too few timed points "
+                            "to plan (see the tiers' model)")
     return lines
 
 

@@ -335,7 +335,12 @@ def run_archive_command(template: str, final: Path, members: list[tuple[str, Pat
         listing.unlink(missing_ok=True)
     index.sync_s = time.perf_counter() - t_sync
     index.bytes = final.stat().st_size
-    index.members = read_members(final)
+    try:
+        index.members = read_members(final)
+    except tarfile.TarError as err:  # the command exited 0 but wrote no tarball one can read: not kept
+        final.unlink(missing_ok=True)
+        raise ArchiveError(f"{final.name}: {index.tool} wrote {index.bytes} bytes that do not read as a tarball "
+                           f"({err}); not kept") from None
     return index
 
 

@@ -3,7 +3,7 @@
 For each tarball of the cycle (archive_lists) the job plans its parts under the archive's limits with the members'
 actual sizes, writes each part (a temporary name, fsync, rename: storage.archive), lands its index beside it and
 reads it back against the index and against the checksums the cycle's steps recorded when they landed the files
-(their manifests). Records: ``phase: archive``, reads off the persistent tier (``op: read``, one per member),
+(their manifests); a tarball that does not read back is removed with its index, so nothing is half-archived. Records: ``phase: archive``, reads off the persistent tier (``op: read``, one per member),
 the tarball's writes to the archive tier (``op: write``), its fsync and rename (``op: sync``) and the read-back
 (``op: checksum``). The manifest, written last, lists the tarballs.
 """
@@ -18,7 +18,7 @@ from ..config.settings import ArmSettings
 from ..config.tierspec import Tier
 from ..fsutil import write_json_atomic
 from ..records import RecordLog
-from ..storage.archive import (command_found, index_path, plan_tarball, run_archive_command,
+from ..storage.archive import (ArchiveError, command_found, index_path, plan_tarball, run_archive_command,
                                verify_tarball, write_index, write_tarball)
 from ..storage.pagecache import cache_risk, cached_fraction
 from ..storage.staging import remove_stale_temporaries
@@ -117,7 +117,12 @@ def _one_tarball(final: Path, members: list[tuple[str, int]], persistent: TierSi
     records.add(phase=PHASE, op="sync", file=final.name, n_files=1, t_start=index.t_start + index.write_s,
                 seconds=index.sync_s, tool=tool, **target.fields())
     write_index(final, index)
-    checked = verify_tarball(final, index, expected)
+    try:
+        checked = verify_tarball(final, index, expected)
+    except ArchiveError:  # a tarball that does not read back (a member changed under a command) is not kept
+        final.unlink(missing_ok=True)
+        index_path(final).unlink(missing_ok=True)
+        raise
     records.add(phase=PHASE, op="checksum", file=final.name, bytes=checked.bytes, n_files=len(index.members),
                 t_start=checked.t_start, seconds=checked.seconds,
                 cache_risk=cache_risk("checksum", memory=target.is_memory), **target.fields())

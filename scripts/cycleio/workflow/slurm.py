@@ -23,7 +23,10 @@ job's shell runs directly in the allocation, so it can start its ranks with ``sr
   (DataWarp ``#DW jobdw ...`` or Slurm's Lua plugin ``#BB_LUA ...``).
 
 Jobs that write only the persistent tier (``coldstart``, the observation ``dump``) use no scratch
-and ask for no burst buffer.
+and ask for no burst buffer. The cycle's archive job (``arch``) uses no scratch either: one task on
+one node, one CPU (it reads, hashes and writes one stream), the base memory (it holds 8 MiB
+transfers, never a field), and a runtime from its tarballs' bytes at the study's resolution (read
+off the persistent tier, written to the archive tier, read back), plus its paired replay.
 
 Everything here is a pure function of the settings; the rules call :func:`rule_resources` and a
 site overrides any value in its profile (``set-resources``). Local runs ignore these resources.
@@ -39,8 +42,10 @@ from ..config.calendar import FULL_CYCLE_STEPS
 from ..surrogates.forecast.layout import forecast_ntasks
 from ..surrogates.grid import Grid
 from ..config.forecast import Compression, cycle_steps
+from ..surrogates.archive_lists import plan_cycle
 from ..surrogates.inventory import FileSpec, coldstart_files, step_io
 from ..surrogates.kinds import expected_bytes
+from ..storage.archive import tar_bytes
 from ..storage.burstbuffer import burst_buffer_request
 from ..units import MiB
 from ..config.keys import DARSHAN_INPUTS, DARSHAN_PREFIX, is_replay_job
@@ -48,6 +53,8 @@ from .replayjobs import replay_job_files
 
 RESOURCE_KEYS = ("nodes", "tasks", "cpus_per_task", "mem_mb", "runtime", "mpi", "slurm_extra")
 PERSISTENT_ONLY = ("coldstart", "dump", DARSHAN_INPUTS)  # jobs that write the persistent tier and stage nothing
+ARCHIVE = "arch"  # the cycle's archive job: persistent tier -> archive tier, no scratch
+NO_SCRATCH = (*PERSISTENT_ONLY, ARCHIVE)
 
 
 @dataclass(frozen=True)
@@ -84,9 +91,20 @@ def job_steps(settings, step: str, cycle: str | None = None) -> list[str]:
     return list(cycle_steps(cycle, settings.start, settings.forecast)) if cycle else list(FULL_CYCLE_STEPS)
 
 
+def archive_bytes(settings, cycle: str | None = None) -> int:
+    """The tarball bytes of one cycle's archive job (the inventory's expected members, tar headers included)."""
+    if not settings.archive:
+        return 0
+    plans = plan_cycle(settings, cycle or settings.start)
+    return sum(tar_bytes(members) for parts in plans.values() for _, members in parts)
+
+
 def job_bytes(settings, step: str, cycle: str | None = None) -> tuple[int, int]:
     """Estimated (bytes read, bytes written) of one job of an arm."""
     grid = Grid(settings.resolution, settings.levels)
+    if step == ARCHIVE:  # the members off the persistent tier, the tarballs to the archive tier
+        tarred = archive_bytes(settings, cycle)
+        return tarred, tarred
     if step == "coldstart":
         return 0, sum(estimated_file_bytes(spec, grid) for spec in coldstart_files(settings.start))
     if is_replay_job(step):  # a replay job from a Darshan log: its log's bytes at its scale
@@ -108,14 +126,14 @@ def job_tasks(settings, step: str, cycle: str | None = None) -> int:
     """Slurm tasks of one job: the forecast's MPI ranks when the job runs the forecast, a replay job's ranks, else 1."""
     if is_replay_job(step):
         return settings.darshan["jobs"][step.removeprefix(DARSHAN_PREFIX)]["ranks"]
-    if step in PERSISTENT_ONLY or "fcst" not in job_steps(settings, step, cycle):
+    if step in NO_SCRATCH or "fcst" not in job_steps(settings, step, cycle):
         return 1
     return forecast_ntasks(settings)
 
 
 def compute_seconds(settings, step: str, cycle: str | None = None) -> float:
     """The configured compute stand-in of the job's steps."""
-    if step in PERSISTENT_ONLY:
+    if step in NO_SCRATCH:
         return 0.0
     total = 0.0
     for name in job_steps(settings, step, cycle):
@@ -129,7 +147,7 @@ def compute_seconds(settings, step: str, cycle: str | None = None) -> float:
 def job_threads(settings, step: str) -> int:
     """CPUs one job keeps busy at once: a staged job's copy streams (each reads, hashes and writes;
     the write-behind thread and the job's main thread mostly wait on storage), else one."""
-    if step in PERSISTENT_ONLY or not settings.staged:
+    if step in NO_SCRATCH or not settings.staged:
         return 1
     return max(1, settings.staging.streams)
 
@@ -145,7 +163,7 @@ def runtime_minutes(settings, step: str, cycle: str | None = None, attempt: int 
                     scale: Scale = DEFAULT_SCALE) -> int:
     """Wall-clock limit (minutes) of one job; a retry gets ``attempt`` times as long."""
     reads, writes = job_bytes(settings, step, cycle)
-    staged = step not in PERSISTENT_ONLY and settings.staged
+    staged = step not in NO_SCRATCH and settings.staged
     # baseline: read inputs, write outputs, read them back to verify; staged: copy both ways too
     moved = (reads + writes) * (3 if staged else 1) + writes
     if settings.replay and step not in PERSISTENT_ONLY and cycle in settings.paired_cycles:
@@ -169,12 +187,12 @@ def mem_mb(settings, step: str, cycle: str | None = None, attempt: int = 1, scal
 
 def slurm_resources(settings, step: str, cycle: str | None = None, attempt: int = 1,
                     scale: Scale = DEFAULT_SCALE) -> dict:
-    """Every Slurm resource of one job of an arm (``step``: coldstart, dump, prep, anal, fcst, post, cycle).
+    """Every Slurm resource of one job of an arm (``step``: coldstart, dump, prep, anal, fcst, post, cycle, arch).
 
     ``None`` means "leave it to Slurm" (Snakemake drops resources whose value is None).
     """
     tasks = job_tasks(settings, step, cycle)
-    scratch_used = step not in PERSISTENT_ONLY and settings.staged
+    scratch_used = step not in NO_SCRATCH and settings.staged
     shared_scratch = getattr(settings.scratch, "shared", True) if scratch_used else True
     return {
         "nodes": 1 if tasks == 1 or not shared_scratch else None,
