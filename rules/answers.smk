@@ -66,11 +66,32 @@ rule summary:
         " --events {input.events:q} {params.efficiency} {params.io_gap} --out {output:q}"
 
 
+rule replay_jobs:
+    input:
+        replay_job_files(),
+    output:
+        report(
+            out("tables", "replay_jobs.csv"),
+            category=REPORT["time"],
+            subcategory="tables",
+            caption="../report/replay_jobs.rst",
+        ),
+    log:
+        out("logs", "replay_jobs.log"),
+    conda:
+        "../envs/cycleio.yaml"
+    message:
+        "the replay jobs' logged and replayed I/O times"
+    shell:
+        "python -m cycleio --log {log:q} replay-jobs --manifests {input:q} --out {output:q}"
+
+
 rule summary_md:
     input:
         answers=rules.summary.output[0],
         fits=scaling_fits(),
         capacity=capacity_table(),
+        replays=replay_jobs_table(),
     output:
         report(
             out("summary.md"),
@@ -89,9 +110,12 @@ rule summary_md:
             if input.fits
             else ""
         ),
+        replays=lambda wildcards, input: (
+            f"--replays {shlex.quote(input.replays)}" if input.replays else ""
+        ),
         answer=answer,
     shell:
-        "python -m cycleio --log {log:q} summary-md --answers {input.answers:q} {params.model}"
+        "python -m cycleio --log {log:q} summary-md --answers {input.answers:q} {params.model} {params.replays}"
         " --out {output:q} --title {params.title:q} > /dev/null"
 
 

@@ -18,14 +18,15 @@ def step_file(arm, cycle, step, suffix):
     return out("arms", arm, cycle, f"{step}.{suffix}")
 
 
-def coldstart_file(arm, suffix):
-    return out("arms", arm, f"coldstart.{suffix}")
+def arm_file(arm, job, suffix):
+    """A job made once per arm: the cold start, the replay jobs' input files (darshan_inputs)."""
+    return out("arms", arm, f"{job}.{suffix}")
 
 
 def job_file(job, suffix="manifest.json"):
     """A job's manifest or records (a cycleio.workflow.dependencies.Job)."""
     if job.cycle is None:
-        return coldstart_file(job.arm, suffix)
+        return arm_file(job.arm, job.name, suffix)
     return step_file(job.arm, job.cycle, job.name, suffix)
 
 
@@ -103,7 +104,12 @@ def benchmark_outputs():
 # The answer layer (rules/answers.smk)
 from cycleio.report.captions import answer_numbers, table_numbers
 
-STUDY_TITLE = f"cycleio study '{STUDY.name}': {config['resolution']} L{config['levels']}, {len(STUDY.cycles)} cycles"
+STUDY_WHAT = (
+    "replay jobs from Darshan logs"  # config darshan.only: no GDAS step
+    if config["darshan"]["only"]
+    else f"{config['resolution']} L{config['levels']}"
+)
+STUDY_TITLE = f"cycleio study '{STUDY.name}': {STUDY_WHAT}, {len(STUDY.cycles)} cycles"
 
 
 def answer(wildcards, input):
@@ -130,6 +136,16 @@ def scaling_fits():
 
 def capacity_table():
     return rules.capacity_plan.output[0] if BENCH.enabled else []
+
+
+def replay_job_files():
+    """The replay jobs' manifests (config darshan.jobs), which tables/replay_jobs.csv reads."""
+    return job_files(job for job in JOBS.step_jobs() if job.name.startswith("darshan_"))
+
+
+def replay_jobs_table():
+    """tables/replay_jobs.csv as an input, or nothing in a study without replay jobs."""
+    return rules.replay_jobs.output[0] if replay_job_files() else []
 
 
 def answer_outputs():

@@ -1,4 +1,5 @@
-# The cycled steps of every arm: cold start once, then prep -> anal -> fcst -> post per cycle.
+# The cycled steps of every arm: cold start once, then prep -> anal -> fcst -> post per cycle, and the replay
+# jobs from Darshan logs (step darshan_<name>, config darshan.jobs) with their input files laid out once.
 # Slurm resources (nodes, tasks, CPUs, memory, runtime, burst buffer) and threads come from each
 # arm's settings; each job gets as params only the settings it reads.
 from cycleio.workflow.slurm import rule_resources, rule_threads
@@ -6,8 +7,8 @@ from cycleio.workflow.slurm import rule_resources, rule_threads
 
 rule coldstart:
     output:
-        manifest=coldstart_file("{arm}", "manifest.json"),
-        records=coldstart_file("{arm}", "records.jsonl"),
+        manifest=arm_file("{arm}", "coldstart", "manifest.json"),
+        records=arm_file("{arm}", "coldstart", "records.jsonl"),
     log:
         out("logs", "{arm}", "coldstart.log"),
     benchmark:
@@ -23,6 +24,28 @@ rule coldstart:
         "cold start of arm {wildcards.arm}"
     shell:
         "python -m cycleio --log {log:q} coldstart --arm-settings {params.settings:q}"
+        " --records {output.records:q} --manifest {output.manifest:q}"
+
+
+rule darshan_inputs:
+    output:
+        manifest=arm_file("{arm}", "darshan_inputs", "manifest.json"),
+        records=arm_file("{arm}", "darshan_inputs", "records.jsonl"),
+    log:
+        out("logs", "{arm}", "darshan_inputs.log"),
+    benchmark:
+        out("benchmarks", "{arm}", "darshan_inputs.tsv")
+    conda:
+        "../envs/cycleio.yaml"
+    resources:
+        **rule_resources(STUDY.arms, step="darshan_inputs"),
+        io_lock=1,
+    params:
+        settings=job_settings("darshan_inputs"),
+    message:
+        "the files the replay jobs' Darshan logs read, laid out once for arm {wildcards.arm}"
+    shell:
+        "python -m cycleio --log {log:q} darshan-inputs --arm-settings {params.settings:q}"
         " --records {output.records:q} --manifest {output.manifest:q}"
 
 

@@ -98,11 +98,13 @@ def with_changes(config: dict, **changes) -> dict:
 # ------------------------------------------------------------------------------------------------ Snakemake runs
 
 
-def snakemake(repo: Path, workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    """The smoke study (with workdir/tiers.yaml laid over it) through the venv's snakemake, run in workdir."""
+def snakemake(repo: Path, workdir: Path, *args: str, check: bool = True,
+              study: str = "smoke") -> subprocess.CompletedProcess:
+    """A study of config/studies (the smoke study unless named; with workdir/tiers.yaml laid over it) through the
+    venv's snakemake, run in workdir."""
     bin_dir = Path(sys.executable).parent
     cmd = [str(bin_dir / "snakemake"), "-s", str(repo / "Snakefile"), "--cores", "2",
-           "--configfile", str(repo / "config" / "studies" / "smoke.yaml"), str(workdir / "tiers.yaml"), *args]
+           "--configfile", str(repo / "config" / "studies" / f"{study}.yaml"), str(workdir / "tiers.yaml"), *args]
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
     result = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, env=env, timeout=600)
     if check and result.returncode != 0:

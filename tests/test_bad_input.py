@@ -74,11 +74,24 @@ CASES = [
      "config key 'plan.units.lustre': 'measured' is a required property"),
     ("a full-tier fault without the bytes to leave", "faults: {fill_tier: [{cycle: 2026010106, step: anal}]}\n",
      "config key 'faults.fill_tier[0]': 'leave' is a required property"),
+    ("a replay log that is not a Darshan log", "darshan: {jobs: {mine: {log: '{tmp}/a-file'}}}\n",
+     "config key 'darshan.jobs.mine.log': {tmp}/a-file: not a Darshan log"),
+    ("a replay log pydarshan does not ship", "darshan: {jobs: {mine: {log: 'example:nope.darshan'}}}\n",
+     "config key 'darshan.jobs.mine.log': example:nope.darshan: pydarshan ships no log 'nope.darshan'"),
+    ("more replay ranks than the log had", "darshan: {jobs: {ior: {log: 'example:ior_hdf5_example.darshan', ranks: 8}}}\n",
+     "config key 'darshan.jobs.ior.ranks': 8: the log's job ran 4 ranks"),
+    ("replay files larger than the tier", "darshan: {jobs: {vpic: {log: 'example:example.darshan'}}}\n",
+     "config key 'darshan.jobs.vpic': the replay's files take 2.0 TiB at scale 1"),
+    ("more replay ranks than can start here",
+     "darshan: {jobs: {vpic: {log: 'example:example.darshan', ranks: 2048, scale: 0.000001}}}\n",
+     "config key 'darshan.jobs.vpic.ranks': 2048: only "),
+    ("replay jobs only, with none", "darshan: {only: true}\n",
+     "config key 'darshan.only': true, but darshan.jobs is empty"),
 ]
 
 
 # refused once the workflow starts (where its jobs run is known only then), so not by a dry run
-STARTED = {"a batch-system variable in a local run"}
+STARTED = {"a batch-system variable in a local run", "more replay ranks than can start here"}
 
 
 def refuse(case, tmp_path: Path) -> tuple[str, subprocess.CompletedProcess, str]:

@@ -119,3 +119,49 @@ def test_a_study_gives_the_same_jobs_as_the_inventory(default_config):
         measured = {(cycle, job) for a, cycle, job in dag.measured_jobs() if a == name}
         assert inventory == {(cycle, job) for cycle, job in measured if job != "cleanup"}, name
         assert {job for _, job in measured - inventory} == {"cleanup"}, name
+
+
+# ------------------------------------------------------------------ replay jobs from Darshan logs (config darshan)
+
+INPUTS = Job("a", None, "darshan_inputs")
+
+
+def test_a_replay_job_after_a_step_and_one_first_in_the_cycle():
+    dag = plan(("a", ArmJobs(replays=(("darshan_wrf", "fcst"), ("darshan_io", "first")))), keep=1)
+    assert dag.jobs_of_cycle("a", C1) == ["prep", "anal", "fcst", "post", "darshan_wrf", "darshan_io"]
+    needs = {(cycle, name): dag.dependencies("a", cycle, name) for _, cycle, name in dag.step_jobs()}
+    # after fcst: beside post; first: the cycle's first step waits for it, and it for the previous cycle
+    assert needs[(C1, "darshan_wrf")] == [INPUTS, Job("a", C1, "fcst")]
+    assert needs[(C1, "darshan_io")] == [INPUTS, Job("a", C0, "post"), Job("a", C0, "darshan_wrf"),
+                                         Job("a", C0, "darshan_io")]
+    assert needs[(C1, "prep")] == [Job("a", C0, "post"), Job("a", C1, "dump"), Job("a", C1, "darshan_io"),
+                                   Job("a", C0, "darshan_wrf"), Job("a", C0, "darshan_io")]
+    assert needs[(C1, "anal")] == [Job("a", C1, "prep"), Job("a", C0, "fcst")]  # the other steps as they were
+    # the half cycle: its first step is fcst
+    assert needs[(C0, "darshan_io")] == [INPUTS]
+    assert needs[(C0, "fcst")] == [Job("a", None, "coldstart"), Job("a", C0, "darshan_io")]
+    # a finished cycle leaves the persistent tier once its replay jobs are done too; the archive does not wait for them
+    assert Job("a", C0, "darshan_wrf") in dag.cleanup_dependencies("a", C0)
+    archived = CycledJobs("s", (C0, C1), dag.arms, 1, archive=True)
+    assert archived.archive_dependencies("a", C1) == [Job("a", C1, step) for step in ("prep", "anal", "fcst", "post")]
+    assert INPUTS in dag.measured_jobs() and Job("a", None, "coldstart") in dag.measured_jobs()
+
+
+def test_a_replay_job_after_a_step_the_cycle_lacks_runs_first_and_with_cycle_granularity_after_the_cycle():
+    dag = plan(("a", ArmJobs(replays=(("darshan_x", "prep"),))), ("b", ArmJobs("cycle", replays=(("darshan_x", "post"),))))
+    assert dag.dependencies("a", C0, "darshan_x") == [Job("a", None, "darshan_inputs")]  # the half cycle has no prep
+    assert Job("a", C0, "darshan_x") in dag.dependencies("a", C0, "fcst")
+    assert dag.dependencies("a", C1, "darshan_x") == [INPUTS, Job("a", C1, "prep")]
+    assert dag.dependencies("b", C1, "darshan_x") == [Job("b", None, "darshan_inputs"), Job("b", C1, "cycle")]
+    assert Job("b", C0, "darshan_x") in dag.dependencies("b", C1, "cycle")
+
+
+def test_cycles_of_replay_jobs_only():
+    dag = plan(("a", ArmJobs(replays=(("darshan_x", "first"), ("darshan_y", "first")), only=True)), keep=1)
+    assert dag.step_jobs()[:3] == [Job("a", C0, "darshan_x"), Job("a", C0, "darshan_y"), Job("a", C1, "darshan_x")]
+    assert dag.dependencies("a", C0, "darshan_y") == [INPUTS]
+    assert dag.dependencies("a", C1, "darshan_x") == [INPUTS, Job("a", C0, "darshan_x"), Job("a", C0, "darshan_y")]
+    assert dag.measured_jobs()[0] == INPUTS and not [j for j in dag.measured_jobs() if j.name in ("coldstart", "dump")]
+    assert dag.cleanup_dependencies("a", C0) == [Job("a", C0, "darshan_x"), Job("a", C0, "darshan_y")]
+    with pytest.raises(ValueError, match="arm a has no job fcst"):
+        dag.dependencies("a", C1, "fcst")

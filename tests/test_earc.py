@@ -95,7 +95,8 @@ def test_the_study_takes_the_group_size_from_the_config_or_the_resolution(defaul
 
 
 def ensemble_dag(granularity: str = "step") -> CycledJobs:
-    plan = ArmJobs(granularity, ("efcs01", "efcs02"), (("earc01", ("efcs01",)), ("earc02", ("efcs01", "efcs02"))))
+    plan = ArmJobs(granularity, ("efcs01", "efcs02"),
+                   ensemble_archives=(("earc01", ("efcs01",)), ("earc02", ("efcs01", "efcs02"))))
     return CycledJobs("s", (START, FULL, NEXT), {"a": plan}, keep=1, archive=True)
 
 
@@ -113,7 +114,8 @@ def test_an_earc_job_runs_after_the_ensemble_forecasts_it_reads_and_before_the_c
         dag.archive_dependencies("a", START, "earc01")
     # an arm staged per cycle: the cycle job writes the members
     assert ensemble_dag("cycle").archive_dependencies("a", FULL, "earc02") == [Job("a", FULL, "cycle")]
-    assert CycledJobs("s", (START, FULL), {"a": ArmJobs("step", ("efcs01",), (("earc01", ("efcs01",)),))}).archives() == []
+    no_archive = ArmJobs("step", ("efcs01",), ensemble_archives=(("earc01", ("efcs01",)),))
+    assert CycledJobs("s", (START, FULL), {"a": no_archive}).archives() == []
 
 
 def manifest_key(path: str) -> str:

@@ -58,3 +58,12 @@ def test_every_file_the_inventory_names_has_a_kind_with_a_writer_and_a_size():
     assert named <= FILE_KINDS and set(writers.WRITERS) == FILE_KINDS
     for spec in [*coldstart_files("2026010100"), *step_io("post", "2026010106", "2026010100", forecast).writes]:
         assert expected_bytes(spec, Grid("C12", 4)) > 0
+
+
+def test_the_replay_jobs_input_job_is_an_arrival():
+    """config.keys.DARSHAN_INPUTS (the job laying out the replay jobs' inputs) is one of records.ARRIVALS, which no
+    table counts as a cycle's I/O (records.py sits below config and cannot import it)."""
+    from cycleio.config.keys import DARSHAN_INPUTS
+    from cycleio.records import ARRIVALS
+
+    assert DARSHAN_INPUTS in ARRIVALS

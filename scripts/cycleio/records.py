@@ -5,7 +5,7 @@ Everything the study measures is a record. Throughput is derived later as MiB/s 
 Which records count: io_events holds every record. Every table of the cycles' I/O (step_summary,
 phase_throughput, staging, efficiency) and the benchmarks' replay of the steps take only the
 cycles' own jobs (``cycle_records``): the steps and, with ``cycles.keep``, the cleanups. The cold
-start and the observation dumps (``ARRIVALS``) write data that arrive from outside the cycle; their
+start, the observation dumps and the replay jobs' input files (``ARRIVALS``) write data that arrive from outside the cycle; their
 records are kept, but no table counts them as a cycle's I/O.
 """
 
@@ -28,7 +28,9 @@ from .fsutil import landing
 
 PHASES = ("stage_in", "run", "stage_out", "verify", "cleanup", "archive")
 COUNTER_TOOLS = (KERNEL_TOOL, CGROUP_TOOL)  # records of what the kernel counted, not of cycleio's own events
-ARRIVALS = ("coldstart", "dump")  # jobs (a record's ``step``) whose data arrive from outside the cycle
+# jobs (a record's ``step``) whose data arrive from outside the cycle; darshan_inputs is config.keys.DARSHAN_INPUTS
+# (tests/test_registries.py holds them equal), the job laying out the files the replay jobs' logs read
+ARRIVALS = ("coldstart", "dump", "darshan_inputs")
 REPLAY = "replay"  # the phase of a paired replay's records: the instrument, not the cycle's I/O
 
 

@@ -44,6 +44,15 @@ def cmd_coldstart(args) -> None:
         run_coldstart(settings, Path(args.records), Path(args.manifest))
 
 
+def cmd_darshan_inputs(args) -> None:
+    from ..config.settings import ArmSettings
+    from ..surrogates.jobs import run_darshan_inputs
+
+    settings = ArmSettings.from_json(args.arm_settings)
+    with _arm_job(settings):
+        run_darshan_inputs(settings, Path(args.records), Path(args.manifest))
+
+
 def cmd_dump(args) -> None:
     from ..config.settings import ArmSettings
     from ..surrogates.jobs import run_arrival
@@ -226,6 +235,11 @@ def cmd_check_config(args) -> None:
         raise ConfigError(problem)
     print(f"study {study.name}: {len(study.cycles)} cycles ({study.cycles[0]} to {study.cycles[-1]}), "
           f"arms: {', '.join(study.arms)}")
+    if study.darshan_files:
+        from ..workflow.replayjobs import describe_replay_jobs
+
+        for line in describe_replay_jobs(study):
+            print(line)
 
 
 def cmd_cluster_check(args) -> None:
@@ -324,7 +338,8 @@ def main(argv: list[str] | None = None) -> int:
     step.add_argument("--arm-settings", required=True, help="the arm's settings as JSON (the rules pass them)")
     step.add_argument("--cycle", required=True, help="YYYYMMDDHH")
     step.add_argument("--step", required=True,
-                      help="prep, anal, fcst, post, an ensemble job efcsNN, or `cycle` for all the cycle's steps in one job")
+                      help="prep, anal, fcst, post, an ensemble job efcsNN, `cycle` for all the cycle's steps in one job, "
+                           "or a replay job darshan_NAME (config darshan.jobs)")
     step.add_argument("--attempt", type=int, default=1)
     step.add_argument("--records", required=True, help="JSON-lines records to write")
     step.add_argument("--manifest", required=True, help="manifest to write last")
@@ -336,6 +351,13 @@ def main(argv: list[str] | None = None) -> int:
     cold.add_argument("--records", required=True)
     cold.add_argument("--manifest", required=True)
     cold.set_defaults(func=cmd_coldstart)
+
+    inputs = sub.add_parser("darshan-inputs", help="lay out the files the replay jobs' Darshan logs read, once per arm, "
+                                                   "on the persistent tier")
+    inputs.add_argument("--arm-settings", required=True)
+    inputs.add_argument("--records", required=True)
+    inputs.add_argument("--manifest", required=True)
+    inputs.set_defaults(func=cmd_darshan_inputs)
 
     dump = sub.add_parser("dump", help="write a cycle's observation dumps on the persistent tier")
     dump.add_argument("--arm-settings", required=True)

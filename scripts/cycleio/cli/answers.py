@@ -28,7 +28,15 @@ def cmd_summary_md(args) -> None:
 
     print(summary_markdown_from_csv(Path(args.answers), Path(args.out), args.title,
                                     Path(args.fits) if args.fits else None,
-                                    Path(args.capacity) if args.capacity else None))
+                                    Path(args.capacity) if args.capacity else None,
+                                    Path(args.replays) if args.replays else None))
+
+
+def cmd_replay_jobs(args) -> None:
+    from ..report.aggregate import write_table
+    from ..report.replayanswer import replay_table
+
+    write_table(replay_table([Path(p) for p in args.manifests]), Path(args.out))
 
 
 def cmd_timeline(args) -> None:
@@ -168,9 +176,16 @@ def register(sub) -> None:
     md.add_argument("--answers", required=True, help="summary.csv (the summary command's)")
     md.add_argument("--fits", help="tables/scaling_fit.csv: add the tiers' model")
     md.add_argument("--capacity", help="capacity.csv: add the capacity plan")
+    md.add_argument("--replays", help="tables/replay_jobs.csv: add the replay jobs' answer")
     md.add_argument("--out", required=True, help="summary.md to write")
     md.add_argument("--title", default="cycleio study")
     md.set_defaults(func=cmd_summary_md)
+
+    rj = sub.add_parser("replay-jobs", help="tables/replay_jobs.csv: each replay job's logged and replayed I/O time, "
+                                            "from the replay jobs' manifests")
+    rj.add_argument("--manifests", nargs="+", required=True, help="the replay jobs' manifests")
+    rj.add_argument("--out", required=True, help="replay_jobs.csv to write")
+    rj.set_defaults(func=cmd_replay_jobs)
 
     t = sub.add_parser("timeline", help="cycle_timeline table, its figure and the I/O share per step")
     t.add_argument("--events", required=True, help="tables/io_events.parquet")

@@ -9,6 +9,17 @@ from __future__ import annotations
 
 import difflib
 
+# Replay jobs from Darshan logs (config ``darshan``): job darshan_<name> in every cycle; DARSHAN_INPUTS, made
+# once per arm, lays out the files their logs read on the persistent tier.
+DARSHAN_PREFIX = "darshan_"
+DARSHAN_INPUTS = "darshan_inputs"  # one of records.ARRIVALS: its records are no cycle's I/O
+GDAS_STEPS = ("prep", "anal", "fcst", "post")
+
+
+def is_replay_job(name: str) -> bool:
+    """A cycle's replay job (darshan_<name>), not the arm's input-laying job."""
+    return name.startswith(DARSHAN_PREFIX) and name != DARSHAN_INPUTS
+
 
 class ConfigError(ValueError):
     """A study configuration that cannot run; the message names the key and what is expected."""

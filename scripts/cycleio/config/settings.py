@@ -20,7 +20,7 @@ import yaml
 from .calendar import cycles as calendar_cycles
 from .calendar import is_archive_job, parse_cycle
 from .forecast import Compression, ForecastSettings, cycle_steps
-from .keys import ConfigError, persistent_tiers
+from .keys import DARSHAN_INPUTS, DARSHAN_PREFIX, GDAS_STEPS, ConfigError, persistent_tiers
 from .schema import SCHEMA_PATH, load_schema, schema_default
 from .sizes import parse_size
 from .tierspec import JOB_TIME_VARIABLES, Tier, TierError, expand_tier_path
@@ -199,6 +199,7 @@ def _check_across_keys(config: dict) -> None:
             raise ConfigError(f"config key 'tiers.{name}.path': {err}") from None
     _check_launcher(config["launcher"])
     _check_archive(config)
+    _check_darshan(config)
     fc = config["forecast"]
     if cyc["interval_hours"] not in fc["restart_hours"]:
         raise ConfigError(
@@ -247,6 +248,36 @@ def _check_archive(config: dict) -> None:
                           "e.g. 'htar -cvf {tarball} -L {list}'")
 
 
+def _check_darshan(config: dict) -> None:
+    """The replay jobs' names and places in the cycle; a cycle of replay jobs only has no GDAS step to sweep or
+    archive. Their logs are checked by workflow.replayjobs (they are read with pydarshan)."""
+    cfg = config["darshan"]
+    for name, job in cfg["jobs"].items():
+        if DARSHAN_PREFIX + name == DARSHAN_INPUTS:
+            raise ConfigError(f"config key 'darshan.jobs.{name}': the name {name!r} is taken (job {DARSHAN_INPUTS} "
+                              "lays out the logs' input files); expected another name")
+        after = job["after"]
+        if after not in ("first", *GDAS_STEPS):
+            raise ConfigError(f"config key 'darshan.jobs.{name}.after': {after!r} is not allowed; expected first or "
+                              f"a GDAS step: {', '.join(GDAS_STEPS)}")
+        if cfg["only"] and after != "first":
+            raise ConfigError(f"config key 'darshan.jobs.{name}.after': {after!r}, but darshan.only is true (cycles "
+                              "without GDAS steps); expected first")
+    if not cfg["only"]:
+        return
+    if not cfg["jobs"]:
+        raise ConfigError("config key 'darshan.only': true, but darshan.jobs is empty; expected at least one replay "
+                          "job, e.g. darshan: {jobs: {myjob: {log: myjob.darshan}}}")
+    if config["archive"]["enabled"]:
+        raise ConfigError("config key 'archive.enabled': true, but darshan.only is true (no GDAS products to "
+                          "archive); expected false")
+    for key, values in (("write_strategies", config["write_strategies"]),
+                        ("staging.granularity", config["staging"]["granularity"])):
+        if len(values) > 1:
+            raise ConfigError(f"config key '{key}': {values} sweeps the GDAS steps, but darshan.only is true (replay "
+                              "jobs only); expected one value")
+
+
 def _check_launcher(template: str) -> None:
     """The MPI launcher is a command template that takes the task count: checked here, used in jobs."""
     try:
@@ -293,9 +324,12 @@ JOB_SETTINGS = {
     "fcst": (*_STEP, "compute_seconds_per_hour", "launcher", "parallel_stack", "write_component"),
     "cycle": (*_STEP, "step_compute_seconds", "compute_seconds_per_hour", "launcher", "parallel_stack",
               "write_component"),
-    "inventory": (*_EVERY_JOB, "compression", "forecast", "granularity"),  # the expected-files table
+    "inventory": (*_EVERY_JOB, "compression", "forecast", "granularity", "darshan"),  # the expected-files table
     # the archive job: which files its tarballs hold (forecast), their expected sizes, the archive's settings
     "arch": (*_EVERY_JOB, "compression", "forecast", "archive", "replay"),
+    # a replay job from a Darshan log (darshan_<name>; darshan_inputs lays out every job's input files): its log
+    # and request (its own only), staging, the MPI launcher, and in a paired cycle its paired replay
+    "darshan": (*_EVERY_JOB, "scratch", "staging", "launcher", "darshan", "replay"),
 }
 
 
@@ -331,6 +365,9 @@ class ArmSettings:
     paired_cycles: tuple = ()
     # the archive job's settings (archive_settings: the tier as a dict, limits in bytes); empty when archive is off
     archive: dict = field(default_factory=dict)
+    # config ``darshan``: {only, jobs: {name: {log, after, ranks, scale, timing, layer, path}}} (``path``: the log
+    # found, workflow.study fills it in); a replay job's settings hold its own job only
+    darshan: dict = field(default_factory=dict)
 
     @property
     def staged(self) -> bool:
@@ -343,8 +380,12 @@ class ArmSettings:
         """The settings one job of the arm reads (``job``: a step, ``cycle``, ``coldstart``, ``dump``,
         ``cleanup`` or ``inventory``); :meth:`from_json` gives the others their defaults. Of the arm's
         faults (fault injection), a step's or cycle's job gets those aimed at it in ``cycle``."""
-        kind = job if job in JOB_SETTINGS else "arch" if is_archive_job(job) else "step"
+        kind = (job if job in JOB_SETTINGS else "darshan" if job.startswith(DARSHAN_PREFIX)
+                else "arch" if is_archive_job(job) else "step")
         settings = {key: value for key, value in asdict(self).items() if key in JOB_SETTINGS[kind]}
+        if kind == "darshan" and job != DARSHAN_INPUTS:
+            name = job.removeprefix(DARSHAN_PREFIX)
+            settings["darshan"] = {**self.darshan, "jobs": {name: self.darshan["jobs"][name]}}
         if kind == "step":  # its own step's compute stand-in
             own = self.step_compute_seconds
             settings["step_compute_seconds"] = {job: own[job]} if job in own else {}
@@ -386,6 +427,8 @@ class Study:
     cycles: list[str]
     arms: dict[str, ArmSettings]
     keep: int | None = None  # cycles.keep: cycles of data kept on the persistent tier behind the newest
+    # the replay jobs' files by job name (darshan.jobfiles.ReplayFiles), filled by workflow.study from their logs
+    darshan_files: dict = field(default_factory=dict)
 
 
 def _tier(name: str, spec: dict) -> Tier:
@@ -509,5 +552,6 @@ def build_study(config: dict) -> Study:
             replay=replay,
             paired_cycles=paired,
             archive=archive_settings(config),
+            darshan={"only": config["darshan"]["only"], "jobs": copy.deepcopy(config["darshan"]["jobs"])},
         )
     return Study(config["study"], cycles, arms, cyc["keep"])

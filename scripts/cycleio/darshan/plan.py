@@ -387,26 +387,32 @@ def _merged(streams: list[dict], scale: float, timing: str) -> dict[str, np.ndar
             "gap_s": gap, "coll": merged["coll"]}
 
 
-def check_request(log: JobLog, nranks: int, scale: float, timing: str, layer: str = "posix") -> None:
+def option(name: str, value) -> str:
+    """How the command names a request's setting in a message (``--ranks 8``); a study names its config key."""
+    return f"--{name} {value}"
+
+
+def check_request(log: JobLog, nranks: int, scale: float, timing: str, layer: str = "posix", say=option) -> None:
+    """DarshanLogError unless the request fits the log; ``say(name, value)`` names a setting in the message."""
     if layer not in LAYERS:
-        raise DarshanLogError(f"--layer {layer!r}: expected one of {', '.join(LAYERS)}")
+        raise DarshanLogError(f"{say('layer', repr(layer))}: expected one of {', '.join(LAYERS)}")
     if timing not in TIMINGS:
-        raise DarshanLogError(f"--timing {timing!r}: expected one of {', '.join(TIMINGS)}")
+        raise DarshanLogError(f"{say('timing', repr(timing))}: expected one of {', '.join(TIMINGS)}")
     if not (isinstance(scale, (int, float)) and math.isfinite(scale) and 0 < scale <= 1):
-        raise DarshanLogError(f"--scale {scale}: expected a number above 0 and at most 1 (e.g. 0.01 for a hundredth "
-                              f"of every file and operation)")
+        raise DarshanLogError(f"{say('scale', scale)}: expected a number above 0 and at most 1 (e.g. 0.01 for a "
+                              f"hundredth of every file and operation)")
     if nranks < 1:
-        raise DarshanLogError(f"--ranks {nranks}: expected at least 1")
+        raise DarshanLogError(f"{say('ranks', nranks)}: expected at least 1")
     if nranks > max(log.nprocs, 1):
-        raise DarshanLogError(f"--ranks {nranks}: the log's job ran {log.nprocs} rank{'s' if log.nprocs != 1 else ''} "
-                              f"({log.path.name}); expected at most {log.nprocs} replay ranks (its ranks are dealt "
-                              f"over "
-                              f"the replay's)")
+        raise DarshanLogError(f"{say('ranks', nranks)}: the log's job ran {log.nprocs} "
+                              f"rank{'s' if log.nprocs != 1 else ''} ({log.path.name}); expected at most "
+                              f"{log.nprocs} replay ranks (its ranks are dealt over the replay's)")
 
 
-def make_plan(log: JobLog, nranks: int = 1, scale: float = 1.0, timing: str = "io", layer: str = "posix") -> Plan:
-    """The replay of ``log`` on ``nranks`` ranks at ``scale``: see the module's docstring."""
-    check_request(log, nranks, scale, timing, layer)
+def make_plan(log: JobLog, nranks: int = 1, scale: float = 1.0, timing: str = "io", layer: str = "posix",
+              say=option) -> Plan:
+    """The replay of ``log`` on ``nranks`` ranks at ``scale``: see the module's docstring (``say``: check_request's)."""
+    check_request(log, nranks, scale, timing, layer, say)
     files: list[ReplayFile] = []
     per_rank: list[list[dict]] = [[] for _ in range(nranks)]
     notes: list[str] = []

@@ -137,6 +137,8 @@ def replay_rank(spec: dict, arrays: dict[str, np.ndarray], rank: int, say=None, 
         kernel["syscw"] -= said_calls
     return {"rank": rank, "t_start": t_start, "wall_s": wall, "gap_s": gap_s, "meta_ops": meta_calls + len(fds),
             "meta_s": meta_s, "kernel": kernel,
+            # the process's counts as its work began (Python's and MPI's start-up): a job's kernel window leaves them out
+            "started": baseline.as_dict() if baseline is not None else None,
             "read_bytes": done[READ], "read_ops": calls[READ], "read_s": seconds[READ],
             "write_bytes": done[WRITE], "write_ops": calls[WRITE], "write_s": seconds[WRITE]}
 

@@ -27,11 +27,12 @@ from pathlib import Path
 import numpy as np
 
 from ..fsutil import fsync_dir, fsync_file
+from ..kernelio import read_proc_io
 from ..process import launcher_argv, run_command
 from ..storage.tiers import filesystem_type, free_bytes, nearest_existing
 from ..units import format_bytes
 from .logs import DarshanLogError, JobLog, read_log
-from .plan import Plan, make_plan
+from .plan import Plan, make_plan, option
 
 log = logging.getLogger("cycleio")
 
@@ -67,6 +68,9 @@ class RankRun:
     wall_s: float
     fs_type: str
     launcher: list[str] = field(default_factory=list)
+    # what the kernel counted of this process's own I/O on the replay's plan and result files (a ProcIO's fields):
+    # a job's kernel window leaves it out, as it leaves out the ranks' start-up
+    own_io: dict = field(default_factory=dict)
 
 
 def available_slots() -> tuple[int, str]:
@@ -80,11 +84,13 @@ def available_slots() -> tuple[int, str]:
     return cpus, "CPUs this process may use"
 
 
-def check_slots(nranks: int, oversubscribe: bool = False) -> None:
+def check_slots(nranks: int, oversubscribe: bool = False, say=option) -> None:
     slots, why = available_slots()
     if nranks > slots and not oversubscribe:
-        raise DarshanLogError(f"--ranks {nranks}: only {slots} ranks can start here ({slots} {why}); expected at most "
-                              f"{slots} (or --oversubscribe to start more ranks than that on purpose)")
+        more = (" (or --oversubscribe to start more ranks than that on purpose)" if say is option else
+                " (or oversubscribe: true to start more ranks than that on purpose)")
+        raise DarshanLogError(f"{say('ranks', nranks)}: only {slots} ranks can start here ({slots} {why}); expected "
+                              f"at most {slots}{more}")
 
 
 def fitting_scale(scale: float, need: int, free: int) -> float:
@@ -98,18 +104,23 @@ def fitting_scale(scale: float, need: int, free: int) -> float:
     return math.floor(exact / 10**digits) * 10**digits
 
 
+def room_problem(need: int, scale: float, free: int, where: str, say=option) -> str | None:
+    """Why files of ``need`` bytes at ``scale`` do not fit ``free`` bytes (the scale that would fit named), or None."""
+    if need <= free * ROOM_MARGIN:
+        return None
+    fit = fitting_scale(scale, need, free)
+    hint = f"{say('scale', f'{fit:g}')} would fit" if fit > 0 else "no scale fits: free some space"
+    return (f"the replay's files take {format_bytes(need)} at {say('scale', f'{scale:g}')}, and {where} has "
+            f"{format_bytes(free)} free (the replay may use {ROOM_MARGIN:.0%} of it); {hint}")
+
+
 def check_room(plan: Plan, target: Target) -> None:
-    need = plan.room_bytes()
     here = target.path
     # what an earlier replay left of these files is removed before this one starts: it counts as room
     earlier = sum((here / f.path).stat().st_size for f in plan.files if (here / f.path).is_file())
-    free = free_bytes(here) + earlier
-    if need > free * ROOM_MARGIN:
-        fit = fitting_scale(plan.scale, need, free)
-        hint = f"--scale {fit:g} would fit" if fit > 0 else "no scale fits: free some space"
-        raise DarshanLogError(f"--dir {target.path}: the replay's files take {format_bytes(need)} at --scale "
-                              f"{plan.scale:g}, and {nearest_existing(here)} has {format_bytes(free)} free "
-                              f"(the replay may use {ROOM_MARGIN:.0%} of it); {hint}")
+    problem = room_problem(plan.room_bytes(), plan.scale, free_bytes(here) + earlier, str(nearest_existing(here)))
+    if problem:
+        raise DarshanLogError(f"--dir {target.path}: {problem}")
 
 
 def lay_out(plan: Plan, target: Target) -> int:
@@ -181,7 +192,9 @@ def run_ranks(plan: Plan, target: Target, launcher: str = "mpiexec -n {ntasks}",
     timeout = default_timeout(plan) if timeout is None else timeout
     with tempfile.TemporaryDirectory(prefix="cycleio-darshan.") as tmp:
         folder = Path(tmp)
+        before = read_proc_io()
         write_plan(plan, target, folder)
+        planned = read_proc_io()
         argv = [*command, sys.executable, "-m", "cycleio.darshan.rank", "--plan", str(folder)]
         env = dict(os.environ)
         package_root = str(Path(__file__).resolve().parents[2])
@@ -201,6 +214,7 @@ def run_ranks(plan: Plan, target: Target, launcher: str = "mpiexec -n {ntasks}",
                 raise RuntimeError(f"the replay on {target.path} did not finish within {timeout:.0f} s and was stopped "
                                    f"(set {TIMEOUT_VARIABLE} to allow longer)") from None
         wall = time.perf_counter() - t0
+        reading = read_proc_io()
         said = output.read_text(errors="replace").strip()
         for line in said.splitlines()[-20:]:
             log.info("replay: %s", line)
@@ -209,7 +223,12 @@ def run_ranks(plan: Plan, target: Target, launcher: str = "mpiexec -n {ntasks}",
             raise RuntimeError(f"the replay on {target.path} failed (launcher exit code {code}): "
                                f"{said[-600:] or '(no output)'}")
         ranks = json.loads(result.read_text())["ranks"]
-    return RankRun(target=target, ranks=ranks, wall_s=wall, fs_type=filesystem_type(target.path), launcher=command)
+        read = read_proc_io()
+    own = {}
+    if None not in (before, planned, reading, read):
+        own = ((planned - before) + (read - reading)).as_dict()
+    return RankRun(target=target, ranks=ranks, wall_s=wall, fs_type=filesystem_type(target.path), launcher=command,
+                   own_io=own)
 
 
 def _log_stream():

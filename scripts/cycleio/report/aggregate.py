@@ -20,7 +20,8 @@ from ..units import MiB
 
 # sync: making a batch of copies durable, then renaming; combine: per_rank pieces into one file
 # rename: landing a written file safely (rename and directory sync), cycleio's own durability
-IO_OPS = ("read", "write", "copy", "sync", "checksum", "combine", "rename")
+# meta: a replay job's metadata calls as its Darshan log has them (opens, stats, seeks, fsyncs)
+IO_OPS = ("read", "write", "copy", "sync", "checksum", "combine", "rename", "meta")
 COMPUTE_OPS = ("compute",)  # the model's compute stand-in
 # The surrogates' own CPU work, kept apart from storage time: making synthetic data, codec work
 # (BitRound, shuffle, zlib, GRIB2 packing; inflating on read) and netCDF metadata (building a

@@ -286,12 +286,16 @@ def summary_table_from_tables(summary_csv: Path, tiers_csv: Path, events_parquet
 
 
 def summary_markdown_from_csv(answers_csv: Path, out_md: Path, title: str, fits: Path | None = None,
-                              capacity: Path | None = None) -> str:
-    """summary.md from summary.csv, with the tiers' model and the capacity plan when given; returns the text."""
+                              capacity: Path | None = None, replays: Path | None = None) -> str:
+    """summary.md from summary.csv, with the tiers' model and the capacity plan when given, and the replay jobs'
+    answer (tables/replay_jobs.csv, report.replayanswer); returns the text."""
+    from .replayanswer import replay_markdown
+
     table = pd.read_csv(answers_csv)
     extra = model_markdown(pd.read_csv(fits, dtype={"tasks_measured": str}) if fits else None,
                            pd.read_csv(capacity) if capacity else None)
-    text = summary_markdown(table, title) + (f"\n{extra}" if extra else "")
+    replayed = "\n".join(replay_markdown(pd.read_csv(replays, dtype={"cycle": str}))) if replays else ""
+    text = summary_markdown(table, title) + (f"{replayed}\n" if replayed else "") + (f"\n{extra}" if extra else "")
     with landing(Path(out_md)) as tmp:
         Path(tmp).write_text(text)
     return text

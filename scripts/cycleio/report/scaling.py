@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..fsutil import landing
+from ..records import ARRIVALS
 from ..units import MiB, format_bytes
 
 FIT_COLUMNS = ["tier", "tier_kind", "pattern", "operation", "fit", "n_points", "n_untimed", "tasks_measured",
@@ -182,7 +183,7 @@ CAPACITY_COLUMNS = ["tier", "tier_kind", "pattern", "resolution", "interval_hour
 def step_bytes(inventory: pd.DataFrame, summary: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per step of one full cycle at the target resolution: bytes written (from the inventory) and bytes read
     (the measured study's read-to-write ratio of the step times the written bytes; none where not measured)."""
-    jobs = inventory[~inventory["step"].isin(["coldstart", "dump", "cleanup"])].astype({"cycle": str})
+    jobs = inventory[~inventory["step"].isin([*ARRIVALS, "cleanup"])].astype({"cycle": str})
     first_arm = jobs["arm"].iloc[0]
     jobs = jobs[jobs["arm"] == first_arm]
     full = jobs[jobs["cycle"] == jobs["cycle"].max()]
@@ -201,7 +202,7 @@ def archive_bytes(inventory: pd.DataFrame) -> int:
     included (surrogates.archive_lists: a file in two tarballs counts twice, as it is written twice)."""
     from ..surrogates.archive_lists import in_ensemble_tarball, tarballs_of
 
-    jobs = inventory[~inventory["step"].isin(["coldstart", "dump", "cleanup"])].astype({"cycle": str})
+    jobs = inventory[~inventory["step"].isin([*ARRIVALS, "cleanup"])].astype({"cycle": str})
     jobs = jobs[jobs["arm"] == jobs["arm"].iloc[0]]
     full = jobs[jobs["cycle"] == jobs["cycle"].max()]
     return int(sum(size * (len(tarballs_of(path)) + in_ensemble_tarball(path))

@@ -19,6 +19,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 from ..config.calendar import com_dir, is_half_cycle
+from ..config.keys import is_replay_job
 from ..config.settings import ArmSettings
 from ..faults import JobFaults, filled
 from ..kernelio import ProcIO, Window, counted
@@ -189,11 +190,12 @@ def _run_step(settings: ArmSettings, step: str, io, workdir: Path, ctx: WriteCon
 
 
 def _verify_in_place(outputs: list[FileSpec], persistent: TierSite, records: RecordLog,
-                     options: StagingOptions) -> dict[str, tuple[int, str]]:
-    """An unstaged job's outputs, checksummed where the run wrote them; return path -> (bytes, checksum)."""
+                     options: StagingOptions, root: Path | None = None) -> dict[str, tuple[int, str]]:
+    """An unstaged job's outputs, checksummed where the run wrote them (below ``root``, by default the persistent
+    tier's folder of the arm); return path -> (bytes, checksum)."""
     landed = {}
     for spec in outputs:
-        path = persistent.root / spec.path
+        path = (root or persistent.root) / spec.path
         with records.timed(phase="verify", op="checksum", file=spec.path,
                            cache_risk=cache_risk("checksum", memory=persistent.is_memory),
                            **persistent.fields()) as event:
@@ -245,9 +247,12 @@ def run_step(settings: ArmSettings, cycle: str, step: str, records_path: Path, m
     the paired replay, and everything between the windows (the page-cache drop, the manifest, the records).
     """
     t_job, t0 = time.time(), time.perf_counter()
+    label = f"[{settings.arm} {cycle} {step}]"
+    if is_replay_job(step):  # a replay job from a Darshan log (surrogates/replayjob.py): its files and run
+        return _run_replay_step(settings, cycle, step, records_path, manifest_path, attempt, failed_attempts, label,
+                                replay)
     faults = JobFaults(settings.faults, attempt)
     steps = list(cycle_steps(cycle, settings.start, settings.forecast)) if step == "cycle" else [step]
-    label = f"[{settings.arm} {cycle} {step}]"
     persistent = TierSite(settings.persistent, settings.study, settings.arm)
     scratch = TierSite(settings.scratch, settings.study, settings.arm) if settings.staged else persistent
     inputs, outputs, per_step = job_files(settings, cycle, steps)
@@ -330,6 +335,50 @@ def run_step(settings: ArmSettings, cycle: str, step: str, records_path: Path, m
     records.write(records_path)
     write_json_atomic(manifest_path, manifest)  # last: its presence means the step is complete
     return manifest
+
+
+def _run_replay_step(settings: ArmSettings, cycle: str, step: str, records_path: Path, manifest_path: Path,
+                     attempt: int, failed_attempts: Path | None, label: str, paired=None) -> dict:
+    """run_step for a replay job: its phases in replayjob.run_replay (with this module's staging and verification,
+    and in a paired cycle the paired replay right after the run), then, as every step's, the records and the
+    manifest, last; a failed attempt's records kept."""
+    from .replayjob import run_replay
+
+    t_job, t0 = time.time(), time.perf_counter()
+    records = RecordLog(study=settings.study, arm=settings.arm, cycle=cycle, step=step,
+                        strategy=settings.strategy, attempt=attempt)
+    try:
+        landed, darshan, inputs = run_replay(settings, cycle, step, records, _stage, _verify_in_place,
+                                             _options(settings), label, paired, records_path.with_name(f"{step}.replay.raw"))
+    except BaseException:
+        if failed_attempts is not None:
+            scratch = settings.scratch if settings.staged else settings.persistent
+            last = records.records[-1].phase if records.records else "stage_in"
+            with contextlib.suppress(OSError):  # the tier gone: the attempt's records cannot be kept, its error can
+                _keep_failed_attempt(records, failed_attempts, attempt, last, t_job, time.perf_counter() - t0,
+                                     TierSite(scratch, settings.study, settings.arm))
+        raise
+    persistent = TierSite(settings.persistent, settings.study, settings.arm)
+    scratch = TierSite(settings.scratch, settings.study, settings.arm) if settings.staged else persistent
+    manifest = {
+        "study": settings.study, "arm": settings.arm, "cycle": cycle, "step": step, "steps": [step],
+        "half_cycle": is_half_cycle(cycle, settings.start), "root": str(persistent.root.resolve()),
+        "inputs": [spec.path for spec in inputs],
+        "outputs": [{"path": path, "bytes": size, "xxh3_64": checksum} for path, (size, checksum) in landed.items()],
+        "provenance": provenance(settings, {"persistent": persistent, "scratch": scratch},
+                                 {"launcher": darshan["launcher"], "python": darshan["python"]},
+                                 staging=asdict(settings.staging), darshan=darshan),
+    }
+    records.write(records_path)
+    write_json_atomic(manifest_path, manifest)  # last: its presence means the step is complete
+    return manifest
+
+
+def run_darshan_inputs(settings: ArmSettings, records_path: Path, manifest_path: Path) -> dict:
+    """The replay jobs' input files, laid out once per arm on the persistent tier (replayjob.run_replay_inputs)."""
+    from .replayjob import run_replay_inputs
+
+    return run_replay_inputs(settings, records_path, manifest_path, provenance)
 
 
 def run_arrival(settings: ArmSettings, cycle: str, kind: str, records_path: Path, manifest_path: Path) -> dict:

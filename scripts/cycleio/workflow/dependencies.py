@@ -4,8 +4,15 @@ A job is ``Job(arm, cycle, name)``. ``name`` is a step (``prep``, ``anal``, ``fc
 ``efcsNN``), ``cycle`` (an arm staged per cycle runs all of a cycle's steps in one job), ``arch`` (the
 cycle's archive job: it reads the cycle's products off the persistent tier into tarballs), ``earcNN`` (with an
 ensemble, the archive job of a group of members: their history into enkfgdas_grpNN.tar), ``dump``
-(a cycle's observation dumps arriving on the persistent tier) or ``cleanup`` (a finished cycle
-leaving the persistent tier); the cold start is ``Job(arm, None, "coldstart")``. The rules turn jobs
+(a cycle's observation dumps arriving on the persistent tier), ``cleanup`` (a finished cycle
+leaving the persistent tier) or ``darshan_<name>`` (a replay job from a Darshan log, config ``darshan.jobs``);
+the cold start is ``Job(arm, None, "coldstart")`` and the replay jobs' input files, laid out once per arm,
+``Job(arm, None, "darshan_inputs")``.
+
+A replay job runs after the step its config names (``after``) in the same cycle, or first: then the cycle's first
+step waits for it, and it waits for the previous cycle (its post and replay jobs). Every cycle's first step waits
+for the previous cycle's replay jobs, so cycles do not overlap. With ``darshan.only`` a cycle has replay jobs only,
+each waiting for the previous cycle's. The rules turn jobs
 into paths (rules/common.smk): no file name is known here. The Snakefile imports this at DAG time,
 so it imports nothing but the calendar.
 """
@@ -17,6 +24,7 @@ from functools import cached_property
 from typing import NamedTuple
 
 from ..config.calendar import ensemble_archive_jobs, is_half_cycle, steps_of_cycle
+from ..config.keys import DARSHAN_INPUTS, DARSHAN_PREFIX, is_replay_job
 
 
 class Job(NamedTuple):
@@ -52,7 +60,9 @@ class ArmJobs:
 
     granularity: str = "step"
     ensemble_jobs: tuple[str, ...] = ()
-    ensemble_archives: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    replays: tuple[tuple[str, str], ...] = ()  # (replay job darshan_<name>, the step it runs after or "first")
+    only: bool = False  # config darshan.only: cycles of replay jobs only
+    ensemble_archives: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (earcNN, the efcsNN jobs it reads)
 
 
 @dataclass(frozen=True)
@@ -73,6 +83,9 @@ class CycledJobs:
     @classmethod
     def of_study(cls, study) -> "CycledJobs":
         """From a config.settings.Study (its name, cycles, arms and keep)."""
+        def replays(arm):
+            return tuple((DARSHAN_PREFIX + name, job["after"]) for name, job in arm.darshan.get("jobs", {}).items())
+
         def earcs(arm) -> tuple:
             if not arm.archive or not arm.forecast.members:
                 return ()
@@ -80,13 +93,51 @@ class CycledJobs:
                                                arm.archive["members_per_group"]).items())
 
         return cls(study.name, tuple(study.cycles),
-                   {name: ArmJobs(arm.granularity, tuple(arm.forecast.ensemble_jobs), earcs(arm))
+                   {name: ArmJobs(arm.granularity, tuple(arm.forecast.ensemble_jobs), replays(arm),
+                                  bool(arm.darshan.get("only")), earcs(arm))
                     for name, arm in study.arms.items()},
                    study.keep, any(arm.archive for arm in study.arms.values()))
 
-    def jobs_of_cycle(self, arm: str, cycle: str) -> list[str]:
+    def gdas_jobs(self, arm: str, cycle: str) -> list[str]:
+        """The GDAS steps of one cycle of an arm (none with darshan.only)."""
         plan = self.arms[arm]
-        return jobs_of_cycle(cycle, self.cycles[0], plan.granularity, plan.ensemble_jobs)
+        return [] if plan.only else jobs_of_cycle(cycle, self.cycles[0], plan.granularity, plan.ensemble_jobs)
+
+    def jobs_of_cycle(self, arm: str, cycle: str) -> list[str]:
+        """The GDAS steps of one cycle of an arm, then its replay jobs."""
+        return self.gdas_jobs(arm, cycle) + [name for name, _ in self.arms[arm].replays]
+
+    def _followed(self, arm: str, cycle: str, after: str) -> str | None:
+        """The job of ``cycle`` a replay job with ``after`` runs after; None when it runs first in the cycle."""
+        steps = self.gdas_jobs(arm, cycle)
+        if after == "first" or not steps:
+            return None
+        if "cycle" in steps:
+            return "cycle"
+        return after if after in steps else None
+
+    def _previous_cycle_done(self, arm: str, cycle: str) -> list[Job]:
+        """What a cycle's first jobs wait for of the previous cycle beyond their GDAS order: its replay jobs (and
+        with darshan.only, or for a replay job, its last GDAS step)."""
+        if self._position[cycle] == 0:
+            return []
+        previous = self._previous(cycle)
+        return [Job(arm, previous, name) for name in self.jobs_of_cycle(arm, previous)
+                if is_replay_job(name) or name in ("post", "cycle")]
+
+    def _replay_dependencies(self, arm: str, cycle: str, name: str) -> list[Job]:
+        after = dict(self.arms[arm].replays)[name]
+        followed = self._followed(arm, cycle, after)
+        return [Job(arm, None, DARSHAN_INPUTS),
+                *([Job(arm, cycle, followed)] if followed else self._previous_cycle_done(arm, cycle))]
+
+    def _first_replays(self, arm: str, cycle: str) -> list[Job]:
+        """The replay jobs that run first in ``cycle`` (its first GDAS step waits for them), and the previous cycle's
+        replay jobs."""
+        first = [Job(arm, cycle, name) for name, after in self.arms[arm].replays
+                 if self._followed(arm, cycle, after) is None]
+        previous = [job for job in self._previous_cycle_done(arm, cycle) if is_replay_job(job.name)]
+        return first + previous
 
     def step_jobs(self) -> list[Job]:
         """Every arm's jobs in chronological order, so the DAG is built from the first cycle on."""
@@ -95,8 +146,10 @@ class CycledJobs:
 
     def measured_jobs(self) -> list[Job]:
         """The jobs whose records the study's tables hold: cold starts, observation dumps, steps, cleanups."""
-        arrivals = [Job(arm, None, "coldstart") for arm in self.arms]
-        arrivals += [Job(arm, cycle, "dump") for cycle in self.cycles[1:] for arm in self.arms]
+        arrivals = [Job(arm, None, "coldstart") for arm, plan in self.arms.items() if not plan.only]
+        arrivals += [Job(arm, None, DARSHAN_INPUTS) for arm, plan in self.arms.items() if plan.replays]
+        arrivals += [Job(arm, cycle, "dump") for cycle in self.cycles[1:] for arm, plan in self.arms.items()
+                     if not plan.only]
         return arrivals + self.step_jobs() + self.archives() + self.cleanups()
 
     @cached_property
@@ -112,6 +165,13 @@ class CycledJobs:
             raise ValueError(f"cycle {cycle} is not a cycle of study {self.study}")
         if name not in self.jobs_of_cycle(arm, cycle):
             raise ValueError(f"arm {arm} has no job {name} in cycle {cycle}")
+        if is_replay_job(name):
+            return self._replay_dependencies(arm, cycle, name)
+        steps = self.gdas_jobs(arm, cycle)
+        extra = self._first_replays(arm, cycle) if name == steps[0] else []
+        return self._gdas_dependencies(arm, cycle, name) + extra
+
+    def _gdas_dependencies(self, arm: str, cycle: str, name: str) -> list[Job]:
         if cycle == self.cycles[0] and name in ("fcst", "cycle"):
             return [Job(arm, None, "coldstart")]
         if name == "cycle":
@@ -124,7 +184,8 @@ class CycledJobs:
         """An arm's archive jobs of a cycle: ``arch`` and, in a full cycle, its ensemble archive jobs ``earcNN``."""
         if not self.archive:
             return []
-        earcs = [] if is_half_cycle(cycle, self.cycles[0]) else [name for name, _ in self.arms[arm].ensemble_archives]
+        plan = self.arms[arm]
+        earcs = [] if plan.only or is_half_cycle(cycle, self.cycles[0]) else [name for name, _ in plan.ensemble_archives]
         return ["arch", *earcs]
 
     def archives(self) -> list[Job]:
@@ -142,7 +203,7 @@ class CycledJobs:
             if self.arms[arm].granularity == "cycle":
                 return [Job(arm, cycle, "cycle")]
             return [Job(arm, cycle, job) for job in dict(self.arms[arm].ensemble_archives)[name]]
-        return [Job(arm, cycle, job) for job in self.jobs_of_cycle(arm, cycle) if not job.startswith("efcs")]
+        return [Job(arm, cycle, job) for job in self.gdas_jobs(arm, cycle) if not job.startswith("efcs")]
 
     def cleanups(self) -> list[Job]:
         """Every cycle but the last ``keep`` leaves each arm's persistent tier."""

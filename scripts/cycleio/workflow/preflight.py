@@ -9,6 +9,8 @@ from pathlib import Path
 from ..config.settings import ConfigError, Study
 from ..surrogates.grid import Grid
 from .catalog import arm_jobs, inventory_rows
+from .replayjobs import check_replay_ranks, replay_job_files, replay_room_problem
+from ..config.keys import is_replay_job
 from ..surrogates.inventory import job_files
 from ..surrogates.kinds import expected_bytes
 from ..config.tierspec import JOB_TIME_VARIABLES, Tier, TierError, expand_tier_path
@@ -53,7 +55,10 @@ def study_needs(study: Study) -> dict[str, dict]:
         if not arm.staged:
             continue
         grid = Grid(arm.resolution, arm.levels)
-        for cycle, _, steps in arm_jobs(arm, study.cycles):
+        for cycle, name, steps in arm_jobs(arm, study.cycles):
+            if is_replay_job(name) and cycle == study.cycles[0]:
+                # a replay job's files in its folder on scratch (the same every cycle)
+                scratch[arm.scratch.name] = max(scratch[arm.scratch.name], replay_job_files(arm, name).room_bytes)
             if steps:
                 inputs, outputs, _ = job_files(arm, cycle, steps)
                 job = sum(expected_bytes(spec, grid, arm.compression) for spec in inputs + outputs)
@@ -90,6 +95,8 @@ def check_study(study: Study, local_exec: bool = True, jobs_here: bool = False, 
     tiers.update({arm.scratch.name: arm.scratch for arm in study.arms.values()})
     tiers.update({arm.archive["tier"]["name"]: Tier(**arm.archive["tier"]) for arm in study.arms.values() if arm.archive})
     needs = study_needs(study)
+    if jobs_here:
+        check_replay_ranks(study)
     notes = []
     by_filesystem: dict[int, list] = {}
     for name, tier in tiers.items():
@@ -117,6 +124,9 @@ def check_study(study: Study, local_exec: bool = True, jobs_here: bool = False, 
                     raise TierError(problem)
         except (TierError, OSError) as err:
             raise ConfigError(str(err)) from None
+        problem = replay_room_problem(study, name, path)  # a replay job alone too large: name the scale that fits
+        if problem:
+            raise ConfigError(problem)
         need = needs.get(name, {})
         existing = _existing_bytes(path / study.name) if need.get("persistent_bytes") else 0
         wanted = max(0, need.get("persistent_bytes", 0) - existing) + need.get("scratch_bytes", 0)

@@ -49,9 +49,11 @@ from ..surrogates.kinds import expected_bytes
 from ..storage.archive import tar_bytes
 from ..storage.burstbuffer import burst_buffer_request
 from ..units import MiB
+from ..config.keys import DARSHAN_INPUTS, DARSHAN_PREFIX, is_replay_job
+from .replayjobs import replay_job_files
 
 RESOURCE_KEYS = ("nodes", "tasks", "cpus_per_task", "mem_mb", "runtime", "mpi", "slurm_extra")
-PERSISTENT_ONLY = ("coldstart", "dump")  # jobs that write the persistent tier and stage nothing
+PERSISTENT_ONLY = ("coldstart", "dump", DARSHAN_INPUTS)  # jobs that write the persistent tier and stage nothing
 ARCHIVE = "arch"  # the cycle's archive job: persistent tier -> archive tier, no scratch (so are the earcNN jobs)
 NO_SCRATCH = (*PERSISTENT_ONLY, ARCHIVE)
 
@@ -112,6 +114,12 @@ def job_bytes(settings, step: str, cycle: str | None = None) -> tuple[int, int]:
         return tarred, tarred
     if step == "coldstart":
         return 0, sum(estimated_file_bytes(spec, grid) for spec in coldstart_files(settings.start))
+    if is_replay_job(step):  # a replay job from a Darshan log: its log's bytes at its scale
+        files = replay_job_files(settings, step)
+        return files.read_bytes, files.write_bytes
+    if step == DARSHAN_INPUTS:
+        return 0, sum(size for name in settings.darshan["jobs"]
+                      for _, size in replay_job_files(settings, DARSHAN_PREFIX + name).inputs)
     cycle = cycle or settings.start
     reads = writes = 0
     for name in job_steps(settings, step, cycle):
@@ -122,7 +130,9 @@ def job_bytes(settings, step: str, cycle: str | None = None) -> tuple[int, int]:
 
 
 def job_tasks(settings, step: str, cycle: str | None = None) -> int:
-    """Slurm tasks of one job: the forecast's MPI ranks when the job runs the forecast, else 1."""
+    """Slurm tasks of one job: the forecast's MPI ranks when the job runs the forecast, a replay job's ranks, else 1."""
+    if is_replay_job(step):
+        return settings.darshan["jobs"][step.removeprefix(DARSHAN_PREFIX)]["ranks"]
     if not uses_scratch(step) or "fcst" not in job_steps(settings, step, cycle):
         return 1
     return forecast_ntasks(settings)

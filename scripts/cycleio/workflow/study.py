@@ -1,6 +1,6 @@
 """A study from its config, every check made before any job: the keys (config.settings), the benchmark
-plan (benchmarks.tierbench), the faults against the study's jobs (workflow.faultcheck) and the archive's
-limits against the tarballs' sizes (surrogates.archive_lists).
+plan (benchmarks.tierbench), the faults against the study's jobs (workflow.faultcheck), the replay jobs' Darshan
+logs (workflow.replayjobs) and the archive's limits against the tarballs' sizes (surrogates.archive_lists).
 
 The Snakefile, the rules and the command load a study here; config.settings alone validates the keys
 and builds the arms, without the layers above it.
@@ -16,6 +16,7 @@ from ..config.settings import SCHEMA_PATH, Study, build_study, load_schema, vali
 from ..storage.archive import ArchiveLimitError
 from ..surrogates.archive_lists import check_archive_limits
 from .faultcheck import check_faults
+from .replayjobs import check_replay_jobs
 
 
 def validate_study_config(config: dict, schema: dict | None = None) -> dict:
@@ -31,6 +32,7 @@ def load_study(config: dict, schema_path: str | Path = SCHEMA_PATH) -> tuple[dic
     filled = validate_study_config(config, load_schema(schema_path))
     study = build_study(filled)
     check_faults(filled, study)
+    check_replay_jobs(study)  # the replay jobs' logs read and planned (none: nothing imported)
     try:
         check_archive_limits(study)  # the archive's limits against the inventory's sizes, before any job
     except ArchiveLimitError as err:
