@@ -113,9 +113,11 @@ rule summary_md:
         replays=lambda wildcards, input: (
             f"--replays {shlex.quote(input.replays)}" if input.replays else ""
         ),
+        min_seconds=config["benchmarks"]["replay"]["min_seconds"],
         answer=answer,
     shell:
         "python -m cycleio --log {log:q} summary-md --answers {input.answers:q} {params.model} {params.replays}"
+        " --min-seconds {params.min_seconds}"
         " --out {output:q} --title {params.title:q} > /dev/null"
 
 

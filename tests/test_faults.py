@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -183,12 +184,15 @@ def test_a_full_tier_fails_the_step_with_enospc_naming_the_file_and_the_retry_su
         assert_second_attempt_lands_verified(settings, tmp_path)
 
 
-def test_a_slow_tier_delays_every_operation_of_the_step_and_its_files_land_right(tmp_path):
+def test_a_slow_tier_delays_every_operation_of_the_step_and_its_files_land_right(tmp_path, monkeypatch):
     """slow_tier runs the step's I/O through a real FUSE mount answering each operation 50 ms late:
     every file the step writes takes at least one such wait; the outputs land verified; no mount stays."""
     why = slowfs.unavailable()
     if why:
         (pytest.fail if IN_CI else pytest.skip)(f"a slow tier needs FUSE: {why}")
+    mounts = tmp_path / "mounts"  # this test's mount points only: other tests may mount slow tiers meanwhile
+    mounts.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(mounts))
     settings = staged_arm(tmp_path, slow_tier=[{"step": "prep", "delay_ms": 50}])
     manifest = run_prep(settings, tmp_path, attempt=1)
     writes = [r for r in read_records(tmp_path / "prep.records.jsonl")
@@ -196,7 +200,8 @@ def test_a_slow_tier_delays_every_operation_of_the_step_and_its_files_land_right
     assert writes and all(r["seconds"] >= 0.05 for r in writes), [(r["file"], r["seconds"]) for r in writes]
     root = Path(manifest["root"])
     assert manifest["outputs"] and all(checksum_file(root / o["path"]) == o["xxh3_64"] for o in manifest["outputs"])
-    assert "cycleio-slow-" not in Path("/proc/mounts").read_text()
+    assert str(mounts) not in Path("/proc/mounts").read_text()
+    assert not any(mounts.iterdir())  # the mount point went with its mount
 
 
 def test_the_retries_table_lists_each_failed_attempt_and_the_attempt_that_succeeded(tmp_path):

@@ -26,10 +26,13 @@ def cmd_summary(args) -> None:
 def cmd_summary_md(args) -> None:
     from ..report.answers import summary_markdown_from_csv
 
+    from ..benchmarks.timing import Timing
+
     print(summary_markdown_from_csv(Path(args.answers), Path(args.out), args.title,
                                     Path(args.fits) if args.fits else None,
                                     Path(args.capacity) if args.capacity else None,
-                                    Path(args.replays) if args.replays else None))
+                                    Path(args.replays) if args.replays else None,
+                                    Timing(min_seconds=args.min_seconds)))
 
 
 def cmd_replay_jobs(args) -> None:
@@ -179,6 +182,8 @@ def register(sub) -> None:
     md.add_argument("--replays", help="tables/replay_jobs.csv: add the replay jobs' answer")
     md.add_argument("--out", required=True, help="summary.md to write")
     md.add_argument("--title", default="cycleio study")
+    md.add_argument("--min-seconds", type=float, default=0.1,
+                    help="benchmarks.replay.min_seconds: a replay job's I/O shorter than this is too short to time")
     md.set_defaults(func=cmd_summary_md)
 
     rj = sub.add_parser("replay-jobs", help="tables/replay_jobs.csv: each replay job's logged and replayed I/O time, "
