@@ -33,6 +33,8 @@ def keep_up_table(summary: pd.DataFrame) -> pd.DataFrame:
     if rows.empty:
         return pd.DataFrame(columns=KEEP_UP_COLUMNS)
     rows = rows.sort_values(["arm", "step", "cycle"])
+    if "study" not in rows:
+        rows = rows.assign(study="")
     rows = rows.assign(t_end=rows["t_start"] + rows["wall_s"],
                        bytes_archived=rows["bytes_archived"].fillna(0) if "bytes_archived" in rows else 0,
                        next_same=rows.groupby(["arm", "step"])["t_start"].shift(-1))
