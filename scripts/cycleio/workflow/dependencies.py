@@ -178,7 +178,11 @@ class CycledJobs:
             return [Job(arm, self._previous(cycle), "cycle"), Job(arm, cycle, "dump")]
         if name.startswith("efcs"):  # the ensemble forecasts start from the cycle's analysis
             return [Job(arm, cycle, "anal")]
-        return [Job(arm, cycle if which == "this" else self._previous(cycle), step) for which, step in NEEDS[name]]
+        needs = [Job(arm, cycle if which == "this" else self._previous(cycle), step) for which, step in NEEDS[name]]
+        if name == "anal":  # the hybrid analysis takes its ensemble from the previous cycle's ensemble forecasts
+            previous = self._previous(cycle)
+            needs += [Job(arm, previous, job) for job in self.jobs_of_cycle(arm, previous) if job.startswith("efcs")]
+        return needs
 
     def archive_jobs_of_cycle(self, arm: str, cycle: str) -> list[str]:
         """An arm's archive jobs of a cycle: ``arch`` and, in a full cycle, its ensemble archive jobs ``earcNN``."""
