@@ -68,7 +68,7 @@ report: "report/workflow.rst"
 wildcard_constraints:
     arm=r"[A-Za-z][A-Za-z0-9_]*",
     cycle=r"\d{10}",
-    step=r"prep|anal|fcst|post|cycle|efcs\d\d|darshan_[a-z][a-z0-9]*",
+    step=r"prep|anal|fcst|post|cycle|efcs\d\d|darshan_[a-z][a-z0-9]*(_n[0-9]+)?",
     tier=r"[A-Za-z][A-Za-z0-9_]*",
     ntasks=r"\d+",
 

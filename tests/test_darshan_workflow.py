@@ -109,15 +109,18 @@ def test_a_rerun_does_nothing(study):
 
 
 def test_a_replay_job_in_the_gdas_cycle_dry_run(repo, tmp_path):
-    """The smoke study with a replay job after fcst: one input job per arm, and a replay job per cycle and arm."""
+    """The smoke study with a replay job after fcst: one input job per arm, and a replay job per cycle and arm; a
+    second job's list of ranks sweeps it, a job per count."""
     (tmp_path / "tiers.yaml").write_text(yaml.safe_dump({
         "scratch_tiers": ["lustre", "shm"], "benchmarks": {"enabled": False},
-        "darshan": {"jobs": {"ior": {"log": "example:ior_hdf5_example.darshan", "after": "fcst", "scale": 0.1}}},
+        "darshan": {"jobs": {"ior": {"log": "example:ior_hdf5_example.darshan", "after": "fcst", "scale": 0.1},
+                             "swept": {"log": "example:ior_hdf5_example.darshan", "ranks": [1, 2], "scale": 0.1,
+                                       "oversubscribe": True}}},
     }))
     out = snakemake(repo, tmp_path, "-n", "--quiet", "rules").stdout
     counts = dict(re.findall(r"^(\w+)\s+(\d+)$", out, flags=re.M))
-    # 3 cycles (a half and two full ones: 2 + 4 + 4 steps) and a replay job each, on two arms
-    assert int(counts["darshan_inputs"]) == 2 and int(counts["cycle_step"]) == 2 * (10 + 3)
+    # 3 cycles (a half and two full ones: 2 + 4 + 4 steps) and three replay jobs each, on two arms
+    assert int(counts["darshan_inputs"]) == 2 and int(counts["cycle_step"]) == 2 * (10 + 3 * 3)
     # each replay job waits for its cycle's forecast and the input files, and the next cycle's prep for it
     out = snakemake(repo, tmp_path, "-n").stdout
     waits = {job: set(files.split(", ")) for job, files in
@@ -126,3 +129,4 @@ def test_a_replay_job_in_the_gdas_cycle_dry_run(repo, tmp_path):
     assert waits["darshan_ior of cycle 2026123118, arm shm"] == {f"{arm}/darshan_inputs.manifest.json",
                                                                 f"{arm}/2026123118/fcst.manifest.json"}
     assert f"{arm}/2026123118/darshan_ior.manifest.json" in waits["prep of cycle 2027010100, arm shm"]
+    assert {"darshan_swept_n1 of cycle 2026123118, arm shm", "darshan_swept_n2 of cycle 2026123118, arm shm"} <= set(waits)

@@ -1,5 +1,6 @@
 import copy
 import re
+from pathlib import Path
 
 import pytest
 from conftest import with_changes
@@ -166,3 +167,19 @@ def test_nested_command_line_values_are_read_as_yaml_reads_them(default_config):
     assert filled["tiers"]["shm"]["path"] == "/dev/shm/x"
     with pytest.raises(ConfigError, match=r"config key 'staging.streams': expected integer, got 'two'"):
         validate_config(with_changes(default_config, staging__streams="two"))
+
+
+def test_a_list_of_replay_ranks_sweeps_a_job_per_count(default_config):
+    """darshan.jobs.<name>.ranks: [1, 4] gives darshan_<name>_n1 and darshan_<name>_n4, each with its count, names
+    no user can give (letters and digits only) and the Snakefile's step wildcard takes."""
+    jobs = {"ior": {"log": "example:ior_hdf5_example.darshan", "ranks": [1, 4]}, "dxt": {"log": "example:dxt.darshan"}}
+    config = validate_config(with_changes(default_config, darshan={"jobs": jobs}))
+    assert config["darshan"]["jobs"]["ior"]["ranks"] == [1, 4]  # the config as given; the arms hold the sweep
+    swept = build_study(config).arms["lustre"].darshan["jobs"]
+    assert {name: job["ranks"] for name, job in swept.items()} == {"ior_n1": 1, "ior_n4": 4, "dxt": 1}
+    step = re.search(r'step=r"([^"]+)"', (Path(__file__).parents[1] / "Snakefile").read_text()).group(1)
+    assert all(re.fullmatch(step, f"darshan_{name}") for name in swept)
+    with pytest.raises(ConfigError, match="darshan.jobs"):
+        validate_config(with_changes(default_config, darshan={"jobs": {"ior_n1": {"log": "x.darshan"}}}))
+    with pytest.raises(ConfigError, match="darshan.jobs.ior.ranks"):
+        validate_config(with_changes(default_config, darshan={"jobs": {"ior": {"log": "x.darshan", "ranks": []}}}))

@@ -248,11 +248,26 @@ def _check_archive(config: dict) -> None:
                           "e.g. 'htar -cvf {tarball} -L {list}'")
 
 
+def sweep_replay_ranks(jobs: dict) -> dict:
+    """darshan.jobs with each job whose ``ranks`` is a list as one job per count, ``<name>_n<ranks>`` (a name
+    no user can give: the schema allows letters and digits only); the others as they are."""
+    swept = {}
+    for name, job in jobs.items():
+        counts = job["ranks"] if isinstance(job["ranks"], list) else None
+        if counts is None:
+            swept[name] = job
+            continue
+        for count in counts:
+            swept[f"{name}_n{count}"] = {**job, "ranks": count}
+    return swept
+
+
 def _check_darshan(config: dict) -> None:
-    """The replay jobs' names and places in the cycle; a cycle of replay jobs only has no GDAS step to sweep or
-    archive. Their logs are checked by workflow.replayjobs (they are read with pydarshan)."""
+    """The replay jobs' names and places in the cycle (each count of a list of ranks a job of its own: the study's
+    arms hold them swept, build_study); a cycle of replay jobs only has no GDAS step to sweep or archive. Their logs are checked by workflow.replayjobs (they
+    are read with pydarshan)."""
     cfg = config["darshan"]
-    for name, job in cfg["jobs"].items():
+    for name, job in sweep_replay_ranks(cfg["jobs"]).items():
         if DARSHAN_PREFIX + name == DARSHAN_INPUTS:
             raise ConfigError(f"config key 'darshan.jobs.{name}': the name {name!r} is taken (job {DARSHAN_INPUTS} "
                               "lays out the logs' input files); expected another name")
@@ -552,6 +567,7 @@ def build_study(config: dict) -> Study:
             replay=replay,
             paired_cycles=paired,
             archive=archive_settings(config),
-            darshan={"only": config["darshan"]["only"], "jobs": copy.deepcopy(config["darshan"]["jobs"])},
+            darshan={"only": config["darshan"]["only"],
+                     "jobs": sweep_replay_ranks(copy.deepcopy(config["darshan"]["jobs"]))},
         )
     return Study(config["study"], cycles, arms, cyc["keep"])
