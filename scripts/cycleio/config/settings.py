@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import difflib
 import json
+import string
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -242,10 +243,29 @@ def _check_archive(config: dict) -> None:
     if name in used:
         raise ConfigError(f"config key 'archive.tier': tier {name!r} is also a persistent or scratch tier of the arms; "
                           "the archive needs a tier of its own")
-    command = cfg["command"]
-    if command.strip() and ("{tarball}" not in command or "{list}" not in command):
-        raise ConfigError(f"config key 'archive.command': {command!r} must name {{tarball}} and {{list}}, "
-                          "e.g. 'htar -cvf {tarball} -L {list}'")
+    if cfg["command"].strip():
+        _check_template("command", cfg["command"], ("tarball", "list"), "htar -cvf {tarball} -L {list}")
+    elif cfg["remote"]:
+        raise ConfigError("config key 'archive.remote': true, but archive.command is empty; a remote archive is "
+                          "written only by a site's command, e.g. 'htar -P -cvf {tarball} -L {list}'")
+    _check_template("list_command", cfg["list_command"], ("tarball",), "htar -tvf {tarball}")
+    _check_template("rename_command", cfg["rename_command"], ("source", "target"), "hsi mv {source} {target}")
+
+
+def _check_template(key: str, template: str, required: tuple[str, ...], example: str) -> None:
+    """An archive command names each of its placeholders and no other (storage.remotearchive fills them)."""
+    takes = " and ".join("{" + name + "}" for name in required)
+    try:
+        fields = {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+    except ValueError as err:
+        raise ConfigError(f"config key 'archive.{key}': {template!r} is not a valid template ({err}); "
+                          f"expected e.g. {example!r}") from None
+    unknown = sorted(fields - set(required))
+    if not set(required) <= fields:
+        raise ConfigError(f"config key 'archive.{key}': {template!r} must name {takes}, e.g. {example!r}")
+    if unknown:
+        raise ConfigError(f"config key 'archive.{key}': {template!r} names {', '.join('{' + n + '}' for n in unknown)}, "
+                          f"which it does not know; it takes {takes}, e.g. {example!r}")
 
 
 def sweep_replay_ranks(jobs: dict) -> dict:
@@ -515,6 +535,8 @@ def archive_settings(config: dict) -> dict:
     return {"tier": {"name": name, **config["tiers"][name]}, "tarballs": list(cfg["tarballs"]),
             "members_per_group": cfg["members_per_group"] or earc_group_size(config["resolution"]),
             "command": cfg["command"], "timeout_s": cfg["timeout_s"], "split": cfg["split"],
+            "remote": cfg["remote"], "list_command": cfg["list_command"], "rename_command": cfg["rename_command"],
+            "index_suffix": cfg["index_suffix"],
             "max_member_bytes": parse_size(cfg["max_member_bytes"], "archive.max_member_bytes"),
             "max_tarball_bytes": parse_size(cfg["max_tarball_bytes"], "archive.max_tarball_bytes")}
 

@@ -13,6 +13,8 @@ knows nothing of which files (surrogates.archive_lists says that); it:
 - or runs a site's command (``htar -cvf {tarball} -L {list}``) through process.run_command;
 - writes the index (member names, sizes, offsets of their data in the tarball, checksums) beside the
   tarball, and verifies the tarball by reading every member back against the index.
+
+An archive this machine cannot open as a file system (HPSS through htar and hsi) is storage.remotearchive's.
 """
 
 from __future__ import annotations
@@ -117,9 +119,9 @@ def plan_tarball(tarball: str, members: list[tuple[str, int]], limits: ArchiveLi
 class MemberEntry:
     name: str  # the member's name in the tarball: its path under the arm's ROTDIR
     bytes: int
-    offset: int  # where its data begin in the tarball
-    header_offset: int
-    xxh3_64: str
+    offset: int | None  # where its data begin in the tarball (None: from a remote archive's listing, which gives none)
+    header_offset: int | None
+    xxh3_64: str | None
     mtime: float
     t_start: float = 0.0  # when its read began (epoch seconds)
     read_s: float = 0.0  # seconds reading it off its tier
@@ -128,22 +130,25 @@ class MemberEntry:
 @dataclass
 class TarballIndex:
     tarball: str  # file name
-    bytes: int
+    bytes: int | None  # None: a remote archive's tarball, whose size is not read here
     members: list[MemberEntry] = field(default_factory=list)
     tool: str = "tarfile"
     write_s: float = 0.0  # seconds writing the tarball (the tool's whole run for a command)
-    sync_s: float = 0.0  # fsync, rename and the folder's sync
+    sync_s: float = 0.0  # fsync, rename and the folder's sync (a remote archive: the rename commands)
     t_start: float = 0.0
+    verified: str = "read-back"  # or "listing": a remote archive's, checked by names and sizes (storage.remotearchive)
+    list_s: float = 0.0  # a remote archive: seconds running the listing command
 
     def to_json(self) -> dict:
-        return {"tarball": self.tarball, "bytes": self.bytes, "tool": self.tool,
+        return {"tarball": self.tarball, "bytes": self.bytes, "tool": self.tool, "verified": self.verified,
                 "members": [{key: value for key, value in asdict(member).items() if key not in ("t_start", "read_s")}
                             for member in self.members]}
 
     @classmethod
     def read(cls, path: Path) -> "TarballIndex":
         raw = json.loads(Path(path).read_text())
-        return cls(raw["tarball"], raw["bytes"], [MemberEntry(**member) for member in raw["members"]], raw["tool"])
+        return cls(raw["tarball"], raw["bytes"], [MemberEntry(**member) for member in raw["members"]], raw["tool"],
+                   verified=raw.get("verified", "read-back"))
 
 
 def index_path(tarball: Path) -> Path:

@@ -8,6 +8,11 @@ when they landed the files (their manifests); a tarball that does not read back 
 nothing is half-archived. Records: ``phase: archive``, reads off the persistent tier (``op: read``, one per
 member), the tarball's writes to the archive tier (``op: write``), its fsync and rename (``op: sync``) and the
 read-back (``op: checksum``). The manifest, written last, lists the tarballs.
+
+With ``archive.remote`` (an archive this machine cannot open as a file system: HPSS through htar and hsi) each tarball
+is landed by the site's commands (storage.remotearchive): written to a temporary name, its listing checked against the
+members' names and sizes, then renamed; its index goes into the study's results beside the job's manifest (names and
+sizes from the listing, no offsets or checksums), and the listing (``op: meta``) stands in for the read-back.
 """
 
 from __future__ import annotations
@@ -20,9 +25,10 @@ from ..config.settings import ArmSettings
 from ..config.tierspec import Tier
 from ..fsutil import write_json_atomic
 from ..records import RecordLog
-from ..storage.archive import (ArchiveError, command_found, index_path, plan_tarball, run_archive_command,
-                               verify_tarball, write_index, write_tarball)
+from ..storage.archive import (INDEX_SUFFIX, ArchiveError, MemberChanged, command_found, index_path, plan_tarball,
+                               run_archive_command, verify_tarball, write_index, write_tarball)
 from ..storage.pagecache import cache_risk, cached_fraction
+from ..storage.remotearchive import RemoteTier, land_remote, missing_programs
 from ..storage.staging import remove_stale_temporaries
 from ..storage.tiers import TierSite
 from ..units import MiB
@@ -57,11 +63,17 @@ def run_archive(settings: ArmSettings, cycle: str, records_path: Path, manifest_
     archive = settings.archive
     if not archive:
         raise ValueError(f"the {job} job needs the arm's archive settings (config archive.enabled: true)")
+    remote = archive.get("remote", False)
+    if remote and missing_programs(archive):
+        raise ArchiveError(f"the {job} job of cycle {cycle}: archive.remote is true, but these programs are not found "
+                           f"here: {'; '.join(missing_programs(archive))} (the remote archive is written only through "
+                           "them; run the job where they are, e.g. a transfer node)")
     persistent = TierSite(settings.persistent, settings.study, settings.arm)
-    target = TierSite(Tier(**archive["tier"]), settings.study, settings.arm)
+    tier = Tier(**archive["tier"])
+    target = RemoteTier(tier, settings.study, settings.arm) if remote else TierSite(tier, settings.study, settings.arm)
     records = RecordLog(study=settings.study, arm=settings.arm, cycle=cycle, step=job, strategy=settings.strategy,
                         attempt=attempt)
-    command = archive_tool(archive["command"])
+    command = archive["command"] if remote else archive_tool(archive["command"])
     if archive["command"].strip() and not command:
         log.warning("[%s %s %s] archive.command %r: its program is not found here; writing the tarballs with "
                     "Python's tarfile instead", settings.arm, cycle, job, archive["command"])
@@ -77,9 +89,14 @@ def run_archive(settings: ArmSettings, cycle: str, records_path: Path, manifest_
         sizes = [(spec.path, (persistent.root / spec.path).stat().st_size) for spec in specs]
         parts = plan_tarball(name, sizes, limits, cycle)  # the members' actual sizes against the limits
         finals = [folder / part for part, _ in parts]
-        remove_stale_temporaries(finals + [index_path(final) for final in finals])
+        if not remote:  # a remote archive's temporaries have fixed names: the command overwrites them
+            remove_stale_temporaries(finals + [index_path(final) for final in finals])
         for final, (part, members) in zip(finals, parts):
-            written.append(_one_tarball(final, members, persistent, target, records, command, archive, expected))
+            if remote:
+                written.append(_one_remote_tarball(final, members, persistent, target, records, archive, expected,
+                                                   manifest_path.parent / f"{job}.{final.name}{INDEX_SUFFIX}"))
+            else:
+                written.append(_one_tarball(final, members, persistent, target, records, command, archive, expected))
     total = sum(entry["bytes"] for entry in written)
     seconds = sum(entry["write_s"] + entry["sync_s"] for entry in written)
     log.info("[%s %s %s] %d tarballs, %.1f MiB to %s in %.2f s (%.1f MiB/s)", settings.arm, cycle, job, len(written),
@@ -89,13 +106,16 @@ def run_archive(settings: ArmSettings, cycle: str, records_path: Path, manifest_
         raw = records_path.with_name(f"{job}.replay.raw")
         replay.run(job, records, persistent, persistent.root / f".replay.{cycle}.{job}", raw, label, phase=PHASE,
                    ops=("read",))
-        replay.run(job, records, target, target.root / f".replay.{cycle}.{job}", raw, label, phase=PHASE,
-                   ops=("write",))
+        if remote:  # fio cannot write into an archive that is not a file system here
+            log.info("%s no replay of the writes: the archive tier is remote (archive.remote)", label)
+        else:
+            replay.run(job, records, target, target.root / f".replay.{cycle}.{job}", raw, label, phase=PHASE,
+                       ops=("write",))
     records.write(records_path)
     from .jobs import provenance  # jobs imports the surrogates' writers: only where a manifest is made
 
     manifest = {"study": settings.study, "arm": settings.arm, "cycle": cycle, "step": job,
-                "root": str(folder.resolve()), "tarballs": written,
+                "root": str(folder if remote else folder.resolve()), "tarballs": written,
                 "provenance": provenance(settings, {"persistent": persistent, "archive": target})}
     write_json_atomic(manifest_path, manifest)
     return manifest
@@ -132,3 +152,27 @@ def _one_tarball(final: Path, members: list[tuple[str, int]], persistent: TierSi
     return {"tarball": final.name, "index": index_path(final).name, "bytes": index.bytes, "members": len(index.members),
             "member_bytes": sum(m.bytes for m in index.members), "tool": tool, "write_s": index.write_s,
             "sync_s": index.sync_s, "verify_s": checked.seconds}
+
+
+def _one_remote_tarball(final, members: list[tuple[str, int]], persistent: TierSite, target: RemoteTier,
+                        records: RecordLog, archive: dict, expected: dict, index_file: Path) -> dict:
+    """One tarball into a remote archive (storage.remotearchive); its index into the study's results."""
+    for name, size in members:  # only sizes can be compared here: the tarball is never read back
+        if name in expected and expected[name][0] != size:
+            raise MemberChanged(f"{final.name}: member {name} is {size} bytes, but its step wrote {expected[name][0]} "
+                                "bytes: it changed after its step landed it; not archived")
+    pairs = [(name, persistent.root / name) for name, _ in members]
+    index_file.unlink(missing_ok=True)  # an earlier attempt's, whatever the landing does now
+    index = land_remote(final, pairs, persistent.root, archive, index_file.parent)
+    member_bytes = sum(member.bytes for member in index.members)
+    fields = target.fields()
+    records.add(phase=PHASE, op="write", file=final.name, bytes=member_bytes, n_files=len(index.members),
+                t_start=index.t_start, seconds=index.write_s, tool=index.tool, **fields)
+    records.add(phase=PHASE, op="meta", file=final.name, n_files=len(index.members),
+                t_start=index.t_start + index.write_s, seconds=index.list_s, tool=index.tool, **fields)
+    records.add(phase=PHASE, op="sync", file=final.name, n_files=1,
+                t_start=index.t_start + index.write_s + index.list_s, seconds=index.sync_s, tool=index.tool, **fields)
+    write_json_atomic(index_file, index.to_json())
+    return {"tarball": final.name, "index": index_file.name, "bytes": member_bytes, "members": len(index.members),
+            "member_bytes": member_bytes, "tool": index.tool, "write_s": index.write_s, "sync_s": index.sync_s,
+            "verify_s": index.list_s, "verified": "listing", "remote_path": str(final)}

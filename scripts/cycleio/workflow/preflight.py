@@ -93,11 +93,14 @@ def check_study(study: Study, local_exec: bool = True, jobs_here: bool = False, 
     """
     tiers = {arm.persistent.name: arm.persistent for arm in study.arms.values()}
     tiers.update({arm.scratch.name: arm.scratch for arm in study.arms.values()})
-    tiers.update({arm.archive["tier"]["name"]: Tier(**arm.archive["tier"]) for arm in study.arms.values() if arm.archive})
+    tiers.update({arm.archive["tier"]["name"]: Tier(**arm.archive["tier"]) for arm in study.arms.values()
+                  if arm.archive and not arm.archive.get("remote")})
     needs = study_needs(study)
     if jobs_here:
         check_replay_ranks(study)
-    notes = []
+    notes = [f"tier '{name}' is a remote archive (archive.remote): not checked here, its commands write it"
+             for name in sorted({arm.archive["tier"]["name"] for arm in study.arms.values()
+                                 if arm.archive and arm.archive.get("remote")})]
     by_filesystem: dict[int, list] = {}
     for name, tier in tiers.items():
         try:
