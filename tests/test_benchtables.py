@@ -232,6 +232,21 @@ def test_io_gap_splits_a_steps_seconds_into_the_tier_the_pattern_and_cycleio():
     assert fcst["best_reference"] == "easy, 1 task" and fcst["timed"] and not gap.loc["prep", "timed"]
 
 
+def test_io_gap_sets_a_replay_of_fewer_bytes_than_its_step_at_the_replays_rate_for_the_steps_bytes():
+    """benchmarks.replay.max_files caps a size class: the default study's forecast wrote 1,265 MiB and its replay
+    971 MiB; the replay's own seconds made cycleio's share look 0.5 s larger than the efficiency row said."""
+    rows = [run_event("fcst", "write", "c1", 100, 400, 2.0),
+            replay_event("fcst", "write", "c1", 103, 300, 1.2, 0, "new files"),
+            replay_event("fcst", "write", "c1", 106, 300, 0.6, 1, "rewritten files"),
+            replay_event("fcst", "write", "c1", 108, 300, 1.5, 2, "new files")]
+    gap = io_gap_table(no_benchmarks(), pd.DataFrame(rows)).iloc[0]
+    # the new-file repetitions' median, 1.35 s for 300 MiB, is 1.8 s for the step's 400 MiB
+    assert gap["replay_s"] == pytest.approx(1.8) and gap["cycleio_s"] == pytest.approx(0.2)
+    assert (gap["replay_s_low"], gap["replay_s_high"]) == (pytest.approx(0.8), pytest.approx(2.0))
+    row = efficiency_table(no_benchmarks(), pd.DataFrame(rows)).query("reference == 'replay'").iloc[0]
+    assert row["efficiency"] == pytest.approx(gap["replay_s"] / gap["step_s"])  # the two answers agree
+
+
 def test_a_paired_job_whose_io_was_not_replayed_keeps_a_not_timed_row():
     events = pd.DataFrame([run_event("anal", "write", "c1", 0, 1, 0.01),
                            {**replay_event("anal", "wall", "c1", 1, 0, 0.001, 0), "bytes": 0}])

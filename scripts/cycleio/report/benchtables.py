@@ -319,10 +319,13 @@ def _best_point(bench: pd.DataFrame, tier: str, operation: str, tasks: int) -> p
 def io_gap_table(bench: pd.DataFrame, events: pd.DataFrame, timing: Timing = Timing()) -> pd.DataFrame:
     """Where a paired step's run-phase I/O seconds go, per job (means over the paired jobs): what the tier's
     best pattern would take for its bytes (``tier_best_s``), what the step's own file pattern adds (its
-    replay minus that: ``pattern_s``), and what cycleio adds (the step minus its replay: ``cycleio_s``);
-    ``_low``/``_high`` from the replay's fastest and slowest repetition."""
+    replay, at the replay's rate for the step's bytes, minus that: ``pattern_s``), and what cycleio adds (the
+    step minus its replay: ``cycleio_s``); ``_low``/``_high`` from the replay's fastest and slowest repetition."""
     pairs = paired_jobs(events)
     pairs = pairs[pairs["replay_s"].notna()]
+    # a replay may cover fewer bytes than its step (benchmarks.replay.max_files caps each size class): its seconds
+    # at the replay's own rate for the step's bytes, so that step, replay and tier are set against the same bytes
+    pairs = pairs.assign(replay_s=pairs["replay_s"] * pairs["step_bytes"] / pairs["replay_bytes"])
     rows = []
     for (study, arm, tier, step, op), group in pairs.groupby(["study", "arm", "tier", "step", "op"], sort=True):
         jobs = group.drop_duplicates("cycle")
