@@ -325,7 +325,8 @@ def io_gap_table(bench: pd.DataFrame, events: pd.DataFrame, timing: Timing = Tim
     pairs = pairs[pairs["replay_s"].notna()]
     # a replay may cover fewer bytes than its step (benchmarks.replay.max_files caps each size class): its seconds
     # at the replay's own rate for the step's bytes, so that step, replay and tier are set against the same bytes
-    pairs = pairs.assign(replay_s=pairs["replay_s"] * pairs["step_bytes"] / pairs["replay_bytes"])
+    pairs = pairs.assign(replay_s=(pairs["replay_s"] * pairs["step_bytes"] / pairs["replay_bytes"])
+                         .where(pairs["replay_bytes"] > 0))
     rows = []
     for (study, arm, tier, step, op), group in pairs.groupby(["study", "arm", "tier", "step", "op"], sort=True):
         jobs = group.drop_duplicates("cycle")
