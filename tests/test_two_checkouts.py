@@ -38,6 +38,14 @@ def checkout(repo: Path, folder: Path) -> Path:
     return folder
 
 
+def node_tmpdir(tmp_path: Path) -> Path:
+    """The node's TMPDIR, made before either run starts as a node's is: Snakemake passes its jobs
+    ``tempfile.gettempdir()`` as TMPDIR, which is /tmp when the folder does not exist yet."""
+    node_tmp = tmp_path / "node-tmp"
+    node_tmp.mkdir()
+    return node_tmp
+
+
 def start(folder: Path, layer: dict, node_tmp: Path, *args: str) -> subprocess.Popen:
     """Snakemake in ``folder`` on the smoke study with ``layer`` over it; TMPDIR is the node's, shared."""
     (folder / "layer.yaml").write_text(yaml.safe_dump(layer))
@@ -80,7 +88,7 @@ def two_checkouts(repo, tmp_path):
 
 def test_same_study_in_two_checkouts_at_once_ends_correct_in_both(two_checkouts, tmp_path):
     a, b = two_checkouts
-    node_tmp = tmp_path / "node-tmp"
+    node_tmp = node_tmpdir(tmp_path)
     runs = [start(a, layer(1), node_tmp, LAST_MANIFEST), start(b, layer(2), node_tmp, LAST_MANIFEST)]
     for code, output in map(finish, runs):
         assert code == 0, output[-4000:]
@@ -100,7 +108,7 @@ def test_same_study_in_two_checkouts_at_once_ends_correct_in_both(two_checkouts,
 
 def test_a_tier_path_shared_by_two_checkouts_refuses_the_second_before_any_job(two_checkouts, tmp_path):
     a, b = two_checkouts
-    node_tmp = tmp_path / "node-tmp"
+    node_tmp = node_tmpdir(tmp_path)
     shared = {"tiers": {"node_local": {"kind": "node_local", "path": str(tmp_path / "scratch")}}}
     runs = [start(a, layer(1, **shared), node_tmp, LAST_MANIFEST), start(b, layer(2, **shared), node_tmp, LAST_MANIFEST)]
     results = dict(zip((a, b), map(finish, runs)))
