@@ -46,7 +46,11 @@ onstart:
     # Where the jobs run is known once the workflow starts: a local run's jobs run here, with this
     # environment and MPI launcher, so those are checked now, before the first job. The study's
     # folders on the tiers seen here are claimed for this checkout (a second checkout is refused).
+    # A run that would redo jobs reading a cycle the cleanup removed is refused first.
     try:
+        problem = redone_after_cleanup()
+        if problem:
+            raise ConfigError(problem)
         check_study(
             STUDY,
             local_exec=workflow.local_exec,

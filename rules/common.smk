@@ -4,6 +4,7 @@ import shlex
 
 from cycleio.config.calendar import ARCHIVE_JOB
 from cycleio.workflow.dependencies import CycledJobs
+from cycleio.workflow.rerun import CleanedCycle, redone_after_cleanup_problem
 
 # Every job of the study and what it waits for (cycles x arms; the logic lives in the package).
 JOBS = CycledJobs.of_study(STUDY)
@@ -45,6 +46,22 @@ def job_settings(job=None):
         )
 
     return settings
+
+
+def redone_after_cleanup():
+    """cycleio.workflow.rerun's refusal for the jobs this run would do, or None (from Snakemake's DAG)."""
+    dag = workflow.dag
+    cleaned = [
+        CleanedCycle(job.wildcards.arm, job.wildcards.cycle, tuple(map(str, job.input)))
+        for job in dag.jobs
+        if job.rule.name == "cleanup_cycle" and os.path.exists(job.output.manifest)
+    ]
+    reasons = {
+        str(path): list(dag.reason(job).get_names())
+        for job in dag.needrun_jobs()
+        for path in job.output
+    }
+    return redone_after_cleanup_problem(cleaned, reasons)
 
 
 def step_dependencies(wildcards):

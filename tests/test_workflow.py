@@ -352,7 +352,7 @@ def test_a_killed_run_resumes_and_redoes_only_what_was_unfinished(repo, tmp_path
         shutil.rmtree(shm, ignore_errors=True)
 
 
-def test_cleanup_keeps_only_the_cycles_still_read_and_a_rerun_does_nothing(repo, tmp_path):
+def test_cleanup_keeps_only_the_cycles_still_read_and_redoing_a_reader_of_a_removed_cycle_is_refused(repo, tmp_path):
     """cycles.keep: 1 removes each cycle once the next cycle's anal and fcst (its readers) are done."""
     shm = Path("/dev/shm") / f"cycleio-test-cleanup-{os.getpid()}"
     (tmp_path / "tiers.yaml").write_text(yaml.safe_dump({
@@ -378,6 +378,16 @@ def test_cleanup_keeps_only_the_cycles_still_read_and_a_rerun_does_nothing(repo,
         fcst = json.loads((tmp_path / "results/smoke/arms/shm/2027010100/fcst.manifest.json").read_text())
         assert all((persistent / o["path"]).stat().st_size == o["bytes"] for o in fcst["outputs"])
         assert "Nothing to be done" in snakemake(repo, tmp_path, "-n").stdout
+        # anal of the next cycle reads 2026123112's files, which are gone: redoing it alone is refused up front
+        anal = tmp_path / "results/smoke/arms/shm/2026123118/anal.manifest.json"
+        anal.unlink()
+        refused = snakemake(repo, tmp_path, check=False)
+        assert refused.returncode != 0
+        assert ("cannot start the study: the cleanup already removed the files these jobs read from the "
+                "persistent tier (cycles.keep)") in refused.stderr, refused.stderr[-3000:]
+        assert "arm shm, cycle 2026123112: this run would redo anal of 2026123118" in refused.stderr
+        assert "anal of 2026123118 in arm shm (output files have to be generated)" in refused.stderr
+        assert not anal.exists() and not list(tmp_path.glob("results/smoke/arms/shm/*/*.tmp*"))
     finally:
         shutil.rmtree(shm, ignore_errors=True)
 
