@@ -10,7 +10,7 @@ import time
 import psutil
 import pytest
 
-from cycleio.process import launcher_argv, run_command, which
+from cycleio.process import launcher_argv, remove_orphan_segments, run_command, which
 
 
 def test_a_command_runs_with_its_output_exit_code_and_folder(tmp_path):
@@ -59,3 +59,32 @@ def test_a_program_missing_from_path_is_found_beside_python(tmp_path, monkeypatc
     beside = os.path.join(os.path.dirname(sys.executable), "python")
     assert which("python") == beside
     assert which("no-such-program-anywhere") is None
+
+
+def test_orphan_segments_made_since_go_and_mapped_or_older_ones_stay(tmp_path):
+    import mmap
+
+    orphan, mapped, older = (tmp_path / f"mpich_shm_{name}_0" for name in ("orphan", "mapped", "older"))
+    older.write_bytes(b"\0" * 4096)
+    time.sleep(1.1)  # past the second of slack the ctime check allows
+    since = time.time()
+    for path in (orphan, mapped):
+        path.write_bytes(b"\0" * 4096)
+    with open(mapped, "r+b") as handle, mmap.mmap(handle.fileno(), 4096) as _:
+        removed = remove_orphan_segments(since, pattern=str(tmp_path / "mpich_shm_*"))
+        assert removed == [str(orphan)]
+    assert not orphan.exists() and mapped.exists() and older.exists()
+    assert remove_orphan_segments(time.time() + 60, pattern=str(tmp_path / "mpich_shm_*")) == []  # none made since
+
+
+def test_an_aborted_mpi_run_leaves_no_shared_memory_segment(tmp_path):
+    """MPICH's ranks remove their segment as they finalize; MPI_Abort skips that, run_command cleans up."""
+    mpiexec = which("mpiexec")
+    if mpiexec is None:
+        pytest.fail("mpiexec not found: the mpich wheel (pip install mpich) provides it")
+    before = set(os.listdir("/dev/shm"))
+    abort = "from mpi4py import MPI; MPI.COMM_WORLD.Barrier(); MPI.COMM_WORLD.Abort(3)"
+    result = run_command([mpiexec, "-n", "2", sys.executable, "-c", abort], timeout=120,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert result.returncode != 0, result.stdout
+    assert [name for name in set(os.listdir("/dev/shm")) - before if name.startswith("mpich_shm_")] == []

@@ -5,6 +5,7 @@ launcher's command line, made from the config's template in this one place."""
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
 import shlex
 import shutil
@@ -103,6 +104,7 @@ def run_command(argv: list[str], *, timeout: float, stdout: int | IO | None = No
     a terminal sends to the job's group still reaches the tool directly. Starting failures raise
     OSError, as Popen does.
     """
+    started = time.time()
     process = subprocess.Popen(argv, stdin=stdin, stdout=stdout, stderr=stderr, cwd=cwd, env=env, text=text)
     try:
         out, err = process.communicate(timeout=timeout)
@@ -110,8 +112,42 @@ def run_command(argv: list[str], *, timeout: float, stdout: int | IO | None = No
         stop_tree(process)
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.communicate(timeout=GRACE_S)  # closes the pipes, if any
+        remove_orphan_segments(started)
         raise subprocess.TimeoutExpired(argv, timeout) from None
     except BaseException:
         stop_tree(process)
+        remove_orphan_segments(started)
         raise
+    if process.returncode != 0:
+        remove_orphan_segments(started)
     return subprocess.CompletedProcess(argv, process.returncode, out, err)
+
+
+# MPICH's shared-memory segments: the ranks of a run remove theirs as they finalize, so a run that aborts
+# (MPI_Abort, a failed rank) or is killed leaves its own behind, in memory until the node reboots.
+MPICH_SEGMENTS = "/dev/shm/mpich_shm_*"
+
+
+def remove_orphan_segments(since: float, pattern: str = MPICH_SEGMENTS) -> list[str]:
+    """Remove this user's MPICH segments made since ``since`` (epoch seconds) that no process maps any more;
+    the paths removed. A segment another run still uses is mapped by its ranks and stays."""
+    uid = os.getuid()
+    candidates = []
+    for path in glob.glob(pattern):
+        with contextlib.suppress(OSError):
+            info = os.stat(path)
+            if info.st_uid == uid and info.st_ctime >= since - 1.0:  # ctime ticks coarser than time.time()
+                candidates.append(path)
+    if not candidates:
+        return []
+    mapped: set[str] = set()
+    for proc in psutil.process_iter():
+        with contextlib.suppress(psutil.Error, OSError):
+            mapped.update(region.path for region in proc.memory_maps(grouped=True))
+    removed = []
+    for path in candidates:
+        if path not in mapped:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+                removed.append(path)
+    return removed
