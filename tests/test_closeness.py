@@ -9,7 +9,7 @@ import math
 import pandas as pd
 import pytest
 from conftest import AT, FASTER, NOISE, NOT_TIMED, SLOWER, REPLAYS, efficiency_fixture, io_gap_fixture
-from cycleio.report.closeness import (arm_gap_sentence, gap_sentence, replay_rows, timed_median, verdict_counts,
+from cycleio.report.closeness import (arm_gap_sentence, seconds_text, gap_sentence, replay_rows, timed_median, verdict_counts,
                                       verdict_sentence)
 
 
@@ -61,10 +61,11 @@ def test_io_gap_sentence_in_the_issues_words():
     # a part whose whole band is below zero took none of the seconds: the sentence says by how much it was beaten
     faster = read._replace(pattern_s=-1.5, pattern_s_low=-1.9, pattern_s_high=-1.1, cycleio_s=-0.2,
                            cycleio_s_low=-0.3, cycleio_s_high=-0.1, best_reference="easy, 2 tasks")
+    # a replay that beat the best pattern measured is the tier at its best: the parts still add up to the step
     assert gap_sentence(faster) == (
-        "of fcst's 2.0 s of reads, 0.5 s is the tier at its best, none for the file pattern (400 MiB in 12 files) (its "
-        "replay beat the tier's best pattern, easy, 2 tasks by 1.5 s), none for cycleio (the step beat its replay by "
-        "0.2 s)")
+        f"of fcst's 2.0 s of reads, {seconds_text(read.replay_s)} s ({seconds_text(read.replay_s_low)}-"
+        f"{seconds_text(read.replay_s_high)}) is the tier at its best: its replay of the 400 MiB in 12 files, 1.5 s "
+        "faster than the best pattern measured (easy, 2 tasks), none for cycleio (the step beat its replay by 0.2 s)")
     assert gap_sentence(faster._replace(cycleio_s_high=0.1)).endswith("cycleio within noise (-0.3 to 0.1 s)")
 
 

@@ -162,8 +162,13 @@ def gap_sentence(row) -> str:
         replay = _with_band(row.replay_s, row.replay_s_low, row.replay_s_high)
         return (f"{head}, {replay} is the replay of its {_files_text(row)} (the tier's best pattern was not "
                 f"measured), {cycleio}")
+    if pd.notna(row.pattern_s_high) and row.pattern_s_high < 0:  # the replay beat the best pattern measured
+        best = getattr(row, "best_reference", "") or "easy"
+        replay = _with_band(row.replay_s, row.replay_s_low, row.replay_s_high)
+        return (f"{head}, {replay} is the tier at its best: its replay of the {_files_text(row)}, "
+                f"{seconds_text(-row.pattern_s)} s faster than the best pattern measured ({best}), {cycleio}")
     pattern = _part(row.pattern_s, row.pattern_s_low, row.pattern_s_high, f"the file pattern ({_files_text(row)})",
-                    f"its replay beat the tier's best pattern, {getattr(row, 'best_reference', '') or 'easy'}")
+                    "")
     return f"{head}, {seconds_text(row.tier_best_s)} s is the tier at its best, {pattern}, {cycleio}"
 
 
