@@ -24,6 +24,27 @@ def test_history_file_is_cf_netcdf4_on_the_gaussian_grid(tmp_path):
         assert 150 < float(ds["tmp"].mean()) < 300
 
 
+def test_a_forecasts_history_files_open_as_one_time_series_with_dask(tmp_path):
+    """As a downstream user opens a cycle's history: ``xr.open_mfdataset`` joins the forecast hours by their CF
+    time coordinate into lazy dask arrays, a chunk per file, and computes from them."""
+    import dask.array
+
+    ctx = WriteContext(Grid("C12", 3), 1, "2026010106")
+    paths = []
+    for hour in (0, 3, 6, 9):
+        spec = FileSpec(f"gdas.t06z.atmf{hour:03d}.nc", "atm_history", (("fhour", hour),))
+        write_file(tmp_path / spec.path, spec, ctx)
+        paths.append(tmp_path / spec.path)
+    with xr.open_mfdataset(sorted(paths, reverse=True), chunks={}, combine="by_coords") as ds:
+        assert [str(t)[:13] for t in ds["time"].values] == ["2026-01-01T06", "2026-01-01T09", "2026-01-01T12",
+                                                           "2026-01-01T15"]
+        tmp = ds["tmp"]
+        assert isinstance(tmp.data, dask.array.Array) and tmp.data.numblocks[0] == 4
+        assert 150 < float(tmp.mean(dim=("pfull", "grid_yt", "grid_xt")).max().compute()) < 300
+        with xr.open_dataset(paths[2]) as one:
+            xr.testing.assert_equal(ds["tmp"].isel(time=[2]).compute(), one["tmp"])
+
+
 def test_ncdump_prints_the_header(tmp_path):
     ncdump = require_tool("ncdump", "install Debian's netcdf-bin")
     spec = FileSpec("gdas.t00z.sfcf000.nc", "sfc_history", (("fhour", 0),))
