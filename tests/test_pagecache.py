@@ -5,8 +5,7 @@ from pathlib import Path
 import pytest
 
 from conftest import IN_CI, REPO
-from cycleio.storage.pagecache import (PAGE_REPORTING, cache_risk, cached_fraction, evict, memory_backed,
-                                       settle_free_pages)
+from cycleio.storage.pagecache import cache_risk, cached_fraction, evict, memory_backed
 from cycleio.storage.tiers import probe_tier
 
 
@@ -64,23 +63,3 @@ def test_one_rule_says_which_reads_the_page_cache_may_have_served():
     # memory is the tier: a tmpfs path of a posix tier too
     assert memory_backed("memory", "ext4") and memory_backed("posix", "tmpfs")
     assert not cache_risk("read", memory=memory_backed("posix", "tmpfs"))
-
-
-def test_settling_waits_for_the_kernels_next_pass_over_freed_pages():
-    """Where the kernel reports free pages to its host (and exports its counters), settling returns once a
-    pass has run after memory was freed; elsewhere it returns at once."""
-    import numpy as np
-
-    passes = PAGE_REPORTING / "passes"
-    if not passes.exists():
-        assert settle_free_pages() == 0.0
-        return
-    before = int(passes.read_text())
-    block = np.ones(256 * 2**20 // 8)  # every page touched
-    del block
-    waited = settle_free_pages(timeout_s=10)
-    assert int(passes.read_text()) > before and waited < 10
-
-
-def test_without_the_counters_settling_returns_at_once(tmp_path):
-    assert settle_free_pages(counters=tmp_path / "no-such-module") == 0.0

@@ -18,9 +18,6 @@ step that met just-freed pages (a memory tier right after a cycle's cleanup) is 
 judged slow or fast. On a machine whose memory does not go back to a host the two states agree and the
 band is the replay's own noise.
 
-When it is done the replay deletes its files and waits for their freed memory to go back to the host
-(storage.pagecache.settle_free_pages), so that the next job does not meet pages only the replay freed.
-
 The replay's results are records (phase ``replay``, tool ``fio``, one per repetition and operation),
 so they travel with the job's records; no table of the cycle's I/O counts them (records.cycle_records),
 and a job's wall time leaves them out (aggregate.step_summary).
@@ -36,7 +33,6 @@ from pathlib import Path
 
 from ..intervals import covered_seconds
 from ..config.tierspec import TierError
-from ..storage.pagecache import settle_free_pages
 from ..storage.tiers import TierSite
 from ..units import MiB
 from .common import parse_run, run_tool, time_limit
@@ -123,12 +119,9 @@ class PairedReplay:
                         self._once(path, plans[op], rep, records, scratch, folder, raw_dir, kept, step)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
-            # the replay's files freed their pages: on a VM that reports free pages, the next job would get them
-            # warm, and write faster than it does after no replay (docs/performance.md), until they go back
-            settled = settle_free_pages()
-        log.info("%s replay of %s: %s, %d repetitions in %.1f s (%.1f s of them for its freed memory to go back)",
-                 label, step, ", ".join(f"{op} {p['files']} files {p['bytes'] / MiB:.1f} MiB" for op, p in plans.items()),
-                 self.repetitions, time.perf_counter() - t0, settled)
+        log.info("%s replay of %s: %s, %d repetitions in %.1f s", label, step,
+                 ", ".join(f"{op} {p['files']} files {p['bytes'] / MiB:.1f} MiB" for op, p in plans.items()),
+                 self.repetitions, time.perf_counter() - t0)
 
     @staticmethod
     def _once(path: str, plan: dict, rep: int, records, scratch: TierSite, folder: Path, raw_dir: Path,

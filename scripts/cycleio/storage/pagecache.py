@@ -11,8 +11,6 @@ from __future__ import annotations
 import ctypes
 import mmap
 import os
-import time
-from pathlib import Path
 
 from .libc import libc
 
@@ -80,31 +78,3 @@ def drop_page_cache() -> bool:
         return True
     except OSError:
         return False
-
-
-# Free page reporting's counters, where the kernel exports them (not every kernel with page reporting does)
-PAGE_REPORTING = Path("/sys/module/page_reporting/parameters")
-
-
-def settle_free_pages(timeout_s: float = 3.0, poll_s: float = 0.05, counters: Path = PAGE_REPORTING) -> float:
-    """Wait until memory freed a moment ago has gone back to the host; the seconds waited.
-
-    On a VM with free page reporting, pages freed in the last seconds are still the guest's: a write that
-    gets them fills the page cache several times faster than one that gets pages the host took back (each
-    first touch a fault on the host). The kernel hands freed pages back in passes about two seconds after a
-    free; this waits for the next pass (the ``passes`` counter moves) or ``timeout_s`` when none comes.
-    Without the counters (bare metal, most HPC nodes, kernels that do not export them) it returns at once.
-    """
-    try:
-        start = int((counters / "passes").read_text())
-    except (OSError, ValueError):
-        return 0.0
-    t0 = time.perf_counter()
-    while time.perf_counter() - t0 < timeout_s:
-        time.sleep(poll_s)
-        try:
-            if int((counters / "passes").read_text()) != start:
-                break
-        except (OSError, ValueError):
-            break
-    return time.perf_counter() - t0
