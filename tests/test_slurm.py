@@ -152,6 +152,25 @@ def start_smoke(base: Path, executor: str) -> Background:
     return Background(f"smoke-{executor}", argv, workdir, env)
 
 
+DARSHAN = REPO / "config" / "studies" / "darshan.yaml"
+REPLAY_TABLE = "results/dslurm/tables/replay_jobs.csv"
+
+
+def start_replay_jobs(base: Path) -> Background:
+    """The Darshan study's replay jobs (docs/darshan.md) as Slurm jobs, their ranks started with srun."""
+    workdir = base / "replay"
+    workdir.mkdir()
+    shm = Path("/dev/shm") / f"cycleio-test-{os.getpid()}-replay"
+    overrides = workdir / "overrides.yaml"
+    overrides.write_text(yaml.safe_dump({
+        "study": "dslurm", "launcher": SRUN,
+        "tiers": {"shm": {"kind": "memory", "path": str(shm), "persistent": False, "shared": False}}}))
+    argv = [BIN / "snakemake", REPLAY_TABLE, "-s", REPO / "Snakefile", "--workflow-profile", PROFILE,
+            "--configfile", DARSHAN, overrides]
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    return Background("replay-slurm", argv, workdir, env)
+
+
 # docs/cluster.md's recipe, run as written in a copy of the workflow (its results/ apart from the checkout's)
 RECIPE = ["make", "study", "PROFILE=profiles/slurm-localhost",
           "STUDY=config/studies/smoke.yaml config/studies/cluster-try.yaml"]
@@ -286,7 +305,7 @@ def runs(slurm, tmp_path_factory):
     base = tmp_path_factory.mktemp("slurm-runs")
     trace_start = BB_TRACE.stat().st_size if BB_TRACE.exists() else 0
     before = scratch_job_folders(pwd.getpwuid(os.geteuid()).pw_name)
-    started = {"slurm": start_recipe(base), "local": start_smoke(base, "local")}
+    started = {"slurm": start_recipe(base), "local": start_smoke(base, "local"), "replay": start_replay_jobs(base)}
     bb, bb_home, bb_problem = start_burst_buffer_study()
     started["bb"] = bb
     yield {**started, "bb_home": bb_home, "bb_problem": bb_problem, "trace_start": trace_start,
@@ -294,7 +313,7 @@ def runs(slurm, tmp_path_factory):
     for job in started.values():
         if job is not None:
             job.stop()
-    for executor in ("slurm", "local"):
+    for executor in ("slurm", "local", "replay"):
         shutil.rmtree(Path("/dev/shm") / f"cycleio-test-{os.getpid()}-{executor}", ignore_errors=True)
     shutil.rmtree(bb_home, ignore_errors=True)
 
@@ -435,6 +454,26 @@ def test_forecast_ranks_start_in_their_job(runs):
         assert "NumNodes=1 " in job and "NumTasks=2 " in job, (path, job)
     log = slurm.output()
     assert "has been submitted with SLURM jobid" in log and "Error in rule" not in log, tail(log)
+
+
+def test_darshan_replay_jobs_run_as_slurm_jobs_with_their_ranks_started_by_srun(runs):
+    replay = runs["replay"]
+    replay.check()
+    done = manifests(replay.cwd, "dslurm")
+    jobs = {name: m for name, m in done.items() if "/darshan_" in name and "/darshan_inputs" not in name}
+    # two jobs (ior on 2 ranks, dxt on 1) in each of two cycles, on both arms
+    assert len(jobs) == 8 and {name.rsplit("/", 1)[1] for name in jobs} == {
+        "darshan_ior.manifest.json", "darshan_dxt.manifest.json"}, sorted(done)
+    job_ids = {m["provenance"]["slurm_job_id"] for m in jobs.values()}
+    assert all(job_id.isdigit() for job_id in job_ids) and len(job_ids) == len(jobs)  # a Slurm job each
+    for name, manifest in jobs.items():
+        darshan = manifest["provenance"]["darshan"]
+        assert darshan["launcher"] == SRUN.format(ntasks=darshan["ranks"]), (name, darshan["launcher"])
+        for direction, fidelity in darshan["fidelity"].items():  # scaled: within 1 % of scale x logged bytes
+            assert abs(fidelity["replayed_bytes"] - fidelity["expected_bytes"]) <= 0.01 * fidelity["expected_bytes"], (
+                name, direction, fidelity)
+    table = pd.read_csv(replay.cwd / REPLAY_TABLE, dtype={"cycle": str})
+    assert len(table) == 8 and (table["replay_io_s"] > 0).all() and set(table["ranks"]) == {1, 2}
 
 
 def test_burst_buffer_scratch_is_requested_by_each_step_job_and_staged_through(runs):
