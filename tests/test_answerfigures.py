@@ -51,6 +51,13 @@ def test_gap_segments_stack_to_the_steps_seconds():
     assert math.isnan(segments[0]["x_low"])  # the tier's best has no band
     assert [s["part"] for s in gap_segments(shm)] == ["replay_s", "cycleio_s"]
     assert gap_segments(shm_post)[-1]["seconds"] == -0.1
+    # a replay faster than the best pattern measured is the tier at its best: the stack still ends at the step
+    beaten = lustre._replace(pattern_s=-1.0, pattern_s_low=-1.2, pattern_s_high=-0.8, replay_s=2.5, replay_s_low=2.3,
+                             replay_s_high=2.7, cycleio_s=lustre.step_s - 2.5)
+    segments = gap_segments(beaten)
+    assert [(s["part"], s["seconds"]) for s in segments] == [("tier_best_s", 2.5), ("cycleio_s", pytest.approx(
+        lustre.step_s - 2.5))]
+    assert (segments[0]["x_low"], segments[0]["x_high"]) == (2.3, 2.7)
 
 
 @pytest.mark.parametrize("table", ["fixture", "blank tier_best_s", "empty", "none"])

@@ -371,22 +371,26 @@ def efficiency_heatmap(efficiency: pd.DataFrame | None, paths, title: str) -> No
 # ------------------------------------------------------------------------------------------------ io gap
 
 GAP_COLORS = {"tier_best_s": "#4C72B0", "pattern_s": "#DD8452", "cycleio_s": "#C44E52", "replay_s": "#9A9A9A"}
-GAP_LABELS = {"tier_best_s": "the tier at its best pattern", "pattern_s": "the step's file pattern (replay - best)",
+GAP_LABELS = {"tier_best_s": "the tier at its best (its best pattern, or the replay where faster)", "pattern_s": "the step's file pattern (replay - best)",
               "cycleio_s": "cycleio (step - replay)", "replay_s": "replay, the tier's best not measured"}
 
 
 def gap_segments(row) -> list[dict]:
     """The stacked bar of one io_gap row: per part (GAP_LABELS) where it starts, its seconds and where its band's
     error bar reaches (``x_low``, ``x_high``: the stack's end with the part at its band's edges). Where the tier's
-    best pattern was not measured, the replay is one part; with no replay, no part."""
+    best pattern was not measured, the replay is one part; where the replay beat it (the pattern's whole band below
+    zero), the replay is the tier at its best, as closeness.gap_sentence says; with no replay, no part."""
     if pd.isna(row.replay_s):
         return []
-    parts = [("tier_best_s", None, None), ("pattern_s", "pattern_s_low", "pattern_s_high")]
+    # (the part shown, the row's column for its seconds, its band's columns)
+    parts = [("tier_best_s", "tier_best_s", None, None), ("pattern_s", "pattern_s", "pattern_s_low", "pattern_s_high")]
     if pd.isna(row.tier_best_s):
-        parts = [("replay_s", "replay_s_low", "replay_s_high")]
+        parts = [("replay_s", "replay_s", "replay_s_low", "replay_s_high")]
+    elif pd.notna(row.pattern_s_high) and row.pattern_s_high < 0:
+        parts = [("tier_best_s", "replay_s", "replay_s_low", "replay_s_high")]
     segments, left = [], 0.0
-    for part, low, high in [*parts, ("cycleio_s", "cycleio_s_low", "cycleio_s_high")]:
-        width = getattr(row, part)
+    for part, column, low, high in [*parts, ("cycleio_s", "cycleio_s", "cycleio_s_low", "cycleio_s_high")]:
+        width = getattr(row, column)
         if pd.isna(width):
             continue
         band = [getattr(row, low) if low else math.nan, getattr(row, high) if high else math.nan]
