@@ -10,7 +10,7 @@ import time
 import psutil
 import pytest
 
-from cycleio.process import launcher_argv, remove_orphan_segments, run_command, which
+from cycleio.process import STALE_SEGMENT_S, launcher_argv, remove_orphan_segments, run_command, which
 
 
 def test_a_command_runs_with_its_output_exit_code_and_folder(tmp_path):
@@ -61,7 +61,7 @@ def test_a_program_missing_from_path_is_found_beside_python(tmp_path, monkeypatc
     assert which("no-such-program-anywhere") is None
 
 
-def test_orphan_segments_made_since_go_and_mapped_or_older_ones_stay(tmp_path):
+def test_a_failed_runs_and_stale_orphan_segments_go_and_mapped_ones_stay(tmp_path, monkeypatch):
     import mmap
 
     orphan, mapped, older = (tmp_path / f"mpich_shm_{name}_0" for name in ("orphan", "mapped", "older"))
@@ -75,6 +75,12 @@ def test_orphan_segments_made_since_go_and_mapped_or_older_ones_stay(tmp_path):
         assert removed == [str(orphan)]
     assert not orphan.exists() and mapped.exists() and older.exists()
     assert remove_orphan_segments(time.time() + 60, pattern=str(tmp_path / "mpich_shm_*")) == []  # none made since
+    # after a success only stale ones go: a run killed outright left them, unmapped, over a minute ago
+    pattern = str(tmp_path / "mpich_shm_*")
+    assert remove_orphan_segments(None, pattern=pattern) == []
+    later = time.time() + STALE_SEGMENT_S + 5
+    monkeypatch.setattr(time, "time", lambda: later)
+    assert sorted(remove_orphan_segments(None, pattern=pattern)) == sorted([str(mapped), str(older)])
 
 
 def test_an_aborted_mpi_run_leaves_no_shared_memory_segment(tmp_path):

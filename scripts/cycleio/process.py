@@ -118,25 +118,28 @@ def run_command(argv: list[str], *, timeout: float, stdout: int | IO | None = No
         stop_tree(process)
         remove_orphan_segments(started)
         raise
-    if process.returncode != 0:
-        remove_orphan_segments(started)
+    remove_orphan_segments(started if process.returncode != 0 else None)
     return subprocess.CompletedProcess(argv, process.returncode, out, err)
 
 
 # MPICH's shared-memory segments: the ranks of a run remove theirs as they finalize, so a run that aborts
 # (MPI_Abort, a failed rank) or is killed leaves its own behind, in memory until the node reboots.
 MPICH_SEGMENTS = "/dev/shm/mpich_shm_*"
+# A segment older than this that no process maps was left by a run killed outright (its job could not clean up)
+STALE_SEGMENT_S = 60.0
 
 
-def remove_orphan_segments(since: float, pattern: str = MPICH_SEGMENTS) -> list[str]:
-    """Remove this user's MPICH segments made since ``since`` (epoch seconds) that no process maps any more;
-    the paths removed. A segment another run still uses is mapped by its ranks and stays."""
-    uid = os.getuid()
+def remove_orphan_segments(since: float | None, pattern: str = MPICH_SEGMENTS) -> list[str]:
+    """Remove this user's MPICH segments that no process maps any more, made since ``since`` (epoch seconds: the
+    failed run's own) or over STALE_SEGMENT_S ago (a killed run's); the paths removed. A segment a run still uses
+    is mapped by its ranks and stays."""
+    uid, now = os.getuid(), time.time()
     candidates = []
     for path in glob.glob(pattern):
         with contextlib.suppress(OSError):
             info = os.stat(path)
-            if info.st_uid == uid and info.st_ctime >= since - 1.0:  # ctime ticks coarser than time.time()
+            made_since = since is not None and info.st_ctime >= since - 1.0  # ctime ticks coarser than time.time()
+            if info.st_uid == uid and (made_since or info.st_ctime < now - STALE_SEGMENT_S):
                 candidates.append(path)
     if not candidates:
         return []
