@@ -8,17 +8,15 @@ fio lays out first and reads once (not timed: the step's inputs had been read on
 verify or by the job that wrote them), then from the page cache where the step's reads found their
 files cached, else from storage (fio ``--invalidate=1`` drops the files' pages first).
 
-Writes meet two states, because on a VM they differ by up to seven times: the first repetitions
-(``new_file_repetitions``) write new files beside everything else, as the step did (pages from the free pool,
-which a VM with free page reporting has partly handed back to its host: first touches, slow), the rest first
-delete the files of the repetition before and write where they were (pages the kernel just freed, blocks
-just discarded: fast). The rewrites come last, so no deletion of the replay's own comes before a new-file
-repetition: on the README's VM a disk write within seconds of a large deletion runs up to five times faster
-(docs/performance.md, "Deletions"). bench/RESULTS.md has both states ("fresh pages over reused"). A write
-row's reference is its new-file repetitions (report.benchtables.reference_repetitions); its band spans every
-repetition, so a step that met just-freed pages (a memory tier right after a cycle's cleanup) is shown as
-such rather than judged slow or fast. On a machine whose memory does not go back to a host the two states
-agree and the band is the replay's own noise.
+Writes alternate between two page states, because on a VM they differ by up to seven times: even
+repetitions write new files beside everything else, as the step did (pages from the free pool, which a VM
+with free page reporting has partly handed back to its host: first touches, slow), odd ones first delete
+the files of the repetition before and write where they were (pages the kernel just freed: fast).
+bench/RESULTS.md has both on the README's VM ("fresh pages over reused"). A write row's reference is its
+new-file repetitions (report.benchtables.reference_repetitions); its band spans every repetition, so a
+step that met just-freed pages (a memory tier right after a cycle's cleanup) is shown as such rather than
+judged slow or fast. On a machine whose memory does not go back to a host the two states agree and the
+band is the replay's own noise.
 
 The replay's results are records (phase ``replay``, tool ``fio``, one per repetition and operation),
 so they travel with the job's records; no table of the cycle's I/O counts them (records.cycle_records),
@@ -47,12 +45,6 @@ log = logging.getLogger("cycleio")
 
 # What a write repetition's record names in its ``file`` field: the two page states (the module's docstring)
 NEW_FILES, REWRITTEN_FILES = "new files", "rewritten files"
-
-
-def new_file_repetitions(repetitions: int) -> int:
-    """How many of a replay's ``repetitions`` write new files (the first ones; the rest rewrite): at least one,
-    and at least as many as rewrite."""
-    return repetitions - repetitions // 2
 
 
 @dataclass(frozen=True)
@@ -122,11 +114,9 @@ class PairedReplay:
         t0 = time.perf_counter()
         try:
             for rep in range(self.repetitions):
-                rewrite = rep >= new_file_repetitions(self.repetitions)
                 for op in ("read", "write"):  # in the step's order
                     if op in plans:
-                        self._once(path, plans[op], rep, rewrite and op == "write", records, scratch, folder,
-                                   raw_dir, kept, step)
+                        self._once(path, plans[op], rep, records, scratch, folder, raw_dir, kept, step)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         log.info("%s replay of %s: %s, %d repetitions in %.1f s", label, step,
@@ -134,9 +124,10 @@ class PairedReplay:
                  self.repetitions, time.perf_counter() - t0)
 
     @staticmethod
-    def _once(path: str, plan: dict, rep: int, rewrite: bool, records, scratch: TierSite, folder: Path,
-              raw_dir: Path, kept: list[Path], step: str) -> None:
+    def _once(path: str, plan: dict, rep: int, records, scratch: TierSite, folder: Path, raw_dir: Path,
+              kept: list[Path], step: str) -> None:
         op, classes = plan["op"], plan["classes"]
+        rewrite = op == "write" and rep % 2 == 1
         if rewrite:  # into the pages the last repetition's files held: see the module's docstring
             last = folder / f"write.rep{rep - 1}"
             shutil.rmtree(last, ignore_errors=True)
