@@ -150,3 +150,12 @@ def test_the_answer_per_arm_from_the_fixed_records(tables, tmp_path):
     assert (shm["effective_write_s"], shm["actual_write_s"]) == (2.625, 2.625)
     assert best_arm_line(table) == ("Best arm: shm, 18.38 s per cycle, 9.62 s (34%) faster than its baseline lustre "
                                     "over 1 cycle (one cycle: no spread to tell it from noise).")
+
+
+def test_the_summary_says_when_the_machine_hands_freed_memory_to_its_host():
+    """Where the arms' jobs found free page reporting on (tiers.csv, from their provenance), the efficiency lines
+    end with what it does to a buffered write; nowhere else."""
+    on = tiers().assign(free_page_reporting=lambda t: t["arm"] != "shm")
+    text = summary_markdown(arm_summary(step_summary(), on, efficiency()), "fx")
+    assert "The machine of lustre, node_local hands the memory it frees back to its host" in text
+    assert "free page reporting" not in summary_markdown(arm_summary(step_summary(), tiers(), efficiency()), "fx")

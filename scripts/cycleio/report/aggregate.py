@@ -162,7 +162,8 @@ def tiers_table(manifest_files: list[Path]) -> pd.DataFrame:
                 continue
             seen.add(key)
             rows.append({"study": manifest["study"], "arm": manifest["arm"], "role": role,
-                         "host": manifest["provenance"].get("host"), **tier})
+                         "host": manifest["provenance"].get("host"),
+                         "free_page_reporting": manifest["provenance"].get("free_page_reporting"), **tier})
     return pd.DataFrame(rows)
 
 

@@ -22,6 +22,7 @@ from ..config.calendar import com_dir, is_half_cycle
 from ..config.keys import is_replay_job
 from ..config.settings import ArmSettings
 from ..faults import JobFaults, filled
+from ..hostmemory import free_page_reporting
 from ..kernelio import ProcIO, Window, counted
 from ..storage.checksums import checksum_file
 from ..fsutil import remove_tree, write_json_atomic
@@ -72,6 +73,7 @@ def provenance(settings: ArmSettings, tiers: dict[str, TierSite], mpi: dict | No
         "hdf5": netCDF4.__hdf5libversion__,
         "numpy": numpy.__version__,
         "slurm_job_id": os.environ.get("SLURM_JOB_ID", ""),
+        **free_page_reporting(),  # buffered writes follow the guest's memory where it is on (hostmemory)
         "tiers": {role: ctx.describe() for role, ctx in tiers.items()},
         "resolution": settings.resolution,
         "levels": settings.levels,
