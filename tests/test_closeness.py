@@ -58,15 +58,20 @@ def test_io_gap_sentence_in_the_issues_words():
                                   "file pattern (400 MiB in 12 files), 0.1 s (0-0.2) cycleio")
     assert arm_gap_sentence(gap.assign(timed=False), "lustre") is None
     assert arm_gap_sentence(gap, "nowhere") is None
-    # a part whose whole band is below zero took none of the seconds: the sentence says by how much it was beaten
-    faster = read._replace(pattern_s=-1.5, pattern_s_low=-1.9, pattern_s_high=-1.1, cycleio_s=-0.2,
-                           cycleio_s_low=-0.3, cycleio_s_high=-0.1, best_reference="easy, 2 tasks")
     # a replay that beat the best pattern measured is the tier at its best: the parts still add up to the step
+    faster = read._replace(pattern_s=-1.5, pattern_s_low=-1.9, pattern_s_high=-1.1, cycleio_s=-0.2,
+                           cycleio_s_low=-0.3, cycleio_s_high=0.1, best_reference="easy, 2 tasks")
     assert gap_sentence(faster) == (
         f"of fcst's 2.0 s of reads, {seconds_text(read.replay_s)} s ({seconds_text(read.replay_s_low)}-"
         f"{seconds_text(read.replay_s_high)}) is the tier at its best: its replay of the 400 MiB in 12 files, 1.5 s "
-        "faster than the best pattern measured (easy, 2 tasks), none for cycleio (the step beat its replay by 0.2 s)")
-    assert gap_sentence(faster._replace(cycleio_s_high=0.1)).endswith("cycleio within noise (-0.3 to 0.1 s)")
+        "faster than the best pattern measured (easy, 2 tasks), cycleio within noise (-0.3 to 0.1 s)")
+    # a step that beat its replay, band and all: none of its seconds are cycleio's, and no split would add up
+    beaten = read._replace(replay_s=2.3, replay_s_low=2.1, replay_s_high=2.6, cycleio_s=-0.3, cycleio_s_low=-0.6,
+                           cycleio_s_high=-0.1)
+    assert gap_sentence(beaten) == (
+        "of fcst's 2.0 s of reads, none is cycleio's: its replay of the 400 MiB in 12 files took 2.3 s (2.1-2.6), "
+        "0.3 s more than the step (the tier's best pattern would take 0.5 s)")
+    assert gap_sentence(beaten._replace(tier_best_s=float("nan"))).endswith("(the tier's best pattern was not measured)")
 
 
 def test_two_runs_agree_where_their_bands_overlap():

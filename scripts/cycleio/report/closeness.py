@@ -134,12 +134,9 @@ def _with_band(value: float, low, high) -> str:
     return text
 
 
-def _part(value: float, low, high, what: str, below: str) -> str:
-    """One part of the split: ``0.4 s (0.1-0.7) cycleio``; where the whole band is below zero, no seconds but
-    ``below`` with the margin (``what`` took none of them); where only the value is, ``cycleio within noise``
-    with the band."""
-    if pd.notna(high) and high < 0:
-        return f"none for {what} ({below} by {seconds_text(-value)} s)"
+def _part(value: float, low, high, what: str) -> str:
+    """One part of the split: ``0.4 s (0.1-0.7) cycleio``; where the value is below zero but its band is not
+    wholly (gap_sentence says the rest), ``cycleio within noise`` with the band."""
     if value < 0 and pd.notna(low) and pd.notna(high):  # below zero, but the band reaches above it
         return f"{what} within noise ({seconds_text(low)} to {seconds_text(high)} s)"
     return f"{_with_band(value, low, high)} {what}"
@@ -157,7 +154,9 @@ def gap_sentence(row) -> str:
     head = f"of {row.step}'s {seconds_text(row.step_s)} s of {row.direction}s"
     if pd.isna(row.replay_s):
         return head + ": no replay measured"
-    cycleio = _part(row.cycleio_s, row.cycleio_s_low, row.cycleio_s_high, "cycleio", "the step beat its replay")
+    if pd.notna(row.cycleio_s_high) and row.cycleio_s_high < 0:  # the step beat its replay, band and all
+        return _beaten_sentence(head, row)
+    cycleio = _part(row.cycleio_s, row.cycleio_s_low, row.cycleio_s_high, "cycleio")
     if pd.isna(row.tier_best_s):
         replay = _with_band(row.replay_s, row.replay_s_low, row.replay_s_high)
         return (f"{head}, {replay} is the replay of its {_files_text(row)} (the tier's best pattern was not "
@@ -167,9 +166,18 @@ def gap_sentence(row) -> str:
         replay = _with_band(row.replay_s, row.replay_s_low, row.replay_s_high)
         return (f"{head}, {replay} is the tier at its best: its replay of the {_files_text(row)}, "
                 f"{seconds_text(-row.pattern_s)} s faster than the best pattern measured ({best}), {cycleio}")
-    pattern = _part(row.pattern_s, row.pattern_s_low, row.pattern_s_high, f"the file pattern ({_files_text(row)})",
-                    "")
+    pattern = _part(row.pattern_s, row.pattern_s_low, row.pattern_s_high, f"the file pattern ({_files_text(row)})")
     return f"{head}, {seconds_text(row.tier_best_s)} s is the tier at its best, {pattern}, {cycleio}"
+
+
+def _beaten_sentence(head: str, row) -> str:
+    """Where the step beat its replay, band and all, none of its seconds are cycleio's and no split of them into
+    the tier and the pattern adds up: the sentence gives the replay's seconds and the best pattern's instead."""
+    replay = _with_band(row.replay_s, row.replay_s_low, row.replay_s_high)
+    best = ("the tier's best pattern was not measured" if pd.isna(row.tier_best_s)
+            else f"the tier's best pattern would take {seconds_text(row.tier_best_s)} s")
+    return (f"{head}, none is cycleio's: its replay of the {_files_text(row)} took {replay}, "
+            f"{seconds_text(-row.cycleio_s)} s more than the step ({best})")
 
 
 def arm_gap_sentence(io_gap: pd.DataFrame, arm: str) -> str | None:
