@@ -17,7 +17,7 @@ shell.prefix(
 
 from cycleio.config.settings import ConfigError
 from cycleio.workflow.study import load_study
-from cycleio.workflow.preflight import check_study
+from cycleio.workflow.preflight import check_study, dry_run_requested
 from cycleio.workflow import environment
 
 
@@ -31,7 +31,7 @@ try:
     )
     # Jobs parse this file again (on cluster nodes too): check the tiers once, up front.
     if workflow.is_main_process:
-        for note in check_study(STUDY):
+        for note in check_study(STUDY, dry_run=dry_run_requested(sys.argv)):
             print(f"cycleio: {note}", file=sys.stderr)
         if "CONDA" not in str(workflow.deployment_settings.deployment_method).upper():
             problem = environment.job_python_problem()

@@ -42,6 +42,18 @@ def test_preflight_refuses_a_tier_without_room_with_the_numbers(tmp_path, repo):
         study = build_study(validate_config(config))
         with pytest.raises(ConfigError, match=r"tier 'shm' \(.*tiny, tmpfs\) has 1\.0 MiB free, but the study needs about [0-9.]+ MiB more"):
             check_study(study)
+        # a dry run shows the jobs: what a real run would be refused for is a note
+        [note] = [n for n in check_study(study, dry_run=True) if "would not start" in n]
+        assert note.startswith("a real run would not start: tier 'shm' (") and "1.0 MiB free" in note
+
+
+def test_a_dry_run_is_recognised_on_snakemakes_command_line():
+    from cycleio.workflow.preflight import dry_run_requested
+
+    assert all(dry_run_requested(["snakemake", *args]) for args in (["-n"], ["--dry-run"], ["--dryrun"], ["-np"],
+                                                                      ["--cores", "2", "-pn"]))
+    assert not any(dry_run_requested(["snakemake", *args]) for args in ([], ["--cores", "2"], ["-p"], ["-j2"],
+                                                                         ["--config", "name=-n"], ["--notemp"]))
 
 
 def test_preflight_asks_for_a_stated_margin_beyond_the_estimate(tmp_path, repo):

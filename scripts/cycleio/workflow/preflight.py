@@ -82,9 +82,19 @@ def _existing_bytes(root: Path) -> int:
     return total
 
 
-def check_study(study: Study, local_exec: bool = True, jobs_here: bool = False, claim: bool = False) -> list[str]:
+def dry_run_requested(argv: list[str]) -> bool:
+    """Whether Snakemake's command line asks for a dry run (``-n``, ``--dry-run``, ``--dryrun``, or ``n`` among
+    grouped short flags such as ``-np``): Snakemake's own ``workflow.dryrun`` is not set yet while the Snakefile
+    is parsed."""
+    return any(arg in ("--dry-run", "--dryrun") or (arg.startswith("-") and not arg.startswith("--")
+                                                    and arg[1:].isalpha() and "n" in arg[1:]) for arg in argv)
+
+
+def check_study(study: Study, local_exec: bool = True, jobs_here: bool = False, claim: bool = False,
+                dry_run: bool = False) -> list[str]:
     """Raise ConfigError on a tier that cannot be written or cannot hold the study, or whose study folder
-    another checkout has claimed; return notes.
+    another checkout has claimed; return notes. ``dry_run``: a tier short of room is a note (what a real run
+    would be refused for), so a dry run still shows the jobs.
 
     ``local_exec``: the node-local tiers are this host's. ``jobs_here``: the jobs are known to run
     here (Snakemake tells once the workflow starts), so a batch system's variable unset here stays unset.
@@ -135,7 +145,12 @@ def check_study(study: Study, local_exec: bool = True, jobs_here: bool = False, 
         wanted = max(0, need.get("persistent_bytes", 0) - existing) + need.get("scratch_bytes", 0)
         by_filesystem.setdefault(_device(path), []).append((name, path, need, existing, wanted))
     for demands in by_filesystem.values():
-        _check_room(demands)
+        try:
+            _check_room(demands)
+        except ConfigError as err:
+            if not dry_run:
+                raise
+            notes.append(f"a real run would not start: {err}")
     return notes
 
 
