@@ -264,6 +264,8 @@ def run(args) -> list[dict]:
     for tier_name, root in tiers(f"pages-{os.getpid()}").items():
         rows.append(fresh_pages_row(fio, tier_name, root, 2 if args.quick else 3))
         rows.append(first_read_row(fio, tier_name, root, 2 if args.quick else 3))
+        if tier_name == "disk":  # tmpfs has no O_DIRECT
+            rows.append(page_cache_row(fio, tier_name, root, 3 if args.quick else 5))
     return rows
 
 
@@ -415,6 +417,34 @@ def fresh_pages_row(fio: str, tier_name: str, folder: Path, repeats: int) -> dic
                        "rewritten at once after deleting them; below 1: the host's cost of fresh guest pages (or "
                        "whatever else idle time changes on the host): the study's paired replay writes in both states "
                        "(docs/performance.md)")
+
+
+def page_cache_row(fio: str, tier_name: str, folder: Path, repeats: int) -> dict:
+    """What sets a buffered write's rate on a VM with free page reporting (cycleio.hostmemory): fio writing 40 new
+    files of 20 MiB with an fsync each through the page cache, over the same with O_DIRECT (straight to the device),
+    one after the other in each repeat, the order alternating. Far below 1 where the page cache's pages cost a host
+    fault each (pages the guest handed back); about 1 where memory is the guest's own."""
+    rates: dict[str, list[float]] = {"buffered": [], "direct": []}
+    job = ["--name=w", "--rw=write", "--bs=4m", "--nrfiles=40", "--filesize=20m", "--size=800m", "--ioengine=psync",
+           "--file_service_type=sequential", "--openfiles=1", "--fsync_on_close=1", "--create_on_open=1",
+           "--fallocate=none", "--output-format=json"]
+    try:
+        for index in range(repeats):
+            for state in (("buffered", "direct") if index % 2 == 0 else ("direct", "buffered")):
+                target = folder / f"{state}.{index}"
+                target.mkdir(parents=True)
+                out = folder / f"{state}.{index}.json"
+                subprocess.run([fio, *job, f"--direct={int(state == 'direct')}", f"--directory={target}",
+                                f"--output={out}"], check=True, capture_output=True)
+                rates[state].append(json.loads(out.read_text())["jobs"][0]["write"]["bw"] / 1024)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return profile_row(f"{tier_name} write: page cache over direct to the device (fio)", "write MiB/s",
+                       rates["buffered"], rates["direct"],
+                       "a profile, no goal: 800 MiB of new files (20 MiB each, fsync each) buffered over O_DIRECT, "
+                       "nothing deleted in between; far below 1: the device is not what limits a buffered write, "
+                       "the guest's free pages are (free page reporting: docs/performance.md); about 1 on a machine "
+                       "whose memory is its own")
 
 
 def read_call_size_row(fio: str, folder: Path, repeats: int) -> dict:

@@ -92,6 +92,8 @@ CASES = [
 
 # refused once the workflow starts (where its jobs run is known only then), so not by a dry run
 STARTED = {"a batch-system variable in a local run", "more replay ranks than can start here"}
+# refused as a real run parses the Snakefile; a dry run only notes it and still lists the jobs (preflight.check_study)
+REAL_RUN = STARTED | {"a study larger than the disk"}
 
 
 def refuse(case, tmp_path: Path) -> tuple[str, subprocess.CompletedProcess, str]:
@@ -102,7 +104,7 @@ def refuse(case, tmp_path: Path) -> tuple[str, subprocess.CompletedProcess, str]
     study = folder / "study.yaml"
     study.write_text(text.replace("{tmp}", str(folder)))
     env = {k: v for k, v in os.environ.items() if k not in ("SLURM_TMPDIR", "MAKEFLAGS", "MAKELEVEL")}
-    args = "--cores 1" if name in STARTED else "-n"
+    args = "--cores 1" if name in REAL_RUN else "-n"
     run = subprocess.run(["make", "-s", "--no-print-directory", "study", f"STUDY={study}", f"ARGS={args}"], cwd=REPO,
                          env=env, capture_output=True, text=True, timeout=300)
     return name, run, expected.replace("{tmp}", str(folder))
@@ -127,3 +129,12 @@ def test_the_docs_list_every_refused_input():
     page = (REPO / "docs" / "failures.md").read_text()
     missing = [name for name, _, _ in CASES if f"- {name}" not in page]
     assert not missing, f"docs/failures.md's 'Inputs refused before any job' lacks: {missing}"
+
+
+@pytest.mark.e2e
+def test_a_dry_run_of_a_study_larger_than_the_disk_lists_its_jobs_and_says_what_a_real_run_would_meet(tmp_path):
+    _, run, _ = refuse(("a dry run too large", "resolution: C1152\n", ""), tmp_path)
+    assert run.returncode == 0, run.stdout[-800:] + run.stderr[-800:]
+    output = run.stdout + run.stderr
+    assert "cycleio: a real run would not start: " in output and "the study needs about" in output
+    assert "rule " in output or "Job stats" in output  # the jobs are listed
