@@ -60,6 +60,23 @@ def test_gap_segments_stack_to_the_steps_seconds():
     assert (segments[0]["x_low"], segments[0]["x_high"]) == (2.3, 2.7)
 
 
+def test_a_step_that_beat_its_replay_draws_no_bar_back_over_it(tmp_path, monkeypatch):
+    """The replay's bar stays whole; the step's diamond and the note say it was faster (no hatched bar over it)."""
+    import matplotlib.axes
+
+    from cycleio.report.answerfigures import io_gap_figure
+
+    widths, texts = [], []
+    real_barh, real_text = matplotlib.axes.Axes.barh, matplotlib.axes.Axes.text
+    monkeypatch.setattr(matplotlib.axes.Axes, "barh", lambda ax, y, width, **kw: widths.append(width) or
+                        real_barh(ax, y, width, **kw))
+    monkeypatch.setattr(matplotlib.axes.Axes, "text", lambda ax, x, y, s, **kw: texts.append(s) or
+                        real_text(ax, x, y, s, **kw))
+    io_gap_figure(io_gap_fixture().iloc[[4]], [tmp_path / "io_gap.png"], "fx")  # shm post: 0.1 s under its replay
+    assert widths and min(widths) >= 0
+    assert any("0.1 s under its replay" in text for text in texts)
+
+
 @pytest.mark.parametrize("table", ["fixture", "blank tier_best_s", "empty", "none"])
 def test_io_gap_figure_writes_png_and_svg(tmp_path, table):
     from cycleio.report.answerfigures import io_gap_figure

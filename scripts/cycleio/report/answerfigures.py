@@ -403,7 +403,8 @@ def gap_segments(row) -> list[dict]:
 def io_gap_figure(io_gap: pd.DataFrame | None, paths, title: str) -> None:
     """Per arm, for each timed step and direction, its storage seconds per job as a stacked bar: the tier at its
     best pattern, what the step's file pattern adds, what cycleio adds (error bars: the bands); a diamond at the
-    step's own seconds."""
+    step's own seconds. A part below zero (a step that beat its replay) draws no bar back over the others: its
+    error bar and the diamond show it, and the row's note says by how much."""
     rows = io_gap_rows(io_gap)
     arms = list(dict.fromkeys(rows["arm"])) if not rows.empty else []
     heights = [0.6 * max((rows["arm"] == arm).sum(), 1) + 1.3 for arm in arms] or [3.0]
@@ -418,9 +419,8 @@ def io_gap_figure(io_gap: pd.DataFrame | None, paths, title: str) -> None:
         for y, row in enumerate(mine.itertuples()):
             segments = gap_segments(row)
             for seg in segments:
-                negative = seg["seconds"] < 0
-                ax.barh(y, seg["seconds"], left=seg["left"], height=0.6, color=GAP_COLORS[seg["part"]],
-                        edgecolor="white", hatch="//" if negative else None, linewidth=0.8)
+                ax.barh(y, max(seg["seconds"], 0.0), left=seg["left"], height=0.6, color=GAP_COLORS[seg["part"]],
+                        edgecolor="white", linewidth=0.8)
                 end = seg["left"] + seg["seconds"]
                 if pd.notna(seg["x_low"]) and pd.notna(seg["x_high"]):
                     ax.errorbar(end, y, xerr=[[max(end - seg["x_low"], 0)], [max(seg["x_high"] - end, 0)]],
@@ -428,14 +428,16 @@ def io_gap_figure(io_gap: pd.DataFrame | None, paths, title: str) -> None:
                 ends += [seg["left"], end, seg["x_high"] if pd.notna(seg["x_high"]) else end]
             ax.plot(row.step_s, y, marker="D", color="black", markersize=6, linestyle="none")
             ends.append(row.step_s)
-            segment_end = max([row.step_s, *(s["left"] + s["seconds"] for s in segments)])
+            segment_end = max([row.step_s, *(s["left"] + max(s["seconds"], 0.0) for s in segments)])
             best = "" if pd.isna(row.tier_best_s) else (
                 f"; tier's best: {row.best_reference}, {row.best_MiB_per_s:,.0f} MiB/s")
-            notes.append((segment_end, f"  step {seconds_text(row.step_s)} s{best}"))
+            under = (f", {seconds_text(-row.cycleio_s)} s under its replay"
+                     if pd.notna(row.cycleio_s) and row.cycleio_s < 0 else "")
+            notes.append((segment_end, f"  step {seconds_text(row.step_s)} s{under}{best}"))
         right = max(ends) * 1.45 if max(ends) > 0 else 1.0
         for y, row in enumerate(mine.itertuples()):
             for seg in gap_segments(row):
-                if abs(seg["seconds"]) > 0.07 * right:
+                if seg["seconds"] > 0.07 * right:
                     ax.text(seg["left"] + seg["seconds"] / 2, y, seconds_text(seg["seconds"]), ha="center",
                             va="center", fontsize=8, color="white")
             ax.text(notes[y][0], y + 0.32, notes[y][1], va="center", fontsize=7.5, color="#333333")
@@ -451,8 +453,7 @@ def io_gap_figure(io_gap: pd.DataFrame | None, paths, title: str) -> None:
         ax.grid(axis="x", alpha=0.3)
     handles = [matplotlib.patches.Patch(color=GAP_COLORS[p], label=GAP_LABELS[p]) for p in GAP_COLORS]
     handles += [matplotlib.lines.Line2D([], [], marker="D", color="black", linestyle="none",
-                                        label="the step's own storage seconds"),
-                matplotlib.patches.Patch(facecolor="white", edgecolor="grey", hatch="//", label="negative: saves time")]
+                                        label="the step's own storage seconds")]
     if arms:
         fig.legend(handles=handles, loc="lower center", ncol=3, fontsize="small", frameon=False)
     fig.suptitle(f"{title}\nWhere a step's storage seconds go: the tier, the file pattern, cycleio "
