@@ -157,5 +157,5 @@ def test_the_summary_says_when_the_machine_hands_freed_memory_to_its_host():
     end with what it does to a buffered write; nowhere else."""
     on = tiers().assign(free_page_reporting=lambda t: t["arm"] != "shm")
     text = summary_markdown(arm_summary(step_summary(), on, efficiency()), "fx")
-    assert "The machine of lustre, node_local hands the memory it frees back to its host" in text
+    assert "The machine the arms lustre and node_local ran on hands the memory it frees back to its host" in text
     assert "free page reporting" not in summary_markdown(arm_summary(step_summary(), tiers(), efficiency()), "fx")

@@ -252,10 +252,11 @@ def _reporting_note(table: pd.DataFrame) -> list[str]:
     arms = [row.arm for row, flag in zip(table.itertuples(), flags) if flag is True or str(flag) == "True"]
     if not arms:
         return []
-    return ["", f"The machine of {', '.join(arms)} hands the memory it frees back to its host (free page "
-            "reporting): there a buffered write runs as fast as the free pages it finds, from about 350 MiB/s "
-            "(pages handed back) to over 1.5 GB/s (pages freed a moment before), on every tier; a write row "
-            "outside its band may be the two sides meeting different pages (docs/performance.md)."]
+    named = f"arm {arms[0]}" if len(arms) == 1 else f"arms {', '.join(arms[:-1])} and {arms[-1]}"
+    return ["", f"The machine the {named} ran on hands the memory it frees back to its host (free page reporting): "
+            "there a buffered write runs as fast as the free pages it finds, from about 350 MiB/s (pages handed "
+            "back) to over 1.5 GB/s (pages freed a moment before), on every tier; a write row outside its band may "
+            "be the two sides meeting different pages (docs/performance.md)."]
 
 
 def write_summary(table: pd.DataFrame, csv_path: Path, md_path: Path, title: str, extra: str = "") -> str:
