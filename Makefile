@@ -63,7 +63,7 @@ report: setup
 
 # The unit tests on every core (test-fast), then the end-to-end tests, real jobs and MPI programs (Snakemake,
 # Slurm, GlusterFS, mpiexec), two test files at a time (--dist loadfile: a file's tests share its studies and
-# clusters): they mostly wait on Snakemake, Slurm and fsync, so two overlap on two cores (about 8 minutes in all).
+# clusters): they mostly wait on Snakemake, Slurm and fsync, so two overlap on two cores (about 8-9 minutes in all).
 # Exit 5 is "none of PYTEST_ARGS's tests is one".
 test: test-fast
 	$(RUN) python -m pytest -m "e2e or job or mpi" -n 2 --dist loadfile $(PYTEST_ARGS) || [ $$? -eq 5 ]
