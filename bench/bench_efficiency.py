@@ -347,6 +347,12 @@ def write_call_profile(settings: ArmSettings, cycle: str, work: Path, root: Path
     ]
 
 
+def fio_rate(argv: list[str], out: Path, op: str) -> float:
+    """Run fio (``argv``, JSON output) into ``out``; the first job's MiB/s for ``op`` (read or write)."""
+    subprocess.run([*argv, f"--output={out}"], check=True, capture_output=True)
+    return json.loads(out.read_text())["jobs"][0][op]["bw"] / 1024
+
+
 def first_read_row(fio: str, tier_name: str, folder: Path, repeats: int) -> dict:
     """Why the paired replay reads its laid-out files once before it times a read: fio reading files it has just
     written and fsynced (12 x 20 MB, all in the page cache), the first time over the second. A step's inputs have
@@ -361,10 +367,8 @@ def first_read_row(fio: str, tier_name: str, folder: Path, repeats: int) -> dict
             subprocess.run([fio, "--name=lay", "--rw=write", "--fsync_on_close=1", "--create_on_open=1", *files,
                             f"--directory={folder}", f"--output={folder / 'lay.json'}"], check=True, capture_output=True)
             for state in rates:
-                out = folder / f"{state}.json"
-                subprocess.run([fio, "--name=r", "--rw=read", "--invalidate=0", *files, f"--directory={folder}",
-                                f"--output={out}"], check=True, capture_output=True)
-                rates[state].append(json.loads(out.read_text())["jobs"][0]["read"]["bw"] / 1024)
+                rates[state].append(fio_rate([fio, "--name=r", "--rw=read", "--invalidate=0", *files,
+                                              f"--directory={folder}"], folder / f"{state}.json", "read"))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return profile_row(f"{tier_name} read: first read of new files over the second (fio)", "read MiB/s",
@@ -406,9 +410,7 @@ def fresh_pages_row(fio: str, tier_name: str, folder: Path, repeats: int) -> dic
                         if path.name.startswith("w."):
                             path.unlink()
                 folder.mkdir(parents=True, exist_ok=True)
-                out = folder / f"{state}.json"
-                subprocess.run([fio, *job, f"--directory={folder}", f"--output={out}"], check=True, capture_output=True)
-                rates[state].append(json.loads(out.read_text())["jobs"][0]["write"]["bw"] / 1024)
+                rates[state].append(fio_rate([fio, *job, f"--directory={folder}"], folder / f"{state}.json", "write"))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return profile_row(f"{tier_name} write: fresh pages over reused pages (fio)", "write MiB/s", rates["fresh"],
@@ -433,10 +435,8 @@ def page_cache_row(fio: str, tier_name: str, folder: Path, repeats: int) -> dict
             for state in (("buffered", "direct") if index % 2 == 0 else ("direct", "buffered")):
                 target = folder / f"{state}.{index}"
                 target.mkdir(parents=True)
-                out = folder / f"{state}.{index}.json"
-                subprocess.run([fio, *job, f"--direct={int(state == 'direct')}", f"--directory={target}",
-                                f"--output={out}"], check=True, capture_output=True)
-                rates[state].append(json.loads(out.read_text())["jobs"][0]["write"]["bw"] / 1024)
+                rates[state].append(fio_rate([fio, *job, f"--direct={int(state == 'direct')}", f"--directory={target}"],
+                                             folder / f"{state}.{index}.json", "write"))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return profile_row(f"{tier_name} write: page cache over direct to the device (fio)", "write MiB/s",
