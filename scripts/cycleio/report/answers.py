@@ -249,7 +249,7 @@ def closeness_markdown(table: pd.DataFrame) -> list[str]:
 def _reporting_note(table: pd.DataFrame) -> list[str]:
     """A line where the arms ran on a machine that hands freed memory to its host (cycleio.hostmemory)."""
     flags = table["free_page_reporting"] if "free_page_reporting" in table else pd.Series(dtype=object)
-    arms = [row.arm for row, flag in zip(table.itertuples(), flags) if flag is True or str(flag) == "True"]
+    arms = [row.arm for row, flag in zip(table.itertuples(), flags) if str(flag) == "True"]  # bool, or read back from CSV
     if not arms:
         return []
     named = f"arm {arms[0]}" if len(arms) == 1 else f"arms {', '.join(arms[:-1])} and {arms[-1]}"
