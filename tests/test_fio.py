@@ -72,13 +72,13 @@ CLASSES = [{"files": 3, "file_bytes": 2**20, "transfer_bytes": 2**16},
            {"files": 2, "file_bytes": 8 * 2**20, "transfer_bytes": 2**20, "cold": True}]
 
 
-def test_the_replay_writes_each_size_class_in_turn_fsyncing_at_close(tmp_path):
+def test_the_replay_writes_each_size_class_in_turn_fsyncing_at_close_and_keeping_the_pages(tmp_path):
     argv = fio.replay_command("fio", CLASSES, tmp_path, OUT)
     first = argv.index("--name=write.0")
-    assert argv[first:first + 10] == ["--name=write.0", "--stonewall", "--rw=write", "--bs=65536", "--nrfiles=3",
+    assert argv[first:first + 11] == ["--name=write.0", "--stonewall", "--rw=write", "--bs=65536", "--nrfiles=3",
                                       f"--filesize={2**20}", f"--size={3 * 2**20}",
                                       "--filename_format=replay.0.$filenum", "--create_on_open=1",
-                                      "--fsync_on_close=1"]
+                                      "--fsync_on_close=1", "--invalidate=0"]
     assert "--name=write.1" in argv and value(argv, "ioengine") == "psync"
     reads = fio.replay_command("fio", CLASSES, tmp_path, OUT, op="read")
     assert reads[reads.index("--name=read.0"):].count("--invalidate=0") == 1 and reads[-1] == "--invalidate=1"

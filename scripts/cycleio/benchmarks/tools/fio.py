@@ -114,8 +114,9 @@ def _replay_jobs(classes: list[dict], op: str, one_at_a_time: bool) -> list[str]
         argv += [f"--name={op}.{index}"] + (["--stonewall"] if one_at_a_time else [])
         argv += [f"--rw={op}", f"--bs={group['transfer_bytes']}", f"--nrfiles={files}", f"--filesize={size}",
                  f"--size={files * size}", f"--filename_format=replay.{index}.$filenum"]
-        if op == "write":
-            argv += ["--create_on_open=1", "--fsync_on_close=1"]
+        if op == "write":  # fio drops a written file's pages when done with it unless told not to: the step keeps
+            # its files' pages, and freed pages would let the next class write into memory just handed back
+            argv += ["--create_on_open=1", "--fsync_on_close=1", "--invalidate=0"]
         else:
             argv += [f"--invalidate={int(group.get('cold', False))}"]
     return argv
