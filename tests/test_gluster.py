@@ -178,9 +178,10 @@ def kill_brick(vol: str, brick: Path) -> int:
     return pid
 
 
-def restart_brick(vol: str, brick: Path, killed: int, folder: Path) -> None:
+def restart_brick(vol: str, brick: Path, killed: int, folder: Path, mount: Path) -> None:
     """Start the volume's dead brick; return when the mount reaches every brick again (creating a file
-    on each brick: 24 names, hashed over two bricks, all miss one with a chance of one in eight million).
+    on each brick: 24 names, hashed over two bricks, all miss one with a chance of one in eight million)
+    and lists what the brick holds in ``folder`` (a write can reach it a moment before a listing does).
 
     glusterd starts a brick whose PID still answers a signal (a zombie not yet reaped) as running: so
     again until a new brick process runs.
@@ -205,6 +206,10 @@ def restart_brick(vol: str, brick: Path, killed: int, folder: Path) -> None:
             time.sleep(0.5)
     for probe in probes:
         probe.unlink()
+    on_brick = {p.name for p in (brick / folder.relative_to(mount)).iterdir()}
+    while not on_brick <= set(os.listdir(folder)):
+        assert time.monotonic() < deadline, f"the mount did not list {sorted(on_brick - set(os.listdir(folder)))}"
+        time.sleep(0.5)
 
 
 def stage_out_files(tmp_path: Path, dest: Path) -> list[tuple[Path, Path]]:
@@ -254,7 +259,7 @@ def test_a_brick_killed_during_stage_out_fails_it_cleanly_and_the_rerun_lands_ev
             assert fsutil.is_temporary(landed.name) or landed.read_bytes() == sources[landed.name].read_bytes()
         assert not temporaries(bricks[:1])  # the live brick: every temporary removed
 
-        restart_brick(vol, bricks[1], killed[0], dest)
+        restart_brick(vol, bricks[1], killed[0], dest, mount)
         rerun = subprocess.run(
             [sys.executable, "-c", "import json, sys; from cycleio.storage.staging import copy_and_verify; "
              "copy_and_verify([tuple(p) for p in json.load(sys.stdin)])"],
