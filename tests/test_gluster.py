@@ -267,6 +267,7 @@ def test_a_brick_killed_during_stage_out_fails_it_cleanly_and_the_rerun_lands_ev
         # after the restart), out of every client's reach
         assert not [p for p in dest.iterdir() if fsutil.is_temporary(p.name)]
         assert not temporaries(bricks[:1])
+        assert all(p.name.endswith(f".tmp-{os.getpid()}") for p in temporaries(bricks[1:]))  # the failed copy's only
 
 
 def test_a_dispersed_volume_stages_out_through_a_killed_brick(gluster, tmp_path, monkeypatch):
