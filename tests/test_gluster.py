@@ -264,7 +264,7 @@ def test_a_brick_killed_during_stage_out_fails_it_cleanly_and_the_rerun_lands_ev
             assert target.read_bytes() == source.read_bytes()
         # what the mount lists: the rerun removed every temporary; on the brick that was killed, a temporary
         # created as it died can stay on disk unlisted by the mount (CI, 2026-11-26: 14 of them, still unlisted 60 s
-        # after the restart), out of every client's reach
+        # after the restart), so no rerun sees it
         assert not [p for p in dest.iterdir() if fsutil.is_temporary(p.name)]
         assert not temporaries(bricks[:1])
         assert all(p.name.endswith(f".tmp-{os.getpid()}") for p in temporaries(bricks[1:]))  # the failed copy's only
