@@ -398,7 +398,7 @@ def fresh_pages_row(fio: str, tier_name: str, folder: Path, repeats: int) -> dic
     pages, and so does the replay, which lands new files beside those it wrote before."""
     rates: dict[str, list[float]] = {"fresh": [], "reused": []}
     job = ["--name=w", "--rw=write", "--bs=8m", "--nrfiles=8", "--filesize=128m", "--size=1g", "--ioengine=psync",
-           "--fsync_on_close=1", "--create_on_open=1", "--fallocate=none", "--output-format=json"]
+           "--fsync_on_close=1", "--create_on_open=1", "--invalidate=0", "--fallocate=none", "--output-format=json"]
     try:
         for _ in range(repeats):
             for state in rates:
@@ -429,7 +429,7 @@ def page_cache_row(fio: str, tier_name: str, folder: Path, repeats: int) -> dict
     rates: dict[str, list[float]] = {"buffered": [], "direct": []}
     job = ["--name=w", "--rw=write", "--bs=4m", "--nrfiles=40", "--filesize=20m", "--size=800m", "--ioengine=psync",
            "--file_service_type=sequential", "--openfiles=1", "--fsync_on_close=1", "--create_on_open=1",
-           "--fallocate=none", "--output-format=json"]
+           "--invalidate=0", "--fallocate=none", "--output-format=json"]
     try:
         for index in range(repeats):
             for state in (("buffered", "direct") if index % 2 == 0 else ("direct", "buffered")):
