@@ -264,3 +264,56 @@ def test_a_row_against_a_benchmark_point_too_small_to_time_is_not_timed():
         bench = pd.DataFrame([{**point, "timed": timed}])
         row = efficiency_table(bench, events).query("step == 'fcst' and reference == 'easy, 1 task'").iloc[0]
         assert row["timed"] == timed and (row["verdict"] == "not timed") != timed
+
+
+def fresh_pairs(step_fresh: float | None, rewrite_fresh: float = 250.0, kind: str = "disk") -> pd.DataFrame:
+    """One forecast writing 256 MiB in 1.0 s, having met ``step_fresh`` MiB of fresh pages; its new-file
+    repetitions (1.0 and 0.8 s, 0 and 8 fresh MiB) and its rewrite (0.25 s, ``rewrite_fresh`` fresh MiB)."""
+    tier = {"tier_kind": kind, "fs_type": "tmpfs" if kind == "memory" else "ext4"}
+    return pd.DataFrame([
+        run_event("fcst", "write", "c1", 100, 256, 1.0, fresh_MiB=step_fresh, **tier),
+        {**replay_event("fcst", "write", "c1", 103, 256, 1.0, 0, "new files"), "fresh_MiB": 0.0, **tier},
+        {**replay_event("fcst", "write", "c1", 105, 256, 0.25, 1, "rewritten files"), "fresh_MiB": rewrite_fresh, **tier},
+        {**replay_event("fcst", "write", "c1", 106, 256, 0.8, 2, "new files"), "fresh_MiB": 8.0, **tier}])
+
+
+def replay_row(events: pd.DataFrame) -> pd.Series:
+    return efficiency_table(no_benchmarks(), events).query("reference == 'replay'").iloc[0]
+
+
+@pytest.mark.parametrize("step_fresh, reference_s", [
+    (0.0, 0.9),  # below the new-file end (share 0.016): held there, the new-file repetitions' median
+    (4.0, 0.9),  # at the new-file end's share (4 of 256 MiB)
+    (130.0, 0.9 + (130 / 256 - 4 / 256) / (250 / 256 - 4 / 256) * (0.25 - 0.9)),  # on the line
+    (250.0, 0.25),  # at the rewrite's share
+    (1000.0, 0.25),  # more than the step wrote: held at the rewrite's end
+])
+def test_a_write_is_compared_with_its_replay_at_the_share_of_fresh_pages_the_step_met(step_fresh, reference_s):
+    """On a VM that hands freed memory to its host, a buffered write runs fast into pages freed a moment before:
+    the reference is the replay's seconds at the step's share of them (report.replayreference), between the
+    new-file repetitions (few fresh pages) and the rewrites (many)."""
+    row = replay_row(fresh_pairs(step_fresh))
+    assert row["reference_MiB_per_s"] == pytest.approx(256 / reference_s)
+    assert row["efficiency"] == pytest.approx(reference_s / 1.0)
+    assert row["surrogate_fresh_share"] == pytest.approx(min(step_fresh / 256, 1.0))
+    # the band spans every repetition, as without the probe: 0.25 s to 1.0 s for the step's 1.0 s
+    assert (row["efficiency_low"], row["efficiency_high"]) == (pytest.approx(0.25), pytest.approx(1.0))
+    gap = io_gap_table(no_benchmarks(), fresh_pairs(step_fresh)).iloc[0]
+    assert gap["replay_s"] == pytest.approx(reference_s)  # the two answers agree
+
+
+@pytest.mark.parametrize("events, why", [
+    (fresh_pairs(None), "the step was not probed (a machine that keeps its freed memory)"),
+    (fresh_pairs(130.0, rewrite_fresh=40.0), "the two ends met nearly the same share: no line between them"),
+    (fresh_pairs(130.0, kind="memory"), "tmpfs takes 4 KiB pages, which the huge-page probe does not see"),
+])
+def test_without_a_share_to_place_it_a_write_is_compared_with_its_new_file_repetitions(events, why):
+    row = replay_row(events)
+    assert row["reference_MiB_per_s"] == pytest.approx(256 / 0.9), why  # the median of 1.0 and 0.8 s
+
+
+def test_reads_are_never_placed_by_fresh_pages():
+    events = pd.DataFrame([run_event("fcst", "read", "c1", 100, 256, 1.0, fresh_MiB=200.0),
+                           {**replay_event("fcst", "read", "c1", 103, 256, 0.5, 0), "fresh_MiB": None},
+                           {**replay_event("fcst", "read", "c1", 105, 256, 0.7, 1), "fresh_MiB": None}])
+    assert replay_row(events)["reference_MiB_per_s"] == pytest.approx(256 / 0.6)

@@ -82,6 +82,9 @@ class Record:
     cached_fraction: float | None = None  # a read's file: share in the page cache when the read began
     mpiio: str = ""  # the shared-file write strategies' MPI-IO mode (collective, independent); "" for the others
     repetition: int = 0  # a paired replay's repetition (phase ``replay``)
+    # a paired job's step run and replay repetitions: MiB of memory freed a moment before, not yet handed to the
+    # host, as the block began (hostmemory.fresh_MiB); None where not probed
+    fresh_MiB: float | None = None
 
 
 RECORD_FIELDS = tuple(f.name for f in fields(Record))
@@ -110,6 +113,12 @@ class RecordLog:
         t0 = time.perf_counter()
         yield extra
         self.add(**{**values, **extra, "t_start": t_start, "seconds": time.perf_counter() - t0})
+
+    def annotate(self, since: int, **values) -> None:
+        """Set ``values`` on every record added since the log held ``since`` records."""
+        for record in self.records[since:]:
+            for name, value in values.items():
+                setattr(record, name, value)
 
     def write(self, path: str | os.PathLike) -> None:
         with landing(path) as tmp:

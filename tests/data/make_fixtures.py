@@ -50,7 +50,7 @@ PERSISTENT = "lustre"
 
 RECORD_FIELDS = ("study", "arm", "cycle", "step", "phase", "op", "tier", "tier_kind", "fs_type", "strategy", "tool",
                  "host", "rank", "nranks", "file", "n_files", "bytes", "t_start", "seconds", "attempt", "cache_risk",
-                 "transfers", "cached_fraction", "mpiio", "repetition")
+                 "transfers", "cached_fraction", "mpiio", "repetition", "fresh_MiB")
 POINT_COLUMNS = ("study", "benchmark", "pattern", "tier", "tier_kind", "fs_type", "host", "source", "tool",
                  "tool_version", "api", "job", "operation", "aggregate", "repetition", "repetitions", "tasks", "nodes",
                  "file_per_proc", "random", "transfer_size_bytes", "block_size_bytes", "segments", "direct_io",
@@ -230,7 +230,7 @@ def job_records(arm: str, cycle: str, step: str, events: list[tuple]) -> list[di
                                                                      "locate", "rename") else 1,
                   "bytes": mib * MiB, "t_start": start + offset * scale, "seconds": seconds * scale, "attempt": 1,
                   "cache_risk": op == "read" and TIERS[tier][0] != "memory", "transfers": 0,
-                  "cached_fraction": None, "mpiio": "", "repetition": 0}
+                  "cached_fraction": None, "mpiio": "", "repetition": 0, "fresh_MiB": None}
         if op == "rename":
             record["n_files"] = 1
         record.update(extra)

@@ -33,6 +33,7 @@ from pathlib import Path
 
 from ..intervals import covered_seconds
 from ..config.tierspec import TierError
+from ..hostmemory import fresh_MiB
 from ..storage.tiers import TierSite
 from ..units import MiB
 from .common import parse_run, run_tool, time_limit
@@ -145,6 +146,7 @@ class PairedReplay:
             layout = fio.replay_layout_command(path, classes, target, raw_dir / f"{name}.layout.json")
             parse_run(fio.parse, raw_dir / f"{name}.layout.json", "fio",
                       run_tool("fio", layout, raw_dir, f"{name}.layout", limit))
+        fresh = fresh_MiB() if op == "write" else None  # the pages this repetition meets (hostmemory)
         t_start = time.time()
         argv = fio.replay_command(path, classes, target, raw_dir / f"{name}.json", op)
         run = run_tool("fio", argv, raw_dir, name, limit)
@@ -159,4 +161,4 @@ class PairedReplay:
             records.add(step=step, phase="replay", op=op, tool="fio", n_files=plan["files"], bytes=int(row["bytes"]),
                         file=what, t_start=t_start, seconds=float(row["seconds"]), transfers=int(round(calls)),
                         cached_fraction=(0.0 if cold else 1.0) if op == "read" else None, repetition=rep,
-                        **scratch.fields())
+                        fresh_MiB=fresh, **scratch.fields())

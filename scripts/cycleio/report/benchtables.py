@@ -12,11 +12,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
-from ..benchmarks.paired import NEW_FILES
 from ..benchmarks.timing import Timing
 from ..intervals import covered_per_group
 from .aggregate import group_codes, write_table
 from .closeness import AT_SPEED, FASTER, NOT_TIMED, SLOWER, WITHIN_NOISE
+from .replayreference import fresh_share, reference_repetitions, reference_seconds
+from ..storage.pagecache import memory_backed
 from ..records import cycle_records, replay_records
 from ..benchmarks.common import COLUMNS
 from ..units import MiB
@@ -32,7 +33,8 @@ _PANDAS_TYPES = {pa.bool_(): pd.BooleanDtype(), pa.int64(): pd.Int64Dtype(), pa.
 AGGREGATE_ORDER = {"rep": 0, "max": 1, "min": 2, "mean": 3}
 EFFICIENCY_COLUMNS = (
     "study", "arm", "tier", "step", "activity", "surrogate_jobs", "surrogate_bytes", "surrogate_summed_s",
-    "surrogate_covered_s", "surrogate_MiB_per_s", "surrogate_cached_fraction", "reference", "reference_benchmark",
+    "surrogate_covered_s", "surrogate_MiB_per_s", "surrogate_cached_fraction", "surrogate_fresh_share", "reference",
+    "reference_benchmark",
     "reference_pattern", "reference_operation", "reference_tool", "reference_tasks", "reference_from_cache",
     "reference_MiB_per_s", "efficiency", "reference_repetitions", "reference_s", "efficiency_low", "efficiency_high",
     "timed", "verdict",
@@ -102,7 +104,8 @@ def verdict(efficiency: float, low: float, high: float, timed: bool, tolerance: 
 
 def _io_rows(events: pd.DataFrame) -> pd.DataFrame:
     io = events[events["op"].isin(["read", "write", "copy"]) & (events["bytes"] > 0)].copy()
-    io["cached_fraction"] = io["cached_fraction"].astype(float) if "cached_fraction" in io else float("nan")
+    for column in ("cached_fraction", "fresh_MiB"):  # tables of records from before these were kept
+        io[column] = io[column].astype(float) if column in io else float("nan")
     for column in ("n_files", "nranks"):  # tables of records from before these were kept
         if column not in io:
             io[column] = 1
@@ -127,7 +130,8 @@ REPLAYED_PHASES = ("run", "archive")
 
 def paired_jobs(events: pd.DataFrame) -> pd.DataFrame:
     """One row per paired job's step, direction and replay repetition: the step's run-phase bytes and covered
-    seconds beside its replay's (records phase ``replay``, benchmarks.paired) bytes and seconds. A paired job
+    seconds beside its replay's (records phase ``replay``, benchmarks.paired) bytes and seconds, and the fresh
+    pages each met (``step_fresh_MiB``, ``replay_fresh_MiB``: replayreference). A paired job
     (one with a replay ``wall`` record) whose reads or writes were too little to replay has one row for them,
     its replay columns blank."""
     keys = ["study", "arm", "tier", "step", "cycle", "op"]
@@ -135,39 +139,38 @@ def paired_jobs(events: pd.DataFrame) -> pd.DataFrame:
     replays = every[every["op"].isin(["read", "write"])]
     if every.empty:
         return pd.DataFrame(columns=[*keys, "repetition", "step_bytes", "step_covered_s", "step_summed_s",
-                                     "step_files", "step_cached_fraction", "nranks", "phase", "replay_bytes", "replay_s",
-                                     "replay_cached_fraction", "replay_files"])
+                                     "step_files", "step_cached_fraction", "step_fresh_MiB", "memory_tier", "nranks",
+                                     "phase", "replay_bytes", "replay_s", "replay_cached_fraction", "replay_files",
+                                     "replay_fresh_MiB"])
     run = _io_rows(cycle_records(events))
     run = run[run["phase"].isin(REPLAYED_PHASES) & run["op"].isin(["read", "write"])]
     steps = _per_job(run, keys)
     steps["phase"] = run.groupby(keys, sort=True)["phase"].first()
     steps["nranks"] = run.groupby(keys, sort=True)["nranks"].max()
+    steps["step_fresh_MiB"] = run.groupby(keys, sort=True)["fresh_MiB"].max()
+    kinds = [run[column] if column in run else pd.Series("", run.index) for column in ("tier_kind", "fs_type")]
+    steps["memory_tier"] = pd.Series([memory_backed(k, f) for k, f in zip(*kinds)], run.index).groupby(
+        [run[k] for k in keys], sort=True).any()
     steps = steps.rename(columns={"bytes": "step_bytes", "covered_s": "step_covered_s", "summed_s": "step_summed_s",
                                   "files": "step_files"})
     steps["step_cached_fraction"] = (steps["cached_bytes"] / steps["measured_bytes"]).where(steps["measured_bytes"] > 0)
     replays = replays.assign(cached_bytes=replays["cached_fraction"].astype(float).fillna(0) * replays["bytes"],
-                             file=replays["file"] if "file" in replays else None)
+                             file=replays["file"] if "file" in replays else None,
+                             fresh_MiB=replays["fresh_MiB"].astype(float) if "fresh_MiB" in replays else float("nan"))
     reps = replays.groupby([*keys, "repetition"], sort=True).agg(
         replay_bytes=("bytes", "sum"), replay_s=("seconds", "sum"), cached_bytes=("cached_bytes", "sum"),
-        replay_files=("file", "first"))
+        replay_files=("file", "first"), replay_fresh_MiB=("fresh_MiB", "first"))
     reps["replay_cached_fraction"] = reps.pop("cached_bytes") / reps["replay_bytes"]
     paired = every[keys[:-1]].drop_duplicates()
     steps = steps.drop(columns=["cached_bytes", "measured_bytes"]).reset_index().merge(paired, on=keys[:-1])
     return steps.merge(reps.reset_index(), on=keys, how="left")
 
 
-def reference_repetitions(replayed: pd.DataFrame) -> pd.DataFrame:
-    """The repetitions a step is compared with (rows of :func:`paired_jobs`): for writes, those that wrote new
-    files, as the step did (benchmarks.paired: the others rewrite files just deleted, into pages the kernel
-    has just freed, the tier's fast end on a VM that hands free memory back to its host); else all of them."""
-    new = replayed["replay_files"] == NEW_FILES if "replay_files" in replayed else pd.Series(False, replayed.index)
-    return replayed[new] if new.any() else replayed
-
-
 def _paired_rows(pairs: pd.DataFrame) -> pd.DataFrame:
     """Per arm, tier, step and direction: the step over its paired replays (the efficiency table's ``replay`` rows);
-    the reference is the reference repetitions' (:func:`reference_repetitions`) median bytes over their median
-    seconds, summed over the paired jobs; the band spans every repetition of every paired job."""
+    the reference is the step's bytes over the seconds its replays say the tier takes for them in the page state
+    the step met (replayreference.reference_seconds), summed over the paired jobs; the band spans every
+    repetition of every paired job."""
     keys = ["study", "arm", "tier", "step", "op"]
     pairs = pairs.assign(ratio=(pairs["step_bytes"] / pairs["step_covered_s"]) / (pairs["replay_bytes"] / pairs["replay_s"]))
     rows = []
@@ -175,25 +178,28 @@ def _paired_rows(pairs: pd.DataFrame) -> pd.DataFrame:
         replayed = group[group["replay_s"].notna()]  # jobs whose reads or writes were enough to replay
         jobs = (replayed if not replayed.empty else group).drop_duplicates("cycle")
         group = replayed
-        per_rep = reference_repetitions(group).groupby("repetition").agg(nbytes=("replay_bytes", "sum"),
-                                                                          seconds=("replay_s", "sum"))
-        if per_rep.empty:
-            per_rep = pd.DataFrame({"nbytes": [float("nan")], "seconds": [float("nan")]})
         nbytes, covered = jobs["step_bytes"].sum(), jobs["step_covered_s"].sum()
         surrogate = nbytes / MiB / covered if covered > 0 else float("nan")
+        reference_s = reference_seconds(group).sum() if not group.empty else float("nan")
         measured = jobs["step_cached_fraction"].notna()
+        probed = jobs["step_fresh_MiB"].notna()
         rows.append({**dict(zip(keys, key)), "phase": jobs["phase"].iloc[0] if "phase" in jobs else "run",
                      "surrogate_jobs": len(jobs), "surrogate_bytes": nbytes,
                      "surrogate_summed_s": jobs["step_summed_s"].sum(), "surrogate_covered_s": covered,
                      "surrogate_MiB_per_s": surrogate,
                      "surrogate_cached_fraction": (jobs["step_cached_fraction"] * jobs["step_bytes"])[measured].sum()
                      / jobs["step_bytes"][measured].sum() if measured.any() else float("nan"),
+                     "surrogate_fresh_share": float((fresh_share(jobs["step_fresh_MiB"], jobs["step_bytes"])
+                                                     * jobs["step_bytes"])[probed].sum() / jobs["step_bytes"][probed].sum())
+                     if probed.any() else float("nan"),
                      "reference": "replay", "reference_benchmark": "replay", "reference_pattern": key[3],
                      "reference_operation": key[4], "reference_tool": "fio", "reference_tasks": 1,
                      "reference_from_cache": bool(key[4] == "read" and group["replay_cached_fraction"].mean() > 0.5),
-                     "reference_MiB_per_s": float(per_rep["nbytes"].median() / MiB / per_rep["seconds"].median()),
+                     "reference_MiB_per_s": float(nbytes / MiB / reference_s) if reference_s > 0 else float("nan"),
                      "reference_repetitions": int(group["repetition"].nunique()),
-                     "reference_s": float(per_rep["seconds"].median()) / max(1, group["cycle"].nunique()),
+                     # the replay's own seconds, to judge whether it was long enough to time
+                     "reference_s": float(reference_repetitions(group).groupby("repetition")["replay_s"].sum().median())
+                     / max(1, group["cycle"].nunique()),
                      "efficiency_low": float(group["ratio"].min()), "efficiency_high": float(group["ratio"].max())})
     out = pd.DataFrame(rows)
     if not out.empty:
@@ -323,17 +329,20 @@ def io_gap_table(bench: pd.DataFrame, events: pd.DataFrame, timing: Timing = Tim
     step minus its replay: ``cycleio_s``); ``_low``/``_high`` from the replay's fastest and slowest repetition."""
     pairs = paired_jobs(events)
     pairs = pairs[pairs["replay_s"].notna()]
+    keys = ["study", "arm", "tier", "step", "op"]
+    # the reference, for the step's bytes: replayreference (a replay's own bytes say what share fresh pages held)
+    reference = {key: float(reference_seconds(group).sum()) for key, group in pairs.groupby(keys, sort=True)}
     # a replay may cover fewer bytes than its step (benchmarks.replay.max_files caps each size class): its seconds
     # at the replay's own rate for the step's bytes, so that step, replay and tier are set against the same bytes
     pairs = pairs.assign(replay_s=(pairs["replay_s"] * pairs["step_bytes"] / pairs["replay_bytes"])
                          .where(pairs["replay_bytes"] > 0))
     rows = []
-    for (study, arm, tier, step, op), group in pairs.groupby(["study", "arm", "tier", "step", "op"], sort=True):
+    for (study, arm, tier, step, op), group in pairs.groupby(keys, sort=True):
         jobs = group.drop_duplicates("cycle")
         n = len(jobs)
         per_rep = group.groupby("repetition")["replay_s"].sum() / n
         step_s, nbytes = jobs["step_covered_s"].sum() / n, jobs["step_bytes"].sum() / n
-        replay_s = float((reference_repetitions(group).groupby("repetition")["replay_s"].sum() / n).median())
+        replay_s = reference[(study, arm, tier, step, op)] / n
         low, high = float(per_rep.min()), float(per_rep.max())
         best = _best_point(bench, tier, op, int(jobs["nranks"].max()))
         best_s = nbytes / MiB / best["bw_MiB_per_s"] if best is not None else float("nan")

@@ -22,7 +22,7 @@ from ..config.calendar import com_dir, is_half_cycle
 from ..config.keys import is_replay_job
 from ..config.settings import ArmSettings
 from ..faults import JobFaults, filled
-from ..hostmemory import free_page_reporting
+from ..hostmemory import free_page_reporting, fresh_MiB
 from ..kernelio import ProcIO, Window, counted
 from ..storage.checksums import checksum_file
 from ..fsutil import remove_tree, write_json_atomic
@@ -294,9 +294,13 @@ def run_step(settings: ArmSettings, cycle: str, step: str, records_path: Path, m
         _import_libraries(per_step)
         for name in steps:
             with filled(workdir, faults.fill_tier(name)), slowed(workdir, faults.slow_tier(name)) as rundir:
+                # a paired step's writes are set against its replay at the share of fresh pages it met (hostmemory)
+                fresh, since = fresh_MiB() if replay is not None else None, len(records.records)
                 with counted(records, step=name, phase="run", **scratch.fields()) as kernel:
                     _run_step(settings, name, per_step[name], rundir, ctx, records, scratch, cache_cold, label,
                               faults, mpi, kernel)
+                if fresh is not None:
+                    records.annotate(since, fresh_MiB=fresh)
                 if replay is not None:
                     phase = "replay"
                     replay.run(name, records, scratch, rundir / f".replay.{cycle}.{name}",

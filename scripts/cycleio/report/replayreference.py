@@ -1,0 +1,75 @@
+"""A paired step's reference: what its replay's repetitions say the tier takes for the step's bytes, in the page
+state the step met.
+
+On a VM that hands freed memory back to its host (hostmemory), a buffered write runs fast into pages freed a
+moment before and slow into pages the host took back: 1.4-1.7 GB/s against 330-400 MiB/s on this repository's
+VM, the disk itself behind both. The replay writes both ways (benchmarks.paired: new files, rewritten files),
+and a paired job probes, as its step's run and each write repetition begin, how many MiB of fresh pages there
+are (``fresh_MiB``). A write's reference is then taken at the step's own share of fresh pages: its seconds per
+MiB on the line from the new-file repetitions' (share and seconds per MiB, medians) to the rewrites', the
+step's share held between the two ends (no line is drawn beyond what was measured). Where the two ends met
+nearly the same share, where nothing was probed, on a memory tier (tmpfs takes 4 KiB pages, which the
+huge-page probe does not see) and for reads, the reference is the new-file repetitions' (writes) or every
+repetition's (reads) median, as before. docs/performance.md has the measurements behind it.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..benchmarks.paired import NEW_FILES, REWRITTEN_FILES
+from ..units import MiB
+
+# the two ends' shares of fresh pages must lie this far apart for a line between them to say anything: the
+# new-file repetitions met 0-0.1, the rewrites 0.9-1.0 on this repository's VM
+MIN_SHARE_SPAN = 0.25
+
+
+def reference_repetitions(replayed: pd.DataFrame) -> pd.DataFrame:
+    """The repetitions a step is compared with when its page state is not taken into account (rows of
+    report.benchtables.paired_jobs): for writes, those that wrote new files, as the step did (the others rewrite
+    files just deleted, into pages the kernel has just freed); else all of them."""
+    new = replayed["replay_files"] == NEW_FILES if "replay_files" in replayed else pd.Series(False, replayed.index)
+    return replayed[new] if new.any() else replayed
+
+
+def fresh_share(fresh_MiB, nbytes):
+    """The share of ``nbytes`` that ``fresh_MiB`` of fresh pages could hold, between 0 and 1."""
+    return (fresh_MiB / (nbytes / MiB)).clip(lower=0.0, upper=1.0)
+
+
+def _end(reps: pd.DataFrame) -> tuple[float, float]:
+    """The median share of fresh pages and the median seconds per MiB of some repetitions."""
+    return (float(fresh_share(reps["replay_fresh_MiB"], reps["replay_bytes"]).median()),
+            float((reps["replay_s"] / (reps["replay_bytes"] / MiB)).median()))
+
+
+def seconds_per_MiB(job: pd.DataFrame) -> float:
+    """Seconds per MiB of one paired job's reference for its step (rows of paired_jobs of one job and direction,
+    its repetitions): at the step's share of fresh pages where that can be told (the module's docstring), else
+    the reference repetitions' median seconds over their median bytes."""
+    reps = job[job["replay_s"].notna() & (job["replay_bytes"] > 0)]
+    if reps.empty:
+        return float("nan")
+    ref = reference_repetitions(reps)
+    plain = float(ref["replay_s"].median() / (ref["replay_bytes"].median() / MiB))
+    step = reps.iloc[0]
+    if step["op"] != "write" or bool(step.get("memory_tier", False)) or "replay_fresh_MiB" not in reps:
+        return plain
+    step_share = fresh_share(pd.Series([step.get("step_fresh_MiB")], dtype=float), step["step_bytes"]).iloc[0]
+    new = reps[(reps["replay_files"] == NEW_FILES) & reps["replay_fresh_MiB"].notna()]
+    rewritten = reps[(reps["replay_files"] == REWRITTEN_FILES) & reps["replay_fresh_MiB"].notna()]
+    if pd.isna(step_share) or new.empty or rewritten.empty:
+        return plain
+    (low_share, low_s), (high_share, high_s) = sorted([_end(new), _end(rewritten)])
+    if high_share - low_share < MIN_SHARE_SPAN:
+        return plain
+    share = min(max(step_share, low_share), high_share)
+    return low_s + (share - low_share) / (high_share - low_share) * (high_s - low_s)
+
+
+def reference_seconds(pairs: pd.DataFrame) -> pd.Series:
+    """Per paired job (``cycle``) of one step and direction: the reference's seconds for the step's bytes."""
+    jobs = pairs.drop_duplicates("cycle").set_index("cycle")
+    per_MiB = pairs.groupby("cycle").apply(seconds_per_MiB, include_groups=False)
+    return jobs["step_bytes"] / MiB * per_MiB.reindex(jobs.index)
