@@ -317,3 +317,30 @@ def test_reads_are_never_placed_by_fresh_pages():
                            {**replay_event("fcst", "read", "c1", 103, 256, 0.5, 0), "fresh_MiB": None},
                            {**replay_event("fcst", "read", "c1", 105, 256, 0.7, 1), "fresh_MiB": None}])
     assert replay_row(events)["reference_MiB_per_s"] == pytest.approx(256 / 0.6)
+    assert math.isnan(replay_row(events)["surrogate_fresh_share"])  # the share is said of writes only
+
+
+def test_fresh_pages_take_only_what_the_step_writes_before_the_host_takes_them_back():
+    """Page reporting hands free pages to the host 2 s after they were freed (replayreference.FRESH_LIFETIME_S): a
+    step that writes half its bytes at once and half 5 s later can have fresh pages for the first half only."""
+    events = fresh_pairs(250.0)
+    first = events.iloc[0]
+    late = {**first.to_dict(), "t_start": first["t_start"] + 5.0, "bytes": 128 * MiB, "seconds": 0.5}
+    events.loc[0, ["bytes", "seconds"]] = [128 * MiB, 0.5]
+    row = replay_row(pd.concat([events, pd.DataFrame([late])], ignore_index=True))
+    assert row["surrogate_fresh_share"] == pytest.approx(0.5)
+    share_low, share_high = 4 / 256, 250 / 256
+    expected_s = 0.9 + (0.5 - share_low) / (share_high - share_low) * (0.25 - 0.9)
+    assert row["reference_MiB_per_s"] == pytest.approx(256 / expected_s)
+
+
+def test_a_write_on_a_memory_tier_of_a_probed_machine_has_no_fair_reference():
+    """tmpfs takes 4 KiB pages, which the probe does not see: on a machine that hands freed memory to its host the
+    replay's writes there say more of the page state than of the step (replayreference.reference_fair)."""
+    row = replay_row(fresh_pairs(130.0, kind="memory"))
+    assert row["verdict"] == "reference not fair" and row["timed"]
+    assert math.isnan(row["efficiency"]) and math.isnan(row["efficiency_low"]) and math.isnan(row["efficiency_high"])
+    assert row["surrogate_MiB_per_s"] == pytest.approx(256.0) and row["reference_MiB_per_s"] == pytest.approx(256 / 0.9)
+    # where nothing was probed (a machine that keeps its freed memory) the two page states agree: a fair reference
+    assert replay_row(fresh_pairs(None, kind="memory"))["verdict"] == "at the tier's speed"
+    assert not io_gap_table(no_benchmarks(), fresh_pairs(130.0, kind="memory")).iloc[0]["timed"]  # no split either

@@ -25,9 +25,21 @@ def test_verdict_sentence_counts_timed_rows_only_and_names_the_rest():
     assert verdict_sentence(rows[rows["arm"] == "shm"]) == (
         "1 of 2 timed rows at the tier's speed or within noise; fcst write faster than the replay (1.60, band "
         "1.40-1.80); post write within noise (0.70, band 0.50-1.30); not timed: prep write")
-    assert verdict_counts(rows) == {AT: 4, NOISE: 2, SLOWER: 1, FASTER: 1, NOT_TIMED: 3}
+    assert verdict_counts(rows) == {AT: 4, NOISE: 2, SLOWER: 1, FASTER: 1, "reference not fair": 0, NOT_TIMED: 3}
     # the median of the six timed ratios (0.71 0.97 0.98 1.00 1.01 1.02): prep's 3.0 and 0.2 do not enter
     assert timed_median(rows[rows["arm"] == "lustre"]) == pytest.approx((0.99, 0.94, 1.04))
+
+
+def test_a_row_without_a_fair_reference_counts_nowhere_and_is_named_apart():
+    table = efficiency_fixture()
+    fcst = (table["arm"] == "shm") & (table["step"] == "fcst") & (table["reference"] == "replay")
+    table.loc[fcst, ["verdict", "efficiency", "efficiency_low", "efficiency_high"]] = ["reference not fair"] + [None] * 3
+    rows = replay_rows(table)
+    assert verdict_sentence(rows, "shm") == (
+        "shm: 1 of 1 timed row at the tier's speed or within noise; post write within noise (0.70, band 0.50-1.30); "
+        "reference not fair: fcst write; not timed: prep write")
+    assert verdict_counts(rows)["reference not fair"] == 1
+    assert timed_median(rows[rows["arm"] == "shm"]) == pytest.approx((0.70, 0.50, 1.30))
 
 
 def test_a_row_not_timed_is_not_timed_whatever_its_verdict_and_an_old_table_is_not_timed():

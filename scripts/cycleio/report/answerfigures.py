@@ -20,7 +20,7 @@ import seaborn as sns  # noqa: E402
 
 from ..config.calendar import FULL_CYCLE_STEPS  # noqa: E402
 from .aggregate import IO_OPS  # noqa: E402
-from .closeness import (AT_SPEED, DIRECTIONS, WITHIN_NOISE, io_gap_rows, replay_rows, seconds_text,  # noqa: E402
+from .closeness import (AT_SPEED, DIRECTIONS, NOT_FAIR, WITHIN_NOISE, io_gap_rows, replay_rows, seconds_text,  # noqa: E402
                         step_rank)
 from ..units import MiB  # noqa: E402
 from .figsave import empty_panel, save_figure  # noqa: E402
@@ -292,7 +292,7 @@ def cell_label(row) -> str:
     """A cell's text: the ratio with its verdict's mark, the band below; "not timed" for a row too small to time
     (its ratio is not shown: it means nothing)."""
     if not row.timed:
-        return "not timed"
+        return "reference\nnot fair" if row.verdict == NOT_FAIR else "not timed"
     mark = VERDICT_MARKS.get(row.verdict)
     text = f"{row.efficiency:.2f}" + (f" {mark}" if mark else "")
     if pd.notna(row.efficiency_low) and pd.notna(row.efficiency_high):
@@ -362,7 +362,7 @@ def efficiency_heatmap(efficiency: pd.DataFrame | None, paths, title: str) -> No
         fig.text(0.01, 0.01, "in a cell: the ratio, below it the band (the step over the replay's fastest and slowest "
                  "repetition).  = at the tier's speed,  ≈ within noise (only tinted);\nred: slower than the tier, blue: faster "
                  "than the replay.  Hatched grey: not timed (too few bytes or too short to time; its ratio means "
-                 "nothing).", fontsize=7.5, color="#333333", va="bottom")
+                 "nothing), or no fair reference on this machine (performance.md).", fontsize=7.5, color="#333333", va="bottom")
     ax.set_title(f"{title}\nHow close each step comes to a replay of its own files on the same tier", fontsize=11)
     fig.tight_layout(rect=(0, 0.09, 1, 1))
     save_figure(fig, paths)

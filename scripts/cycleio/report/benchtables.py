@@ -15,8 +15,9 @@ import pyarrow.csv as pa_csv
 from ..benchmarks.timing import Timing
 from ..intervals import covered_per_group
 from .aggregate import group_codes, write_table
-from .closeness import AT_SPEED, FASTER, NOT_TIMED, SLOWER, WITHIN_NOISE
-from .replayreference import fresh_share, reference_repetitions, reference_seconds
+from .closeness import AT_SPEED, FASTER, NOT_FAIR, NOT_TIMED, SLOWER, WITHIN_NOISE
+from .replayreference import (FRESH_LIFETIME_S, reference_fair, reference_repetitions, reference_seconds,
+                              step_fresh_share)
 from ..storage.pagecache import memory_backed
 from ..records import cycle_records, replay_records
 from ..benchmarks.common import COLUMNS
@@ -139,7 +140,8 @@ def paired_jobs(events: pd.DataFrame) -> pd.DataFrame:
     replays = every[every["op"].isin(["read", "write"])]
     if every.empty:
         return pd.DataFrame(columns=[*keys, "repetition", "step_bytes", "step_covered_s", "step_summed_s",
-                                     "step_files", "step_cached_fraction", "step_fresh_MiB", "memory_tier", "nranks",
+                                     "step_files", "step_cached_fraction", "step_fresh_MiB", "step_fresh_reach_MiB",
+                                     "memory_tier", "nranks",
                                      "phase", "replay_bytes", "replay_s", "replay_cached_fraction", "replay_files",
                                      "replay_fresh_MiB"])
     run = _io_rows(cycle_records(events))
@@ -148,6 +150,12 @@ def paired_jobs(events: pd.DataFrame) -> pd.DataFrame:
     steps["phase"] = run.groupby(keys, sort=True)["phase"].first()
     steps["nranks"] = run.groupby(keys, sort=True)["nranks"].max()
     steps["step_fresh_MiB"] = run.groupby(keys, sort=True)["fresh_MiB"].max()
+    # what of the step's I/O began while the fresh pages its probe found were still there (replayreference)
+    begun = cycle_records(events)
+    begun = begun[begun["phase"].isin(REPLAYED_PHASES)].groupby(keys[:-1])["t_start"].min().rename("begun")
+    early = run.join(begun, on=keys[:-1])
+    early = early[early["t_start"] < early["begun"] + FRESH_LIFETIME_S]
+    steps["step_fresh_reach_MiB"] = (early.groupby(keys, sort=True)["bytes"].sum() / MiB).reindex(steps.index).fillna(0.0)
     kinds = [run[column] if column in run else pd.Series("", run.index) for column in ("tier_kind", "fs_type")]
     steps["memory_tier"] = pd.Series([memory_backed(k, f) for k, f in zip(*kinds)], run.index).groupby(
         [run[k] for k in keys], sort=True).any()
@@ -182,16 +190,17 @@ def _paired_rows(pairs: pd.DataFrame) -> pd.DataFrame:
         surrogate = nbytes / MiB / covered if covered > 0 else float("nan")
         reference_s = reference_seconds(group).sum() if not group.empty else float("nan")
         measured = jobs["step_cached_fraction"].notna()
-        probed = jobs["step_fresh_MiB"].notna()
+        probed = jobs["step_fresh_MiB"].notna() & (key[4] == "write")  # pages a write fills: replayreference
         rows.append({**dict(zip(keys, key)), "phase": jobs["phase"].iloc[0] if "phase" in jobs else "run",
                      "surrogate_jobs": len(jobs), "surrogate_bytes": nbytes,
                      "surrogate_summed_s": jobs["step_summed_s"].sum(), "surrogate_covered_s": covered,
                      "surrogate_MiB_per_s": surrogate,
                      "surrogate_cached_fraction": (jobs["step_cached_fraction"] * jobs["step_bytes"])[measured].sum()
                      / jobs["step_bytes"][measured].sum() if measured.any() else float("nan"),
-                     "surrogate_fresh_share": float((fresh_share(jobs["step_fresh_MiB"], jobs["step_bytes"])
+                     "surrogate_fresh_share": float((step_fresh_share(jobs)
                                                      * jobs["step_bytes"])[probed].sum() / jobs["step_bytes"][probed].sum())
                      if probed.any() else float("nan"),
+                     "reference_fair": reference_fair(jobs, key[4]),
                      "reference": "replay", "reference_benchmark": "replay", "reference_pattern": key[3],
                      "reference_operation": key[4], "reference_tool": "fio", "reference_tasks": 1,
                      "reference_from_cache": bool(key[4] == "read" and group["replay_cached_fraction"].mean() > 0.5),
@@ -250,6 +259,10 @@ def _judge(table: pd.DataFrame, timing: Timing) -> pd.DataFrame:
                       & (reference_s >= timing.min_seconds) & reference_timed & table["efficiency"].notna()).astype(bool)
     table["verdict"] = [verdict(e, lo, hi, t, timing.tolerance) for e, lo, hi, t in
                         zip(table["efficiency"], table["efficiency_low"], table["efficiency_high"], table["timed"])]
+    if "reference_fair" in table:  # no ratio where the reference is not fair (replayreference.reference_fair)
+        unfair = table["timed"] & (table["reference_fair"] == False)  # noqa: E712 (blank on other rows)
+        table.loc[unfair, ["efficiency", "efficiency_low", "efficiency_high"]] = float("nan")
+        table.loc[unfair, "verdict"] = NOT_FAIR
     return table
 
 
@@ -356,7 +369,9 @@ def io_gap_table(bench: pd.DataFrame, events: pd.DataFrame, timing: Timing = Tim
                      "tier_best_s": best_s, "pattern_s": replay_s - best_s, "pattern_s_low": low - best_s,
                      "pattern_s_high": high - best_s, "cycleio_s": step_s - replay_s, "cycleio_s_low": step_s - high,
                      "cycleio_s_high": step_s - low,
-                     "timed": bool(timing.enough(nbytes, step_s) and replay_s >= timing.min_seconds)})
+                     # no split against a reference that is not fair (replayreference.reference_fair)
+                     "timed": bool(timing.enough(nbytes, step_s) and replay_s >= timing.min_seconds
+                                   and reference_fair(jobs, op))})
     return pd.DataFrame(rows, columns=list(IO_GAP_COLUMNS))
 
 

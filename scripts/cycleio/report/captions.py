@@ -175,7 +175,7 @@ def _efficiency(t) -> str:
     text = f"{timed} of {len(replay)} rows against the replay are timed"
     if timed:
         text += ": " + ", ".join(f"{counts[v]} {v}" for v in VERDICTS if v != NOT_TIMED and counts[v])
-    untimed = replay[~replay["timed"]]
+    untimed = replay[replay["verdict"] == NOT_TIMED]
     if not untimed.empty:
         text += "; not timed (too few bytes or too short to time, ratio not read): " + ", ".join(
             f"{r.arm} {r.step} {r.direction}" for r in untimed.itertuples())

@@ -3,6 +3,8 @@ the io_gap table's split of a step's seconds (the tier at its best, the file pat
 
 Only timed rows count: a row whose volume or duration is too small to time (``timed`` false) still carries a
 ratio, but it never enters a median, a count of verdicts or a sentence except in the list "not timed: ...".
+A row whose reference is not fair (verdict ``reference not fair``: report.replayreference) gives no ratio and
+counts nowhere either; the sentences name it apart.
 A table without ``timed`` and ``verdict`` (one an older cycleio wrote) reads as not timed throughout.
 """
 
@@ -15,9 +17,10 @@ import pandas as pd
 from ..config.calendar import FULL_CYCLE_STEPS
 from ..units import MiB
 
-AT_SPEED, WITHIN_NOISE, SLOWER, FASTER, NOT_TIMED = (
-    "at the tier's speed", "within noise", "slower than the tier", "faster than the replay", "not timed")
-VERDICTS = (AT_SPEED, WITHIN_NOISE, SLOWER, FASTER, NOT_TIMED)
+AT_SPEED, WITHIN_NOISE, SLOWER, FASTER, NOT_FAIR, NOT_TIMED = (
+    "at the tier's speed", "within noise", "slower than the tier", "faster than the replay", "reference not fair",
+    "not timed")
+VERDICTS = (AT_SPEED, WITHIN_NOISE, SLOWER, FASTER, NOT_FAIR, NOT_TIMED)
 CLOSE = (AT_SPEED, WITHIN_NOISE)  # the verdicts that say the step runs as fast as its replay
 DIRECTIONS = ("read", "write")
 
@@ -38,7 +41,8 @@ def step_rank(step: str) -> tuple[int, str]:
 
 def replay_rows(efficiency: pd.DataFrame | None) -> pd.DataFrame:
     """The rows against the replay, with ``direction``, ``timed`` as bool, a ``verdict`` of VERDICTS (``not timed``
-    wherever ``timed`` is false) and the band columns (blank where the table has none), in step order."""
+    wherever ``timed`` is false) and the band columns (blank where the table has none), in step order. A row whose
+    reference is not fair keeps that verdict and counts as not timed here: it has no ratio to read."""
     columns = ["arm", "tier", "step", "activity", "direction", "surrogate_bytes", "efficiency", "efficiency_low",
                "efficiency_high", "reference_repetitions", "timed", "verdict"]
     if efficiency is None or efficiency.empty or "reference" not in efficiency:
@@ -51,6 +55,7 @@ def replay_rows(efficiency: pd.DataFrame | None) -> pd.DataFrame:
     if "verdict" not in rows:
         rows["verdict"] = NOT_TIMED
     rows["verdict"] = rows["verdict"].where(rows["timed"], NOT_TIMED).fillna(NOT_TIMED)
+    rows["timed"] &= rows["verdict"] != NOT_FAIR
     rows["direction"] = rows["activity"].map(direction)
     rows["_rank"] = rows["step"].map(step_rank)
     rows = rows.sort_values(["arm", "tier", "_rank", "direction"], kind="stable")
@@ -95,9 +100,10 @@ def verdict_sentence(rows: pd.DataFrame, arm: str | None = None) -> str:
                      "within noise")
         parts += [f"{names[i]} {r.verdict} ({ratio_text(r.efficiency, r.efficiency_low, r.efficiency_high)})"
                   for i, r in zip(timed.index, timed.itertuples()) if r.verdict != AT_SPEED]
-    untimed = [names[i] for i in rows.index if not rows.loc[i, "timed"]]
-    if untimed:
-        parts.append("not timed: " + ", ".join(untimed))
+    for verdict in (NOT_FAIR, NOT_TIMED):
+        named = [names[i] for i in rows.index if rows.loc[i, "verdict"] == verdict]
+        if named:
+            parts.append(f"{verdict}: " + ", ".join(named))
     return head + "; ".join(parts)
 
 

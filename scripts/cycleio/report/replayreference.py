@@ -5,12 +5,19 @@ On a VM that hands freed memory back to its host (hostmemory), a buffered write 
 moment before and slow into pages the host took back: 1.4-1.7 GB/s against 330-400 MiB/s on this repository's
 VM, the disk itself behind both. The replay writes both ways (benchmarks.paired: new files, rewritten files),
 and a paired job probes, as its step's run and each write repetition begin, how many MiB of fresh pages there
-are (``fresh_MiB``). A write's reference is then taken at the step's own share of fresh pages: its seconds per
+are (``fresh_MiB``). The host takes free pages back a moment after they were freed (page reporting waits 2 s),
+so a step's fresh pages can only take what it writes in the first ``FRESH_LIFETIME_S`` of its run: its share
+is that, at most, of its writes (a forecast writes for 6 s between its computations; a replay repetition is
+over in 1-3 s). A write's reference is then taken at the step's own share of fresh pages: its seconds per
 MiB on the line from the new-file repetitions' (share and seconds per MiB, medians) to the rewrites', the
 step's share held between the two ends (no line is drawn beyond what was measured). Where the two ends met
 nearly the same share, where nothing was probed, on a memory tier (tmpfs takes 4 KiB pages, which the
 huge-page probe does not see) and for reads, the reference is the new-file repetitions' (writes) or every
 repetition's (reads) median, as before. docs/performance.md has the measurements behind it.
+
+On a memory tier of such a machine no reference is fair yet (:func:`reference_fair`): there the steps wrote at
+1.8-2.8 GB/s while the replay's new files went at 370-720 MiB/s and its rewrites at 0.8-2.4 GB/s, whatever the
+probe found, so a ratio would measure the page state, not the step; such a row says so instead of giving one.
 """
 
 from __future__ import annotations
@@ -23,6 +30,9 @@ from ..units import MiB
 # the two ends' shares of fresh pages must lie this far apart for a line between them to say anything: the
 # new-file repetitions met 0-0.1, the rewrites 0.9-1.0 on this repository's VM
 MIN_SHARE_SPAN = 0.25
+# how long fresh pages stay: the kernel's page reporting waits 2 s (PAGE_REPORTING_DELAY) after pages are freed
+# before it hands them to the host; a deleted 1.5 GiB was reported within 2.3-4.8 s (docs/performance.md)
+FRESH_LIFETIME_S = 2.0
 
 
 def reference_repetitions(replayed: pd.DataFrame) -> pd.DataFrame:
@@ -36,6 +46,15 @@ def reference_repetitions(replayed: pd.DataFrame) -> pd.DataFrame:
 def fresh_share(fresh_MiB, nbytes):
     """The share of ``nbytes`` that ``fresh_MiB`` of fresh pages could hold, between 0 and 1."""
     return (fresh_MiB / (nbytes / MiB)).clip(lower=0.0, upper=1.0)
+
+
+def step_fresh_share(jobs: pd.DataFrame) -> pd.Series:
+    """Per paired job (rows of paired_jobs): the share of the step's bytes its fresh pages could take, those it
+    found (``step_fresh_MiB``) but no more than it wrote in their lifetime (``step_fresh_reach_MiB``)."""
+    fresh = jobs["step_fresh_MiB"].astype(float)
+    if "step_fresh_reach_MiB" in jobs:
+        fresh = fresh.clip(upper=jobs["step_fresh_reach_MiB"].astype(float))
+    return fresh_share(fresh, jobs["step_bytes"])
 
 
 def _end(reps: pd.DataFrame) -> tuple[float, float]:
@@ -56,7 +75,7 @@ def seconds_per_MiB(job: pd.DataFrame) -> float:
     step = reps.iloc[0]
     if step["op"] != "write" or bool(step.get("memory_tier", False)) or "replay_fresh_MiB" not in reps:
         return plain
-    step_share = fresh_share(pd.Series([step.get("step_fresh_MiB")], dtype=float), step["step_bytes"]).iloc[0]
+    step_share = step_fresh_share(job.iloc[[0]]).iloc[0]
     new = reps[(reps["replay_files"] == NEW_FILES) & reps["replay_fresh_MiB"].notna()]
     rewritten = reps[(reps["replay_files"] == REWRITTEN_FILES) & reps["replay_fresh_MiB"].notna()]
     if pd.isna(step_share) or new.empty or rewritten.empty:
@@ -66,6 +85,14 @@ def seconds_per_MiB(job: pd.DataFrame) -> float:
         return plain
     share = min(max(step_share, low_share), high_share)
     return low_s + (share - low_share) / (high_share - low_share) * (high_s - low_s)
+
+
+def reference_fair(jobs: pd.DataFrame, op: str) -> bool:
+    """Whether a row's replay is a fair reference for its step: not for writes on a memory tier of a machine that
+    hands freed memory to its host (its jobs were probed: ``step_fresh_MiB``), the module's docstring."""
+    if op != "write" or "memory_tier" not in jobs or "step_fresh_MiB" not in jobs:
+        return True
+    return not (jobs["memory_tier"].astype(bool).any() and jobs["step_fresh_MiB"].notna().any())
 
 
 def reference_seconds(pairs: pd.DataFrame) -> pd.Series:
