@@ -38,6 +38,8 @@ def test_a_row_without_a_fair_reference_counts_nowhere_and_is_named_apart():
     assert verdict_sentence(rows, "shm") == (
         "shm: 1 of 1 timed row at the tier's speed or within noise; post write within noise (0.70, band 0.50-1.30); "
         "reference not fair: fcst write; not timed: prep write")
+    only_unfair = rows[(rows["arm"] == "shm") & (rows["step"] != "post")]
+    assert verdict_sentence(only_unfair).startswith("no timed row has a fair reference; reference not fair: fcst write")
     assert verdict_counts(rows)["reference not fair"] == 1
     assert timed_median(rows[rows["arm"] == "shm"]) == pytest.approx((0.70, 0.50, 1.30))
 

@@ -92,7 +92,9 @@ def verdict_sentence(rows: pd.DataFrame, arm: str | None = None) -> str:
     names = dict(zip(rows.index, _names(rows)))
     timed = rows[rows["timed"]]
     parts = []
-    if timed.empty:
+    if timed.empty and (rows["verdict"] == NOT_FAIR).any():
+        parts.append("no timed row has a fair reference")
+    elif timed.empty:
         parts.append("no row moved enough bytes or lasted long enough to time")
     else:
         close = int(timed["verdict"].isin(CLOSE).sum())
