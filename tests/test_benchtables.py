@@ -281,21 +281,30 @@ def replay_row(events: pd.DataFrame) -> pd.Series:
     return efficiency_table(no_benchmarks(), events).query("reference == 'replay'").iloc[0]
 
 
-@pytest.mark.parametrize("step_fresh, reference_s", [
-    (0.0, 0.9),  # below the new-file end (share 0.016): held there, the new-file repetitions' median
-    (4.0, 0.9),  # at the new-file end's share (4 of 256 MiB)
-    (130.0, 0.9 + (130 / 256 - 4 / 256) / (250 / 256 - 4 / 256) * (0.25 - 0.9)),  # on the line
-    (250.0, 0.25),  # at the rewrite's share
-    (1000.0, 0.25),  # more than the step wrote: held at the rewrite's end
+def on_the_line(taken: float) -> float:
+    """fresh_pairs' reference seconds where the step's fresh pages took ``taken`` MiB: from the new-file end
+    (share 4/256, 0.9 s) to the rewrite's (250/256, 0.25 s), held between the two."""
+    low, high = 4 / 256, 250 / 256
+    share = min(max(taken / 256, low), high)
+    return 0.9 + (share - low) / (high - low) * (0.25 - 0.9)
+
+
+@pytest.mark.parametrize("step_fresh, taken", [
+    (0.0, 0.0),  # below the new-file end's share: held there, the new-file repetitions' median
+    (8.0, 4.0),  # the step's write ends 1 s after its probe: half of what it found is left (FRESH_LIFETIME_S 2 s)
+    (260.0, 130.0),  # on the line
+    (500.0, 250.0),  # at the rewrite's share
+    (2000.0, 256.0),  # more than the step wrote: held at the rewrite's end
 ])
-def test_a_write_is_compared_with_its_replay_at_the_share_of_fresh_pages_the_step_met(step_fresh, reference_s):
+def test_a_write_is_compared_with_its_replay_at_the_share_of_fresh_pages_the_step_met(step_fresh, taken):
     """On a VM that hands freed memory to its host, a buffered write runs fast into pages freed a moment before:
     the reference is the replay's seconds at the step's share of them (report.replayreference), between the
     new-file repetitions (few fresh pages) and the rewrites (many)."""
+    reference_s = on_the_line(taken)
     row = replay_row(fresh_pairs(step_fresh))
     assert row["reference_MiB_per_s"] == pytest.approx(256 / reference_s)
     assert row["efficiency"] == pytest.approx(reference_s / 1.0)
-    assert row["surrogate_fresh_share"] == pytest.approx(min(step_fresh / 256, 1.0))
+    assert row["surrogate_fresh_share"] == pytest.approx(taken / 256)
     # the band spans every repetition, as without the probe: 0.25 s to 1.0 s for the step's 1.0 s
     assert (row["efficiency_low"], row["efficiency_high"]) == (pytest.approx(0.25), pytest.approx(1.0))
     gap = io_gap_table(no_benchmarks(), fresh_pairs(step_fresh)).iloc[0]
@@ -320,9 +329,21 @@ def test_reads_are_never_placed_by_fresh_pages():
     assert math.isnan(replay_row(events)["surrogate_fresh_share"])  # the share is said of writes only
 
 
+def test_fresh_pages_left_fall_to_nothing_over_the_reporting_delay_and_the_step_takes_them_as_it_writes():
+    from cycleio.report.replayreference import fresh_taken_MiB
+
+    # ten writes of 100 MiB, done every 0.2 s; of 1,000 fresh MiB, 1000 x (1 - t / 2 s) are left at t: the writes
+    # catch up with them at 1.0 s, 500 MiB written
+    io = pd.DataFrame({"t_start": [10.0 + 0.2 * k for k in range(10)], "seconds": 0.2, "bytes": 100 * MiB})
+    assert fresh_taken_MiB(io, 10.0, 1000.0) == pytest.approx(500.0)
+    assert fresh_taken_MiB(io, 10.0, 50.0) == pytest.approx(50.0 * (1 - 0.2 / 2))  # few: gone by the first write
+    assert fresh_taken_MiB(io.iloc[:2], 10.0, 5000.0) == pytest.approx(200.0)  # plenty: all the step wrote
+    assert math.isnan(fresh_taken_MiB(io, 10.0, float("nan")))  # not probed
+
+
 def test_fresh_pages_take_only_what_the_step_writes_before_the_host_takes_them_back():
-    """Page reporting hands free pages to the host 2 s after they were freed (replayreference.FRESH_LIFETIME_S): a
-    step that writes half its bytes at once and half 5 s later can have fresh pages for the first half only."""
+    """Page reporting hands free pages to the host within 2 s (replayreference.FRESH_LIFETIME_S): a step that writes
+    half its bytes at once and half 5 s later can have fresh pages for the first half only."""
     events = fresh_pairs(250.0)
     first = events.iloc[0]
     late = {**first.to_dict(), "t_start": first["t_start"] + 5.0, "bytes": 128 * MiB, "seconds": 0.5}

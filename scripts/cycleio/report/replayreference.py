@@ -6,9 +6,9 @@ moment before and slow into pages the host took back: 1.4-1.7 GB/s against 330-4
 VM, the disk itself behind both. The replay writes both ways (benchmarks.paired: new files, rewritten files),
 and a paired job probes, as its step's run and each write repetition begin, how many MiB of fresh pages there
 are (``fresh_MiB``). The host takes free pages back a moment after they were freed (page reporting waits 2 s),
-so a step's fresh pages can only take what it writes in the first ``FRESH_LIFETIME_S`` of its run: its share
-is that, at most, of its writes (a forecast writes for 6 s between its computations; a replay repetition is
-over in 1-3 s). A write's reference is then taken at the step's own share of fresh pages: its seconds per
+so a step's fresh pages can only take what it writes before they go (:func:`fresh_taken_MiB`; a forecast
+writes over 6 s between its computations, a replay repetition is over in 1-3 s): its share is what they
+took of its bytes. A write's reference is then taken at the step's own share of fresh pages: its seconds per
 MiB on the line from the new-file repetitions' (share and seconds per MiB, medians) to the rewrites', the
 step's share held between the two ends (no line is drawn beyond what was measured). Where the two ends met
 nearly the same share, where nothing was probed, on a memory tier (tmpfs takes 4 KiB pages, which the
@@ -48,13 +48,27 @@ def fresh_share(fresh_MiB, nbytes):
     return (fresh_MiB / (nbytes / MiB)).clip(lower=0.0, upper=1.0)
 
 
+def fresh_taken_MiB(io: pd.DataFrame, begun: float, fresh: float) -> float:
+    """Of ``fresh`` MiB of fresh pages found as a step's run began (``begun``), what its I/O records ``io`` (one job
+    and direction: ``t_start``, ``seconds``, ``bytes``) could write into before the host took them.
+
+    The pages found were freed at moments spread over the reporting delay before the probe, so what is left of
+    them falls linearly to nothing ``FRESH_LIFETIME_S`` after it; the step takes them as it writes, until what
+    it has written catches up with what is left (NaN where nothing was probed)."""
+    if pd.isna(fresh):
+        return float("nan")
+    done = (io["t_start"] + io["seconds"] - begun).to_numpy(dtype=float)
+    order = done.argsort()
+    written = (io["bytes"].to_numpy(dtype=float)[order] / MiB).cumsum()
+    left = fresh * (1.0 - done[order] / FRESH_LIFETIME_S).clip(min=0.0)
+    return float(max(0.0, (written.clip(max=left)).max(initial=0.0)))
+
+
 def step_fresh_share(jobs: pd.DataFrame) -> pd.Series:
-    """Per paired job (rows of paired_jobs): the share of the step's bytes its fresh pages could take, those it
-    found (``step_fresh_MiB``) but no more than it wrote in their lifetime (``step_fresh_reach_MiB``)."""
-    fresh = jobs["step_fresh_MiB"].astype(float)
-    if "step_fresh_reach_MiB" in jobs:
-        fresh = fresh.clip(upper=jobs["step_fresh_reach_MiB"].astype(float))
-    return fresh_share(fresh, jobs["step_bytes"])
+    """Per paired job (rows of paired_jobs): the share of the step's bytes fresh pages took (``step_fresh_taken_MiB``,
+    else all it found: ``step_fresh_MiB``)."""
+    fresh = jobs["step_fresh_taken_MiB"] if "step_fresh_taken_MiB" in jobs else jobs["step_fresh_MiB"]
+    return fresh_share(fresh.astype(float), jobs["step_bytes"])
 
 
 def _end(reps: pd.DataFrame) -> tuple[float, float]:
