@@ -282,24 +282,27 @@ def replay_row(events: pd.DataFrame) -> pd.Series:
 
 
 def on_the_line(taken: float) -> float:
-    """fresh_pairs' reference seconds where the step's fresh pages took ``taken`` MiB: from the new-file end
-    (share 4/256, 0.9 s) to the rewrite's (250/256, 0.25 s), held between the two."""
-    low, high = 4 / 256, 250 / 256
-    share = min(max(taken / 256, low), high)
-    return 0.9 + (share - low) / (high - low) * (0.25 - 0.9)
+    """fresh_pairs' reference seconds where the step's fresh pages took ``taken`` MiB: on the least-squares line
+    through its repetitions' (share, seconds for 256 MiB): (0, 1.0), (250/256, 0.25), (8/256, 0.8), held within
+    their shares."""
+    x = [0.0, 250 / 256, 8 / 256]
+    y = [1.0, 0.25, 0.8]
+    mx, my = sum(x) / 3, sum(y) / 3
+    slope = sum((a - mx) * (b - my) for a, b in zip(x, y)) / sum((a - mx) ** 2 for a in x)
+    return my + slope * (min(max(taken / 256, 0.0), 250 / 256) - mx)
 
 
 @pytest.mark.parametrize("step_fresh, taken", [
-    (0.0, 0.0),  # below the new-file end's share: held there, the new-file repetitions' median
+    (0.0, 0.0),  # the lowest share a repetition met
     (8.0, 4.0),  # the step's write ends 1 s after its probe: half of what it found is left (FRESH_LIFETIME_S 2 s)
     (260.0, 130.0),  # on the line
-    (500.0, 250.0),  # at the rewrite's share
-    (2000.0, 256.0),  # more than the step wrote: held at the rewrite's end
+    (500.0, 250.0),  # at the rewrite's share, the highest a repetition met
+    (2000.0, 256.0),  # more than the step wrote: held at the rewrite's share
 ])
 def test_a_write_is_compared_with_its_replay_at_the_share_of_fresh_pages_the_step_met(step_fresh, taken):
     """On a VM that hands freed memory to its host, a buffered write runs fast into pages freed a moment before:
-    the reference is the replay's seconds at the step's share of them (report.replayreference), between the
-    new-file repetitions (few fresh pages) and the rewrites (many)."""
+    the reference is the replay's seconds at the step's share of them (report.replayreference), on the line
+    through its repetitions, the new-file ones (few fresh pages) and the rewrite (many)."""
     reference_s = on_the_line(taken)
     row = replay_row(fresh_pairs(step_fresh))
     assert row["reference_MiB_per_s"] == pytest.approx(256 / reference_s)
@@ -313,7 +316,7 @@ def test_a_write_is_compared_with_its_replay_at_the_share_of_fresh_pages_the_ste
 
 @pytest.mark.parametrize("events, why", [
     (fresh_pairs(None), "the step was not probed (a machine that keeps its freed memory)"),
-    (fresh_pairs(130.0, rewrite_fresh=40.0), "the two ends met nearly the same share: no line between them"),
+    (fresh_pairs(130.0, rewrite_fresh=40.0), "the repetitions met nearly the same share: no line through them"),
     (fresh_pairs(130.0, kind="memory"), "tmpfs takes 4 KiB pages, which the huge-page probe does not see"),
 ])
 def test_without_a_share_to_place_it_a_write_is_compared_with_its_new_file_repetitions(events, why):
@@ -350,9 +353,7 @@ def test_fresh_pages_take_only_what_the_step_writes_before_the_host_takes_them_b
     events.loc[0, ["bytes", "seconds"]] = [128 * MiB, 0.5]
     row = replay_row(pd.concat([events, pd.DataFrame([late])], ignore_index=True))
     assert row["surrogate_fresh_share"] == pytest.approx(0.5)
-    share_low, share_high = 4 / 256, 250 / 256
-    expected_s = 0.9 + (0.5 - share_low) / (share_high - share_low) * (0.25 - 0.9)
-    assert row["reference_MiB_per_s"] == pytest.approx(256 / expected_s)
+    assert row["reference_MiB_per_s"] == pytest.approx(256 / on_the_line(128.0))
 
 
 def test_a_write_on_a_memory_tier_of_a_probed_machine_has_no_fair_reference():

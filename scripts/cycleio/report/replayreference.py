@@ -8,12 +8,12 @@ and a paired job probes, as its step's run and each write repetition begin, how 
 are (``fresh_MiB``). The host takes free pages back a moment after they were freed (page reporting waits 2 s),
 so a step's fresh pages can only take what it writes before they go (:func:`fresh_taken_MiB`; a forecast
 writes over 6 s between its computations, a replay repetition is over in 1-3 s): its share is what they
-took of its bytes. A write's reference is then taken at the step's own share of fresh pages: its seconds per
-MiB on the line from the new-file repetitions' (share and seconds per MiB, medians) to the rewrites', the
-step's share held between the two ends (no line is drawn beyond what was measured). Where the two ends met
-nearly the same share, where nothing was probed, on a memory tier (tmpfs takes 4 KiB pages, which the
-huge-page probe does not see) and for reads, the reference is the new-file repetitions' (writes) or every
-repetition's (reads) median, as before. docs/performance.md has the measurements behind it.
+took of its bytes. A write's reference is then taken at the step's own share of fresh pages: each repetition
+is a point, its share against its seconds per MiB, and the reference lies on the straight line through them
+(least squares) at the step's share, held within the shares the repetitions met (no line is drawn beyond
+what was measured). Where the repetitions' shares lie closer than ``MIN_SHARE_SPAN``, where nothing was
+probed, on a memory tier (tmpfs takes 4 KiB pages, which the huge-page probe does not see) and for reads, the
+reference is the new-file repetitions' (writes) or every repetition's (reads) median, as before. docs/performance.md has the measurements behind it.
 
 On a memory tier of such a machine no reference is fair yet (:func:`reference_fair`): there the steps wrote at
 1.8-2.8 GB/s while the replay's new files went at 370-720 MiB/s and its rewrites at 0.8-2.4 GB/s, whatever the
@@ -22,13 +22,14 @@ probe found, so a ratio would measure the page state, not the step; such a row s
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
-from ..benchmarks.paired import NEW_FILES, REWRITTEN_FILES
+from ..benchmarks.paired import NEW_FILES
 from ..units import MiB
 
-# the two ends' shares of fresh pages must lie this far apart for a line between them to say anything: the
-# new-file repetitions met 0-0.1, the rewrites 0.9-1.0 on this repository's VM
+# the repetitions' shares of fresh pages must span this much for a line through them to say anything: the
+# new-file repetitions met 0-0.1, the rewrites 0.7-1.0 on this repository's VM
 MIN_SHARE_SPAN = 0.25
 # how long fresh pages stay: the kernel's page reporting waits 2 s (PAGE_REPORTING_DELAY) after pages are freed
 # before it hands them to the host; a deleted 1.5 GiB was reported within 2.3-4.8 s (docs/performance.md)
@@ -71,12 +72,6 @@ def step_fresh_share(jobs: pd.DataFrame) -> pd.Series:
     return fresh_share(fresh.astype(float), jobs["step_bytes"])
 
 
-def _end(reps: pd.DataFrame) -> tuple[float, float]:
-    """The median share of fresh pages and the median seconds per MiB of some repetitions."""
-    return (float(fresh_share(reps["replay_fresh_MiB"], reps["replay_bytes"]).median()),
-            float((reps["replay_s"] / (reps["replay_bytes"] / MiB)).median()))
-
-
 def seconds_per_MiB(job: pd.DataFrame) -> float:
     """Seconds per MiB of one paired job's reference for its step (rows of paired_jobs of one job and direction,
     its repetitions): at the step's share of fresh pages where that can be told (the module's docstring), else
@@ -90,15 +85,13 @@ def seconds_per_MiB(job: pd.DataFrame) -> float:
     if step["op"] != "write" or bool(step.get("memory_tier", False)) or "replay_fresh_MiB" not in reps:
         return plain
     step_share = step_fresh_share(job.iloc[[0]]).iloc[0]
-    new = reps[(reps["replay_files"] == NEW_FILES) & reps["replay_fresh_MiB"].notna()]
-    rewritten = reps[(reps["replay_files"] == REWRITTEN_FILES) & reps["replay_fresh_MiB"].notna()]
-    if pd.isna(step_share) or new.empty or rewritten.empty:
+    probed = reps[reps["replay_fresh_MiB"].notna()]
+    shares = fresh_share(probed["replay_fresh_MiB"].astype(float), probed["replay_bytes"]).to_numpy()
+    if pd.isna(step_share) or len(probed) < 2 or shares.max() - shares.min() < MIN_SHARE_SPAN:
         return plain
-    (low_share, low_s), (high_share, high_s) = sorted([_end(new), _end(rewritten)])
-    if high_share - low_share < MIN_SHARE_SPAN:
-        return plain
-    share = min(max(step_share, low_share), high_share)
-    return low_s + (share - low_share) / (high_share - low_share) * (high_s - low_s)
+    per_MiB = (probed["replay_s"] / (probed["replay_bytes"] / MiB)).to_numpy(dtype=float)
+    slope, intercept = np.polyfit(shares, per_MiB, 1)
+    return float(intercept + slope * min(max(step_share, shares.min()), shares.max()))
 
 
 def reference_fair(jobs: pd.DataFrame, op: str) -> bool:
