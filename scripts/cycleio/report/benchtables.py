@@ -35,8 +35,8 @@ AGGREGATE_ORDER = {"rep": 0, "max": 1, "min": 2, "mean": 3}
 EFFICIENCY_COLUMNS = (
     "study", "arm", "tier", "step", "activity", "surrogate_jobs", "surrogate_bytes", "surrogate_summed_s",
     "surrogate_covered_s", "surrogate_MiB_per_s", "surrogate_cached_fraction", "surrogate_fresh_share", "reference",
-    "reference_benchmark",
-    "reference_pattern", "reference_operation", "reference_tool", "reference_tasks", "reference_from_cache",
+    "reference_benchmark", "reference_pattern", "reference_operation", "reference_tool", "reference_tasks",
+    "reference_from_cache",
     "reference_MiB_per_s", "efficiency", "reference_repetitions", "reference_s", "efficiency_low", "efficiency_high",
     "timed", "verdict",
 )
@@ -141,9 +141,8 @@ def paired_jobs(events: pd.DataFrame) -> pd.DataFrame:
     if every.empty:
         return pd.DataFrame(columns=[*keys, "repetition", "step_bytes", "step_covered_s", "step_summed_s",
                                      "step_files", "step_cached_fraction", "step_fresh_MiB", "step_fresh_taken_MiB",
-                                     "memory_tier", "nranks",
-                                     "phase", "replay_bytes", "replay_s", "replay_cached_fraction", "replay_files",
-                                     "replay_fresh_MiB"])
+                                     "memory_tier", "nranks", "phase", "replay_bytes", "replay_s",
+                                     "replay_cached_fraction", "replay_files", "replay_fresh_MiB"])
     run = _io_rows(cycle_records(events))
     run = run[run["phase"].isin(REPLAYED_PHASES) & run["op"].isin(["read", "write"])]
     steps = _per_job(run, keys)
@@ -261,7 +260,7 @@ def _judge(table: pd.DataFrame, timing: Timing) -> pd.DataFrame:
     table["verdict"] = [verdict(e, lo, hi, t, timing.tolerance) for e, lo, hi, t in
                         zip(table["efficiency"], table["efficiency_low"], table["efficiency_high"], table["timed"])]
     if "reference_fair" in table:  # no ratio where the reference is not fair (replayreference.reference_fair)
-        unfair = table["timed"] & (table["reference_fair"] == False)  # noqa: E712 (blank on other rows)
+        unfair = table["timed"] & table["reference_fair"].eq(False)  # blank on the pattern rows
         table.loc[unfair, ["efficiency", "efficiency_low", "efficiency_high"]] = float("nan")
         table.loc[unfair, "verdict"] = NOT_FAIR
     return table

@@ -13,7 +13,8 @@ is a point, its share against its seconds per MiB, and the reference lies on the
 (least squares) at the step's share, held within the shares the repetitions met (no line is drawn beyond
 what was measured). Where the repetitions' shares lie closer than ``MIN_SHARE_SPAN``, where nothing was
 probed, on a memory tier (tmpfs takes 4 KiB pages, which the huge-page probe does not see) and for reads, the
-reference is the new-file repetitions' (writes) or every repetition's (reads) median, as before. docs/performance.md has the measurements behind it.
+reference is the median of the new-file repetitions (writes) or of every repetition (reads).
+docs/performance.md ("The reference at the step's page state") has the measurements behind it.
 
 On a memory tier of such a machine no reference is fair yet (:func:`reference_fair`): there the steps wrote at
 1.8-2.8 GB/s while the replay's new files went at 370-720 MiB/s and its rewrites at 0.8-2.4 GB/s, whatever the
