@@ -77,6 +77,24 @@ def test_a_step_that_beat_its_replay_draws_no_bar_back_over_it(tmp_path, monkeyp
     assert any("0.1 s under its replay" in text for text in texts)
 
 
+def test_the_io_gap_figure_says_which_arms_it_leaves_out(tmp_path, monkeypatch):
+    """An arm none of whose paired steps was timed (too little, or no fair reference) gets no panel: a note says so."""
+    import matplotlib.figure
+
+    from cycleio.report.answerfigures import io_gap_figure
+
+    titles = []
+    real_legend = matplotlib.figure.Figure.legend
+    monkeypatch.setattr(matplotlib.figure.Figure, "legend", lambda fig, **kw: titles.append(kw.get("title")) or
+                        real_legend(fig, **kw))
+    gap = io_gap_fixture()
+    gap.loc[gap["arm"] == "shm", "timed"] = False
+    io_gap_figure(gap, [tmp_path / "io_gap.png"], "fx")
+    assert titles and titles[0].startswith("not shown: arm shm (")
+    io_gap_figure(io_gap_fixture(), [tmp_path / "io_gap.png"], "fx")
+    assert titles[1] is None
+
+
 @pytest.mark.parametrize("table", ["fixture", "blank tier_best_s", "empty", "none"])
 def test_io_gap_figure_writes_png_and_svg(tmp_path, table):
     from cycleio.report.answerfigures import io_gap_figure

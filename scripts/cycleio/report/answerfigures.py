@@ -454,8 +454,13 @@ def io_gap_figure(io_gap: pd.DataFrame | None, paths, title: str) -> None:
     handles = [matplotlib.patches.Patch(color=GAP_COLORS[p], label=GAP_LABELS[p]) for p in GAP_COLORS]
     handles += [matplotlib.lines.Line2D([], [], marker="D", color="black", linestyle="none",
                                         label="the step's own storage seconds")]
+    hidden = [a for a in dict.fromkeys(io_gap["arm"]) if a not in arms] if io_gap is not None and not io_gap.empty else []
+    # an arm the reader looks for and finds no panel of: the legend's title says why
+    note = (f"not shown: arm{'s' if len(hidden) > 1 else ''} {', '.join(hidden)} (no paired step timed: too little "
+            "to time, or no fair reference on this machine; docs/performance.md)") if hidden else None
     if arms:
-        fig.legend(handles=handles, loc="lower center", ncol=3, fontsize="small", frameon=False)
+        fig.legend(handles=handles, loc="lower center", ncol=3, fontsize="small", frameon=False, title=note,
+                   title_fontsize="small")
     fig.suptitle(f"{title}\nWhere a step's storage seconds go: the tier, the file pattern, cycleio "
                  "(error bars: the replay's fastest to slowest repetition)", fontsize=11)
     fig.tight_layout(rect=(0, 0.75 / (sum(heights) + 1.4), 1, 1))
