@@ -12,8 +12,8 @@ before it, so the study says in its provenance and its summary when this is so.
 How much of the second kind is there right now can be measured (:func:`fresh_MiB`): the page cache of a disk
 tier takes its pages in the same 2 MiB blocks (``FileHugePages``), and faulting in anonymous huge pages tells
 the two kinds apart by about 40 times (docs/performance.md, "What a fresh page is"). A paired job probes
-before its step's run and before each write repetition of its replay, so that a write row's reference can be taken at the
-share of fresh pages its step met (report.benchtables).
+before its step's run and before each write repetition of its replay, so that a write row's reference can be
+taken at the share of fresh pages its step met (report.replayreference).
 """
 
 from __future__ import annotations

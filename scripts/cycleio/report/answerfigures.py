@@ -454,7 +454,8 @@ def io_gap_figure(io_gap: pd.DataFrame | None, paths, title: str) -> None:
     handles = [matplotlib.patches.Patch(color=GAP_COLORS[p], label=GAP_LABELS[p]) for p in GAP_COLORS]
     handles += [matplotlib.lines.Line2D([], [], marker="D", color="black", linestyle="none",
                                         label="the step's own storage seconds")]
-    hidden = [a for a in dict.fromkeys(io_gap["arm"]) if a not in arms] if io_gap is not None and not io_gap.empty else []
+    every_arm = dict.fromkeys(io_gap["arm"]) if io_gap is not None and not io_gap.empty else {}
+    hidden = [arm for arm in every_arm if arm not in arms]
     # an arm the reader looks for and finds no panel of: the legend's title says why
     note = (f"not shown: arm{'s' if len(hidden) > 1 else ''} {', '.join(hidden)} (no paired step timed: too little "
             "to time, or no fair reference on this machine; docs/performance.md)") if hidden else None

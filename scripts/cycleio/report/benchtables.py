@@ -197,9 +197,8 @@ def _paired_rows(pairs: pd.DataFrame) -> pd.DataFrame:
                      "surrogate_MiB_per_s": surrogate,
                      "surrogate_cached_fraction": (jobs["step_cached_fraction"] * jobs["step_bytes"])[measured].sum()
                      / jobs["step_bytes"][measured].sum() if measured.any() else float("nan"),
-                     "surrogate_fresh_share": float((step_fresh_share(jobs)
-                                                     * jobs["step_bytes"])[probed].sum() / jobs["step_bytes"][probed].sum())
-                     if probed.any() else float("nan"),
+                     "surrogate_fresh_share": float((step_fresh_share(jobs) * jobs["step_bytes"])[probed].sum()
+                                                    / jobs["step_bytes"][probed].sum()) if probed.any() else float("nan"),
                      "reference_fair": reference_fair(jobs, key[4]),
                      "reference": "replay", "reference_benchmark": "replay", "reference_pattern": key[3],
                      "reference_operation": key[4], "reference_tool": "fio", "reference_tasks": 1,
