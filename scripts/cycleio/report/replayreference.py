@@ -16,9 +16,9 @@ probed, on a memory tier (tmpfs takes 4 KiB pages, which the huge-page probe doe
 reference is the median of the new-file repetitions (writes) or of every repetition (reads).
 docs/performance.md ("The reference at the step's page state") has the measurements behind it.
 
-On a memory tier of such a machine no reference is fair yet (:func:`reference_fair`): there the steps wrote at
-1.8-2.8 GB/s while the replay's new files went at 370-720 MiB/s and its rewrites at 0.8-2.4 GB/s, whatever the
-probe found, so a ratio would measure the page state, not the step; such a row says so instead of giving one.
+On a memory tier of such a machine no reference is fair yet (:func:`reference_fair`): there the forecasts wrote
+at 0.5-2.8 GB/s while the replay's new files went at 370-740 MiB/s and its rewrites at 0.6-2.4 GB/s, whatever
+the probe found, so a ratio would measure the page state, not the step; such a row says so instead of giving one.
 """
 
 from __future__ import annotations
