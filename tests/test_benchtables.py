@@ -294,10 +294,10 @@ def on_the_line(taken: float) -> float:
 
 @pytest.mark.parametrize("step_fresh, taken", [
     (0.0, 0.0),  # the lowest share a repetition met
-    (8.0, 4.0),  # the step's write ends 1 s after its probe: half of what it found is left (FRESH_LIFETIME_S 2 s)
-    (260.0, 130.0),  # on the line
-    (500.0, 250.0),  # at the rewrite's share, the highest a repetition met
-    (2000.0, 256.0),  # more than the step wrote: held at the rewrite's share
+    (8.0, 8.0),
+    (130.0, 130.0),  # on the line
+    (250.0, 250.0),  # at the rewrite's share, the highest a repetition met
+    (2000.0, 256.0),  # more than the file: it can fill its own bytes only, held at the rewrite's share
 ])
 def test_a_write_is_compared_with_its_replay_at_the_share_of_fresh_pages_the_step_met(step_fresh, taken):
     """On a VM that hands freed memory to its host, a buffered write runs fast into pages freed a moment before:
@@ -332,24 +332,22 @@ def test_reads_are_never_placed_by_fresh_pages():
     assert math.isnan(replay_row(events)["surrogate_fresh_share"])  # the share is said of writes only
 
 
-def test_fresh_pages_left_fall_to_nothing_over_the_reporting_delay_and_the_step_takes_them_as_it_writes():
-    from cycleio.report.replayreference import fresh_taken_MiB
+def test_a_step_s_fresh_pages_are_what_each_file_found_up_to_its_own_bytes():
+    from cycleio.report.replayreference import fresh_written_MiB
 
-    # ten writes of 100 MiB, done every 0.2 s; of 1,000 fresh MiB, 1000 x (1 - t / 2 s) are left at t: the writes
-    # catch up with them at 1.0 s, 500 MiB written
-    io = pd.DataFrame({"t_start": [10.0 + 0.2 * k for k in range(10)], "seconds": 0.2, "bytes": 100 * MiB})
-    assert fresh_taken_MiB(io, 10.0, 1000.0) == pytest.approx(500.0)
-    assert fresh_taken_MiB(io, 10.0, 50.0) == pytest.approx(50.0 * (1 - 0.2 / 2))  # few: gone by the first write
-    assert fresh_taken_MiB(io.iloc[:2], 10.0, 5000.0) == pytest.approx(200.0)  # plenty: all the step wrote
-    assert math.isnan(fresh_taken_MiB(io, 10.0, float("nan")))  # not probed
+    io = pd.DataFrame({"bytes": [100 * MiB, 100 * MiB, 50 * MiB], "fresh_MiB": [300.0, 20.0, None]})
+    assert fresh_written_MiB(io) == pytest.approx(120.0)  # the last file was not probed: none counted
+    assert math.isnan(fresh_written_MiB(io.assign(fresh_MiB=None)))  # nothing probed
+    assert math.isnan(fresh_written_MiB(io.drop(columns="fresh_MiB")))  # records from before the probe
 
 
-def test_fresh_pages_take_only_what_the_step_writes_before_the_host_takes_them_back():
-    """Page reporting hands free pages to the host within 2 s (replayreference.FRESH_LIFETIME_S): a step that writes
-    half its bytes at once and half 5 s later can have fresh pages for the first half only."""
+def test_fresh_pages_are_counted_where_the_step_met_them_file_by_file():
+    """Pages freed while a step runs (by a job beside it, by the step itself) show in the probe before the next
+    file (hostmemory.fresh_before_write): a step whose first half found fresh pages and second half none met a
+    share of one half."""
     events = fresh_pairs(250.0)
     first = events.iloc[0]
-    late = {**first.to_dict(), "t_start": first["t_start"] + 5.0, "bytes": 128 * MiB, "seconds": 0.5}
+    late = {**first.to_dict(), "t_start": first["t_start"] + 5.0, "bytes": 128 * MiB, "seconds": 0.5, "fresh_MiB": 0.0}
     events.loc[0, ["bytes", "seconds"]] = [128 * MiB, 0.5]
     row = replay_row(pd.concat([events, pd.DataFrame([late])], ignore_index=True))
     assert row["surrogate_fresh_share"] == pytest.approx(0.5)

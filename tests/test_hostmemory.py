@@ -4,6 +4,7 @@ Linux lays it out (the real one is read in every job's provenance; a study on th
 from __future__ import annotations
 
 from cycleio.hostmemory import free_page_reporting
+from cycleio.units import MiB
 
 
 def sysfs(root, devices: dict[str, tuple[str, str]], order: str | None = "9"):
@@ -72,3 +73,34 @@ def test_the_probe_finds_the_pages_of_a_file_deleted_a_moment_ago(tmp_path):
     os.unlink(path)
     after = fresh_MiB(limit=1 << 30)
     assert after >= min(before + 64, 1024 - 8), (before, after)  # unless the probe's cap held it
+
+
+def test_the_probe_before_a_file_looks_no_further_than_the_file(monkeypatch):
+    """Before each file a paired step writes (hostmemory.fresh_before_write): up to the file's size rounded up to
+    2 MiB, ending sooner at slow faults; it counts the fresh blocks only."""
+    from cycleio import hostmemory
+
+    seen = []
+    monkeypatch.setattr(hostmemory, "fresh_pages_measurable", lambda: True)
+    monkeypatch.setattr(hostmemory, "_fresh_blocks", lambda limit, slow: seen.append((limit, slow)) or 3)
+    assert hostmemory.fresh_before_write(19 * MiB) == 6.0
+    assert seen[-1] == (20 * MiB, hostmemory.FILE_SLOW_IN_A_ROW)
+    assert hostmemory.fresh_before_write(1) == 6.0 and seen[-1][0] == 2 * MiB
+    assert hostmemory.fresh_MiB() == 6.0 and seen[-1][1] == hostmemory.SLOW_IN_A_ROW
+    monkeypatch.setattr(hostmemory, "_fresh_blocks", lambda limit, slow: None)  # the kernel refused the mapping
+    assert hostmemory.fresh_before_write(19 * MiB) is None
+
+
+def test_a_file_page_probe_looks_once_when_armed_and_not_at_all_for_a_small_file(monkeypatch):
+    from cycleio import hostmemory
+
+    looks = []
+    monkeypatch.setattr(hostmemory, "fresh_before_write", lambda nbytes: looks.append(nbytes) or 12.0)
+    probe = hostmemory.FilePageProbe()
+    probe.arm(40 * MiB)
+    probe.look()
+    probe.look()  # a writer's later transfers of the same file
+    assert probe.take() == 12.0 and looks == [40 * MiB] and not probe.armed
+    probe.arm(MiB)  # smaller than a 2 MiB block: nothing to tell
+    probe.look()
+    assert probe.take() is None and looks == [40 * MiB]

@@ -95,3 +95,36 @@ def test_codec_time_is_kept_apart_from_storage_time_and_files_are_what_netcdf_c_
             assert np.array_equal(ours[name].values.view(np.uint32), lib[name].values.view(np.uint32)), name
 
 
+
+
+def test_a_paired_step_s_page_probe_looks_once_per_file_after_its_data_are_made_and_outside_its_storage_time(
+        tmp_path, monkeypatch):
+    """hostmemory.FilePageProbe: a file built in memory takes fresh pages for its image before the page cache takes
+    any, so the probe looks when the bytes are about to go out; its seconds are the instrument's (``probe``)."""
+    import time
+
+    from cycleio import hostmemory
+    from cycleio.records import REPLAY, RecordLog
+    from cycleio.surrogates import jobs
+    from cycleio.units import MiB
+
+    made_before_look = []
+
+    def look(nbytes):
+        made_before_look.append(ctx.times.generate > 0)
+        time.sleep(0.05)
+        return 7.0
+
+    monkeypatch.setattr(hostmemory, "fresh_before_write", look)
+    spec = FileSpec("gdas.t00z.atmf003.nc", "atm_history", (("fhour", 3),))
+    ctx = WriteContext(Grid("C48", 8), 1, "2026010100")
+    records = RecordLog(study="s", arm="a", cycle="2026010100", step="post", strategy="serial", attempt=1)
+    tier = type("Tier", (), {"fields": lambda self: {"tier": "disk", "tier_kind": "node_local", "fs_type": "ext4"}})()
+    jobs._timed_write(tmp_path / "f.nc", spec, ctx, records, tier, "post", probe_pages=True)
+    assert made_before_look == [True]  # one look, after the data were made
+    write = next(r for r in records.records if r.op == "write")
+    probe = next(r for r in records.records if r.op == "probe")
+    assert write.fresh_MiB == 7.0 and write.bytes > 2 * MiB and write.seconds < 0.05
+    assert probe.phase == REPLAY and probe.seconds >= 0.05 and probe.fresh_MiB is None
+    jobs._timed_write(tmp_path / "g.nc", spec, ctx, records, tier, "post")  # not paired: no probe
+    assert made_before_look == [True] and [r for r in records.records if r.op == "write"][-1].fresh_MiB is None

@@ -11,9 +11,11 @@ before it, so the study says in its provenance and its summary when this is so.
 
 How much of the second kind is there right now can be measured (:func:`fresh_MiB`): the page cache of a disk
 tier takes its pages in the same 2 MiB blocks (``FileHugePages``), and faulting in anonymous huge pages tells
-the two kinds apart by about 40 times (docs/performance.md, "What a fresh page is"). A paired job probes
-before its step's run and before each write repetition of its replay, so that a write row's reference can be
-taken at the share of fresh pages its step met (report.replayreference).
+the two kinds apart by about 40 times (docs/performance.md, "What a fresh page is"). A paired step probes
+before each file it writes (:func:`fresh_before_write`: pages a neighbour job or the step itself freed a
+moment before show there, where a probe at the step's start cannot see them), its replay before each write
+repetition, so that a write row's reference can be taken at the share of fresh pages its step met
+(report.replayreference).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ import functools
 import mmap
 import time
 from pathlib import Path
+
+from .units import MiB
 
 SYS = Path("/sys")
 BALLOON_DEVICE_ID = 0x0005  # virtio device ID of a memory balloon
@@ -49,7 +53,7 @@ def free_page_reporting(sys_root: Path = SYS) -> dict:
     return {"free_page_reporting": reporting, "page_reporting_order": order if reporting else None}
 
 
-HUGE_PAGE = 2 << 20  # the block page reporting hands back (order 9 of 4 KiB pages) and a huge page's size
+HUGE_PAGE = 2 * MiB  # the block page reporting hands back (order 9 of 4 KiB pages) and a huge page's size
 # a huge page faulted from a block freed a moment ago takes about 0.1 ms (clearing 2 MiB at 16-23 GB/s), one
 # from a block the host took back 4-5 ms (430-480 MiB/s): the threshold sits between, far from both
 SLOW_FAULT_S = 0.001
@@ -80,12 +84,12 @@ def _available_bytes(meminfo: Path = Path("/proc/meminfo")) -> int:
     return 0
 
 
-def fresh_MiB(limit: int = PROBE_CAP) -> float | None:
+def fresh_MiB(limit: int = PROBE_CAP, slow_in_a_row: int = SLOW_IN_A_ROW) -> float | None:
     """MiB of 2 MiB blocks freed a moment ago and not yet handed to the host, at most ``limit`` (and a quarter
     of the available memory); None where this cannot be told (:func:`fresh_pages_measurable`).
 
     Maps anonymous memory, asks for huge pages and touches one byte per 2 MiB, timing each fault, until
-    ``SLOW_IN_A_ROW`` faults in a row are slow (blocks the host took back); then gives it all back at once,
+    ``slow_in_a_row`` faults in a row are slow (blocks the host took back); then gives it all back at once,
     so the blocks are free again, as fresh as before. Up to the cap this costs about 0.1 ms per fresh block.
     """
     if not fresh_pages_measurable():
@@ -93,6 +97,55 @@ def fresh_MiB(limit: int = PROBE_CAP) -> float | None:
     limit = min(limit, _available_bytes() // 4) // HUGE_PAGE * HUGE_PAGE
     if limit <= 0:
         return 0.0
+    fresh = _fresh_blocks(limit, slow_in_a_row)
+    return None if fresh is None else fresh * HUGE_PAGE / MiB
+
+
+# before a file, fewer slow faults end the probe (5-10 ms): a paired forecast probes about 40 files
+FILE_SLOW_IN_A_ROW = 2
+
+
+def fresh_before_write(nbytes: int) -> float | None:
+    """MiB of fresh pages a write of ``nbytes`` about to begin can fill: :func:`fresh_MiB` up to the file's size
+    rounded up to 2 MiB, ending at ``FILE_SLOW_IN_A_ROW`` slow faults in a row.
+
+    The blocks the host had taken back that the probe touched are not counted, though it gives them back: a
+    file that met no fresh block wrote at the slow rate all the same (370-400 MiB/s, docs/performance.md).
+    """
+    return fresh_MiB(max(1, -(-int(nbytes) // HUGE_PAGE)) * HUGE_PAGE, FILE_SLOW_IN_A_ROW)
+
+
+class FilePageProbe:
+    """The fresh pages one file's bytes meet (:func:`fresh_before_write`), probed once, when its writer is about to
+    hand the first bytes to storage (``transfers.Overheads.before_storage``): after the writer built what it
+    holds in memory (a small netCDF file's whole image, a block of generated data), which takes fresh pages
+    before the page cache does. Armed per file; a file smaller than a 2 MiB block is not probed."""
+
+    def __init__(self):
+        self.nbytes: int | None = None  # armed: the size of the file about to be written
+        self.found: float | None = None
+
+    def arm(self, nbytes: int) -> None:
+        self.found = None
+        self.nbytes = int(nbytes) if nbytes >= HUGE_PAGE else None
+
+    @property
+    def armed(self) -> bool:
+        return self.nbytes is not None
+
+    def look(self) -> None:
+        if self.nbytes is not None:
+            self.found, self.nbytes = fresh_before_write(self.nbytes), None
+
+    def take(self) -> float | None:
+        """What the last armed file's probe found (None if it was not probed); disarms."""
+        found, self.found, self.nbytes = self.found, None, None
+        return found
+
+
+def _fresh_blocks(limit: int, slow_in_a_row: int) -> int | None:
+    """Fault in huge pages up to ``limit`` bytes until ``slow_in_a_row`` slow faults in a row; give them back;
+    return how many were fresh (None where the kernel refuses the mapping)."""
     libc = ctypes.CDLL(None, use_errno=True)
     libc.mmap.restype = ctypes.c_void_p
     libc.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long)
@@ -106,7 +159,7 @@ def fresh_MiB(limit: int = PROBE_CAP) -> float | None:
         if libc.madvise(address, limit, mmap.MADV_HUGEPAGE) != 0:
             return None
         offset, slow, fresh = 0, 0, 0
-        while offset < limit and slow < SLOW_IN_A_ROW:
+        while offset < limit and slow < slow_in_a_row:
             t0 = time.perf_counter()
             ctypes.memset(address + offset, 1, 1)
             if time.perf_counter() - t0 > SLOW_FAULT_S:
@@ -116,4 +169,4 @@ def fresh_MiB(limit: int = PROBE_CAP) -> float | None:
             offset += HUGE_PAGE
     finally:
         libc.munmap(address, limit)
-    return fresh * HUGE_PAGE / (1 << 20)
+    return fresh

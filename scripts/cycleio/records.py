@@ -114,12 +114,6 @@ class RecordLog:
         yield extra
         self.add(**{**values, **extra, "t_start": t_start, "seconds": time.perf_counter() - t0})
 
-    def annotate(self, since: int, **values) -> None:
-        """Set ``values`` on every record added since the log held ``since`` records."""
-        for record in self.records[since:]:
-            for name, value in values.items():
-                setattr(record, name, value)
-
     def write(self, path: str | os.PathLike) -> None:
         with landing(path) as tmp:
             with open(tmp, "w") as handle:

@@ -16,7 +16,7 @@ from ..benchmarks.timing import Timing
 from ..intervals import covered_per_group
 from .aggregate import group_codes, write_table
 from .closeness import AT_SPEED, FASTER, NOT_FAIR, NOT_TIMED, SLOWER, WITHIN_NOISE
-from .replayreference import (fresh_taken_MiB, reference_fair, reference_repetitions, reference_seconds,
+from .replayreference import (fresh_written_MiB, reference_fair, reference_repetitions, reference_seconds,
                               step_fresh_share)
 from ..storage.pagecache import memory_backed
 from ..records import cycle_records, replay_records
@@ -140,7 +140,7 @@ def paired_jobs(events: pd.DataFrame) -> pd.DataFrame:
     replays = every[every["op"].isin(["read", "write"])]
     if every.empty:
         return pd.DataFrame(columns=[*keys, "repetition", "step_bytes", "step_covered_s", "step_summed_s",
-                                     "step_files", "step_cached_fraction", "step_fresh_MiB", "step_fresh_taken_MiB",
+                                     "step_files", "step_cached_fraction", "step_fresh_MiB",
                                      "memory_tier", "nranks", "phase", "replay_bytes", "replay_s",
                                      "replay_cached_fraction", "replay_files", "replay_fresh_MiB"])
     run = _io_rows(cycle_records(events))
@@ -148,14 +148,9 @@ def paired_jobs(events: pd.DataFrame) -> pd.DataFrame:
     steps = _per_job(run, keys)
     steps["phase"] = run.groupby(keys, sort=True)["phase"].first()
     steps["nranks"] = run.groupby(keys, sort=True)["nranks"].max()
-    steps["step_fresh_MiB"] = run.groupby(keys, sort=True)["fresh_MiB"].max()
-    # what of the fresh pages the probe found the step's I/O could take before the host took them (replayreference)
-    begun = cycle_records(events)
-    begun = begun[begun["phase"].isin(REPLAYED_PHASES)].groupby(keys[:-1])["t_start"].min().rename("begun")
-    timed = run.join(begun, on=keys[:-1])
-    steps["step_fresh_taken_MiB"] = pd.Series(
-        {key: fresh_taken_MiB(group, group["begun"].iloc[0], steps.loc[key, "step_fresh_MiB"])
-         for key, group in timed.groupby(keys, sort=True)}, dtype=float).reindex(steps.index)
+    # MiB of the step's writes that found fresh pages, each file as its probe found them (replayreference)
+    steps["step_fresh_MiB"] = pd.Series({key: fresh_written_MiB(group) for key, group in run.groupby(keys, sort=True)},
+                                        dtype=float).reindex(steps.index)
     kinds = [run[column] if column in run else pd.Series("", run.index) for column in ("tier_kind", "fs_type")]
     steps["memory_tier"] = pd.Series([memory_backed(k, f) for k, f in zip(*kinds)], run.index).groupby(
         [run[k] for k in keys], sort=True).any()

@@ -3,17 +3,17 @@ state the step met.
 
 On a VM that hands freed memory back to its host (hostmemory), a buffered write runs fast into pages freed a
 moment before and slow into pages the host took back: 1.4-1.7 GB/s against 330-400 MiB/s on this repository's
-VM, the disk itself behind both. The replay writes both ways (benchmarks.paired: new files, rewritten files),
-and a paired job probes, as its step's run and each write repetition begin, how many MiB of fresh pages there
-are (``fresh_MiB``). The host takes free pages back a moment after they were freed (page reporting waits 2 s),
-so a step's fresh pages can only take what it writes before they go (:func:`fresh_taken_MiB`; a forecast
-writes over 6 s between its computations, a replay repetition is over in 1-3 s): its share is what they
-took of its bytes. A write's reference is then taken at the step's own share of fresh pages: each repetition
-is a point, its share against its seconds per MiB, and the reference lies on the straight line through them
-(least squares) at the step's share, held within the shares the repetitions met (no line is drawn beyond
-what was measured). Where the repetitions' shares lie closer than ``MIN_SHARE_SPAN``, where nothing was
-probed, on a memory tier (tmpfs takes 4 KiB pages, which the huge-page probe does not see) and for reads, the
-reference is the median of the new-file repetitions (writes) or of every repetition (reads).
+VM, the disk itself behind both. The replay writes both ways (benchmarks.paired: new files, rewritten files).
+A paired step probes, before each file it writes, how many MiB of fresh pages that file can fill
+(``fresh_MiB`` of its write record: hostmemory.fresh_before_write), so pages freed while the step runs (by a
+job beside it, by the step itself) count where they were met; each write repetition of the replay probes as
+it begins (over in 1-3 s, before the host takes them back). A step's share of fresh pages is what they held of
+its bytes, a repetition's what they could hold of its own. A write's reference is then taken at the step's
+share: each repetition is a point, its share against its seconds per MiB, and the reference lies on the
+straight line through them (least squares) at the step's share, held within the shares the repetitions met
+(no line is drawn beyond what was measured). Where the repetitions' shares lie closer than ``MIN_SHARE_SPAN``,
+where nothing was probed, on a memory tier (tmpfs takes 4 KiB pages, which the huge-page probe does not see)
+and for reads, the reference is the median of the new-file repetitions (writes) or of every repetition (reads).
 docs/performance.md ("The reference at the step's page state") has the measurements behind it.
 
 On a memory tier of such a machine no reference is fair yet (:func:`reference_fair`): there the forecasts wrote
@@ -32,10 +32,6 @@ from ..units import MiB
 # the repetitions' shares of fresh pages must span this much for a line through them to say anything: the
 # new-file repetitions met 0-0.1, the rewrites 0.7-1.0 on this repository's VM
 MIN_SHARE_SPAN = 0.25
-# how long fresh pages stay: the kernel's page reporting waits 2 s (PAGE_REPORTING_DELAY) after pages are freed
-# before it hands them to the host; a deleted 1.5 GiB was reported within 2.3-4.8 s (docs/performance.md)
-FRESH_LIFETIME_S = 2.0
-
 
 def reference_repetitions(replayed: pd.DataFrame) -> pd.DataFrame:
     """The repetitions a step is compared with when its page state is not taken into account (rows of
@@ -50,27 +46,18 @@ def fresh_share(fresh_MiB, nbytes):
     return (fresh_MiB / (nbytes / MiB)).clip(lower=0.0, upper=1.0)
 
 
-def fresh_taken_MiB(io: pd.DataFrame, begun: float, fresh: float) -> float:
-    """Of ``fresh`` MiB of fresh pages found as a step's run began (``begun``), what its I/O records ``io`` (one job
-    and direction: ``t_start``, ``seconds``, ``bytes``) could write into before the host took them.
-
-    The pages found were freed at moments spread over the reporting delay before the probe, so what is left of
-    them falls linearly to nothing ``FRESH_LIFETIME_S`` after it; the step takes them as it writes, until what
-    it has written catches up with what is left (NaN where nothing was probed)."""
-    if pd.isna(fresh):
+def fresh_written_MiB(io: pd.DataFrame) -> float:
+    """MiB of a step's writes ``io`` (its write records: ``bytes``, ``fresh_MiB``) that found fresh pages: each
+    file's bytes up to what its probe found (NaN where no file was probed)."""
+    probed = io[io["fresh_MiB"].notna()] if "fresh_MiB" in io else io.iloc[:0]
+    if probed.empty:
         return float("nan")
-    done = (io["t_start"] + io["seconds"] - begun).to_numpy(dtype=float)
-    order = done.argsort()
-    written = (io["bytes"].to_numpy(dtype=float)[order] / MiB).cumsum()
-    left = fresh * (1.0 - done[order] / FRESH_LIFETIME_S).clip(min=0.0)
-    return float(max(0.0, (written.clip(max=left)).max(initial=0.0)))
+    return float(np.minimum(probed["fresh_MiB"].astype(float), probed["bytes"].astype(float) / MiB).sum())
 
 
 def step_fresh_share(jobs: pd.DataFrame) -> pd.Series:
-    """Per paired job (rows of paired_jobs): the share of the step's bytes fresh pages took (``step_fresh_taken_MiB``,
-    else all it found: ``step_fresh_MiB``)."""
-    fresh = jobs["step_fresh_taken_MiB"] if "step_fresh_taken_MiB" in jobs else jobs["step_fresh_MiB"]
-    return fresh_share(fresh.astype(float), jobs["step_bytes"])
+    """Per paired job (rows of paired_jobs): the share of the step's bytes that found fresh pages."""
+    return fresh_share(jobs["step_fresh_MiB"].astype(float), jobs["step_bytes"])
 
 
 def seconds_per_MiB(job: pd.DataFrame) -> float:

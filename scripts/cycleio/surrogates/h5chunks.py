@@ -81,6 +81,7 @@ def write_netcdf(path: Path, layout: NetcdfLayout, source, times: Overheads, buf
         fid = open_hdf5(path, writable=True, image=bytes(image), grows_to=len(image) + layout.data_bytes() + 2**20)
         times.define += time.perf_counter() - t0
     else:
+        times.before_storage()
         t0 = time.perf_counter()
         with open(path, "wb", buffering=0) as handle:
             handle.write(image)
@@ -140,6 +141,7 @@ def write_netcdf(path: Path, layout: NetcdfLayout, source, times: Overheads, buf
         closing = time.perf_counter() - t0
     if in_memory:
         times.define += closing
+        times.before_storage()  # the image is built: what fresh pages are left go to the page cache
         t0 = time.perf_counter()
         with open(path, "wb", buffering=0) as handle:
             write_groups(handle.fileno(), [memoryview(final)[i:i + buffer_bytes]

@@ -22,19 +22,19 @@ from ..config.calendar import com_dir, is_half_cycle
 from ..config.keys import is_replay_job
 from ..config.settings import ArmSettings
 from ..faults import JobFaults, filled
-from ..hostmemory import free_page_reporting, fresh_MiB
+from ..hostmemory import FilePageProbe, free_page_reporting
 from ..kernelio import ProcIO, Window, counted
 from ..storage.checksums import checksum_file
 from ..fsutil import remove_tree, write_json_atomic
 from .grid import Grid
 from ..config.forecast import cycle_steps
 from .inventory import FileSpec, coldstart_files, job_files, step_io
-from .kinds import GRIB_KINDS
+from .kinds import GRIB_KINDS, expected_bytes
 from .context import WriteContext
 from .readers import FileReader
 from .transfers import Transfer
 from .writers import write_file
-from ..records import RecordLog
+from ..records import REPLAY, RecordLog
 from ..storage.pagecache import cache_risk, drop_page_cache
 from ..storage.staging import copy_and_verify, remove_stale_temporaries
 from ..storage.stagingtypes import StagingFaults, StagingOptions
@@ -132,16 +132,23 @@ def _record_transfer(records: RecordLog, op: str, spec: FileSpec, t_start: float
                 transfers=transfer.cpu.transfers, cached_fraction=transfer.cached_fraction, **fields)
     for other, seconds in transfer.cpu.seconds().items():
         if seconds > 0 or other == "generate" and op == "write":
-            records.add(op=other, file=spec.path, n_files=0, t_start=t_start, seconds=seconds,
-                        **{k: v for k, v in fields.items() if k != "cache_risk"})
+            cpu_fields = {k: v for k, v in fields.items() if k not in ("cache_risk", "fresh_MiB")}
+            if other == "probe":  # the instrument's seconds, as its paired replay's
+                cpu_fields["phase"] = REPLAY
+            records.add(op=other, file=spec.path, n_files=0, t_start=t_start, seconds=seconds, **cpu_fields)
 
 
 def _timed_write(path: Path, spec: FileSpec, ctx: WriteContext, records: RecordLog, tier: TierSite,
-                 step: str) -> int:
+                 step: str, probe_pages: bool = False) -> int:
     """Write one file; the write record times only storage I/O, CPU work gets records of its own."""
+    if probe_pages:
+        ctx.times.pages = ctx.times.pages or FilePageProbe()
+        ctx.times.pages.arm(expected_bytes(spec, ctx.grid, ctx.compression))
     t_start = time.time()
     transfer = write_file(path, spec, ctx)
-    _record_transfer(records, "write", spec, t_start, transfer, step=step, phase="run", **tier.fields())
+    fresh = ctx.times.pages.take() if ctx.times.pages is not None else None
+    _record_transfer(records, "write", spec, t_start, transfer, step=step, phase="run", fresh_MiB=fresh,
+                     **tier.fields())
     return transfer.bytes
 
 
@@ -154,10 +161,11 @@ def _compute(seconds: float, records: RecordLog, scratch: TierSite, step: str, k
 
 def _run_step(settings: ArmSettings, step: str, io, workdir: Path, ctx: WriteContext, records: RecordLog,
               scratch: TierSite, cache_cold: bool, label: str, faults: JobFaults = JobFaults({}),
-              mpi: dict | None = None, kernel: Window | None = None) -> None:
+              mpi: dict | None = None, kernel: Window | None = None, probe_pages: bool = False) -> None:
     """A step's own work on scratch: read its inputs, compute, write its outputs at its cadence.
 
     ``kernel``: the kernel's count of this run (kernelio.counted), told what of it is not the step's own I/O.
+    ``probe_pages``: each write record keeps the fresh pages its file met (hostmemory.fresh_before_write).
     """
     faults.fail_step(step, ctx.cycle)
     reader = FileReader()
@@ -176,8 +184,9 @@ def _run_step(settings: ArmSettings, step: str, io, workdir: Path, ctx: WriteCon
         info: dict = {}
         outside: list[dict] = []  # the ranks' start-up, which the kernel counts in this process once they end
         for event in run_forecast_mpi(settings, ctx.cycle, workdir, io.writes, ctx, label=label,
-                                      fail_rank=faults.fail_rank(), info=info, kernel_outside=outside):
-            records.add(step=step, phase="run", **event, **scratch.fields())
+                                      fail_rank=faults.fail_rank(), info=info, kernel_outside=outside,
+                                      probe_pages=probe_pages):
+            records.add(**{"step": step, "phase": "run", **event}, **scratch.fields())  # a probe's: phase replay
         for counts in outside if kernel is not None else ():
             kernel.exclude(ProcIO.from_dict(counts))
         if mpi is not None:  # for the job's manifest
@@ -185,7 +194,7 @@ def _run_step(settings: ArmSettings, step: str, io, workdir: Path, ctx: WriteCon
     else:
         _compute(settings.step_compute_seconds.get(step, 0.0), records, scratch, step, settings.compute_kind)
         for spec in io.writes:
-            _timed_write(workdir / spec.path, spec, ctx, records, scratch, step)
+            _timed_write(workdir / spec.path, spec, ctx, records, scratch, step, probe_pages)
     written = sum(r.bytes for r in records.records if r.step == step and r.op == "write")
     log.info("%s run %s: read %d files, wrote %d files, %.1f MiB", label, step, len(io.reads), len(io.writes),
              written / MiB)
@@ -294,13 +303,10 @@ def run_step(settings: ArmSettings, cycle: str, step: str, records_path: Path, m
         _import_libraries(per_step)
         for name in steps:
             with filled(workdir, faults.fill_tier(name)), slowed(workdir, faults.slow_tier(name)) as rundir:
-                # a paired step's writes are set against its replay at the share of fresh pages it met (hostmemory)
-                fresh, since = fresh_MiB() if replay is not None else None, len(records.records)
                 with counted(records, step=name, phase="run", **scratch.fields()) as kernel:
+                    # a paired step's writes are set against its replay at the share of fresh pages they met
                     _run_step(settings, name, per_step[name], rundir, ctx, records, scratch, cache_cold, label,
-                              faults, mpi, kernel)
-                if fresh is not None:
-                    records.annotate(since, fresh_MiB=fresh)
+                              faults, mpi, kernel, probe_pages=replay is not None)
                 if replay is not None:
                     phase = "replay"
                     replay.run(name, records, scratch, rundir / f".replay.{cycle}.{name}",

@@ -8,7 +8,8 @@ file's bytes and storage seconds, and :func:`write_groups` sends buffers out in 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 
 
 # Data move in transfers of at most this many bytes per process: blocks of many levels, never one
@@ -33,9 +34,20 @@ class Overheads:
     define: float = 0.0  # building a netCDF file's structure: in memory, then opening its variables
     locate: float = 0.0  # reading a netCDF file's structure to find each variable's chunks
     rename: float = 0.0  # landing safely: the rename and the directory's sync (a replay does neither)
+    probe: float = 0.0  # a paired step's probe of the fresh pages a file meets: the instrument's (hostmemory)
     transfers: int = 0
+    # armed per file by a paired step (hostmemory.FilePageProbe); writers call before_storage
+    pages: object = field(default=None, repr=False, compare=False)
 
-    SECONDS = ("generate", "encode", "decode", "define", "locate", "rename")
+    SECONDS = ("generate", "encode", "decode", "define", "locate", "rename", "probe")
+
+    def before_storage(self) -> None:
+        """A writer is about to hand a file's first bytes to storage: an armed page probe looks now, its seconds
+        booked as ``probe``, out of the storage seconds."""
+        if self.pages is not None and self.pages.armed:
+            t0 = time.perf_counter()
+            self.pages.look()
+            self.probe += time.perf_counter() - t0
 
     def take(self) -> "Overheads":
         taken = self.copy()
@@ -75,6 +87,7 @@ class Transfer:
 
 def write_groups(fd: int, buffers: list, times: Overheads, buffer_bytes: int) -> None:
     """Buffers to a file in transfers of at most the buffer's size (writev: no copy to join them)."""
+    times.before_storage()
     group: list = []
     size = 0
     for buffer in buffers:

@@ -61,6 +61,7 @@ def write_bytes(path: Path, spec: FileSpec, ctx: WriteContext) -> None:
             t0 = time.perf_counter()
             chunk = rng.bytes(size)
             ctx.times.generate += time.perf_counter() - t0
+            ctx.times.before_storage()
             handle.write(chunk)
             ctx.times.transfers += 1
             remaining -= size

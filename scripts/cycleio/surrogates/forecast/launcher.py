@@ -159,7 +159,8 @@ def _full_tier(workdir: Path) -> str:
 
 def run_forecast_mpi(settings, cycle: str, workdir: Path, writes: list[FileSpec], ctx: WriteContext, *,
                      timeout: float | None = None, label: str = "", fail_rank: int | None = None,
-                     info: dict | None = None, kernel_outside: list | None = None) -> list[dict]:
+                     info: dict | None = None, kernel_outside: list | None = None,
+                     probe_pages: bool = False) -> list[dict]:
     """Run the forecast's writes as an MPI program under the arm's launcher; return its records.
 
     ``fail_rank``: fault injection (config ``faults.fail_rank``), the rank that fails at its first output hour.
@@ -168,7 +169,8 @@ def run_forecast_mpi(settings, cycle: str, workdir: Path, writes: list[FileSpec]
 
     ``settings`` is the arm's ArmSettings (strategy, launcher, write_component, compute stand-in).
     ``kernel_outside``, if given, gets each rank's kernel counts outside its I/O work (kernelio.outside_event's
-    ``counts``: its start-up), which the job's count of the run leaves out.
+    ``counts``: its start-up), which the job's count of the run leaves out. ``probe_pages``: a paired job's
+    step; the writing rank tells the fresh pages each file meets (rank.Forecast.fresh_before).
     Each record is a dict of Record fields (op, file, bytes, t_start, seconds, rank, nranks, n_files);
     the caller adds step, phase and tier. Raises ForecastError with the failing rank's error.
     """
@@ -196,7 +198,7 @@ def run_forecast_mpi(settings, cycle: str, workdir: Path, writes: list[FileSpec]
             "hours": [[hour, [[s.path, s.kind, [list(p) for p in s.params]] for s in specs]] for hour, specs in groups],
             "buffer_bytes": ctx.buffer_bytes,
             "records": str(tmp / "records.jsonl"), "errors": str(tmp / "errors"), "info": str(tmp / "info.json"),
-            "fail_rank": fail_rank,
+            "fail_rank": fail_rank, "probe_pages": probe_pages,
         }
         (tmp / "spec.json").write_text(json.dumps(spec))
         argv = [*command, python, "-m", "cycleio.surrogates.forecast.rank", "--spec", str(tmp / "spec.json")]

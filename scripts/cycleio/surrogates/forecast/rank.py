@@ -26,7 +26,10 @@ from pathlib import Path
 import numpy as np
 
 from .. import h5chunks, nclayout, transfers, writers
+from ..kinds import expected_bytes
 from ...faults import InjectedFault
+from ...hostmemory import FilePageProbe
+from ...records import REPLAY
 from ...kernelio import outside_event, read_proc_io
 from ...fsutil import landing
 from ..compute import COMPUTE_KINDS
@@ -121,6 +124,9 @@ class Forecast:
         self.band_types = BandTypes()
         self.transfer_mark = 0  # ctx.times.transfers when the last write record was made
         self.strategy = self.layout.write_strategy(self)
+        # a paired job's step tells the free pages each file meets (hostmemory), where one rank writes at a time
+        if spec.get("probe_pages") and self.layout.write_strategy.one_writer(self.layout):
+            self.ctx.times.pages = FilePageProbe()
 
     # ---- records and checks
 
@@ -137,10 +143,21 @@ class Forecast:
             where = f"as it lands {path.name}" if path is not None else "at its first output hour"
             raise InjectedFault(f"injected fault (config faults.fail_rank): rank {self.rank} fails {where}")
 
-    def write_record(self, op: str, path: Path, t_start: float, size: int, seconds: float):
+    def write_record(self, op: str, path: Path, t_start: float, size: int, seconds: float,
+                     fresh_MiB: float | None = None):
         self.record(op, t_start, seconds, str(path.relative_to(self.workdir)), size)
         self.records[-1]["transfers"] = max(1, self.ctx.times.transfers - self.transfer_mark)
         self.transfer_mark = self.ctx.times.transfers
+        if fresh_MiB is not None:
+            self.records[-1]["fresh_MiB"] = fresh_MiB
+
+    def arm_probe(self, nbytes: int) -> None:
+        """Where this rank probes the fresh pages its files meet: for the file of about ``nbytes`` it begins now."""
+        if self.ctx.times.pages is not None:
+            self.ctx.times.pages.arm(nbytes)
+
+    def probed(self) -> float | None:
+        return self.ctx.times.pages.take() if self.ctx.times.pages is not None else None
 
     def take_overheads(self) -> transfers.Overheads:
         """The CPU work booked apart since the last take; counting starts again (transfers too).
@@ -158,6 +175,8 @@ class Forecast:
         for op, seconds in cpu.seconds().items():
             if seconds > 0 or op in always:
                 self.record(op, t_start, seconds, file, n_files=0)
+                if op == "probe":  # the instrument's seconds, as its paired replay's
+                    self.records[-1]["phase"] = REPLAY
 
     # ---- files
 
@@ -177,17 +196,19 @@ class Forecast:
 
     def write(self, path: Path, layout: nclayout.NetcdfLayout, source, diskless: bool = False) -> None:
         """Land a netCDF file (or a piece of one) and record its ``write``."""
+        self.arm_probe(layout.data_bytes())
         t_start = time.time()
         size, seconds = self.land(path, layout, source, diskless)
-        self.write_record("write", path, t_start, size, seconds)
+        self.write_record("write", path, t_start, size, seconds, self.probed())
 
     def write_whole(self, plan: FilePlan) -> None:
         """A file written whole by its writer (writers.py), and its ``write`` record; CPU work is kept out of the seconds."""
         path = self.workdir / plan.spec.path
+        self.arm_probe(expected_bytes(plan.spec, self.ctx.grid, self.ctx.compression))
         t_start = time.time()
         self.fail_if_injected(path)
         transfer = writers.write_file(path, plan.spec, self.ctx)
-        self.write_record("write", path, t_start, transfer.bytes, transfer.io_s)
+        self.write_record("write", path, t_start, transfer.bytes, transfer.io_s, self.probed())
 
     # ---- blocks, buffers and messages
 

@@ -25,6 +25,12 @@ class WriteStrategy:
         return 0
 
     @classmethod
+    def one_writer(cls, layout) -> bool:
+        """Whether one rank writes at a time: then a probe of the free pages before each file tells what that
+        file meets (hostmemory.fresh_before_write); ranks writing at once share the pages they probe."""
+        return False
+
+    @classmethod
     def describe(cls, layout) -> str:
         text = f"{layout.strategy}, {layout.compute} compute ranks"
         if layout.writers:

@@ -21,6 +21,10 @@ class Quilt(WriteStrategy):
     def writer_ranks(cls, layout) -> int:
         return layout.write_groups * layout.tasks_per_group
 
+    @classmethod
+    def one_writer(cls, layout) -> bool:
+        return cls.writer_ranks(layout) == 1
+
     def assignments(self, index: int, plans: list) -> list[tuple]:
         """(plan, writer rank) of each file of hour ``index``."""
         layout = self.fc.layout

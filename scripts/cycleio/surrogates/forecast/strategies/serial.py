@@ -16,6 +16,10 @@ GO_TAG = 2**20  # rank 0's "make the next block" to the other ranks
 class Serial(WriteStrategy):
     diskless = False
 
+    @classmethod
+    def one_writer(cls, layout) -> bool:
+        return True  # rank 0
+
     def __init__(self, fc):
         super().__init__(fc)
         self.go = fc.message(1)  # the "make the next block" signal; its content is not read
