@@ -354,6 +354,41 @@ def test_fresh_pages_are_counted_where_the_step_met_them_file_by_file():
     assert row["reference_MiB_per_s"] == pytest.approx(256 / on_the_line(128.0))
 
 
+def unmatched_job(cycle: str = "c2") -> pd.DataFrame:
+    """A paired job whose step met no fresh page (share 0) while every repetition of its replay met fresh pages for
+    all its bytes (share 1): its replay did not meet its step's page state (replayreference.page_state_met)."""
+    events = fresh_pairs(0.0).assign(cycle=cycle)
+    events.loc[events["phase"] == "replay", ["fresh_MiB", "seconds"]] = [256.0, 0.25]
+    return events
+
+
+def test_a_job_whose_replay_met_another_page_state_than_its_step_is_left_out_of_its_row():
+    both = pd.concat([fresh_pairs(130.0), unmatched_job()], ignore_index=True)
+    row, alone = replay_row(both), replay_row(fresh_pairs(130.0))
+    assert (row["surrogate_jobs"], row["jobs_unmatched"], alone["jobs_unmatched"]) == (1, 1, 0)
+    for column in ("reference_MiB_per_s", "efficiency", "efficiency_low", "efficiency_high", "surrogate_fresh_share"):
+        assert row[column] == pytest.approx(alone[column]), column
+    gap, gap_alone = (io_gap_table(no_benchmarks(), events).iloc[0] for events in (both, fresh_pairs(130.0)))
+    assert (gap["jobs"], gap["replay_s"]) == (1, pytest.approx(gap_alone["replay_s"]))
+
+
+def test_a_row_whose_every_job_met_another_page_state_than_its_replay_has_no_fair_reference():
+    row = replay_row(unmatched_job())
+    assert row["verdict"] == "reference not fair" and row["jobs_unmatched"] == 1 and math.isnan(row["efficiency"])
+    assert not io_gap_table(no_benchmarks(), unmatched_job()).iloc[0]["timed"]
+
+
+def test_page_states_are_compared_only_where_they_were_told():
+    from cycleio.report.benchtables import paired_jobs
+    from cycleio.report.replayreference import page_state_met
+
+    job = paired_jobs(unmatched_job())
+    assert not page_state_met(job)
+    assert page_state_met(paired_jobs(unmatched_job().assign(fresh_MiB=None)))  # a machine that keeps its memory
+    assert page_state_met(job.assign(memory_tier=True))  # tmpfs: the probe cannot tell (reference_fair says so)
+    assert page_state_met(paired_jobs(unmatched_job().assign(op="read")))
+
+
 def test_a_write_on_a_memory_tier_of_a_probed_machine_has_no_fair_reference():
     """tmpfs takes 4 KiB pages, which the probe does not see: on a machine that hands freed memory to its host the
     replay's writes there say more of the page state than of the step (replayreference.reference_fair)."""

@@ -12,8 +12,8 @@ Writes alternate between two page states, because on a VM they differ by up to s
 repetitions write new files beside everything else, as the step did (pages from the free pool, which a VM
 with free page reporting has partly handed back to its host: first touches, slow), odd ones first delete
 the files of the repetition before and write where they were (pages the kernel just freed: fast).
-bench/RESULTS.md has both on the README's VM ("fresh pages over reused"). Before the step's run and each
-write repetition the job measures the fresh pages there are (hostmemory.fresh_MiB, kept in the records), and
+bench/RESULTS.md has both on the README's VM ("fresh pages over reused"). Before each file of the step and each
+write repetition the job measures the fresh pages there are (hostmemory, kept in the records), and
 a write row's reference is its replay at the step's share of them (report.replayreference); its band spans
 every repetition. On a machine whose memory does not go back to a host nothing is probed, the two states
 agree and the band is the replay's own noise.

@@ -16,8 +16,8 @@ from ..benchmarks.timing import Timing
 from ..intervals import covered_per_group
 from .aggregate import group_codes, write_table
 from .closeness import AT_SPEED, FASTER, NOT_FAIR, NOT_TIMED, SLOWER, WITHIN_NOISE
-from .replayreference import (fresh_written_MiB, reference_fair, reference_repetitions, reference_seconds,
-                              step_fresh_share)
+from .replayreference import (fresh_written_MiB, met_jobs, reference_fair, reference_repetitions,
+                              reference_seconds, step_fresh_share)
 from ..storage.pagecache import memory_backed
 from ..records import cycle_records, replay_records
 from ..benchmarks.common import COLUMNS
@@ -34,7 +34,8 @@ _PANDAS_TYPES = {pa.bool_(): pd.BooleanDtype(), pa.int64(): pd.Int64Dtype(), pa.
 AGGREGATE_ORDER = {"rep": 0, "max": 1, "min": 2, "mean": 3}
 EFFICIENCY_COLUMNS = (
     "study", "arm", "tier", "step", "activity", "surrogate_jobs", "surrogate_bytes", "surrogate_summed_s",
-    "surrogate_covered_s", "surrogate_MiB_per_s", "surrogate_cached_fraction", "surrogate_fresh_share", "reference",
+    "surrogate_covered_s", "surrogate_MiB_per_s", "surrogate_cached_fraction", "surrogate_fresh_share",
+    "jobs_unmatched", "reference",
     "reference_benchmark", "reference_pattern", "reference_operation", "reference_tool", "reference_tasks",
     "reference_from_cache",
     "reference_MiB_per_s", "efficiency", "reference_repetitions", "reference_s", "efficiency_low", "efficiency_high",
@@ -169,6 +170,15 @@ def paired_jobs(events: pd.DataFrame) -> pd.DataFrame:
     return steps.merge(reps.reset_index(), on=keys, how="left")
 
 
+def _matched(replayed: pd.DataFrame) -> tuple[pd.DataFrame, pd.Series]:
+    """Of one step and direction's replayed paired jobs, those whose replay met their step's page state (all of
+    them where none did: their row then has no fair reference), and per job whether it did (replayreference)."""
+    if replayed.empty:
+        return replayed, pd.Series(dtype=bool)
+    met = met_jobs(replayed)
+    return (replayed[replayed["cycle"].isin(met.index[met])] if met.any() else replayed), met
+
+
 def _paired_rows(pairs: pd.DataFrame) -> pd.DataFrame:
     """Per arm, tier, step and direction: the step over its paired replays (the efficiency table's ``replay`` rows);
     the reference is the step's bytes over the seconds its replays say the tier takes for them in the page state
@@ -178,7 +188,7 @@ def _paired_rows(pairs: pd.DataFrame) -> pd.DataFrame:
     pairs = pairs.assign(ratio=(pairs["step_bytes"] / pairs["step_covered_s"]) / (pairs["replay_bytes"] / pairs["replay_s"]))
     rows = []
     for key, group in pairs.groupby(keys, sort=True):
-        replayed = group[group["replay_s"].notna()]  # jobs whose reads or writes were enough to replay
+        replayed, met = _matched(group[group["replay_s"].notna()])  # jobs whose I/O was enough to replay
         jobs = (replayed if not replayed.empty else group).drop_duplicates("cycle")
         group = replayed
         nbytes, covered = jobs["step_bytes"].sum(), jobs["step_covered_s"].sum()
@@ -194,7 +204,8 @@ def _paired_rows(pairs: pd.DataFrame) -> pd.DataFrame:
                      / jobs["step_bytes"][measured].sum() if measured.any() else float("nan"),
                      "surrogate_fresh_share": float((step_fresh_share(jobs) * jobs["step_bytes"])[probed].sum()
                                                     / jobs["step_bytes"][probed].sum()) if probed.any() else float("nan"),
-                     "reference_fair": reference_fair(jobs, key[4]),
+                     "reference_fair": reference_fair(jobs, key[4]) and (met.empty or bool(met.any())),
+                     "jobs_unmatched": int((~met).sum()),
                      "reference": "replay", "reference_benchmark": "replay", "reference_pattern": key[3],
                      "reference_operation": key[4], "reference_tool": "fio", "reference_tasks": 1,
                      "reference_from_cache": bool(key[4] == "read" and group["replay_cached_fraction"].mean() > 0.5),
@@ -337,6 +348,8 @@ def io_gap_table(bench: pd.DataFrame, events: pd.DataFrame, timing: Timing = Tim
     pairs = paired_jobs(events)
     pairs = pairs[pairs["replay_s"].notna()]
     keys = ["study", "arm", "tier", "step", "op"]
+    if not pairs.empty:  # the jobs the efficiency table sets against their replay
+        pairs = pd.concat([_matched(group)[0] for _, group in pairs.groupby(keys, sort=True)])
     # the reference, for the step's bytes: replayreference (a replay's own bytes say what share fresh pages held)
     reference = {key: float(reference_seconds(group).sum()) for key, group in pairs.groupby(keys, sort=True)}
     # a replay may cover fewer bytes than its step (benchmarks.replay.max_files caps each size class): its seconds
@@ -365,7 +378,7 @@ def io_gap_table(bench: pd.DataFrame, events: pd.DataFrame, timing: Timing = Tim
                      "cycleio_s_high": step_s - low,
                      # no split against a reference that is not fair (replayreference.reference_fair)
                      "timed": bool(timing.enough(nbytes, step_s) and replay_s >= timing.min_seconds
-                                   and reference_fair(jobs, op))})
+                                   and reference_fair(jobs, op) and met_jobs(group).any())})
     return pd.DataFrame(rows, columns=list(IO_GAP_COLUMNS))
 
 

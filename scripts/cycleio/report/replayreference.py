@@ -14,6 +14,8 @@ straight line through them (least squares) at the step's share, held within the 
 (no line is drawn beyond what was measured). Where the repetitions' shares lie closer than ``MIN_SHARE_SPAN``,
 where nothing was probed, on a memory tier (tmpfs takes 4 KiB pages, which the huge-page probe does not see)
 and for reads, the reference is the median of the new-file repetitions (writes) or of every repetition (reads).
+A job whose step's share lies well outside every share its repetitions met has no reference at all
+(:func:`page_state_met`): its row leaves it out (``jobs_unmatched``), and a row left with none says so.
 docs/performance.md ("The reference at the step's page state") has the measurements behind it.
 
 On a memory tier of such a machine no reference is fair yet (:func:`reference_fair`): there the forecasts wrote
@@ -32,6 +34,9 @@ from ..units import MiB
 # the repetitions' shares of fresh pages must span this much for a line through them to say anything: the
 # new-file repetitions met 0-0.1, the rewrites 0.7-1.0 on this repository's VM
 MIN_SHARE_SPAN = 0.25
+# how far outside the shares its repetitions met a step's share may lie for the replay to be its reference: the
+# measure's resolution, as above (page_state_met)
+SHARE_TOLERANCE = 0.25
 
 def reference_repetitions(replayed: pd.DataFrame) -> pd.DataFrame:
     """The repetitions a step is compared with when its page state is not taken into account (rows of
@@ -80,6 +85,33 @@ def seconds_per_MiB(job: pd.DataFrame) -> float:
     per_MiB = (probed["replay_s"] / (probed["replay_bytes"] / MiB)).to_numpy(dtype=float)
     slope, intercept = np.polyfit(shares, per_MiB, 1)
     return float(intercept + slope * min(max(step_share, shares.min()), shares.max()))
+
+
+def page_state_met(job: pd.DataFrame) -> bool:
+    """Whether one paired job's replay met the page state its step met (rows of paired_jobs of one job and
+    direction): the step's share of fresh pages lies within its write repetitions' shares, give or take
+    ``SHARE_TOLERANCE``. Always where nothing tells the two apart: reads, a memory tier, nothing probed.
+
+    A job whose replay did not (on this repository's VM: an analysis whose files found fresh pages for 28 % of
+    their bytes, every repetition for all of theirs) has no reference for its step: no line through the
+    repetitions reaches the step's share, and the repetitions' own rates say nothing of it."""
+    reps = job[job["replay_s"].notna() & (job["replay_bytes"] > 0)]
+    if reps.empty or "replay_fresh_MiB" not in reps:
+        return True
+    step = reps.iloc[0]
+    if step["op"] != "write" or bool(step.get("memory_tier", False)):
+        return True
+    step_share = step_fresh_share(reps.iloc[[0]]).iloc[0]
+    probed = reps[reps["replay_fresh_MiB"].notna()]
+    if pd.isna(step_share) or probed.empty:
+        return True
+    shares = fresh_share(probed["replay_fresh_MiB"].astype(float), probed["replay_bytes"])
+    return bool(shares.min() - SHARE_TOLERANCE <= step_share <= shares.max() + SHARE_TOLERANCE)
+
+
+def met_jobs(pairs: pd.DataFrame) -> pd.Series:
+    """Per paired job (``cycle``) of one step and direction: whether its replay met its step's page state."""
+    return pairs.groupby("cycle", sort=True).apply(page_state_met, include_groups=False).astype(bool)
 
 
 def reference_fair(jobs: pd.DataFrame, op: str) -> bool:
