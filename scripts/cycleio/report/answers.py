@@ -257,8 +257,9 @@ def _reporting_note(table: pd.DataFrame) -> list[str]:
             "there a buffered write runs as fast as the free pages it finds, from about 350 MiB/s (pages handed "
             "back) to over 1.5 GB/s (pages freed a moment before), on every tier. Each file a paired step wrote and "
             "each write repetition of its replay measured the pages it found, and a write row's reference is its "
-            "replay at the step's share of them; on a memory tier, whose 4 KiB pages that measure cannot see, a "
-            "write has no fair reference there and says so (docs/performance.md)."]
+            "replay at the step's share of them. A write has no fair reference, and says so, on a memory tier "
+            "(whose 4 KiB pages that measure cannot see) and where every repetition met other pages than its step "
+            "(docs/performance.md)."]
 
 
 def write_summary(table: pd.DataFrame, csv_path: Path, md_path: Path, title: str, extra: str = "") -> str:
