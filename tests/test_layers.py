@@ -169,3 +169,30 @@ def test_the_layer_contract_covers_every_subpackage_and_module():
     modules = {path.stem for path in PACKAGE.glob("*.py") if path.stem != "__init__"}
     packages = {path.parent.name for path in PACKAGE.glob("*/__init__.py")}
     assert named == modules | packages
+
+
+def test_the_forecast_rank_program_imports_only_what_the_parallel_stack_has():
+    """The shared-file strategies run the rank program on .venv-parallel (requirements-parallel.lock): no module it
+    loads, however far down, may import a package that stack lacks (pyarrow through cycleio.records did once)."""
+    graph = import_graph()
+    closure, todo = set(), ["cycleio.surrogates.forecast.rank"]
+    while todo:
+        name = todo.pop()
+        if name not in closure:
+            closure.add(name)
+            todo += graph[name]
+    lock = (REPO / "requirements-parallel.lock").read_text().lower()
+    installed = {line.split("==")[0].replace("-", "_") for line in lock.splitlines() if "==" in line}
+    installed |= {"yaml"}  # PyYAML's import name
+    installed |= {"eccodes"}  # imported inside writers.write_grib only: the ranks write netCDF and text, no GRIB2
+    found = {}
+    for name in closure:
+        path = PACKAGE.parent / (name.replace(".", "/") + ".py")
+        path = path if path.exists() else path.with_suffix("") / "__init__.py"
+        for node in ast.walk(ast.parse(path.read_text())):
+            roots = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module] if isinstance(node, ast.ImportFrom) and not node.level and node.module else [])
+            for root in (r.split(".")[0] for r in roots):
+                if root != "cycleio" and root not in sys.stdlib_module_names and root.lower() not in installed:
+                    found.setdefault(root, set()).add(name)
+    assert not found, f"the rank program's modules import packages .venv-parallel lacks: {found}"

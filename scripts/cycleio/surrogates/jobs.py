@@ -126,6 +126,12 @@ def _stage(files: list[FileSpec], src_root: Path, dst_root: Path, phase: str, st
     return landed
 
 
+def _phase_of(op: str, phase: str = "run") -> str:
+    """The phase of a record made in ``phase``: a paired step's page probe (hostmemory) is the instrument's, as its
+    replay is, not the step's."""
+    return REPLAY if op == "probe" else phase
+
+
 def _record_transfer(records: RecordLog, op: str, spec: FileSpec, t_start: float, transfer: Transfer, **fields) -> None:
     """A file's storage I/O as one record, and each kind of CPU work kept apart from it as its own."""
     records.add(op=op, file=spec.path, bytes=transfer.bytes, t_start=t_start, seconds=transfer.io_s,
@@ -133,9 +139,8 @@ def _record_transfer(records: RecordLog, op: str, spec: FileSpec, t_start: float
     for other, seconds in transfer.cpu.seconds().items():
         if seconds > 0 or other == "generate" and op == "write":
             cpu_fields = {k: v for k, v in fields.items() if k not in ("cache_risk", "fresh_MiB")}
-            if other == "probe":  # the instrument's seconds, as its paired replay's
-                cpu_fields["phase"] = REPLAY
-            records.add(op=other, file=spec.path, n_files=0, t_start=t_start, seconds=seconds, **cpu_fields)
+            records.add(op=other, file=spec.path, n_files=0, t_start=t_start, seconds=seconds,
+                        **{**cpu_fields, "phase": _phase_of(other, fields["phase"])})
 
 
 def _timed_write(path: Path, spec: FileSpec, ctx: WriteContext, records: RecordLog, tier: TierSite,
@@ -186,7 +191,7 @@ def _run_step(settings: ArmSettings, step: str, io, workdir: Path, ctx: WriteCon
         for event in run_forecast_mpi(settings, ctx.cycle, workdir, io.writes, ctx, label=label,
                                       fail_rank=faults.fail_rank(), info=info, kernel_outside=outside,
                                       probe_pages=probe_pages):
-            records.add(**{"step": step, "phase": "run", **event}, **scratch.fields())  # a probe's: phase replay
+            records.add(step=step, phase=_phase_of(event["op"]), **event, **scratch.fields())
         for counts in outside if kernel is not None else ():
             kernel.exclude(ProcIO.from_dict(counts))
         if mpi is not None:  # for the job's manifest

@@ -29,7 +29,6 @@ from .. import h5chunks, nclayout, transfers, writers
 from ..kinds import expected_bytes
 from ...faults import InjectedFault
 from ...hostmemory import FilePageProbe
-from ...records import REPLAY
 from ...kernelio import outside_event, read_proc_io
 from ...fsutil import landing
 from ..compute import COMPUTE_KINDS
@@ -175,8 +174,6 @@ class Forecast:
         for op, seconds in cpu.seconds().items():
             if seconds > 0 or op in always:
                 self.record(op, t_start, seconds, file, n_files=0)
-                if op == "probe":  # the instrument's seconds, as its paired replay's
-                    self.records[-1]["phase"] = REPLAY
 
     # ---- files
 
