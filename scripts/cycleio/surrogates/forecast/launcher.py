@@ -170,7 +170,7 @@ def run_forecast_mpi(settings, cycle: str, workdir: Path, writes: list[FileSpec]
     ``settings`` is the arm's ArmSettings (strategy, launcher, write_component, compute stand-in).
     ``kernel_outside``, if given, gets each rank's kernel counts outside its I/O work (kernelio.outside_event's
     ``counts``: its start-up), which the job's count of the run leaves out. ``probe_pages``: a paired job's
-    step; the writing rank tells the fresh pages each file meets (rank.Forecast.fresh_before).
+    step; the writing rank tells the fresh pages each file meets (rank.Forecast.arm_probe).
     Each record is a dict of Record fields (op, file, bytes, t_start, seconds, rank, nranks, n_files);
     the caller adds step, phase and tier. Raises ForecastError with the failing rank's error.
     """
