@@ -110,7 +110,7 @@ def fresh_before_write(nbytes: int) -> float | None:
     rounded up to 2 MiB, ending at ``FILE_SLOW_IN_A_ROW`` slow faults in a row.
 
     The blocks the host had taken back that the probe touched are not counted, though it gives them back: a
-    file that met no fresh block wrote at the slow rate all the same (370-400 MiB/s, docs/performance.md).
+    file that met no fresh block wrote at the slow rate all the same (360-470 MiB/s, docs/performance.md).
     """
     return fresh_MiB(max(1, -(-int(nbytes) // HUGE_PAGE)) * HUGE_PAGE, FILE_SLOW_IN_A_ROW)
 

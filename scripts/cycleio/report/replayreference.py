@@ -38,6 +38,7 @@ MIN_SHARE_SPAN = 0.25
 # measure's resolution, as above (page_state_met)
 SHARE_TOLERANCE = 0.25
 
+
 def reference_repetitions(replayed: pd.DataFrame) -> pd.DataFrame:
     """The repetitions a step is compared with when its page state is not taken into account (rows of
     report.benchtables.paired_jobs): for writes, those that wrote new files, as the step did (the others rewrite
@@ -65,22 +66,40 @@ def step_fresh_share(jobs: pd.DataFrame) -> pd.Series:
     return fresh_share(jobs["step_fresh_MiB"].astype(float), jobs["step_bytes"])
 
 
+def _page_shares(reps: pd.DataFrame) -> tuple[float, pd.DataFrame, np.ndarray] | None:
+    """One paired job's write repetitions with their time (rows of paired_jobs): the step's share of fresh pages,
+    the repetitions that were probed and their shares; None where nothing tells page states apart (reads, a
+    memory tier, nothing probed)."""
+    if reps.empty or "replay_fresh_MiB" not in reps:
+        return None
+    step = reps.iloc[0]
+    if step["op"] != "write" or bool(step.get("memory_tier", False)):
+        return None
+    step_share = step_fresh_share(reps.iloc[[0]]).iloc[0]
+    probed = reps[reps["replay_fresh_MiB"].notna()]
+    if pd.isna(step_share) or probed.empty:
+        return None
+    return step_share, probed, fresh_share(probed["replay_fresh_MiB"].astype(float), probed["replay_bytes"]).to_numpy()
+
+
+def _timed_repetitions(job: pd.DataFrame) -> pd.DataFrame:
+    return job[job["replay_s"].notna() & (job["replay_bytes"] > 0)]
+
+
 def seconds_per_MiB(job: pd.DataFrame) -> float:
     """Seconds per MiB of one paired job's reference for its step (rows of paired_jobs of one job and direction,
     its repetitions): at the step's share of fresh pages where that can be told (the module's docstring), else
     the reference repetitions' median seconds over their median bytes."""
-    reps = job[job["replay_s"].notna() & (job["replay_bytes"] > 0)]
+    reps = _timed_repetitions(job)
     if reps.empty:
         return float("nan")
     ref = reference_repetitions(reps)
     plain = float(ref["replay_s"].median() / (ref["replay_bytes"].median() / MiB))
-    step = reps.iloc[0]
-    if step["op"] != "write" or bool(step.get("memory_tier", False)) or "replay_fresh_MiB" not in reps:
+    placed = _page_shares(reps)
+    if placed is None:
         return plain
-    step_share = step_fresh_share(job.iloc[[0]]).iloc[0]
-    probed = reps[reps["replay_fresh_MiB"].notna()]
-    shares = fresh_share(probed["replay_fresh_MiB"].astype(float), probed["replay_bytes"]).to_numpy()
-    if pd.isna(step_share) or len(probed) < 2 or shares.max() - shares.min() < MIN_SHARE_SPAN:
+    step_share, probed, shares = placed
+    if len(probed) < 2 or shares.max() - shares.min() < MIN_SHARE_SPAN:
         return plain
     per_MiB = (probed["replay_s"] / (probed["replay_bytes"] / MiB)).to_numpy(dtype=float)
     slope, intercept = np.polyfit(shares, per_MiB, 1)
@@ -95,17 +114,10 @@ def page_state_met(job: pd.DataFrame) -> bool:
     A job whose replay did not (on this repository's VM: an analysis whose files found fresh pages for 28 % of
     their bytes, every repetition for all of theirs) has no reference for its step: no line through the
     repetitions reaches the step's share, and the repetitions' own rates say nothing of it."""
-    reps = job[job["replay_s"].notna() & (job["replay_bytes"] > 0)]
-    if reps.empty or "replay_fresh_MiB" not in reps:
+    placed = _page_shares(_timed_repetitions(job))
+    if placed is None:
         return True
-    step = reps.iloc[0]
-    if step["op"] != "write" or bool(step.get("memory_tier", False)):
-        return True
-    step_share = step_fresh_share(reps.iloc[[0]]).iloc[0]
-    probed = reps[reps["replay_fresh_MiB"].notna()]
-    if pd.isna(step_share) or probed.empty:
-        return True
-    shares = fresh_share(probed["replay_fresh_MiB"].astype(float), probed["replay_bytes"])
+    step_share, _, shares = placed
     return bool(shares.min() - SHARE_TOLERANCE <= step_share <= shares.max() + SHARE_TOLERANCE)
 
 
