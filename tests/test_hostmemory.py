@@ -54,7 +54,10 @@ def test_the_probe_says_nothing_where_fresh_pages_cannot_be_told(monkeypatch):
 
 def test_the_probe_finds_the_pages_of_a_file_deleted_a_moment_ago(tmp_path):
     """The real probe on this machine: on a VM that reports free pages (this repository's), the page cache of a
-    file written and deleted a moment ago is fresh, and the probe counts most of it; elsewhere it says nothing."""
+    file written and deleted a moment ago is fresh, and the probe counts most of it; elsewhere it says nothing.
+
+    Another process may take those pages between the deletion and the probe (the other test worker writing
+    files: it happened once in CI), so the test tries three times; on an idle machine the first try sees them."""
     import os
 
     from cycleio.hostmemory import fresh_MiB, fresh_pages_measurable
@@ -62,17 +65,21 @@ def test_the_probe_finds_the_pages_of_a_file_deleted_a_moment_ago(tmp_path):
     if not fresh_pages_measurable():
         assert fresh_MiB() is None
         return
-    path = tmp_path / "cached.bin"
-    with open(path, "wb") as handle:
-        block = b"\1" * (8 << 20)
-        for _ in range(32):  # 256 MiB in the page cache, in 2 MiB folios on ext4 and XFS
-            handle.write(block)
-        handle.flush()
-        os.fsync(handle.fileno())
-    before = fresh_MiB(limit=1 << 30)
-    os.unlink(path)
-    after = fresh_MiB(limit=1 << 30)
-    assert after >= min(before + 64, 1024 - 8), (before, after)  # unless the probe's cap held it
+    tries = []
+    for attempt in range(3):
+        path = tmp_path / f"cached{attempt}.bin"
+        with open(path, "wb") as handle:
+            block = b"\1" * (8 << 20)
+            for _ in range(32):  # 256 MiB in the page cache, in 2 MiB folios on ext4 and XFS
+                handle.write(block)
+            handle.flush()
+            os.fsync(handle.fileno())
+        before = fresh_MiB(limit=1 << 30)
+        os.unlink(path)
+        tries.append((before, fresh_MiB(limit=1 << 30)))
+        if tries[-1][1] >= min(before + 64, 1024 - 8):  # unless the probe's cap held it
+            return
+    raise AssertionError(f"no try found the deleted file's pages fresh (before, after): {tries}")
 
 
 def test_the_probe_before_a_file_looks_no_further_than_the_file(monkeypatch):
