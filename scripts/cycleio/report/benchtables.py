@@ -348,8 +348,11 @@ def io_gap_table(bench: pd.DataFrame, events: pd.DataFrame, timing: Timing = Tim
     pairs = paired_jobs(events)
     pairs = pairs[pairs["replay_s"].notna()]
     keys = ["study", "arm", "tier", "step", "op"]
-    if not pairs.empty:  # the jobs the efficiency table sets against their replay
-        pairs = pd.concat([_matched(group)[0] for _, group in pairs.groupby(keys, sort=True)])
+    # the jobs the efficiency table sets against their replay, and per row whether any job's page state met
+    matched = {key: _matched(group) for key, group in pairs.groupby(keys, sort=True)}
+    met_any = {key: bool(met.any()) for key, (_, met) in matched.items()}
+    if matched:
+        pairs = pd.concat([kept for kept, _ in matched.values()])
     # the reference, for the step's bytes: replayreference (a replay's own bytes say what share fresh pages held)
     reference = {key: float(reference_seconds(group).sum()) for key, group in pairs.groupby(keys, sort=True)}
     # a replay may cover fewer bytes than its step (benchmarks.replay.max_files caps each size class): its seconds
@@ -378,7 +381,7 @@ def io_gap_table(bench: pd.DataFrame, events: pd.DataFrame, timing: Timing = Tim
                      "cycleio_s_high": step_s - low,
                      # no split against a reference that is not fair (replayreference.reference_fair)
                      "timed": bool(timing.enough(nbytes, step_s) and replay_s >= timing.min_seconds
-                                   and reference_fair(jobs, op) and met_jobs(group).any())})
+                                   and reference_fair(jobs, op) and met_any[(study, arm, tier, step, op)])})
     return pd.DataFrame(rows, columns=list(IO_GAP_COLUMNS))
 
 
