@@ -70,6 +70,26 @@ def require_tool(name: str, why: str) -> str:
 
 
 @pytest.fixture
+def disk_dir(tmp_path):
+    """A folder on a file system whose pages can be dropped: the test's tmp_path, or where that is memory
+    (tmpfs /tmp) one under the repository's results/; skips (fails in CI) where both are memory."""
+    from cycleio.storage.pagecache import memory_backed
+    from cycleio.storage.tiers import probe_tier
+
+    for base in (tmp_path, REPO / "results"):
+        if not memory_backed("posix", probe_tier(base)["fs_type"]):
+            path = base / f"cycleio-test-pagecache-{os.getpid()}"
+            path.mkdir()
+            yield path
+            shutil.rmtree(path, ignore_errors=True)
+            return
+    message = f"{tmp_path} and {REPO / 'results'} are both memory: no page cache to drop there"
+    if IN_CI:
+        pytest.fail(f"CI=true and {message}")
+    pytest.skip(message)
+
+
+@pytest.fixture
 def repo() -> Path:
     return REPO
 

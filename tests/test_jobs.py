@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
 from cycleio.config.forecast import ForecastSettings
-from cycleio.config.settings import ArmSettings
+from cycleio.config.settings import ArmSettings, StagingSettings
 from cycleio.config.tierspec import Tier
 from cycleio.surrogates.jobs import StepError, run_arrival, run_step
 
@@ -46,3 +47,34 @@ def test_staged_half_cycle_lands_verified_outputs_and_cleans_scratch(tmp_path, l
     phases = {json.loads(line)["phase"] for line in (tmp_path / "r.jsonl").read_text().splitlines()}
     assert phases == {"stage_in", "run", "stage_out", "verify", "cleanup"}
     assert manifest["provenance"]["tiers"]["scratch"]["tier_kind"] == "memory"
+
+
+@pytest.mark.parametrize("from_storage", [True, False])
+def test_a_steps_reads_come_from_storage_unless_told_otherwise(disk_dir, lay_cold_start, from_storage):
+    """staging.reads_from_storage: the inputs the cold start just wrote (in the page cache) are dropped before the
+    forecast reads them, so its read records say they met no cached page and ran no cache risk; an ``evict``
+    record, the instrument's (phase replay), holds the seconds it took. Off: the reads meet the cached pages."""
+    settings = replace(arm(disk_dir), staging=StagingSettings(reads_from_storage=from_storage))
+    lay_cold_start(settings)
+    run_step(settings, "2026010100", "fcst", disk_dir / "r.jsonl", disk_dir / "m.json")
+    records = [json.loads(line) for line in (disk_dir / "r.jsonl").read_text().splitlines()]
+    reads = [r for r in records if r["op"] == "read" and r["phase"] == "run"]
+    assert reads and {r["tier_kind"] for r in reads} == {"lustre"}
+    evicted = [r for r in records if r["op"] == "evict"]
+    if from_storage:
+        assert all(r["cached_fraction"] < 0.01 and not r["cache_risk"] for r in reads)
+        assert [(r["phase"], r["n_files"]) for r in evicted] == [("replay", len(reads))]
+    else:
+        assert all(r["cached_fraction"] > 0.5 and r["cache_risk"] for r in reads)
+        assert evicted == []
+
+
+def test_a_memory_tiers_reads_are_memory_reads(tmp_path, lay_cold_start):
+    """tmpfs cannot drop its pages (they are its storage): nothing is evicted, the reads run no cache risk."""
+    settings = arm(tmp_path, scratch="shm")
+    lay_cold_start(settings)
+    run_step(settings, "2026010100", "fcst", tmp_path / "r.jsonl", tmp_path / "m.json")
+    records = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
+    reads = [r for r in records if r["op"] == "read" and r["phase"] == "run"]
+    assert reads and all(r["tier_kind"] == "memory" and not r["cache_risk"] for r in reads)
+    assert not [r for r in records if r["op"] == "evict"]

@@ -4,9 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import IN_CI, REPO
 from cycleio.storage.pagecache import cache_risk, cached_fraction, evict, memory_backed
-from cycleio.storage.tiers import probe_tier
 
 
 @pytest.fixture
@@ -15,23 +13,6 @@ def shm_dir():
     path.mkdir()
     yield path
     shutil.rmtree(path, ignore_errors=True)
-
-
-@pytest.fixture
-def disk_dir(tmp_path):
-    """A folder on a file system whose pages can be dropped: the test's tmp_path, or where that is memory
-    (tmpfs /tmp) one under the repository's results/; skips (fails in CI) where both are memory."""
-    for base in (tmp_path, REPO / "results"):
-        if not memory_backed("posix", probe_tier(base)["fs_type"]):
-            path = base / f"cycleio-test-pagecache-{os.getpid()}"
-            path.mkdir()
-            yield path
-            shutil.rmtree(path, ignore_errors=True)
-            return
-    message = f"{tmp_path} and {REPO / 'results'} are both memory: no page cache to drop there"
-    if IN_CI:
-        pytest.fail(f"CI=true and {message}")
-    pytest.skip(message)
 
 
 def test_cached_fraction_follows_reads_and_eviction(disk_dir):

@@ -182,6 +182,7 @@ class StagingSettings:
     streams: int = schema_default("staging.streams")
     direct_io_verify: bool = schema_default("staging.direct_io_verify")
     drop_caches: bool = schema_default("staging.drop_caches")
+    reads_from_storage: bool = schema_default("staging.reads_from_storage")
 
 
 # The settings each kind of an arm's jobs reads; the rules pass a job only these (ArmSettings.job_json),

@@ -18,6 +18,7 @@ libc.mincore.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p)
 _PAGE = mmap.PAGESIZE
 READ_OPERATIONS = ("read", "file_read", "checksum")  # the records' and the benchmark rows' reads of file data
 MEMORY_FILESYSTEMS = ("tmpfs", "ramfs")
+EVICTED_BELOW = 0.01  # a file with less of its pages cached than this when its read begins is read from storage
 _RESIDENT_BIT = bytes(value & 1 for value in range(256))  # mincore sets bit 0; the others are reserved
 
 

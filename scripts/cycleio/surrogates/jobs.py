@@ -31,11 +31,11 @@ from ..config.forecast import cycle_steps
 from .inventory import FileSpec, coldstart_files, job_files, step_io
 from .kinds import GRIB_KINDS, expected_bytes
 from .context import WriteContext
-from .readers import FileReader
+from .readers import FileReader, evict_inputs
 from .transfers import Transfer
 from .writers import write_file
 from ..records import REPLAY, RecordLog
-from ..storage.pagecache import cache_risk, drop_page_cache
+from ..storage.pagecache import EVICTED_BELOW, cache_risk, drop_page_cache
 from ..storage.staging import copy_and_verify, remove_stale_temporaries
 from ..storage.stagingtypes import StagingFaults, StagingOptions
 from ..storage.slowfs import slowed
@@ -126,10 +126,15 @@ def _stage(files: list[FileSpec], src_root: Path, dst_root: Path, phase: str, st
     return landed
 
 
+# The instrument's own work inside a step's run: a paired step's page probe (hostmemory) and the eviction of an input's
+# pages before it is read (reads_from_storage). Their records are phase ``replay``, as the paired replay's are: out of
+# the step's storage seconds and its job's wall time.
+INSTRUMENT_OPS = ("probe", "evict")
+
+
 def _phase_of(op: str, phase: str = "run") -> str:
-    """The phase of a record made in ``phase``: a paired step's page probe (hostmemory) is the instrument's, as its
-    replay is, not the step's."""
-    return REPLAY if op == "probe" else phase
+    """The phase of a record made in ``phase``: the instrument's ops (``INSTRUMENT_OPS``) are not the step's."""
+    return REPLAY if op in INSTRUMENT_OPS else phase
 
 
 def _record_transfer(records: RecordLog, op: str, spec: FileSpec, t_start: float, transfer: Transfer, **fields) -> None:
@@ -174,11 +179,15 @@ def _run_step(settings: ArmSettings, step: str, io, workdir: Path, ctx: WriteCon
     """
     faults.fail_step(step, ctx.cycle)
     reader = FileReader()
+    if settings.staging.reads_from_storage:
+        evict_inputs([workdir / spec.path for spec in io.reads], records, scratch, step)
     for spec in io.reads:
         t_start = time.time()
         transfer = reader.read(workdir / spec.path, spec.kind)
+        from_storage = cache_cold or (transfer.cached_fraction is not None and transfer.cached_fraction < EVICTED_BELOW)
         _record_transfer(records, "read", spec, t_start, transfer, step=step, phase="run",
-                         cache_risk=cache_risk("read", memory=scratch.is_memory, dropped=cache_cold), **scratch.fields())
+                         cache_risk=cache_risk("read", memory=scratch.is_memory, dropped=from_storage),
+                         **scratch.fields())
     if step == "fcst":
         # The forecast is an MPI program (surrogates/forecast): the compute stand-in per forecast hour on
         # the compute ranks, and each output hour's history and restart files by the arm's strategy.

@@ -7,7 +7,9 @@ import os
 import time
 from pathlib import Path
 
-from ..storage.pagecache import cached_fraction
+from ..records import REPLAY, RecordLog
+from ..storage.pagecache import cached_fraction, evict
+from ..storage.tiers import TierSite
 from .chunkcodec import decode_chunk
 from .h5chunks import open_hdf5
 from .kinds import NETCDF_KINDS
@@ -118,3 +120,16 @@ def read_file(path: Path, kind: str, times: Overheads | None = None,
               buffer_bytes: int = READ_TRANSFER_BYTES) -> Transfer:
     """Read one file as the consuming job would (a reader of its own: see FileReader)."""
     return FileReader(buffer_bytes).read(path, kind, times)
+
+
+def evict_inputs(paths: list[Path], records: RecordLog, tier: TierSite, step: str) -> bool:
+    """Drop the page-cache pages of files a step is about to read, so its reads come from the tier (config
+    ``staging.reads_from_storage``; fio's ``invalidate=1``): no root needed. A memory tier's pages are its storage
+    and cannot be dropped: its reads are memory reads, and its records say so (``cache_risk`` false, the
+    ``tier_kind``). One record (op ``evict``, the instrument's) of the seconds it took. Whether it dropped any."""
+    if tier.is_memory or not paths:
+        return False
+    with records.timed(step=step, phase=REPLAY, op="evict", n_files=len(paths), **tier.fields()):
+        for path in paths:
+            evict(path)
+    return True

@@ -43,6 +43,7 @@ from ..storage.pagecache import cache_risk, drop_page_cache
 from ..storage.tiers import TierSite
 from ..units import MiB
 from .inventory import FileSpec
+from .readers import evict_inputs
 
 log = logging.getLogger("cycleio")
 
@@ -74,8 +75,10 @@ def add_replay_records(records: RecordLog, run, plan, tier: TierSite, step: str,
                     continue
                 seconds = result[f"{direction}_s"][file.index]
                 risk = direction == "read" and cache_risk("read", memory=tier.is_memory, dropped=cache_cold)
+                # the ranks' reads of pages dropped before the run start from storage (the paired replay's reads too)
+                cached = 0.0 if direction == "read" and cache_cold and not tier.is_memory else None
                 records.add(**common, op=direction, file=file.path, bytes=result[f"{direction}_bytes"][file.index],
-                            transfers=calls, t_start=t, seconds=seconds, cache_risk=risk)
+                            transfers=calls, t_start=t, seconds=seconds, cache_risk=risk, cached_fraction=cached)
                 t += seconds
         if result["meta_ops"]:
             records.add(**common, op="meta", n_files=0, transfers=result["meta_ops"], t_start=t,
@@ -115,6 +118,8 @@ def run_replay(settings: ArmSettings, cycle: str, step: str, records: RecordLog,
             log.warning("%s drop_caches is set but needs root: reads may come from the page cache", label)
         for note in plan.notes:
             log.warning("%s %s: %s", label, job.path.name, note)
+        if settings.staging.reads_from_storage:
+            cache_cold |= evict_inputs([rundir / spec.path for spec in inputs], records, scratch, step)
         with counted(records, step=step, phase="run", **scratch.fields()) as kernel, \
                 records.timed(step=step, phase="run", op="launch", n_files=0, tool=TOOL, **scratch.fields()):
             run = run_ranks(plan, Target(scratch.tier.name, rundir), settings.launcher)
