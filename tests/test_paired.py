@@ -8,7 +8,7 @@ import json
 import pytest
 
 from conftest import require_tool
-from cycleio.benchmarks.paired import PairedReplay
+from cycleio.benchmarks.paired import MAX_READ_LOOPS, PairedReplay, read_loops
 from cycleio.records import RecordLog
 from cycleio.config.tierspec import Tier
 from cycleio.storage.tiers import TierSite
@@ -46,6 +46,29 @@ def test_paired_replay_repeats_the_steps_reads_and_writes_with_fio(tmp_path):
     folders = [json.loads((tmp_path / "raw" / f"fcst-write.rep{rep}.json").read_text())["global options"]["directory"]
                for rep in (0, 1)]
     assert folders[0] != folders[1] and not folder.exists()
+
+
+def test_reads_of_pages_in_memory_are_read_again_until_long_enough_to_time_and_reads_from_storage_once():
+    assert read_loops({"cold": False}, step_s=0.1, min_seconds=0.1) == 2
+    assert read_loops({"cold": False}, step_s=0.5, min_seconds=0.1) == 1
+    assert read_loops({"cold": False}, step_s=0.001, min_seconds=0.1) == MAX_READ_LOOPS
+    assert read_loops({"cold": True}, step_s=0.01, min_seconds=0.1) == 1
+
+
+@pytest.mark.tool
+def test_a_warm_read_replay_reads_its_files_again_and_keeps_the_rate(tmp_path):
+    """fio's --loops: the record holds every pass's bytes and seconds, so its MiB/s is one pass's."""
+    require_tool("fio", "the paired replay runs fio")
+    site = TierSite(Tier(name="disk", kind="posix", path=str(tmp_path / "tier")), "s", "a")
+    records = RecordLog(study="s", arm="a", cycle="2026010100", step="post")
+    records.add(phase="run", op="read", bytes=4 * MiB, t_start=T0, seconds=0.12, transfers=4, cached_fraction=1.0,
+                **site.fields())
+    PairedReplay(repetitions=1, min_bytes=0, min_seconds=0.1).run("post", records, site, site.root / ".r",
+                                                                  tmp_path / "raw", "[t]")
+    [read] = [r for r in records.records if r.phase == "replay" and r.op == "read"]
+    assert read.bytes == 2 * 4 * MiB and read.transfers == 8  # two passes: 0.12 s of step is under twice 0.1 s
+    options = json.loads((tmp_path / "raw" / "post-read.rep0.json").read_text())["jobs"][0]["job options"]
+    assert options["loops"] == "2"
 
 
 def test_reads_or_writes_too_little_to_time_are_not_replayed(tmp_path):

@@ -72,14 +72,16 @@ def metadata_command(fio: str, pattern: MetadataPattern, tasks: int, directory: 
             "--name=remove", "--stonewall", "--ioengine=filedelete", "--rw=read"]
 
 
-def replay_command(fio: str, classes: list[dict], directory: Path, json_out: Path, op: str = "write") -> list[str]:
+def replay_command(fio: str, classes: list[dict], directory: Path, json_out: Path, op: str = "write",
+                   loops: int = 1) -> list[str]:
     """One task writes (``op`` write) the files of each size class in turn (``classes``: files,
     file_bytes, transfer_bytes, cold), fsync at close, as the steps land files; or reads (``op`` read)
     files laid out before (``replay_layout_command``) in the same order: from the page cache as a step
     reads what an earlier step just wrote, or for a ``cold`` class from storage (fio drops the files'
     cached pages first), as the step's reads of such files were (see replay.replay_specs). One fio job
-    per class, run one at a time (stonewall)."""
-    return _replay_argv(fio, directory, json_out) + _replay_jobs(classes, op, one_at_a_time=True)
+    per class, run one at a time (stonewall). ``loops``: reads of pages in memory read each class that many times
+    over (see paired.read_loops)."""
+    return _replay_argv(fio, directory, json_out) + _replay_jobs(classes, op, one_at_a_time=True, loops=loops)
 
 
 def replay_layout_command(fio: str, classes: list[dict], directory: Path, json_out: Path) -> list[str]:
@@ -107,7 +109,7 @@ def _replay_argv(fio: str, directory: Path, json_out: Path) -> list[str]:
             "--file_service_type=sequential", "--openfiles=1", "--fallocate=none"]
 
 
-def _replay_jobs(classes: list[dict], op: str, one_at_a_time: bool) -> list[str]:
+def _replay_jobs(classes: list[dict], op: str, one_at_a_time: bool, loops: int = 1) -> list[str]:
     argv = []
     for index, group in enumerate(classes):
         files, size = group["files"], group["file_bytes"]
@@ -118,7 +120,7 @@ def _replay_jobs(classes: list[dict], op: str, one_at_a_time: bool) -> list[str]
             # its files' pages, and freed pages would let the next class write into memory just handed back
             argv += ["--create_on_open=1", "--fsync_on_close=1", "--invalidate=0"]
         else:
-            argv += [f"--invalidate={int(group.get('cold', False))}"]
+            argv += [f"--invalidate={int(group.get('cold', False))}"] + ([f"--loops={loops}"] if loops > 1 else [])
     return argv
 
 
