@@ -23,7 +23,9 @@ from ..fsutil import landing
 from .archive import archive_rows, arm_keep_up, beside_archive, beside_sentence, keep_up_markdown, keep_up_table
 from .critical import arm_critical_sentence, critical_path
 from .closeness import CLOSE, arm_gap_sentence, replay_rows, timed_median, verdict_sentence
+from .headlines import answer_lines
 
+PAGE_REPORTING_DOC = "docs/performance.md, A fair reference on every tier"
 NOISE_SIGMAS = 2.0  # a difference within this many standard errors of zero is noise
 CYCLE_COLUMNS = ("wall_s", "io_s", "staging_s", "stage_in_s", "stage_out_s", "verify_s", "cleanup_s", "run_io_s",
                  "compute_s", "generate_s", "codec_s", "metadata_s")
@@ -33,7 +35,7 @@ SUMMARY_COLUMNS = [
     "saved_se_s", "saved_percent", "verdict", "timed_rows", "close_rows", "timed_median_efficiency",
     "timed_median_efficiency_low", "timed_median_efficiency_high", "efficiency_verdicts", "io_gap",
     "effective_write_s", "actual_write_s", "archive_cycle_s", "archive_bytes_per_cycle", "archive_MiB_per_s",
-    "archive_keeps_up", "archive_beside", "critical_path",
+    "archive_keeps_up", "archive_beside", "critical_path", "full_cycles",
 ]
 
 
@@ -47,9 +49,19 @@ def full_cycle_jobs(summary: pd.DataFrame) -> pd.DataFrame:
     return jobs[np.asarray(keep, dtype=bool)]
 
 
-def cycle_totals(summary: pd.DataFrame) -> pd.DataFrame:
-    """One row per arm x full cycle: the seconds of CYCLE_COLUMNS summed over the cycle's jobs."""
+def answered_jobs(summary: pd.DataFrame) -> tuple[pd.DataFrame, bool]:
+    """The jobs the study's answer is about, and whether they are full cycles': a study that ran only the half cycle
+    (fcst and post, as the write strategies' study does) is answered by its half cycle."""
     jobs = full_cycle_jobs(summary)
+    if not jobs.empty:
+        return jobs, True
+    return summary[summary["step"].isin(HALF_CYCLE_STEPS)].astype({"cycle": str}), False
+
+
+def cycle_totals(summary: pd.DataFrame) -> pd.DataFrame:
+    """One row per arm x full cycle (or half cycle, in a study of only that: answered_jobs): the seconds of
+    CYCLE_COLUMNS summed over the cycle's jobs."""
+    jobs, _ = answered_jobs(summary)
     columns = [c for c in CYCLE_COLUMNS if c in jobs]
     return jobs.groupby(["study", "arm", "cycle"], sort=True)[columns].sum().reset_index()
 
@@ -112,6 +124,7 @@ def arm_summary(summary: pd.DataFrame, tiers: pd.DataFrame, efficiency: pd.DataF
     speed or within noise (``close_rows``), the median efficiency and of its band's edges, and the sentences
     ``efficiency_verdicts`` and ``io_gap`` (report.closeness)."""
     cycles = cycle_totals(summary)
+    _, full_cycles = answered_jobs(summary)
     strategies = dict(strategies or {})
     if write_times is not None and not write_times.empty:
         strategies = {**write_times.groupby("arm")["strategy"].first().to_dict(), **strategies}
@@ -137,7 +150,7 @@ def arm_summary(summary: pd.DataFrame, tiers: pd.DataFrame, efficiency: pd.DataF
             "cycle_wall_sd_s": float(wall.std(ddof=1)) if len(mine) > 1 else math.nan,
             "io_share": float(mine["io_s"].sum() / wall.sum()) if wall.sum() > 0 else math.nan,
             "cycle_io_s": float(mine["io_s"].mean()), "cycle_staging_s": float(mine["staging_s"].mean()),
-            "baseline_arm": base.get(arm),
+            "baseline_arm": base.get(arm), "full_cycles": full_cycles,
         }
         if base.get(arm) is None or base[arm] == arm:
             row.update(saved_s=math.nan, saved_se_s=math.nan, saved_percent=math.nan,
@@ -193,11 +206,15 @@ def _fmt(value, spec: str = ".2f", suffix: str = "") -> str:
     return f"{value:{spec}}{suffix}"
 
 
-def summary_markdown(table: pd.DataFrame, title: str) -> str:
-    """The summary as Markdown: a table per arm, a table per write strategy, and the best arm's line."""
+def summary_markdown(table: pd.DataFrame, title: str, capacity: pd.DataFrame | None = None) -> str:
+    """The summary as Markdown: the answers in a sentence each (report.headlines), then a table per arm, a table per
+    write strategy, and the best arm's line."""
     hosts = sorted({str(h) for h in table.get("host", pd.Series(dtype=str)).dropna()})
-    lines = [f"# {title}", ""] + ([f"Measured on {', '.join(hosts)}.", ""] if hosts else []) + [
-             "Per arm, over its full cycles (a cycle's wall time sums its jobs' wall times). Saved: the baseline "
+    full = bool(table["full_cycles"].fillna(True).astype(bool).all()) if "full_cycles" in table else True
+    lines = [f"# {title}", ""] + ([f"Measured on {', '.join(hosts)}.", ""] if hosts else [])
+    lines += answer_lines(table, capacity, full) + ["## Per arm", ""] + [
+             f"Per arm, over its {'full cycles' if full else 'half cycle'} (a cycle's wall time sums its jobs' wall "
+             "times). Saved: the baseline "
              "arm's cycle minus this arm's, paired by cycle, ± its standard error; within "
              f"{NOISE_SIGMAS:g} standard errors of zero it is noise.", "",
              "| arm | scratch | cycles | cycle wall [s] | I/O share | staging [s] | saved vs baseline [s] | verdict |",
@@ -254,12 +271,9 @@ def _reporting_note(table: pd.DataFrame) -> list[str]:
         return []
     named = f"arm {arms[0]}" if len(arms) == 1 else f"arms {', '.join(arms[:-1])} and {arms[-1]}"
     return ["", f"The machine the {named} ran on hands the memory it frees back to its host (free page reporting): "
-            "there a buffered write runs as fast as the free pages it finds, from about 350 MiB/s (pages handed "
-            "back) to over 1.5 GB/s (pages freed a moment before), on every tier. Each file a paired step wrote and "
-            "each write repetition of its replay measured the pages it found, and a write row's reference is its "
-            "replay at the step's share of them. A write has no fair reference, and says so, on a memory tier "
-            "(whose 4 KiB pages that measure cannot see) and where every repetition met other pages than its step "
-            "(docs/performance.md)."]
+            "a buffered write there runs as fast as the free pages it finds, so each write row's reference is its "
+            "replay at the step's share of fresh pages, and a write row says when it has no fair reference "
+            f"({PAGE_REPORTING_DOC})."]
 
 
 def write_summary(table: pd.DataFrame, csv_path: Path, md_path: Path, title: str, extra: str = "") -> str:
@@ -312,11 +326,11 @@ def summary_markdown_from_csv(answers_csv: Path, out_md: Path, title: str, fits:
     from .replayanswer import replay_markdown
 
     table = pd.read_csv(answers_csv)
-    extra = model_markdown(pd.read_csv(fits, dtype={"tasks_measured": str}) if fits else None,
-                           pd.read_csv(capacity) if capacity else None)
+    plan = pd.read_csv(capacity) if capacity else None
+    extra = model_markdown(pd.read_csv(fits, dtype={"tasks_measured": str}) if fits else None, plan)
     replayed = ("\n".join(replay_markdown(pd.read_csv(replays, dtype={"cycle": str}), timing or Timing()))
                 if replays else "")
-    text = summary_markdown(table, title) + (f"{replayed}\n" if replayed else "") + (f"\n{extra}" if extra else "")
+    text = summary_markdown(table, title, plan) + (f"{replayed}\n" if replayed else "") + (f"\n{extra}" if extra else "")
     with landing(Path(out_md)) as tmp:
         Path(tmp).write_text(text)
     return text

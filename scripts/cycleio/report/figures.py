@@ -34,12 +34,13 @@ CYCLE_PARTS = {"stage_in_s": ("stage in", "#0173B2"), "run_io_s": ("run: storage
 
 
 def cycle_parts(summary: pd.DataFrame) -> pd.DataFrame:
-    """Per arm: mean seconds per full cycle (report.answers.full_cycle_jobs, the half cycle left out) in each of
+    """Per arm: mean seconds per full cycle (report.answers.answered_jobs: the half cycle left out, unless the study ran
+    nothing else) in each of
     CYCLE_PARTS; they add up to the cycle's wall time, the sum of its jobs' wall times, as in
     what_staging_buys.png (answerfigures.staging_parts) and summary.csv's cycle_wall_s."""
-    from .answers import full_cycle_jobs
+    from .answers import answered_jobs
 
-    jobs = full_cycle_jobs(summary)
+    jobs, _ = answered_jobs(summary)
     jobs = jobs.assign(run_cpu_s=jobs.get("codec_s", 0.0) + jobs.get("metadata_s", 0.0),
                        run_generate_s=jobs.get("generate_s", 0.0))
     jobs["run_other_s"] = (jobs["run_s"] - jobs["run_io_s"] - jobs["run_cpu_s"] - jobs["run_generate_s"]).clip(lower=0)

@@ -1,0 +1,119 @@
+"""The summary's first lines: each of the study's questions answered in one sentence, from the tables the
+rest of the summary details (summary.csv's rows per arm, the capacity plan, the write strategies' times).
+
+A question the study could not answer says why in its sentence (no full cycle, nothing timed, no benchmark
+fit), never a number that was not measured."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+# How the summary names each question, in the order a user asks them
+CYCLE_IO, CLOSENESS, STAGING, CAPACITY, STRATEGIES = (
+    "A cycle's I/O", "How close to the storage", "What staging buys", "Capacity plan", "Write strategies")
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.1f} s" if abs(value) >= 0.95 else f"{value:.2g} s"
+
+
+def _band(value: float, low: float, high: float) -> str:
+    if pd.isna(low) or pd.isna(high):
+        return f"{value:.2f}"
+    return f"{value:.2f} (band {low:.2f}-{high:.2f})"
+
+
+def cycle_io_sentence(table: pd.DataFrame) -> str:
+    """Per arm, a full cycle's I/O seconds (staging included) of its wall seconds."""
+    if table.empty:
+        return "no full cycle finished, so no cycle's I/O time to give."
+    parts = [f"{row.arm} {_seconds(row.cycle_io_s)} of {_seconds(row.cycle_wall_s)} ({row.io_share:.0%})"
+             for row in table.itertuples() if not pd.isna(row.cycle_io_s)]
+    cycles = int(table["n_cycles"].min())
+    return (f"a full cycle's I/O (run reads and writes, staging and verification) takes {', '.join(parts)} of its "
+            f"wall time, the mean of {cycles} cycle{'s' if cycles != 1 else ''} per arm.")
+
+
+def closeness_sentence(table: pd.DataFrame) -> str:
+    """Over every arm's timed rows against the replay: how many are close, and each arm's median with its band."""
+    if "timed_rows" not in table or table["timed_rows"].fillna(0).sum() == 0:
+        return ("no step's reads or writes were both large and long enough to time against a replay of its own "
+                "files, so this study does not say (benchmarks.replay).")
+    timed, close = int(table["timed_rows"].fillna(0).sum()), int(table["close_rows"].fillna(0).sum())
+    medians = [f"{row.arm} {_band(row.timed_median_efficiency, row.timed_median_efficiency_low, row.timed_median_efficiency_high)}"
+               for row in table.itertuples() if not pd.isna(row.timed_median_efficiency)]
+    return (f"{close} of {timed} timed step rows run at the tier's speed or within noise of a replay of their own "
+            f"files on the same tier; the median step/replay MiB/s ratio per arm: {', '.join(medians)}.")
+
+
+def staging_sentence(table: pd.DataFrame) -> str:
+    """Each staged arm's paired saving against its baseline, with its spread and verdict."""
+    staged = table[~table["verdict"].isin(["baseline", "no baseline arm"])] if not table.empty else table
+    if staged.empty:
+        return "no arm stages against a baseline on its persistent tier, so this study does not say."
+    parts = []
+    for row in staged.itertuples():
+        spread = "" if pd.isna(row.saved_se_s) else f" ± {row.saved_se_s:.2f}"
+        saved = "no common cycle" if pd.isna(row.saved_s) else f"{row.saved_s:+.2f}{spread} s per cycle"
+        parts.append(f"{row.arm} {saved} against {row.baseline_arm} ({row.verdict})")
+    wins = staged[staged["verdict"] == "faster"]
+    lead = (f"staging pays on {', '.join(wins['arm'])}" if not wins.empty
+            else "staging does not pay beyond the noise on any arm")
+    return f"{lead}: {'; '.join(parts)}."
+
+
+def capacity_sentence(capacity: pd.DataFrame | None) -> str:
+    """The target's need and, per measured tier, how many units give it."""
+    if capacity is None or capacity.empty:
+        return "no capacity plan: the tier benchmarks did not run (benchmarks.enabled)."
+    cycle = capacity[capacity["step"] == "cycle"]
+    if cycle.empty:
+        return "no capacity plan: no full cycle to scale."
+    first = cycle.iloc[0]
+    need = (f"{first['resolution']} every {first['interval_hours']:g} h moves {first['cycle_bytes'] / 2**30:.1f} GiB "
+            f"per cycle and needs {first['needed_MiB_per_s']:.0f} MiB/s to keep its I/O within "
+            f"{first['io_budget_fraction']:.0%} of the cycle")
+    planned, unplanned = [], []
+    for row in cycle.itertuples():
+        if pd.isna(row.measured_plateau_MiB_per_s) or pd.isna(row.units_needed):
+            unplanned.append(f"{row.tier} ({row.pattern})")
+            continue
+        bound = "" if row.plateau_reached else "at most "
+        planned.append(f"{row.tier} ({row.pattern}, {row.measured_plateau_MiB_per_s:.0f} MiB/s measured on "
+                       f"{row.units_measured} {row.unit}) {bound}{row.units_needed} {row.unit}")
+    said = f"; {', '.join(planned)}" if planned else ""
+    missing = f"; too few timed points to plan {', '.join(unplanned)}" if unplanned else ""
+    return need + said + missing + "."
+
+
+def strategies_sentence(write_times: pd.DataFrame) -> str:
+    """Which strategy hides the most of the forecast's writes: effective (what compute ranks wait) against actual
+    seconds per forecast, per strategy, over the arms that ran it."""
+    times = write_times.groupby("strategy")[["effective_write_s", "actual_write_s"]].mean().sort_values(
+        "effective_write_s")
+    if times.empty:
+        return ""
+    best, worst = times.index[0], times.index[-1]
+    parts = [f"{name} {row.effective_write_s:.2f} s (writers {row.actual_write_s:.2f} s)"
+             for name, row in times.iterrows()]
+    return (f"{best} keeps the compute ranks waiting least per forecast, {worst} most; compute ranks wait "
+            f"{', '.join(parts)}.")
+
+
+def answer_lines(table: pd.DataFrame, capacity: pd.DataFrame | None = None, full_cycles: bool = True) -> list[str]:
+    """The summary's leading section: one sentence per question. ``full_cycles``: whether ``table``'s rows are full
+    cycles' (else the study ran only the half cycle, fcst and post, and the cycle's questions are its)."""
+    lines = ["## The answers", ""]
+    if not full_cycles:
+        lines += ["This study runs only a half cycle (fcst and post): its numbers are those of that half cycle.", ""]
+    lines.append(f"- **{CYCLE_IO}**: {cycle_io_sentence(table)}")
+    lines.append(f"- **{CLOSENESS}**: {closeness_sentence(table)}")
+    if len(table) > 1:
+        lines.append(f"- **{STAGING}**: {staging_sentence(table)}")
+    strategies = table.dropna(subset=["effective_write_s"]) if "effective_write_s" in table else table.iloc[0:0]
+    if strategies["strategy"].nunique() > 1:
+        lines.append(f"- **{STRATEGIES}**: {strategies_sentence(strategies)}")
+    if capacity is not None:
+        lines.append(f"- **{CAPACITY}**: {capacity_sentence(capacity)}")
+    return lines + [""]
+
