@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .logs import DIRECTIONS, DXT_MODULES, PREFIX, SIZE_BINS, DarshanLogError, JobLog, files_of
+from .logs import DIRECTIONS, DXT_MODULES, PREFIX, SIZE_BINS, DarshanLogError, JobLog, files_of, set_apart_note
 
 READ, WRITE, OPEN, STAT, SEEK, FSYNC = range(6)
 KIND_NAMES = ("read", "write", "open", "stat", "seek", "fsync")
@@ -489,6 +489,8 @@ def make_plan(log: JobLog, nranks: int = 1, scale: float = 1.0, timing: str = "i
         why = "module marked partial" if log.dxt_partial("POSIX") else "fewer calls traced than counted"
         notes.append(f"DXT trace truncated ({why}): {truncated} file{'s' if truncated > 1 else ''} replayed from "
                      f"the counters instead")
+    apart = set_apart_note(log)
+    notes += ([apart] if apart else []) + [f"not read: {warning}" for warning in log.warnings]
     ranks = [_merged(streams, scale, timing) for streams in per_rank]
     return Plan(files=files, ranks=ranks, nranks=nranks, scale=float(scale), timing=timing, log_ranks=log.nprocs,
                 notes=notes, layer=layer, mpiio=mpiio)
