@@ -247,7 +247,8 @@ def mpiexec():
 
 @pytest.mark.tool
 @pytest.mark.parametrize("name, ranks", [("tinyio-mpi-3.4.7.darshan", 2), ("tinyio-mpi-3.5.0.darshan", 2),
-                                         ("python-c-3.5.0.darshan", 1), ("tinyio-3.5.0.darshan", 1)])
+                                         ("python-c-3.5.0.darshan", 1), ("tinyio-3.5.0.darshan", 1),
+                                         ("tinyio-3.4.7.darshan", 1)])
 def test_a_real_runtimes_log_is_replayed_byte_for_byte(mpiexec, tmp_path, name, ranks):
     job, plan, runs = replay(FIXTURES / name, [Target("disk", tmp_path / "d")], nranks=ranks, oversubscribe=True)
     table = fidelity_rows(plan, runs[0])
