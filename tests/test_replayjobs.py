@@ -99,7 +99,7 @@ def test_only_replay_jobs_no_gdas_step_cold_start_or_dumps(default_config, tmp_p
      r"config key 'darshan.jobs.a.after': 'fcst', but darshan.only is true .* expected first"),
     ({"jobs": {"inputs": {"log": "x.darshan"}}}, r"config key 'darshan.jobs.inputs': the name 'inputs' is taken"),
     ({"jobs": {"A_b": {"log": "x.darshan"}}}, r"does not match the expected form"),
-    ({"jobs": {"a": {"log": "x.darshan", "scale": 2}}}, r"darshan.jobs.a.scale"),
+    ({"jobs": {"a": {"log": "x.darshan", "scale": 0}}}, r"darshan.jobs.a.scale"),
     ({"jobs": {"a": {"log": "x.darshan", "timing": "wall"}}}, r"config key 'darshan.jobs.a.timing': 'wall' is not allowed"),
 ])
 def test_bad_replay_keys_are_refused_naming_the_key(default_config, darshan_cfg, message):
