@@ -37,6 +37,7 @@ PARSER = {
     "tinyio-mpi-3.4.7.darshan": {("POSIX", "read"): (35623, 42), ("POSIX", "write"): (36868, 14),
                                  ("MPI-IO", "write"): (4096, 2), ("STDIO", "write"): (3580, 200)},
     "python-c-3.5.0.darshan": {("POSIX", "read"): (6144, 2), ("POSIX", "write"): (6149, 4)},
+    "python-name-3.5.0.darshan": {("POSIX", "read"): (3000, 2), ("POSIX", "write"): (3000, 1)},
 }
 NOT_STORAGE = {
     "tinyio-3.5.0.darshan": {"/proc/self/status", "/tmp/cycleio-fixture/run/pipe_fifo"},
@@ -44,9 +45,10 @@ NOT_STORAGE = {
     "tinyio-mpi-3.5.0.darshan": {"/proc/self/status", "/tmp/cycleio-fixture/run-mpi/pipe_fifo"},
     "tinyio-mpi-3.4.7.darshan": {"/proc/self/status", "/tmp/cycleio-fixture/run-mpi/pipe_fifo"},
     "python-c-3.5.0.darshan": {"<STDERR>", "<STDIN>", "<STDOUT>"},
+    "python-name-3.5.0.darshan": {"<STDERR>", "<STDIN>", "<STDOUT>"},
 }
 NPROCS = {"tinyio-3.5.0.darshan": 1, "tinyio-3.4.7.darshan": 1, "tinyio-mpi-3.5.0.darshan": 2,
-          "tinyio-mpi-3.4.7.darshan": 2, "python-c-3.5.0.darshan": 1}
+          "tinyio-mpi-3.4.7.darshan": 2, "python-c-3.5.0.darshan": 1, "python-name-3.5.0.darshan": 1}
 
 
 def module_sums(job) -> dict[tuple[str, str], tuple[int, int]]:
@@ -86,6 +88,15 @@ def test_a_mount_table_entry_that_is_not_text_costs_a_warning_not_the_log():
     table = file_table(job)
     assert set(table["file"]) == {"/tmp/cycleio-fixture/run-py/field.bin"}
     assert table.set_index("direction")["bytes"].to_dict() == {"read": 6144, "write": 6144}
+
+
+def test_a_file_name_that_is_not_utf8_is_read_with_escapes_and_replayed():
+    job = read_log(FIXTURES / "python-name-3.5.0.darshan")  # a file named b"caf\xe9.bin" (Latin-1)
+    name = "/tmp/cycleio-fixture/run-name/caf\\xe9.bin"
+    assert job.warnings == [f"1 file name is not UTF-8, shown with escapes: {name!r}"]
+    plan = make_plan(job)
+    assert [(f.name, f.logged_bytes) for f in plan.files] == [(name, {"read": 3000, "write": 3000})]
+    assert plan.files[0].path.isascii()
 
 
 def test_a_module_pydarshan_cannot_decode_costs_a_warning_and_its_counters_are_read():
@@ -198,7 +209,8 @@ def test_a_shared_records_time_is_dealt_over_the_ranks_within_its_window():
 
 def parser_bytes(parser: str, log: Path) -> dict[tuple[str, str, str], int]:
     """(module, file, counter) -> bytes summed over ranks, from darshan-parser's text (POSIX, MPI-IO and STDIO)."""
-    out = subprocess.run([parser, str(log)], capture_output=True, check=True).stdout.decode(errors="replace")
+    # names that are not UTF-8 decoded as the reader does (reader.py): \xNN escapes
+    out = subprocess.run([parser, str(log)], capture_output=True, check=True).stdout.decode(errors="backslashreplace")
     sums: dict[tuple[str, str, str], int] = {}
     for line in out.splitlines():
         fields = line.split("\t")
@@ -248,7 +260,7 @@ def mpiexec():
 @pytest.mark.tool
 @pytest.mark.parametrize("name, ranks", [("tinyio-mpi-3.4.7.darshan", 2), ("tinyio-mpi-3.5.0.darshan", 2),
                                          ("python-c-3.5.0.darshan", 1), ("tinyio-3.5.0.darshan", 1),
-                                         ("tinyio-3.4.7.darshan", 1)])
+                                         ("tinyio-3.4.7.darshan", 1), ("python-name-3.5.0.darshan", 1)])
 def test_a_real_runtimes_log_is_replayed_byte_for_byte(mpiexec, tmp_path, name, ranks):
     job, plan, runs = replay(FIXTURES / name, [Target("disk", tmp_path / "d")], nranks=ranks, oversubscribe=True)
     table = fidelity_rows(plan, runs[0])
