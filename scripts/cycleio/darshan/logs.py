@@ -13,7 +13,8 @@ Files that are not storage (the standard streams, pipes, sockets, devices, /proc
 
 ``file_table`` is one row per module, file and direction (what ``cycleio darshan inspect --out`` writes);
 ``rank_times`` the time each rank spent in reads, writes and metadata, as the log counted them, and its I/O time:
-the union of its calls' intervals, never more than the run.
+their sum, bounded by the union of its records' windows (calls on different files overlap), never more than the
+run.
 """
 
 from __future__ import annotations
@@ -46,7 +47,6 @@ SIZE_BINS = (("0_100", 0, 100), ("100_1K", 101, 1024), ("1K_10K", 1025, 10240), 
              ("100K_1M", 102401, 1048576), ("1M_4M", 1048577, 4194304), ("4M_10M", 4194305, 10485760),
              ("10M_100M", 10485761, 104857600), ("100M_1G", 104857601, 1073741824),
              ("1G_PLUS", 1073741825, 2**62))
-STREAMS = ("<STDIN>", "<STDOUT>", "<STDERR>")
 # What is not storage, by name (Darshan does not record a file's type): the standard streams, what the kernel names
 # an open pipe, socket or other anonymous inode, devices (not /dev/shm: memory-backed files), /proc and /sys, and
 # named pipes (FIFOs) named as such (a COMPSs worker's pipe_NNN).
