@@ -197,8 +197,9 @@ def read_log(path: str | os.PathLike) -> JobLog:
                for name, info in report.modules.items()}
     for name, info in modules.items():
         if info["bytes"] and not info["records"] and not any(f"module {name}:" in w for w in warnings):
+            util = f"; darshan-util said: {said[:160]}" if said else ""
             warnings.append(f"module {name}: pydarshan decoded none of its records ({info['bytes']:,} bytes in the "
-                            f"log): left out")
+                            f"log{util}): left out")
     counters = {}
     for module in FILE_MODULES:
         if module not in report.records or not len(report.records[module]):
