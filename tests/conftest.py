@@ -30,28 +30,40 @@ if os.environ.get("PATH", "").split(os.pathsep)[0] != _VENV_BIN:
 MPI_FIXTURES = frozenset({"mpiexec", "parallel_python"})
 
 
+# Tools in no package registry, so CI (which installs only from them) cannot have them: marker -> (the command it
+# needs, what the summary line says of it).
+UNREGISTERED_TOOLS = {
+    "ior": ("ior", "no IOR on PATH (IOR is in no package registry; its command lines and parser are tested as units)"),
+    "darshan": ("darshan-parser", "no darshan-parser on PATH (darshan-util is in no package registry; the logs a "
+                                  "real darshan-runtime wrote are tested as fixtures, tests/data/darshan)"),
+}
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest's own -m selection reads the marks
 def pytest_collection_modifyitems(config, items):
-    """Marks every test that uses an MPI fixture ``mpi``. IOR is in no package registry, so CI (which installs only from them) cannot have it: there its tests
-    are deselected, counted in pytest's summary and named in a line of their own, not skipped and not
-    dropped unseen; anywhere else a missing IOR is a skip (require_tool)."""
+    """Marks every test that uses an MPI fixture ``mpi``. IOR and darshan-util are in no package registry, so CI
+    (which installs only from them) cannot have them: there their tests (marked ``ior``, ``darshan``) are
+    deselected, counted in pytest's summary and named in a line of their own, not skipped and not dropped unseen;
+    anywhere else a missing tool is a skip (require_tool)."""
     for item in items:
         if MPI_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.mpi)
-    if not IN_CI or shutil.which("ior"):
+    if not IN_CI:
         return
-    ior = [item for item in items if item.get_closest_marker("ior")]
-    if ior:
-        items[:] = [item for item in items if item not in ior]
-        config.hook.pytest_deselected(items=ior)
-        config._cycleio_ior_deselected = [item.nodeid for item in ior]
+    config._cycleio_deselected = {}
+    for marker, (command, _) in UNREGISTERED_TOOLS.items():
+        if shutil.which(command):
+            continue
+        chosen = [item for item in items if item.get_closest_marker(marker)]
+        if chosen:
+            items[:] = [item for item in items if item not in chosen]
+            config.hook.pytest_deselected(items=chosen)
+            config._cycleio_deselected[marker] = [item.nodeid for item in chosen]
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    deselected = getattr(config, "_cycleio_ior_deselected", [])
-    if deselected:
-        terminalreporter.write_line(f"not run, no IOR on PATH (IOR is in no package registry; its command lines and "
-                                    f"parser are tested as units): {', '.join(deselected)}")
+    for marker, deselected in getattr(config, "_cycleio_deselected", {}).items():
+        terminalreporter.write_line(f"not run, {UNREGISTERED_TOOLS[marker][1]}: {', '.join(deselected)}")
 
 
 def cannot_run_here(reason: str) -> None:

@@ -71,7 +71,7 @@ def test_a_shared_files_counters_are_cut_into_one_piece_per_replay_rank():
     assert sum(opens) == int(read_log(LOGS / "example.darshan").counters["POSIX"]["POSIX_OPENS"].sum())
 
 
-@pytest.mark.parametrize("scale", [0.5, 0.01, 1e-5])
+@pytest.mark.parametrize("scale", [0.5, 0.01, 1e-5, 20])  # above 1: a small job made long enough to time
 def test_scaled_bytes_stay_within_a_byte_per_stream_of_scale_times_logged(scale):
     for name in ("ior_hdf5_example.darshan", "example.darshan", "dxt.darshan"):
         plan = make_plan(read_log(LOGS / name), 1, scale=scale)
@@ -141,8 +141,9 @@ def test_bad_requests_are_refused_before_any_replay():
         make_plan(job, 5)
     with pytest.raises(DarshanLogError, match=r"--ranks 0"):
         make_plan(job, 0)
-    with pytest.raises(DarshanLogError, match=r"--scale 2"):
-        make_plan(job, 1, scale=2)
+    for scale in (0, -1, float("inf")):
+        with pytest.raises(DarshanLogError, match=rf"--scale {scale}: expected a number above 0"):
+            make_plan(job, 1, scale=scale)
     with pytest.raises(DarshanLogError, match=r"--timing 'wall'"):
         make_plan(job, 1, timing="wall")
     with pytest.raises(DarshanLogError, match=r"--layer 'hdf5'"):

@@ -54,7 +54,8 @@ def register(sub) -> None:
     rep.add_argument("--ranks", type=int, default=1,
                      help="MPI ranks of the replay; the log's ranks are dealt over them (default 1)")
     rep.add_argument("--scale", type=float, default=1.0,
-                     help="every file, offset and operation times this, in (0, 1] (default 1: the job's own sizes)")
+                     help="every file, offset and operation times this, above 0 (default 1: the job's own sizes; "
+                          "above 1 to time a small job)")
     rep.add_argument("--timing", choices=("io", "logged"), default="io",
                      help="io: operations back to back (default); logged: each rank's logged gaps, times the scale, "
                           "kept as compute")

@@ -2,12 +2,19 @@
 
 ``read_log`` checks, in this order, and raises DarshanLogError (a ValueError: one line naming the log and what
 is expected) before anything else happens: the file exists; it starts with Darshan's header (a version string,
-then the magic number 6567223); darshan-util parses it and every module's region holds the records its header
-announces (a log cut short parses "successfully" with modules missing); it has POSIX, MPI-IO or STDIO records
-of files (not only a heatmap, APMPI, or the standard streams).
+then the magic number 6567223); the regions the header announces (the file names, each module's records) lie
+within the file (a log cut short does not hold them); darshan-util parses it; it has POSIX, MPI-IO or STDIO
+records of files (not only a heatmap, APMPI, the standard streams, pipes or devices). What darshan-parser reads
+and pydarshan cannot decode (a mount table entry, a file name, a module) costs a warning (``JobLog.warnings``), not
+the log (reader.py).
+
+Files that are not storage (the standard streams, pipes, sockets, devices, /proc and /sys) are set apart
+(``set_apart``): not replayed, not in the job's I/O time, and named where the log is described.
 
 ``file_table`` is one row per module, file and direction (what ``cycleio darshan inspect --out`` writes);
-``rank_times`` the time each rank spent in reads, writes and metadata, as the log counted them.
+``rank_times`` the time each rank spent in reads, writes and metadata, as the log counted them, and its I/O time:
+their sum, bounded by the union of its records' windows (calls on different files overlap), never more than the
+run.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ import contextlib
 import gc
 import hashlib
 import os
+import re
 import struct
 import tempfile
 from dataclasses import dataclass, field
@@ -24,6 +32,8 @@ from typing import Iterator
 
 import numpy as np
 import pandas as pd
+
+from ..intervals import covered_per_group
 
 DARSHAN_MAGIC_NR = 6567223
 # The modules whose records are files with bytes, calls and times; MPI-IO sits above POSIX.
@@ -37,7 +47,23 @@ SIZE_BINS = (("0_100", 0, 100), ("100_1K", 101, 1024), ("1K_10K", 1025, 10240), 
              ("100K_1M", 102401, 1048576), ("1M_4M", 1048577, 4194304), ("4M_10M", 4194305, 10485760),
              ("10M_100M", 10485761, 104857600), ("100M_1G", 104857601, 1073741824),
              ("1G_PLUS", 1073741825, 2**62))
-STREAMS = ("<STDIN>", "<STDOUT>", "<STDERR>")
+# What is not storage, by name (Darshan does not record a file's type): the standard streams, what the kernel names
+# an open pipe, socket or other anonymous inode, devices (not /dev/shm: memory-backed files), /proc and /sys, and
+# named pipes (FIFOs) named as such (a COMPSs worker's pipe_NNN).
+SET_APART = (("stream", re.compile(r"^<(STDIN|STDOUT|STDERR)>$")),
+             ("pipe", re.compile(r"^pipe:\[\d+\]$")),
+             ("socket", re.compile(r"^socket:\[\d+\]$")),
+             ("anonymous inode", re.compile(r"^anon_inode:")),
+             ("device", re.compile(r"^/dev/(?!shm/)")),
+             ("/proc or /sys", re.compile(r"^/(proc|sys)/")),
+             ("named pipe", re.compile(r"(^|/)(pipe|fifo)([_.-][^/]*)?$|\.(pipe|fifo)$", re.IGNORECASE)))
+# The log's header (darshan-log-format.h): version string (8 bytes), magic number (int64), compression type, partial
+# flag, then the (offset, length) pairs of the file names' region and of each module slot's region, then each slot's
+# version. From log format 3.41 (darshan 3.4) the flag is 64 bits and there are 64 slots, before 32 bits and 16.
+HEADER_LAYOUT = {True: (32, 64), False: (24, 16)}  # format >= 3.41: (offset of the names' pair, module slots)
+# The module in each slot, log format 3.41 and later.
+MODULE_SLOTS = ("NULL", "POSIX", "MPI-IO", "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR", "BG/Q", "LUSTRE", "STDIO",
+                "DXT_POSIX", "DXT_MPIIO", "MDHIM", "APXC", "APMPI", "HEATMAP", "DFS", "DAOS")
 
 
 class DarshanLogError(ValueError):
@@ -59,6 +85,7 @@ class JobLog:
     counters: dict[str, pd.DataFrame]              # FILE_MODULES present: counters and fcounters, plus `file`
     dxt: dict[str, list[dict]] = field(default_factory=dict)  # DXT_POSIX / DXT_MPIIO records
     darshan_messages: str = ""
+    warnings: list[str] = field(default_factory=list)  # what darshan-parser reads and pydarshan could not decode
 
     def dxt_partial(self, module: str = "POSIX") -> bool:
         name = DXT_MODULES.get(module, "")
@@ -93,6 +120,42 @@ def check_header(path: Path) -> None:
                               f"then the magic number {DARSHAN_MAGIC_NR}; the file starts with {head[:16]!r})")
 
 
+def check_whole(path: Path) -> None:
+    """DarshanLogError when the regions ``path``'s header announces reach past its end (a log cut short: copied
+    while darshan-runtime wrote it, or a transfer that stopped)."""
+    size, past = cut_regions(path)
+    if past and past[0][0] == "header":
+        raise DarshanLogError(f"{path}: cut short: {size:,} bytes, fewer than its header's {past[0][1]:,}; expected a "
+                              f"complete Darshan log (darshan-runtime writes it whole when the job ends)")
+    if past:
+        named = ", ".join(f"{name} (to byte {end:,})" for name, end in past[:4]) + (" ..." if len(past) > 4 else "")
+        raise DarshanLogError(f"{path}: cut short: its header announces {named} but the file ends at byte {size:,}; "
+                              f"expected a complete Darshan log (darshan-runtime writes it whole when the job ends)")
+
+
+def cut_regions(path: Path) -> tuple[int, list[tuple[str, int]]]:
+    """The file's length, and the regions its header announces that reach past it: (name, end byte) each (the header
+    itself is the region ``header``; a module slot is named by its module from log format 3.41 on)."""
+    size = path.stat().st_size
+    with open(path, "rb") as handle:
+        head = handle.read(1328)
+    version = head[:8].split(b"\0")[0]
+    try:
+        newer = tuple(int(part) for part in version.decode("ascii").split(".")) >= (3, 41)
+    except ValueError:
+        newer = True
+    endian = "<" if head[8:16] == struct.pack("<q", DARSHAN_MAGIC_NR) else ">"
+    at, slots = HEADER_LAYOUT[newer]
+    header_len = at + 16 * (slots + 1) + 4 * slots
+    if size < header_len:
+        return size, [("header", header_len)]
+    known = MODULE_SLOTS if newer else ()  # older formats numbered their modules otherwise
+    names = ["file names"] + [known[slot] if slot < len(known) else f"module slot {slot}" for slot in range(slots)]
+    regions = [struct.unpack_from(f"{endian}QQ", head, at + 16 * i) for i in range(slots + 1)]
+    return size, [(name, offset + length) for name, (offset, length) in zip(names, regions)
+                  if length and offset + length > size]
+
+
 @contextlib.contextmanager
 def _captured_stderr() -> Iterator[list[str]]:
     """darshan-util prints its errors on file descriptor 2 (C's stderr): keep them for the message."""
@@ -111,15 +174,16 @@ def _captured_stderr() -> Iterator[list[str]]:
 
 def read_log(path: str | os.PathLike) -> JobLog:
     """The log at ``path``, checked (see the module's docstring); DarshanLogError otherwise."""
-    import darshan
+    from .reader import LenientReport
 
     path = Path(path)
     check_header(path)
+    check_whole(path)
     messages: list[str] = []
     try:
         with _captured_stderr() as messages:
             try:
-                report = darshan.DarshanReport(str(path), read_all=True)
+                report = LenientReport(str(path))
             finally:
                 gc.collect()  # a failed report's handle is closed (and complained about) here, not later
     except Exception as err:  # darshan-util's RuntimeError, or anything its parsing raised
@@ -127,15 +191,15 @@ def read_log(path: str | os.PathLike) -> JobLog:
         raise DarshanLogError(f"{path}: cannot be parsed as a Darshan log ({err}{'; ' + said if said else ''}); "
                               f"expected a complete log written by darshan-runtime 3.x") from None
     said = " ".join(messages).replace("\n", " ")
-    modules = {name: {"records": len(report.records.get(name, [])), "bytes": int(info.get("len", 0)),
-                      "partial": bool(info.get("partial_flag")), "announced": int(info.get("num_records", 0))}
+    warnings = list(report.warnings)
+    modules = {name: {"records": report.decoded(name), "bytes": int(info.get("len", 0)),
+                      "partial": bool(info.get("partial_flag"))}
                for name, info in report.modules.items()}
-    cut = [name for name, info in modules.items() if info["bytes"] > 0 and info["records"] < max(info["announced"], 1)]
-    if cut:
-        util = f"; darshan-util: {said[:200]}" if said else ""
-        raise DarshanLogError(f"{path}: cannot be parsed: module{'s' if len(cut) > 1 else ''} {', '.join(cut)} "
-                              f"announce data the file does not hold (a log cut short?{util}); "
-                              f"expected a complete Darshan log")
+    for name, info in modules.items():
+        if info["bytes"] and not info["records"] and not any(f"module {name}:" in w for w in warnings):
+            util = f"; darshan-util said: {said[:160]}" if said else ""
+            warnings.append(f"module {name}: pydarshan decoded none of its records ({info['bytes']:,} bytes in the "
+                            f"log{util}): left out")
     counters = {}
     for module in FILE_MODULES:
         if module not in report.records or not len(report.records[module]):
@@ -154,27 +218,74 @@ def read_log(path: str | os.PathLike) -> JobLog:
     log = JobLog(path=path.resolve(), sha256=sha256_of(path), exe=str(report.metadata.get("exe", "")).strip(),
                  nprocs=int(job["nprocs"]), run_time_s=float(job.get("run_time", 0.0)), jobid=int(job.get("jobid", 0)),
                  log_version=str(job.get("log_ver", "")), modules=modules, counters=counters, dxt=dxt,
-                 darshan_messages=said)
+                 darshan_messages=said, warnings=warnings)
     check_file_records(log)
     return log
 
 
 def check_file_records(log: JobLog) -> None:
-    """DarshanLogError when the log has no POSIX, MPI-IO or STDIO record of a file (the standard streams left out)."""
+    """DarshanLogError when the log has no POSIX, MPI-IO or STDIO record of a file (what is set apart left out)."""
     if not any(len(files_of(log, module)) for module in FILE_MODULES):
         present = ", ".join(log.modules) or "none"
+        apart = set_apart(log)
+        besides = (f"; set apart as not storage: {', '.join(sorted(set(apart['kind'])))}" if len(apart) else "")
         raise DarshanLogError(f"{log.path}: no POSIX, MPI-IO or STDIO records of files (modules in the log: "
-                              f"{present}); expected a log of a job with file I/O, recorded with darshan-runtime's "
-                              f"POSIX, MPI-IO "
-                              f"or STDIO module")
+                              f"{present}{besides}); expected a log of a job with file I/O, recorded with "
+                              f"darshan-runtime's POSIX, MPI-IO or STDIO module")
+
+
+def not_storage(name: str) -> str | None:
+    """What ``name`` is when it is not a file on storage (``SET_APART``'s kinds), else None."""
+    for kind, pattern in SET_APART:
+        if pattern.search(name):
+            return kind
+    return None
+
+
+def _kinds(table: pd.DataFrame) -> pd.Series:
+    names = table["file"].unique()
+    return table["file"].map(dict(zip(names, (not_storage(str(n)) for n in names))))
 
 
 def files_of(log: JobLog, module: str) -> pd.DataFrame:
-    """The module's records of files: the standard streams left out (they are the terminal, not storage)."""
+    """The module's records of files on storage: what is set apart (``set_apart``) left out."""
     table = log.counters.get(module)
     if table is None:
         return pd.DataFrame()
-    return table[~table["file"].isin(STREAMS)]
+    return table[_kinds(table).isna().to_numpy()]
+
+
+def set_apart(log: JobLog) -> pd.DataFrame:
+    """One row per module and file the log recorded that is not storage (streams, pipes, sockets, devices, /proc,
+    /sys): ``module, file, kind, bytes_read, bytes_written, ops, meta_s``. None of it is replayed or timed."""
+    rows = []
+    for module in FILE_MODULES:
+        table = log.counters.get(module)
+        if table is None:
+            continue
+        kinds = _kinds(table)
+        apart = table[kinds.notna().to_numpy()]
+        for name, records in apart.groupby("file", sort=True):
+            rows.append({"module": module, "file": name, "kind": kinds[records.index[0]],
+                         "bytes_read": int(bytes_of(records, module, "read").sum()),
+                         "bytes_written": int(bytes_of(records, module, "write").sum()),
+                         "ops": int(sum(ops_of(records, module, d).sum() for d in DIRECTIONS)),
+                         "meta_s": float(seconds_of(records, module, "meta").sum())})
+    return pd.DataFrame(rows, columns=["module", "file", "kind", "bytes_read", "bytes_written", "ops", "meta_s"])
+
+
+def set_apart_note(log: JobLog) -> str:
+    """One line naming what the log recorded that is not storage, or '' when nothing is."""
+    apart = set_apart(log)
+    if apart.empty:
+        return ""
+    files = apart.drop_duplicates("file")
+    kinds = files.groupby("kind", sort=True)["file"].apply(list)
+    shown = "; ".join(f"{len(names)} {kind}{'s' if len(names) > 1 else ''} ({', '.join(names[:3])}"
+                      f"{', ...' if len(names) > 3 else ''})" for kind, names in kinds.items())
+    return (f"set apart as not storage (not replayed, not in the job's I/O time): {shown}; "
+            f"{int(apart['bytes_read'].sum()):,} bytes read, {int(apart['bytes_written'].sum()):,} written, "
+            f"{apart['meta_s'].sum():.4g} s of metadata")
 
 
 def _num(table: pd.DataFrame, column: str) -> pd.Series:
@@ -267,29 +378,87 @@ def file_table(log: JobLog) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _windows(table: pd.DataFrame, module: str, run_time_s: float) -> tuple[np.ndarray, np.ndarray]:
+    """Each record's window: from its first call's start to its last call's end of any kind (open, read, write,
+    close), as the log's timestamps (seconds from the job's start) say. Its read, write and metadata calls all lie
+    within it (a sync counts as write time and comes after the last write, before the close). A record without
+    timestamps (a file only stat'ed) gets the whole run."""
+    prefix = PREFIX[module]
+    kinds = ("OPEN", "READ", "WRITE", "CLOSE")
+    starts = table[[c for k in kinds if (c := f"{prefix}_F_{k}_START_TIMESTAMP") in table]]
+    stops = table[[c for k in kinds if (c := f"{prefix}_F_{k}_END_TIMESTAMP") in table]]
+    start = starts.where(starts > 0).min(axis=1).to_numpy(dtype=float)
+    stop = stops.max(axis=1).to_numpy(dtype=float) if len(stops.columns) else np.full(len(table), np.nan)
+    unknown = np.isnan(start) | ~(stop > 0) | ~(stop >= start)
+    whole = max(run_time_s, float(np.nanmax(stop, initial=0.0)))
+    return np.where(unknown, 0.0, start), np.where(unknown, whole, stop)
+
+
 def rank_times(log: JobLog) -> pd.DataFrame:
-    """Seconds each of the job's ranks spent in reads, writes and metadata (POSIX and STDIO: MPI-IO's time holds
-    the POSIX calls beneath it). A shared file's record (rank -1) is every rank's together: its time is dealt
-    evenly over the job's ranks."""
+    """Per rank of the job, the seconds it spent in reads, writes and metadata (POSIX and STDIO: MPI-IO's time holds
+    the POSIX calls beneath it), and its I/O time ``io_s``.
+
+    A shared file's record (rank -1) is every rank's together: its seconds are dealt evenly over the job's ranks.
+    Calls on different files overlap (threads; a pipe's open waiting for its writer while other files are read), so
+    a rank's seconds of each kind are at most the time covered by the union of the windows (``_windows``) of its
+    records with time of that kind, and its I/O time the sum of the three, at most the union of all its records'
+    windows: never more than the job's run. (Darshan already counts overlapping calls on one record once.)"""
     nprocs = max(log.nprocs, 1)
-    times = np.zeros((nprocs, 3))
+    busy = np.zeros((nprocs, 3))
+    parts: dict[str, list] = {"rank": [], "kind": [], "start": [], "stop": []}
     for module in ("POSIX", "STDIO"):
         table = files_of(log, module)
         if table.empty:
             continue
+        ranks = table["rank"].to_numpy()
+        mine = ranks >= 0
+        start, stop = _windows(table, module, log.run_time_s)
         for column, what in enumerate(("read", "write", "meta")):
             seconds = seconds_of(table, module, what).to_numpy()
-            ranks = table["rank"].to_numpy()
-            times[:, column] += seconds[ranks == -1].sum() / nprocs
-            mine = ranks >= 0
-            np.add.at(times[:, column], ranks[mine] % nprocs, seconds[mine])
-    return pd.DataFrame(times, columns=["read_s", "write_s", "meta_s"]).rename_axis("rank")
+            busy[:, column] += seconds[ranks == -1].sum() / nprocs
+            np.add.at(busy[:, column], ranks[mine] % nprocs, seconds[mine])
+            active = seconds > 0
+            parts["rank"].append(np.where(mine, ranks % nprocs, -1)[active])
+            parts["kind"].append(np.full(int(active.sum()), column))
+            parts["start"].append(start[active])
+            parts["stop"].append(stop[active])
+    covered = _covered(parts, nprocs)
+    times = np.minimum(busy, covered[:, :3])
+    io = np.minimum(times.sum(axis=1), covered[:, 3])
+    if log.run_time_s > 0:
+        io = np.minimum(io, log.run_time_s)
+    out = pd.DataFrame(times, columns=["read_s", "write_s", "meta_s"]).rename_axis("rank")
+    out["io_s"] = io
+    return out
+
+
+def _covered(parts: dict[str, list], nprocs: int) -> np.ndarray:
+    """Per rank, the time covered by its windows of each kind (read, write, meta) and of all kinds together
+    (columns 0-3). A shared record's window (rank -1) is every rank's: it joins each rank that has windows of its
+    own, and once more the ranks that have none (they all cover the same)."""
+    if not parts["rank"]:
+        return np.zeros((nprocs, 4))
+    rank, kind, start, stop = (np.concatenate(parts[key]) for key in ("rank", "kind", "start", "stop"))
+    own = np.unique(rank[rank >= 0])
+    slot = np.full(nprocs, len(own))  # the ranks without windows of their own share the last slot
+    slot[own] = np.arange(len(own))
+    shared = rank < 0
+    n_slots = len(own) + 1
+    group = np.concatenate([slot[rank[~shared]], np.repeat(np.arange(n_slots), shared.sum())])
+    kinds = np.concatenate([kind[~shared], np.tile(kind[shared], n_slots)])
+    starts = np.concatenate([start[~shared], np.tile(start[shared], n_slots)])
+    stops = np.concatenate([stop[~shared], np.tile(stop[shared], n_slots)])
+    per_slot = np.zeros((n_slots, 4))
+    for column in range(3):
+        chosen = kinds == column
+        per_slot[:, column] = covered_per_group(group[chosen], starts[chosen], stops[chosen], n_slots)
+    per_slot[:, 3] = covered_per_group(group, starts, stops, n_slots)
+    return per_slot[slot]
 
 
 def slowest_rank(times: pd.DataFrame) -> dict[str, float]:
-    """The slowest rank's read, write and metadata seconds, and their sum (Darshan's I/O-time estimate)."""
-    total = times.sum(axis=1)
-    if total.empty:
+    """The rank with the most I/O time (``rank_times``): its read, write and metadata seconds and its I/O time."""
+    if times.empty:
         return {"rank": -1, "read_s": 0.0, "write_s": 0.0, "meta_s": 0.0, "io_s": 0.0}
-    rank = int(total.idxmax())
-    return {"rank": rank, **{k: float(v) for k, v in times.loc[rank].items()}, "io_s": float(total.max())}
+    rank = int(times["io_s"].idxmax())
+    return {"rank": rank, **{k: float(v) for k, v in times.loc[rank].items()}}

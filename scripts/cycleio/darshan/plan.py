@@ -22,8 +22,9 @@ With ``layer = mpiio`` a file with MPI-IO records is replayed through MPI-IO ins
 out): its calls flagged collective (``coll``: the record's collective count of its largest calls), a shared
 record dealt call by call, and ``Plan.mpiio`` gives the rank program each file's collective rounds.
 
-``scale`` multiplies every offset and length (rounded so each file's bytes stay within a byte per rank
-of S times the logged); ``timing = logged`` keeps the logged gaps between a rank's operations,
+``scale`` multiplies every offset and length, below 1 to fit a large job on small storage, above 1 to make a
+small job's I/O long enough to time (rounded so each file's bytes stay within a byte per rank of S times the
+logged; every call is kept); ``timing = logged`` keeps the logged gaps between a rank's operations,
 multiplied by the scale, as compute; ``io`` drops them.
 """
 
@@ -35,7 +36,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .logs import DIRECTIONS, DXT_MODULES, PREFIX, SIZE_BINS, DarshanLogError, JobLog, files_of
+from .logs import DIRECTIONS, DXT_MODULES, PREFIX, SIZE_BINS, DarshanLogError, JobLog, files_of, set_apart_note
 
 READ, WRITE, OPEN, STAT, SEEK, FSYNC = range(6)
 KIND_NAMES = ("read", "write", "open", "stat", "seek", "fsync")
@@ -398,9 +399,9 @@ def check_request(log: JobLog, nranks: int, scale: float, timing: str, layer: st
         raise DarshanLogError(f"{say('layer', repr(layer))}: expected one of {', '.join(LAYERS)}")
     if timing not in TIMINGS:
         raise DarshanLogError(f"{say('timing', repr(timing))}: expected one of {', '.join(TIMINGS)}")
-    if not (isinstance(scale, (int, float)) and math.isfinite(scale) and 0 < scale <= 1):
-        raise DarshanLogError(f"{say('scale', scale)}: expected a number above 0 and at most 1 (e.g. 0.01 for a "
-                              f"hundredth of every file and operation)")
+    if not (isinstance(scale, (int, float)) and math.isfinite(scale) and 0 < scale):
+        raise DarshanLogError(f"{say('scale', scale)}: expected a number above 0 (e.g. 0.01 for a "
+                              f"hundredth of every file and operation, 10 for ten times their sizes)")
     if nranks < 1:
         raise DarshanLogError(f"{say('ranks', nranks)}: expected at least 1")
     if nranks > max(log.nprocs, 1):
@@ -489,6 +490,8 @@ def make_plan(log: JobLog, nranks: int = 1, scale: float = 1.0, timing: str = "i
         why = "module marked partial" if log.dxt_partial("POSIX") else "fewer calls traced than counted"
         notes.append(f"DXT trace truncated ({why}): {truncated} file{'s' if truncated > 1 else ''} replayed from "
                      f"the counters instead")
+    apart = set_apart_note(log)
+    notes += ([apart] if apart else []) + [f"not read: {warning}" for warning in log.warnings]
     ranks = [_merged(streams, scale, timing) for streams in per_rank]
     return Plan(files=files, ranks=ranks, nranks=nranks, scale=float(scale), timing=timing, log_ranks=log.nprocs,
                 notes=notes, layer=layer, mpiio=mpiio)

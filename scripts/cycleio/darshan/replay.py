@@ -1,7 +1,7 @@
 """The parent side of ``cycleio darshan replay``: check, lay out, launch, and answer.
 
 Before anything is written: the log is read and checked (logs.read_log), the plan made (plan.make_plan:
-ranks within the log's, a scale in (0, 1], a timing mode), the replay's ranks checked against what can
+ranks within the log's, a scale above 0, a timing mode), the replay's ranks checked against what can
 start here (Slurm's tasks, else the CPUs this process may use), and every folder's free space against
 the replay's files at the requested scale (the message names the scale that would fit). Then, per
 folder: the replay's files from an earlier run are removed (its writes make new files, as the job's

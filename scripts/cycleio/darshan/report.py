@@ -11,7 +11,7 @@ import pandas as pd
 
 from ..fsutil import landing, write_json_atomic
 from ..units import format_bytes
-from .logs import DIRECTIONS, FILE_MODULES, JobLog, file_table, rank_times, slowest_rank
+from .logs import DIRECTIONS, FILE_MODULES, JobLog, file_table, rank_times, set_apart_note, slowest_rank
 from .plan import Plan
 
 CSV_COLUMNS = ["file", "direction", "logged_bytes", "logged_ops", "replayed_bytes", "replayed_ops", "replayed_s",
@@ -71,11 +71,11 @@ def timing_answer(job: JobLog, plan: Plan, runs: list) -> str:
         t = replay_times(run)
         gaps = f", plus {t['gap_s']:.3g} s of the logged gaps" if plan.timing == "logged" else ""
         parts.append(f"on tier {run.target.tier} ({run.fs_type}) it took {t['io_s']:.3g} s ({_times(t)}{gaps})")
-    overlap = (" (more than its run time: its calls overlapped, as threads' do)"
-               if job.run_time_s and logged["io_s"] > job.run_time_s else "")
-    return (f"This job's I/O took {logged['io_s']:.4g} s where it was logged{overlap} (slowest rank {logged['rank']}: "
-            f"{_times(logged)}; {job.nprocs} rank{'s' if job.nprocs != 1 else ''}, {job.run_time_s:.0f} s run); "
-            f"at scale {plan.scale:g} with "
+    overlapped = (" (its calls overlapped: the parts add to more)"
+                  if logged["read_s"] + logged["write_s"] + logged["meta_s"] > logged["io_s"] * 1.001 else "")
+    return (f"This job's I/O took {logged['io_s']:.4g} s where it was logged (slowest rank {logged['rank']}: "
+            f"{_times(logged)}{overlapped}; {job.nprocs} rank{'s' if job.nprocs != 1 else ''}, {job.run_time_s:.0f} s "
+            f"run); at scale {plan.scale:g} with "
             f"{plan.nranks} rank{'s' if plan.nranks > 1 else ''} (timing {plan.timing}), " + "; ".join(parts) + ".")
 
 
@@ -172,11 +172,16 @@ def inspect_text(job: JobLog, table: pd.DataFrame | None = None) -> str:
             lines.append("  DXT trace: " + ", ".join(f"{traced[p]} for {_count(rows[rows['dxt'] == p]['file'].nunique(), 'file')}"
                                                       for p in present))
     times = rank_times(job)
-    total = times.sum(axis=1)
     slow = slowest_rank(times)
-    lines.append(f"\nI/O time per rank (POSIX and STDIO): slowest rank {slow['rank']} {slow['io_s']:.4g} s "
-                 f"({_times(slow)}); mean {total.mean():.4g} s (read {times['read_s'].mean():.3g} s, write "
-                 f"{times['write_s'].mean():.3g} s, metadata {times['meta_s'].mean():.3g} s)")
+    lines.append(f"\nI/O time per rank (POSIX and STDIO; the union of its calls' intervals): slowest rank "
+                 f"{slow['rank']} {slow['io_s']:.4g} s ({_times(slow)}); mean {times['io_s'].mean():.4g} s (read "
+                 f"{times['read_s'].mean():.3g} s, write {times['write_s'].mean():.3g} s, metadata "
+                 f"{times['meta_s'].mean():.3g} s)")
+    apart = set_apart_note(job)
+    if apart:
+        lines.append(apart[0].upper() + apart[1:])
+    for warning in job.warnings:
+        lines.append(f"not read: {warning}")
     partial = [m for m, info in job.modules.items() if info["partial"]]
     if partial:
         lines.append(f"partial modules (Darshan ran out of memory for their records): {', '.join(partial)}")
