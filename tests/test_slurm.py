@@ -163,7 +163,7 @@ def start_replay_jobs(base: Path) -> Background:
     shm = Path("/dev/shm") / f"cycleio-test-{os.getpid()}-replay"
     overrides = workdir / "overrides.yaml"
     overrides.write_text(yaml.safe_dump({
-        "study": "dslurm", "launcher": SRUN,
+        "study": "dslurm", "launcher": SRUN, "darshan": {"jobs": {"ior": {"scale": 0.1}, "dxt": {"scale": 0.01}}},
         "tiers": {"shm": {"kind": "memory", "path": str(shm), "persistent": False, "shared": False}}}))
     argv = [BIN / "snakemake", REPLAY_TABLE, "-s", REPO / "Snakefile", "--workflow-profile", PROFILE,
             "--configfile", DARSHAN, overrides]
