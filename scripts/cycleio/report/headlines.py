@@ -36,9 +36,12 @@ def cycle_io_sentence(table: pd.DataFrame) -> str:
 
 def closeness_sentence(table: pd.DataFrame) -> str:
     """Over every arm's timed rows against the replay: how many are close, and each arm's median with its band."""
-    if "timed_rows" not in table or table["timed_rows"].fillna(0).sum() == 0:
+    if "timed_rows" not in table or table["timed_rows"].isna().all():
+        return ("no paired replay ran (benchmarks.enabled or benchmarks.replay.enabled is off), so this study "
+                "does not say.")
+    if table["timed_rows"].fillna(0).sum() == 0:
         return ("no step's reads or writes were both large and long enough to time against a replay of its own "
-                "files, so this study does not say (benchmarks.replay).")
+                "files, so this study does not say (benchmarks.replay.min_bytes, min_seconds).")
     timed, close = int(table["timed_rows"].fillna(0).sum()), int(table["close_rows"].fillna(0).sum())
     medians = [f"{row.arm} {_band(row.timed_median_efficiency, row.timed_median_efficiency_low, row.timed_median_efficiency_high)}"
                for row in table.itertuples() if not pd.isna(row.timed_median_efficiency)]
