@@ -41,10 +41,10 @@ def test_a_question_the_study_cannot_answer_says_why():
     table = arm_summary(step_summary(), tiers())
     lines = "\n".join(answer_lines(table, capacity(fitted=False)))
     assert "no paired replay ran (benchmarks.enabled or benchmarks.replay.enabled is off)" in lines
+    assert "too few timed points to plan lustre (easy), shm (easy)" in lines
     untimed = efficiency().assign(timed=False)
     lines = "\n".join(answer_lines(arm_summary(step_summary(), tiers(), untimed)))
     assert "no step's reads or writes were both large and long enough to time" in lines
-    assert "too few timed points to plan lustre (easy), shm (easy)" in lines
     assert capacity_sentence(None).startswith("no capacity plan: the tier benchmarks did not run")
 
 
