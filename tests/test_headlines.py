@@ -35,6 +35,7 @@ def test_the_summary_leads_with_one_sentence_per_question():
     assert "staging pays on shm: node_local +0.25 ± 0.75 s per cycle against lustre (within noise); " \
            "shm +2.25 ± 0.25 s per cycle against lustre (faster)." in head
     assert "quilt keeps the compute ranks waiting least per forecast, serial most" in head
+    assert "(mean of 2 forecasts per arm)" in head
 
 
 def test_a_question_the_study_cannot_answer_says_why():

@@ -99,8 +99,11 @@ def strategies_sentence(write_times: pd.DataFrame) -> str:
     best, worst = times.index[0], times.index[-1]
     parts = [f"{name} {row.effective_write_s:.2f} s (writers {row.actual_write_s:.2f} s)"
              for name, row in times.iterrows()]
+    forecasts = int(write_times["n_cycles"].min()) if "n_cycles" in write_times else 0
+    noise = (" (one forecast per arm: no spread to tell a difference from noise)" if forecasts == 1
+             else f" (mean of {forecasts} forecasts per arm)" if forecasts > 1 else "")
     return (f"{best} keeps the compute ranks waiting least per forecast, {worst} most; compute ranks wait "
-            f"{', '.join(parts)}.")
+            f"{', '.join(parts)}{noise}.")
 
 
 def answer_lines(table: pd.DataFrame, capacity: pd.DataFrame | None = None, full_cycles: bool = True) -> list[str]:
