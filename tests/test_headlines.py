@@ -64,4 +64,5 @@ def test_a_study_of_only_the_half_cycle_is_answered_by_it():
     assert not table.empty and not table["full_cycles"].any()
     text = summary_markdown(table, "fx")
     assert "This study runs only a half cycle (fcst and post)" in text and "over its half cycle" in text
+    assert "a half cycle's I/O" in text and "one cycle per arm." in text
     assert "No full cycle has finished" not in text
