@@ -418,11 +418,11 @@ def run_arrival(settings: ArmSettings, cycle: str, kind: str, records_path: Path
     ctx = WriteContext(Grid(settings.resolution, settings.levels), settings.seed, cycle, settings.compression)
     specs = coldstart_files(cycle) if kind == "coldstart" else step_io("dump", cycle, settings.start, settings.forecast).writes
     remove_stale_temporaries([persistent.root / spec.path for spec in specs])  # a killed attempt's
-    outputs = []
     for spec in specs:
-        path = persistent.root / spec.path
-        size = _timed_write(path, spec, ctx, records, persistent, kind)
-        outputs.append({"path": spec.path, "bytes": size, "xxh3_64": checksum_file(path)})
+        _timed_write(persistent.root / spec.path, spec, ctx, records, persistent, kind)
+    # each file read back for its checksum, recorded as every job's verification is
+    landed = _verify_in_place(specs, persistent, records, StagingOptions())
+    outputs = [{"path": path, "bytes": size, "xxh3_64": checksum} for path, (size, checksum) in landed.items()]
     log.info("[%s %s %s] wrote %d files, %.1f MiB", settings.arm, cycle, kind, len(outputs),
              sum(o["bytes"] for o in outputs) / MiB)
     records.write(records_path)
