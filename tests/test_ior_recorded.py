@@ -1,9 +1,9 @@
-"""IOR's whole path in CI, where there is no IOR: real IOR 4.0.0 and mdtest outputs (tests/data/ior, with
-their exact command lines) go through the benchmark rule's code (``cycleio bench``, which builds IOR's
-command and runs it), the benchmark table and its timed marks, the scaling fits, the figures and the
-capacity plan.
+"""IOR's whole path in CI, where there is no IOR: real IOR 4.0.0 and mdtest outputs (tests/data/ior, their
+exact command lines in tests/data/ior-runs) go through the benchmark rule's code (``cycleio bench``, which
+builds IOR's command and runs it), the benchmark table and its timed marks, the scaling fits, the figures and
+the capacity plan.
 
-The ``ior`` and ``mdtest`` the points run are tests/data/ior/replay_recorded_run.py: a stand-in that
+The ``ior`` and ``mdtest`` the points run are tests/data/ior-runs/replay_recorded_run.py: a stand-in that
 replays the recorded run whose command line it is given and measures nothing (test_ior_live.py runs a
 real IOR where one is installed)."""
 
@@ -22,7 +22,7 @@ from cycleio.cli import main
 from cycleio.config.settings import validate_config
 from cycleio.report.scaling import FITTED, TOO_FEW
 
-RECORDED = Path(__file__).parent / "data" / "ior"
+RECORDED = Path(__file__).parent / "data" / "ior-runs"
 MIB = 2**20
 
 

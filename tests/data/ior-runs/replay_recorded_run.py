@@ -3,8 +3,9 @@
 
 IOR is in no package registry, so CI has none. Called as ``ior`` or ``mdtest`` (a link of that name to this
 file), it finds the real IOR 4.0.0 / mdtest run recorded beside it (``NAME.meta.json``: its exact argv and
-tier) whose command it was given, and prints that run's stdout; for IOR it also writes the run's JSON summary
-to the ``summaryFile`` it is told. With no recorded run for its command it fails as IOR would, naming it.
+tier) whose command it was given, and prints that run's stdout (in tests/data/ior, the runs' outputs); for IOR
+it also writes the run's JSON summary to the ``summaryFile`` it is told. With no recorded run for its command
+it fails as IOR would, naming it.
 
 Which recording: IOR's options must equal the recorded ones but for the paths (``-o``, ``summaryFile``), so a
 command line that drifts from IOR's real one finds no recording. mdtest's recorded runs had other options than
@@ -18,6 +19,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+OUTPUTS = HERE.parent / "ior"
 
 
 def _options(argv: list[str], tool: str) -> tuple[list[str], str, str | None]:
@@ -52,9 +54,9 @@ def main(tool: str, argv: list[str]) -> int:
         if _options(recorded, tool)[0] != options:
             continue
         files = meta["files"]
-        print((HERE / files["stdout"]).read_text(), end="")
+        print((OUTPUTS / files["stdout"]).read_text(), end="")
         if summary and files.get("json_summary"):
-            shutil.copy(HERE / files["json_summary"], summary)
+            shutil.copy(OUTPUTS / files["json_summary"], summary)
         return 0
     print(f"ERROR: no recorded real {tool} run has this command line: {' '.join(argv)}")
     return 255
