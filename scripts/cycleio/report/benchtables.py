@@ -25,7 +25,7 @@ from ..units import MiB
 
 _BOOL_COLUMNS = ("file_per_proc", "random", "direct_io", "fsync", "cache_risk")
 _INT_COLUMNS = ("repetition", "repetitions", "tasks", "nodes", "transfer_size_bytes", "block_size_bytes", "segments",
-                "bytes")
+                "bytes", "host_cores")
 _FLOAT_COLUMNS = ("stonewall_s", "bw_MiB_per_s", "ops_per_s", "latency_s", "seconds", "t_start")
 # The point files' columns and types (tierbench.write_rows writes them as CSV; an empty cell is null).
 POINT_SCHEMA = pa.schema([(name, pa.bool_() if name in _BOOL_COLUMNS else pa.int64() if name in _INT_COLUMNS
