@@ -74,7 +74,7 @@ def test_points_with_more_tasks_than_the_machines_cores_are_shaded_as_oversubscr
     scaling_figure(bench.assign(host_cores=2), tmp_path / "within.png", "fx")
     over, within = drawn_figures
     for ax in over.axes[:2]:
-        assert ax.get_xlabel() == "tasks (shaded: more than the machine's 1 core, oversubscribed)"
+        assert ax.get_xlabel() == "tasks (1 core; shaded: oversubscribed)"
         [shade] = [patch for patch in ax.patches if patch.get_alpha() == 0.12]
         assert 1 < shade.get_x() < 2  # from between 1 and 2 tasks on
         assert any("oversubscribed" in text.get_text() for text in ax.texts)

@@ -152,7 +152,7 @@ def _mark_oversubscribed(ax, tasks: list[int], cores: int | None) -> str:
     ax.set_xlim(min(tasks) / 2 ** 0.5, max(tasks) * 2 ** 0.5)
     ax.text(0.99, 0.02, f"oversubscribed:\nmore tasks than\nthe {n_cores}", transform=ax.transAxes,
             ha="right", va="bottom", fontsize="small", color="dimgrey")
-    return f"tasks (shaded: more than the machine's {n_cores}, oversubscribed)"
+    return f"tasks ({n_cores}; shaded: oversubscribed)"
 
 
 def _join(ax, group: pd.DataFrame, color, linestyle: str) -> None:
