@@ -154,7 +154,8 @@ def test_ior_command_for_hard_pattern_with_segments_and_stonewall():
     assert text.startswith("srun -n 8 /opt/ior -a POSIX -w -r -t 47008 -b 47008 -s 1000 -e -Z -D 30 "
                            "-O stoneWallingWearOut=1 -i 3 -o /lus/t/f")
     # IOR reads -D as whole seconds: a bound under a second is one second, not none
-    short = ior.command("ior", tb.IOPattern(name="easy", stonewall_s=0.3), 1, 1, Path("f"), Path("s"), "srun -n {ntasks}")
+    short = ior.command("ior", tb.IOPattern(name="easy", stonewall_s=0.3), 1, 1, Path("f"), Path("s"),
+                        "srun -n {ntasks}")
     assert short[short.index("-D") + 1] == "1"
     assert ior.stonewall_seconds(1.0) == 1 and ior.stonewall_seconds(1.2) == 2
 
@@ -265,7 +266,8 @@ def test_fio_phases_bounded_by_time_last_their_time_and_read_what_was_written(wh
         assert len(written) == 2 and sum(written) == reps.loc["write", "bytes"]
         read = json.loads((raw / f"{pattern.name}.n2.rep0.read.meta.json").read_text())["argv"]
         sizes = [int(word.split("=")[1]) for word in read if word.startswith(("--size=", "--io_size="))]
-        assert sizes and max(sizes) <= max(written) * 2  # each job's region of what it wrote (a shared file: its blocks)
+        # each job's region of what it wrote (in a shared file: its blocks between the other task's)
+        assert sizes and max(sizes) <= max(written) * 2
         assert not (raw / f"{pattern.name}.n2.rep0.read.stdout.txt").read_text().count("Laying out")
 
 

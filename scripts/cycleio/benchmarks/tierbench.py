@@ -78,11 +78,12 @@ def io_pattern_from_config(name: str, spec: dict, key: str, max_MiB_per_s_per_ta
         )
     if spec["direct_io"] and api not in ("POSIX",):
         raise ConfigError(f"config key '{key}.direct_io': direct I/O is an IOR POSIX option; api is {api!r}")
+    bound = float(spec["stonewall_s"])
     return IOPattern(
         name=name, api=api, file_per_proc=spec["file_per_proc"], transfer_size_bytes=transfer,
         block_size_bytes=block, fsync=spec["fsync"], direct_io=spec["direct_io"],
-        segments=segments_behind_time_bound(block, spec["segments"], float(spec["stonewall_s"]), max_MiB_per_s_per_task),
-        reorder=spec["reorder"], stonewall_s=float(spec["stonewall_s"]), random=spec["random"],
+        segments=segments_behind_time_bound(block, spec["segments"], bound, max_MiB_per_s_per_task),
+        reorder=spec["reorder"], stonewall_s=bound, random=spec["random"],
     )
 
 
@@ -258,7 +259,8 @@ def run_io(settings: PointSettings, raw_dir: Path) -> list[dict]:
     site.require_space(pattern.bytes_per_task * tasks, f"pattern {pattern.name} with {tasks} tasks")
     label = f"[{settings.tier.name} io {pattern.name} n{tasks} {tool.name}]"
     name = f"{pattern.name}.n{tasks}"
-    log.info("%s %d MiB per task, transfer %d bytes, %s, %d repetitions", label, pattern.bytes_per_task // MiB,
+    bound = f"each phase {pattern.stonewall_s:g} s, up to " if pattern.stonewall_s > 0 else ""
+    log.info("%s %s%d MiB per task, transfer %d bytes, %s, %d repetitions", label, bound, pattern.bytes_per_task // MiB,
              pattern.transfer_size_bytes, "file per process" if pattern.file_per_proc else "one shared file", reps)
     nbytes = 2 * pattern.bytes_per_task * tasks  # written, then read, per repetition
     calls = nbytes / pattern.transfer_size_bytes

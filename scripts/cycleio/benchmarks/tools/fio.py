@@ -110,7 +110,8 @@ def _io_argv(fio: str, pattern: IOPattern, tasks: int, directory: Path, json_out
 
 
 def _layout(pattern: IOPattern, n: int, bytes_per_task: int) -> list[str]:
-    """Where each of ``n`` jobs writes or reads its ``bytes_per_task``: its own file, or IOR's blocks of a shared file."""
+    """Where each of ``n`` jobs writes or reads its ``bytes_per_task``: its own file, or IOR's blocks of a shared
+    file."""
     block = pattern.block_size_bytes
     if pattern.file_per_proc:
         return ["--filename_format=cycleio.$jobnum", f"--size={bytes_per_task}"]
