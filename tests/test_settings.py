@@ -67,7 +67,7 @@ def test_objects_built_without_a_config_take_the_schemas_defaults():
     """The settings classes' defaults (tests build them without a config) are what the default study gets."""
     from dataclasses import asdict
 
-    from cycleio.benchmarks.specs import FieldIOSpec, IOPattern, MetadataPattern
+    from cycleio.benchmarks.specs import FieldIOSpec, IOPattern, MetadataPattern, segments_behind_time_bound
     from cycleio.benchmarks.tierbench import BenchmarkPlan
     from cycleio.config.settings import ArmSettings
     from cycleio.config.tierspec import Tier
@@ -87,7 +87,12 @@ def test_objects_built_without_a_config_take_the_schemas_defaults():
     tier = fill_defaults({"tiers": {"bb": {"kind": "posix", "path": "/x"}}}, load_schema())["tiers"]["bb"]
     assert Tier(name="bb", **tier) == Tier(name="bb", kind="posix", path="/x")
     plan = BenchmarkPlan.from_config(with_changes(config, benchmarks__enabled=False))
-    assert plan.specs[("io", "easy")][0] == asdict(IOPattern(name="easy"))
+    # the embedded easy pattern is bounded by time, with the segments its bound needs; a pattern's own default is not
+    bound = config["benchmarks"]["patterns"]["easy"]["stonewall_s"]
+    segments = segments_behind_time_bound(IOPattern(name="easy").block_size_bytes, 1, bound,
+                                          config["benchmarks"]["stonewall_max_MiB_per_s_per_task"])
+    assert plan.specs[("io", "easy")][0] == asdict(IOPattern(name="easy", stonewall_s=bound, segments=segments))
+    assert IOPattern(name="easy").stonewall_s == 0.0 and bound > 0
     assert plan.specs[("metadata", "easy")][0] == asdict(MetadataPattern(name="easy"))
     assert plan.specs[("fieldio", "fields")][0] == asdict(FieldIOSpec())
 
