@@ -25,10 +25,7 @@ configfile: os.path.join(workflow.basedir, "config", "config.yaml")
 
 
 try:
-    config, STUDY = load_study(
-        config,
-        os.path.join(workflow.basedir, "config", "schemas", "config.schema.yaml"),
-    )
+    config, STUDY = load_study(config)
     # Jobs parse this file again (on cluster nodes too): check the tiers once, up front.
     if workflow.is_main_process:
         for note in check_study(STUDY, dry_run=dry_run_requested(sys.argv)):
