@@ -20,8 +20,12 @@ import yaml
 SCHEMA = resources.files(__package__).joinpath("config.schema.yaml")
 
 
-def load_schema(path: str | Path | Traversable = SCHEMA) -> dict:
-    source = Path(path) if isinstance(path, str) else path
+def load_schema(path: str | Path | Traversable | None = None) -> dict:
+    """The schema at ``path``, by default the package's own (SCHEMA)."""
+    if path is None and not SCHEMA.is_file():
+        raise FileNotFoundError(f"cycleio's config schema {SCHEMA} is missing: the package was installed without its "
+                                "data (pyproject.toml's package-data); install it again with pip from the checkout")
+    source = SCHEMA if path is None else Path(path) if isinstance(path, str) else path
     with source.open() as handle:  # libyaml's safe loader where built: jobs read the schema too
         return yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
