@@ -3,10 +3,12 @@
 The wheel is built from the package alone (pyproject.toml, README.md, scripts/cycleio: none of the repository's other
 folders) and installed into a fresh venv. Its dependencies come from the project's environment as a layer under it,
 as a site's modules would give them: a .pth line naming the environment's site-packages (whose own .pth files, among
-them the editable install of the checkout, are not read), its MPI (the mpich wheel's libmpi and mpiexec) through
-LD_LIBRARY_PATH and PATH. Nothing points at the checkout: no PYTHONPATH, and every command runs in a folder of its own.
+them the editable install of the checkout, are not read), its MPI (the mpich wheel's libraries, linked into the venv's
+lib/ where mpi4py looks for them, and its mpiexec on PATH). Nothing points at the checkout: no PYTHONPATH, and every
+command runs in a folder of its own.
 Then `cycleio check-config` checks a study, and the first jobs of the smoke study run as the rules start them (cold
-start, then the half cycle's forecast, whose ranks start under mpiexec): their files match their manifests.
+start, then the half cycle's forecast, whose ranks start under mpiexec, or under Open MPI's launcher with the parallel
+stack's Python for a shared-file strategy): their files match their manifests.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import pytest
 import yaml
 
 from conftest import REPO, require_tool
+from test_parallel_io import parallel_python  # noqa: F401 (a fixture: the parallel stack's Python)
 
 pytestmark = [pytest.mark.job, pytest.mark.mpi]  # the forecast starts MPI ranks
 PACKAGE_PARTS = ("pyproject.toml", "README.md", "scripts/cycleio")
@@ -64,6 +67,9 @@ def fresh_venv(folder: Path, wheel: Path) -> Path:
     python = venv / "bin" / "python"
     purelib = run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], folder).stdout
     (Path(purelib.strip()) / "project-environment.pth").write_text(sysconfig.get_path("purelib") + "\n")
+    for library in (Path(sys.prefix) / "lib").iterdir():  # the mpich wheel's libmpi, where mpi4py looks for it
+        if not library.name.startswith("python") and not (venv / "lib" / library.name).exists():
+            (venv / "lib" / library.name).symlink_to(library)
     run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", "--no-index", str(wheel)],
         folder)
     return venv / "bin"
@@ -86,7 +92,6 @@ def installed(tmp_path_factory) -> tuple[Path, dict]:
     project_bin = str(Path(sys.executable).parent)  # the project's tools: the mpich wheel's mpiexec
     env["PATH"] = os.pathsep.join([str(bin_dir), project_bin, *(p for p in env["PATH"].split(os.pathsep)
                                                                 if p != project_bin)])
-    env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [str(Path(sys.prefix) / "lib"), env.get("LD_LIBRARY_PATH")]))
     return bin_dir, env
 
 
@@ -98,24 +103,39 @@ def test_the_installed_package_is_the_one_imported_and_carries_its_schema(instal
     assert Path(where).is_relative_to(bin_dir.parent) and default == "default"
 
 
-def test_the_installed_cycleio_checks_a_study_and_runs_its_first_jobs_from_another_folder(installed, tmp_path):
-    bin_dir, env = installed
-    shutil.copy2(REPO / "config" / "studies" / "smoke.yaml", tmp_path / "smoke.yaml")
-    (tmp_path / "layer.yaml").write_text(yaml.safe_dump(LAYER))
-    checked = run([bin_dir / "cycleio", "check-config", "smoke.yaml", "layer.yaml"], tmp_path, env).stdout
-    assert checked.startswith(f"study smoke: 1 cycles ({CYCLE} to {CYCLE}), arms: lustre"), checked
-
-    settings = json.loads(run(["python", "-c", SETTINGS, "smoke.yaml", "layer.yaml"], tmp_path, env).stdout)
+def first_jobs(bin_dir: Path, env: dict, folder: Path, layer: dict) -> str:
+    """`cycleio check-config` of the smoke study with ``layer`` over it, then its cold start and first forecast as the
+    rules start them, in ``folder``; check-config's words (the jobs' files are checked against their manifests)."""
+    shutil.copy2(REPO / "config" / "studies" / "smoke.yaml", folder / "smoke.yaml")
+    (folder / "layer.yaml").write_text(yaml.safe_dump(layer))
+    checked = run([bin_dir / "cycleio", "check-config", "smoke.yaml", "layer.yaml"], folder, env).stdout
+    settings = json.loads(run(["python", "-c", SETTINGS, "smoke.yaml", "layer.yaml"], folder, env).stdout)
     arm = Path("results/smoke/arms/lustre")  # as the rules name the jobs' files, from the folder the jobs run in
     run(["python", "-m", "cycleio", "--log", arm / "coldstart.log", "coldstart", "--arm-settings",
          settings["coldstart"], "--records", arm / "coldstart.records.jsonl", "--manifest",
-         arm / "coldstart.manifest.json"], tmp_path, env)
+         arm / "coldstart.manifest.json"], folder, env)
     step = arm / CYCLE
     run(["python", "-m", "cycleio", "--log", step / "fcst.log", "step", "--arm-settings", settings["fcst"], "--cycle",
          CYCLE, "--step", "fcst", "--attempt", "1", "--records", step / "fcst.records.jsonl", "--manifest",
-         step / "fcst.manifest.json", "--failed-attempts", step / "fcst.failed-attempts"], tmp_path, env)
-
-    log = (tmp_path / step / "fcst.log").read_text()
-    assert "fcst writes under MPI" in log and str(bin_dir / "python") in log, log[-2000:]
-    verified = run(["cycleio", "verify", "results"], tmp_path, env).stdout
+         step / "fcst.manifest.json", "--failed-attempts", step / "fcst.failed-attempts"], folder, env)
+    log = (folder / step / "fcst.log").read_text()
+    assert "fcst writes under MPI" in log, log[-2000:]
+    verified = run(["cycleio", "verify", "results"], folder, env).stdout
     assert "2 manifests" in verified and "0 missing or differ" in verified, verified
+    return checked + log
+
+
+def test_the_installed_cycleio_checks_a_study_and_runs_its_first_jobs_from_another_folder(installed, tmp_path):
+    bin_dir, env = installed
+    said = first_jobs(bin_dir, env, tmp_path, LAYER)
+    assert said.startswith(f"study smoke: 1 cycles ({CYCLE} to {CYCLE}), arms: lustre"), said
+    assert f"{bin_dir / 'python'} -m cycleio.surrogates.forecast.rank" in said  # the ranks: the fresh venv's Python
+
+
+def test_the_parallel_stacks_ranks_import_the_installed_cycleio_alone(installed, parallel_python, tmp_path):
+    """The shared-file strategies' ranks run the parallel stack's Python, a venv of its own without cycleio: they
+    import the installed package through a folder holding a link to it alone (process.rank_program)."""
+    bin_dir, env = installed
+    layer = {**LAYER, "write_strategies": ["parallel"], "parallel_stack": {"python": parallel_python}}
+    said = first_jobs(bin_dir, env, tmp_path, layer)
+    assert f"{parallel_python} -m cycleio.surrogates.forecast.rank" in said, said[-2000:]
