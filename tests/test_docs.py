@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from cycleio.cli import build_parser
+from cycleio.cli.clidocs import END as CLI_END, START as CLI_START, cli_markdown
 from cycleio.config.docs import END, START, schema_markdown
 from cycleio.config.settings import load_schema
 
@@ -117,6 +119,20 @@ def test_the_configuration_table_is_generated_from_the_schema(tmp_path):
     subprocess.run([sys.executable, "-m", "cycleio", "config-docs", "--update", str(copy)], check=True, cwd=REPO)
     assert copy.read_text() == text
     assert not any(START in p.read_text() for p in PAGES if p != page)
+
+
+def test_the_command_line_reference_is_generated_from_the_parser(tmp_path):
+    page = REPO / "docs" / "cli.md"
+    text = page.read_text()
+    assert text.count(CLI_START) == 1 and text.count(CLI_END) == 1
+    assert f"{CLI_START}\n{cli_markdown(build_parser())}{CLI_END}" in text, \
+        "docs/cli.md's reference is stale: python -m cycleio cli-docs --update docs/cli.md"
+    copy = tmp_path / "cli.md"
+    shutil.copy(page, copy)
+    subprocess.run([sys.executable, "-m", "cycleio", "cli-docs", "--update", str(copy)], check=True, cwd=REPO)
+    assert copy.read_text() == text
+    headings = set(re.findall(r"^## cycleio (\S+)$", text, re.M))
+    assert headings >= set(build_parser()._subparsers._group_actions[0].choices), "a command missing from docs/cli.md"
 
 
 def test_the_docs_show_commands_of_every_kind():
