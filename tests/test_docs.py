@@ -415,3 +415,29 @@ def test_the_install_page_lists_what_the_bootstrap_installs():
     install = next(line for page, body in blocks("bash") if page.name == "install.md"
                    for line in body.splitlines() if "apt-get install" in line)
     assert set(packages) <= set(install.split()), f"docs/install.md's apt line misses {set(packages) - set(install.split())}"
+
+
+def dotted_names() -> list[tuple[str, str]]:
+    """(page, name) of every `cycleio.module[.name]` the docs' prose names."""
+    found: dict[str, str] = {}
+    for page in PAGES:
+        for name in re.findall(r"`(cycleio(?:\.[A-Za-z_][A-Za-z0-9_]*)+)`", FENCE.sub("", page.read_text())):
+            found.setdefault(name, str(page.relative_to(REPO)))
+    return sorted((page, name) for name, page in found.items())
+
+
+@pytest.mark.parametrize("page,name", dotted_names())
+def test_every_module_and_function_the_docs_name_exists(page, name):
+    import importlib
+
+    parts = name.split(".")
+    for cut in range(len(parts), 0, -1):  # the longest importable prefix, then attributes
+        try:
+            target = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attribute in parts[cut:]:
+            assert hasattr(target, attribute), f"{page}: `{name}`: {'.'.join(parts[:cut])} has no {attribute}"
+            target = getattr(target, attribute)
+        return
+    raise AssertionError(f"{page}: `{name}` is no module of the package")
