@@ -1,5 +1,7 @@
 """The README is one screen with docs/ behind it: it fits, its links and the docs' links resolve, the
-configuration table is the schema's, and the commands and study files the docs show run as written."""
+configuration table is the schema's and the command-line reference the parser's, the commands and study files
+the docs show run as written, every config key, module and column the docs name exists, and the docs state
+what holds, without dates."""
 
 from __future__ import annotations
 
@@ -15,12 +17,14 @@ from pathlib import Path
 
 import pytest
 
+from cycleio.cli import build_parser
+from cycleio.cli.clidocs import END as CLI_END, START as CLI_START, cli_markdown
 from cycleio.config.docs import END, START, schema_markdown
 from cycleio.config.settings import load_schema
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
-PAGES = [README, *sorted((REPO / "docs").glob("*.md"))]
+PAGES = [README, *sorted((REPO / "docs").rglob("*.md"))]
 
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
@@ -29,7 +33,12 @@ HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$", re.M)
 # Commands the docs show that this test does not run, and why.
 NOT_RUN = {
     "make test": "the whole suite, about 12 minutes: it is what runs this test",
+    'make bench BENCH_ARGS="--only study"': "two default studies from fresh results, about 10 minutes",
 }
+# The cycleio commands run for real where the docs show them (each takes seconds); every other cycleio command
+# the docs show (it would replay a log, compare studies not made, run a benchmark) is parsed by the command's own
+# parser, which refuses a missing required option or an unknown one, and its --help is run.
+RUN_FOR_REAL = {"--help", "check-config", "inventory", "study-name", "config-docs", "cli-docs"}
 # Placeholders for the reader's own files, replaced by the repository's to run the command.
 PLACEHOLDERS = {"profiles/mysite": "profiles/slurm", "config/studies/mine.yaml": "config/studies/smoke.yaml"}
 # Study-file examples that only make sense over another study: the config laid under them.
@@ -70,6 +79,8 @@ def commands() -> list[tuple[str, str]]:
             words = shlex.split(line, comments=True)
             while words and re.fullmatch(r"[A-Z_]+=.*", words[0]):
                 words.pop(0)
+            if words and words[0] == ".venv/bin/cycleio":
+                words[0] = "cycleio"
             if words and (words[0] in ("make", "snakemake", "cycleio") or words[1:3] == ["-m", "cycleio"]):
                 found.append((str(page.relative_to(REPO)), line.split(" #")[0].strip()))
     return found
@@ -88,7 +99,7 @@ def test_the_readme_starts_with_the_two_commands():
 
 def test_every_page_of_docs_is_linked_from_the_readme():
     linked = {target.split("#")[0] for target in LINK.findall(prose(README.read_text()))}
-    assert not {f"docs/{page.name}" for page in PAGES[1:]} - linked
+    assert not {str(page.relative_to(REPO)) for page in PAGES[1:]} - linked
 
 
 def test_every_relative_link_resolves_to_a_file_and_heading():
@@ -119,6 +130,20 @@ def test_the_configuration_table_is_generated_from_the_schema(tmp_path):
     assert not any(START in p.read_text() for p in PAGES if p != page)
 
 
+def test_the_command_line_reference_is_generated_from_the_parser(tmp_path):
+    page = REPO / "docs" / "cli.md"
+    text = page.read_text()
+    assert text.count(CLI_START) == 1 and text.count(CLI_END) == 1
+    assert f"{CLI_START}\n{cli_markdown(build_parser())}{CLI_END}" in text, \
+        "docs/cli.md's reference is stale: python -m cycleio cli-docs --update docs/cli.md"
+    copy = tmp_path / "cli.md"
+    shutil.copy(page, copy)
+    subprocess.run([sys.executable, "-m", "cycleio", "cli-docs", "--update", str(copy)], check=True, cwd=REPO)
+    assert copy.read_text() == text
+    headings = set(re.findall(r"^## cycleio (\S+)$", text, re.M))
+    assert headings >= set(build_parser()._subparsers._group_actions[0].choices), "a command missing from docs/cli.md"
+
+
 def test_the_docs_show_commands_of_every_kind():
     lines = [line for _, line in commands()]
     assert any(line.startswith("make study ARGS=") for line in lines)
@@ -141,6 +166,8 @@ def checks(line: str) -> list[list[str]]:
     words = shlex.split(line, comments=True)
     while re.fullmatch(r"[A-Z_]+=.*", words[0]):
         words.pop(0)
+    if words[0] == ".venv/bin/cycleio":
+        words[0] = "cycleio"
     if words[:2] == ["make", "study"]:
         if not any(w.startswith("ARGS=") for w in words):
             words.append("ARGS=")
@@ -155,8 +182,43 @@ def checks(line: str) -> list[list[str]]:
     raise AssertionError(f"no quick check for {line!r}: add one, or list it in NOT_RUN with the reason")
 
 
+def cycleio_words(line: str) -> list[str] | None:
+    """The arguments of a cycleio command line (after `cycleio`, `.venv/bin/cycleio` or `python -m cycleio`)."""
+    words = shlex.split(line, comments=True)
+    while words and re.fullmatch(r"[A-Z_]+=.*", words[0]):
+        words.pop(0)
+    if words and words[0] in ("cycleio", ".venv/bin/cycleio"):
+        return words[1:]
+    if words[1:3] == ["-m", "cycleio"]:
+        return words[3:]
+    return None
+
+
+@pytest.mark.parametrize("page,line", [(page, line) for page, line in commands() if cycleio_words(line) is not None])
+def test_every_cycleio_command_the_docs_show_is_valid_and_runs(page, line):
+    """In `make test-fast`: each cycleio command parses as written (a required option left out, an option the
+    command does not have, a global option put after the command all fail here), and the quick ones run."""
+    argv = cycleio_words(line)
+    parser = build_parser()
+    if "--help" not in argv:
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            try:
+                parser.parse_args(argv)
+            except SystemExit:
+                raise AssertionError(f"{page}: {line}\n{err.getvalue()}") from None
+    chain = [w for w in argv if not w.startswith("-")][:2]
+    if (argv and argv[0] in RUN_FOR_REAL) or argv == ["--help"] or "--help" in argv:
+        result = run([sys.executable, "-m", "cycleio", *argv])
+        assert result.returncode == 0, f"{page}: {line}: exit {result.returncode}\n{result.stderr[-1500:]}"
+    else:
+        code, output = help_text([*chain[:1], "--help"] if chain else ["--help"])
+        assert code == 0, output
+
+
 @pytest.mark.e2e  # Snakemake dry runs: in `make test`, not in `make test-fast`
-@pytest.mark.parametrize("page,line", [(page, line) for page, line in commands() if line not in NOT_RUN])
+@pytest.mark.parametrize("page,line", [(page, line) for page, line in commands()
+                                       if line not in NOT_RUN and cycleio_words(line) is None])
 def test_every_command_the_docs_show_runs_as_written(page, line):
     """The commands NOT_RUN names (each with its reason) are not parametrized: in CI nothing skips."""
     for words in checks(line):
@@ -235,3 +297,147 @@ def test_every_study_file_the_docs_show_is_a_valid_config(page, body, tmp_path):
     (tmp_path / "example.yaml").write_text(body)
     result = run([sys.executable, "-m", "cycleio", "check-config", *files, str(tmp_path / "example.yaml")])
     assert result.returncode == 0, f"{page.relative_to(REPO)}:\n{body}\n{result.stderr[-1500:]}"
+
+
+# The docs state what holds: a date, or "this session", belongs to bench/RESULTS.md, bench/FINDINGS.md or git.
+DIARY = re.compile(r"20[0-9]{2}-[01][0-9]-[0-3][0-9]|(this|last|that) session", re.I)
+
+
+def test_the_docs_carry_no_dates():
+    found = [f"{page.relative_to(REPO)}:{n}: {line.strip()[:100]}" for page in PAGES
+             for n, line in enumerate(page.read_text().splitlines(), 1) if DIARY.search(line)]
+    assert not found, "dates belong in bench/RESULTS.md or bench/FINDINGS.md:\n" + "\n".join(found)
+
+
+FILE_SUFFIXES = {"yaml", "md", "csv", "py", "png", "svg", "smk", "html", "json", "jsonl", "txt", "nc", "tar", "sh",
+                 "toml", "cff", "log", "parquet", "idx", "darshan"}
+CONFIG_KEY = re.compile(r"[a-z_]+(?:\.(?:[a-z_][a-z0-9_]*|<name>))+")
+
+
+def schema_has(schema: dict, parts: list[str]) -> bool:
+    """Whether a dotted key (parts) names a key of the schema: properties by name, a named entry of a map
+    (tiers.shm, darshan.jobs.<name>) by any name."""
+    node = schema
+    for part in parts:
+        if part in node.get("properties", {}):
+            node = node["properties"][part]
+        elif isinstance(node.get("additionalProperties"), dict):
+            node = node["additionalProperties"]
+        else:
+            return False
+    return True
+
+
+def config_keys() -> list[tuple[str, str]]:
+    """(page, key) of every code span in the docs' prose that starts with a top-level config key and a dot."""
+    top = set(load_schema()["properties"])
+    found: dict[str, str] = {}
+    for page in PAGES:
+        for span in re.findall(r"`([^`\n]+)`", FENCE.sub("", page.read_text())):
+            span = span.split(":")[0].split("=")[0].strip()
+            if CONFIG_KEY.fullmatch(span) and span.split(".")[0] in top and span.rsplit(".", 1)[1] not in FILE_SUFFIXES:
+                found.setdefault(span, str(page.relative_to(REPO)))
+    return sorted((page, key) for key, page in found.items())
+
+
+def test_the_docs_name_config_keys():
+    keys = [key for _, key in config_keys()]
+    assert "staging.reads_from_storage" in keys and "benchmarks.replay.min_bytes" in keys
+
+
+@pytest.mark.parametrize("page,key", config_keys())
+def test_every_config_key_the_docs_name_exists(page, key):
+    assert schema_has(load_schema(), key.split(".")), f"{page}: `{key}` is no key of config/schemas/config.schema.yaml"
+
+
+PACKAGE = REPO / "scripts" / "cycleio"
+
+
+def package_map() -> set[str]:
+    """The modules docs/design.md's package map names: in the fenced block that starts with scripts/cycleio/, a
+    line starting with a subpackage's path (`report/`, `surrogates/forecast/`) or `(top level)` sets where the
+    modules named after it (`name.py`) live, up to the next such line."""
+    text = (REPO / "docs" / "design.md").read_text()
+    body = next(b for _, b in FENCE.findall(text) if b.startswith("scripts/cycleio/\n"))
+    named, where = set(), None
+    for line in body.splitlines()[1:]:
+        head = re.match(r"  ((?:[a-z_]+/)+|\(top level\))", line)
+        if head:
+            where = "" if head.group(1) == "(top level)" else head.group(1)
+            line = line[head.end():]
+        for module in re.findall(r"(?<![\w/.])([a-z_][a-z0-9_]*\.py)\b", line):
+            named.add(f"{where}{module}")
+    return named
+
+
+def test_the_package_map_names_every_module_and_only_modules():
+    every = {str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts}
+    on_disk = {m for m in every if not m.endswith("/__init__.py")}  # a subpackage's __init__ may go unnamed
+    named = package_map()
+    assert not named - every, f"docs/design.md names modules that do not exist: {sorted(named - on_disk)}"
+    assert not on_disk - named, f"docs/design.md's package map misses: {sorted(on_disk - named)}"
+
+
+def test_the_layers_design_md_names_are_the_contract():
+    import tomllib
+
+    contract = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    layers = next(c["layers"] for c in contract if c["type"] == "layers")
+    subpackages = [layer for layer in layers if " " not in layer and (PACKAGE / layer).is_dir()]
+    text = (REPO / "docs" / "design.md").read_text()
+    listed = re.search(r"Its layers, highest first:\s*(.*?), then the top-level", text, re.S).group(1)
+    assert re.findall(r"`(\w+)`", listed) == subpackages
+
+
+def source_names() -> str:
+    return "\n".join(p.read_text() for p in [*PACKAGE.rglob("*.py"), *(REPO / "rules").glob("*.smk")])
+
+
+def output_columns() -> list[str]:
+    """The columns docs/outputs.md's table names: code spans of one identifier (wildcards like replay_*_s and file
+    names left out)."""
+    text = (REPO / "docs" / "outputs.md").read_text()
+    spans = set(re.findall(r"`([A-Za-z][A-Za-z0-9_]*)`", FENCE.sub("", text)))
+    return sorted(spans)
+
+
+@pytest.mark.parametrize("column", output_columns())
+def test_every_column_outputs_md_names_is_made_by_the_code(column):
+    """A column is made where the code writes it: a quoted name or a keyword (DataFrame.assign(name=...))."""
+    source = source_names()
+    assert re.search(rf"[\"']{column}[\"']|\b{column}=", source), \
+        f"docs/outputs.md names `{column}`, which no module of scripts/cycleio nor rule writes"
+
+
+def test_the_install_page_lists_what_the_bootstrap_installs():
+    bootstrap = (REPO / "scripts" / "bootstrap.sh").read_text()
+    packages = re.search(r"SYSTEM_PACKAGES=\(([^)]*)\)", bootstrap).group(1).split()
+    install = next(line for page, body in blocks("bash") if page.name == "install.md"
+                   for line in body.splitlines() if "apt-get install" in line)
+    assert set(packages) <= set(install.split()), f"docs/install.md's apt line misses {set(packages) - set(install.split())}"
+
+
+def dotted_names() -> list[tuple[str, str]]:
+    """(page, name) of every `cycleio.module[.name]` the docs' prose names."""
+    found: dict[str, str] = {}
+    for page in PAGES:
+        for name in re.findall(r"`(cycleio(?:\.[A-Za-z_][A-Za-z0-9_]*)+)`", FENCE.sub("", page.read_text())):
+            found.setdefault(name, str(page.relative_to(REPO)))
+    return sorted((page, name) for name, page in found.items())
+
+
+@pytest.mark.parametrize("page,name", dotted_names())
+def test_every_module_and_function_the_docs_name_exists(page, name):
+    import importlib
+
+    parts = name.split(".")
+    for cut in range(len(parts), 0, -1):  # the longest importable prefix, then attributes
+        try:
+            target = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attribute in parts[cut:]:
+            assert hasattr(target, attribute), f"{page}: `{name}`: {'.'.join(parts[:cut])} has no {attribute}"
+            target = getattr(target, attribute)
+        return
+    raise AssertionError(f"{page}: `{name}` is no module of the package")

@@ -271,6 +271,17 @@ def cmd_config_docs(args) -> None:
         print(table, end="")
 
 
+def cmd_cli_docs(args) -> None:
+    from .clidocs import cli_markdown, update_page
+
+    text = cli_markdown(build_parser())
+    if args.update:
+        update_page(Path(args.update), text)
+        log.info("updated the command-line reference in %s", args.update)
+    else:
+        print(text, end="")
+
+
 def cmd_unlock_stale(args) -> None:
     from ..workflow.locks import remove_stale_lock
 
@@ -299,7 +310,7 @@ def cmd_verify(args) -> None:
 # What a person runs, in the order `cycleio --help` lists them; every other subcommand is the rules' own (or started by
 # another subcommand), listed apart in one line. The rules call them by name: none is renamed or dropped.
 USER_COMMANDS = ("check-config", "cluster-check", "inventory", "plan", "compare", "verify", "unlock-stale", "parse",
-                 "fieldio", "darshan", "config-docs", "study-name")
+                 "fieldio", "darshan", "config-docs", "cli-docs", "study-name")
 INTERNAL_NOTE = "internal: the workflow's rules run it"
 # The commands `make study` runs before Snakemake: their refusals are one line each, without the log's prefix.
 STUDY_START_COMMANDS = ("check-config", "cluster-check")
@@ -328,7 +339,8 @@ class _HelpFormatter(argparse.HelpFormatter):
         return textwrap.fill(text, width, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False)
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The ``cycleio`` command line: every subcommand with its options (``cli-docs`` renders it as docs/cli.md)."""
     parser = argparse.ArgumentParser(
         prog="cycleio", description="I/O studies of cycled weather-forecast systems (`make study` runs one).",
         formatter_class=lambda prog: _HelpFormatter(prog, max_help_position=20, width=100))
@@ -454,6 +466,11 @@ def main(argv: list[str] | None = None) -> int:
                       help="replace the table between the config-table markers of this file (docs/configuration.md)")
     docs.set_defaults(func=cmd_config_docs)
 
+    cli_docs = sub.add_parser("cli-docs", help="print the command-line reference (markdown) from this parser")
+    cli_docs.add_argument("--update", metavar="FILE",
+                          help="replace the reference between the cli-reference markers of this file (docs/cli.md)")
+    cli_docs.set_defaults(func=cmd_cli_docs)
+
     unlock = sub.add_parser("unlock-stale", help="remove the Snakemake lock a killed run left (never a live run's)")
     unlock.add_argument("snakemake_args", nargs=argparse.REMAINDER,
                         help="after --: the study's Snakemake config arguments (--configfile ...)")
@@ -472,7 +489,11 @@ def main(argv: list[str] | None = None) -> int:
     register_darshan(sub)
     register_answers(sub)
     _arrange_commands(parser, sub)
+    return parser
 
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     setup_logging(args.log)
     try:

@@ -1,0 +1,53 @@
+"""The command-line reference of docs/cli.md, generated from the ``cycleio`` parser so the two never drift."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+START, END = "<!-- cli-reference:start -->", "<!-- cli-reference:end -->"
+WIDTH = 100
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """The subcommands of a parser, in the order its help lists them, then the ones it does not list."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            listed = [choice.dest for choice in action._choices_actions]
+            return {name: action.choices[name] for name in [*listed, *sorted(set(action.choices) - set(listed))]}
+    return {}
+
+
+def _help(parser: argparse.ArgumentParser) -> str:
+    """A parser's --help at a fixed width (not the terminal's), so the page is the same everywhere."""
+    formatter = parser.formatter_class
+    parser.formatter_class = lambda prog: argparse.HelpFormatter(prog, max_help_position=24, width=WIDTH)
+    try:
+        return parser.format_help().rstrip() + "\n"
+    finally:
+        parser.formatter_class = formatter
+
+
+def _sections(parser: argparse.ArgumentParser, chain: list[str]):
+    for name, sub in _subcommands(parser).items():
+        yield [*chain, name], sub
+        yield from _sections(sub, [*chain, name])
+
+
+def cli_markdown(parser: argparse.ArgumentParser) -> str:
+    """Every command's --help, user commands first, each under its own heading."""
+    lines = ["## cycleio", "", "```text", _help(parser).rstrip(), "```", ""]
+    for chain, sub in _sections(parser, []):
+        lines += [f"## cycleio {' '.join(chain)}", "", "```text", _help(sub).rstrip(), "```", ""]
+    return "\n".join(lines)
+
+
+def update_page(path: Path, text: str) -> None:
+    from ..fsutil import write_text_atomic
+
+    page = path.read_text()
+    if START not in page or END not in page:
+        raise ValueError(f"{path} has no {START} ... {END} markers for the command-line reference")
+    head, rest = page.split(START, 1)
+    _, tail = rest.split(END, 1)
+    write_text_atomic(path, f"{head}{START}\n{text}{END}{tail}")
