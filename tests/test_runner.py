@@ -12,7 +12,7 @@ from cycleio.config.tierspec import Tier
 from cycleio.records import RecordLog, read_records
 from cycleio.storage.tiers import TierSite
 from cycleio.runner.instruments import Instrument
-from cycleio.runner.job import JobWork, run_job
+from cycleio.runner.job import JobTiers, JobWork, run_job
 from cycleio.surrogates.inventory import FileSpec
 
 CYCLE = "2026010100"
@@ -74,8 +74,8 @@ def test_a_job_runs_its_phases_in_order_inside_every_instrument(tmp_path, scratc
     settings, calls = arm(tmp_path, scratch), []
     work = work_of(settings)
     records = records_of(settings)
-    landed, _ = run_job(settings, CYCLE, "s", work, records, [CallLog("outer", calls), CallLog("inner", calls)],
-                        tmp_path / "raw")
+    instruments = [CallLog("outer", calls), CallLog("inner", calls)]
+    landed, _ = run_job(settings, CYCLE, "s", work, JobTiers.open(settings), records, instruments, tmp_path / "raw")
     phases = [("stage_in", "s"), ("run", "a"), ("run", "b"), ("stage_out", "s"), ("cleanup", "s")] \
         if settings.staged else [("run", "a"), ("run", "b"), ("verify", "s")]
     expected = []
@@ -93,8 +93,9 @@ def test_a_failing_run_leaves_every_instrument_cleans_its_scratch_and_keeps_its_
     settings, calls = arm(tmp_path, "shm"), []
     work = work_of(settings, fail=True)
     with pytest.raises(RuntimeError, match="the step failed"):
-        run_job(settings, CYCLE, "s", work, records_of(settings), [CallLog("outer", calls), CallLog("inner", calls)],
-                tmp_path / "raw", failed_attempts=tmp_path / "failed")
+        run_job(settings, CYCLE, "s", work, JobTiers.open(settings), records_of(settings),
+                [CallLog("outer", calls), CallLog("inner", calls)], tmp_path / "raw",
+                failed_attempts=tmp_path / "failed")
     assert calls[-4:] == [("outer", "enter", "run", "b"), ("inner", "enter", "run", "b"),
                           ("inner", "leave", "run", "b"), ("outer", "leave", "run", "b")]
     assert not work.workdir.exists()  # the attempt's scratch is gone

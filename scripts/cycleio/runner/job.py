@@ -44,8 +44,26 @@ from .stagefiles import stage_files, staging_options, verify_in_place
 log = logging.getLogger("cycleio")
 
 
+Landed = dict[str, tuple[int, str]]  # a landed output's path -> (bytes, checksum)
+
+
 class StepError(RuntimeError):
     """A step that cannot run or finish; the message names the file and the step."""
+
+
+@dataclass(frozen=True)
+class JobTiers:
+    """A job's tiers, opened once where it runs: the persistent one and its scratch (the persistent one itself for an
+    arm that does not stage)."""
+
+    persistent: TierSite
+    scratch: TierSite
+
+    @classmethod
+    def open(cls, settings: ArmSettings) -> "JobTiers":
+        persistent = TierSite(settings.persistent, settings.study, settings.arm)
+        scratch = TierSite(settings.scratch, settings.study, settings.arm) if settings.staged else persistent
+        return cls(persistent, scratch)
 
 
 @dataclass
@@ -60,7 +78,7 @@ class JobWork:
     workdir: Path
     reads: dict[str, list[FileSpec]]  # step -> the files its run reads (in a cycle's job: each step's)
     run: Callable[[str, StepRun, RecordLog], None]  # one step's run, its records into the RecordLog
-    prepare: Callable[[], None] = lambda: None  # before the runs, outside the kernel's windows
+    prepare: Callable[[], None] | None = None  # before the runs, outside the kernel's windows
     # an unstaged job that copied its inputs into its folder removes the copies it only read after its verify
     tidy_in_place: Callable[[RecordLog], None] | None = None
     steps: list[str] = field(default_factory=list)
@@ -71,15 +89,14 @@ class JobWork:
         return self.workdir != self.source
 
 
-def run_job(settings: ArmSettings, cycle: str, step: str, work: JobWork, records: RecordLog,
+def run_job(settings: ArmSettings, cycle: str, step: str, work: JobWork, tiers: JobTiers, records: RecordLog,
             instruments: list[Instrument], raw_dir: Path, attempt: int = 1,
-            failed_attempts: Path | None = None) -> tuple[dict[str, tuple[int, str]], dict]:
-    """The job's phases (the module's docstring) around ``work``'s runs; returns its landed outputs (path below
-    ``work.dest`` -> (bytes, checksum)) and what its runs reported of their MPI."""
+            failed_attempts: Path | None = None) -> tuple[Landed, dict]:
+    """The job's phases (the module's docstring) around ``work``'s runs; returns its landed outputs (paths below
+    ``work.dest``) and what its runs reported of their MPI."""
     t_job, t0 = time.time(), time.perf_counter()
     label = f"[{settings.arm} {cycle} {step}]"
-    persistent = TierSite(settings.persistent, settings.study, settings.arm)
-    scratch = TierSite(settings.scratch, settings.study, settings.arm) if settings.staged else persistent
+    persistent, scratch = tiers.persistent, tiers.scratch
     options = staging_options(settings)
     state = JobState(cycle=cycle, records=records, label=label, raw_dir=raw_dir)
     mpi: dict = {}
@@ -101,7 +118,8 @@ def run_job(settings: ArmSettings, cycle: str, step: str, work: JobWork, records
             if not cache_cold:
                 log.warning("%s drop_caches is set but needs root: reads may come from the page cache", label)
         state.phase = "run"
-        work.prepare()
+        if work.prepare is not None:
+            work.prepare()
         for name in work.steps:
             state.run = StepRun(folder=work.workdir, cache_cold=cache_cold)
             with entered(instruments, Phase("run", name, scratch, work.reads[name]), state):
@@ -114,9 +132,9 @@ def run_job(settings: ArmSettings, cycle: str, step: str, work: JobWork, records
             with entered(instruments, phase, state):
                 landed = stage_files(work.outputs, work.workdir, work.dest, "stage_out", step, scratch, persistent,
                                      records, options, label, state.staging_faults)
-            with entered(instruments, Phase("cleanup", step, scratch), state), \
-                    records.timed(phase="cleanup", op="remove", **scratch.fields()) as event:
-                event["n_files"] = remove_tree(work.workdir)
+            with entered(instruments, Phase("cleanup", step, scratch), state):
+                with records.timed(phase="cleanup", op="remove", **scratch.fields()) as event:
+                    event["n_files"] = remove_tree(work.workdir)
         else:
             with entered(instruments, Phase("verify", step, persistent, work.outputs), state):
                 landed = verify_in_place(work.outputs, persistent, records, options, work.workdir)
@@ -151,10 +169,10 @@ def run_step(settings: ArmSettings, cycle: str, step: str, records_path: Path, m
     if is_replay_job(step):
         return _run_replay_job(settings, cycle, step, records, instruments, raw_dir, records_path, manifest_path,
                                attempt, failed_attempts, paired=replay is not None)
-    work, inputs, steps = gdas_work(settings, cycle, step)
-    landed, mpi = run_job(settings, cycle, step, work, records, instruments, raw_dir, attempt, failed_attempts)
-    persistent = TierSite(settings.persistent, settings.study, settings.arm)
-    scratch = TierSite(settings.scratch, settings.study, settings.arm) if settings.staged else persistent
+    tiers = JobTiers.open(settings)
+    work, inputs, steps = gdas_work(settings, cycle, step, tiers)
+    landed, mpi = run_job(settings, cycle, step, work, tiers, records, instruments, raw_dir, attempt, failed_attempts)
+    persistent, scratch = tiers.persistent, tiers.scratch
     manifest = {
         "study": settings.study, "arm": settings.arm, "cycle": cycle, "step": step, "steps": steps,
         "half_cycle": is_half_cycle(cycle, settings.start),
@@ -167,13 +185,13 @@ def run_step(settings: ArmSettings, cycle: str, step: str, records_path: Path, m
     return finish(records, records_path, manifest, manifest_path)
 
 
-def gdas_work(settings: ArmSettings, cycle: str, step: str) -> tuple[JobWork, list[FileSpec], list[str]]:
+def gdas_work(settings: ArmSettings, cycle: str, step: str,
+              tiers: JobTiers) -> tuple[JobWork, list[FileSpec], list[str]]:
     """A GDAS step's (or a whole cycle's) work for the runner, its inputs and its steps; raises StepError when an
     input is not on the persistent tier."""
     label = f"[{settings.arm} {cycle} {step}]"
     steps = list(cycle_steps(cycle, settings.start, settings.forecast)) if step == "cycle" else [step]
-    persistent = TierSite(settings.persistent, settings.study, settings.arm)
-    scratch = TierSite(settings.scratch, settings.study, settings.arm) if settings.staged else persistent
+    persistent, scratch = tiers.persistent, tiers.scratch
     inputs, outputs, per_step = job_files(settings, cycle, steps)
     missing = [spec.path for spec in inputs if not (persistent.root / spec.path).is_file()]
     if missing:
@@ -205,13 +223,13 @@ def _run_replay_job(settings: ArmSettings, cycle: str, step: str, records: Recor
     from ..surrogates.replayjob import ReplayWork
 
     label = f"[{settings.arm} {cycle} {step}]"
-    persistent = TierSite(settings.persistent, settings.study, settings.arm)
-    scratch = TierSite(settings.scratch, settings.study, settings.arm) if settings.staged else persistent
+    tiers = JobTiers.open(settings)
+    persistent, scratch = tiers.persistent, tiers.scratch
     job = ReplayWork(settings, cycle, step, scratch, persistent, label)
     work = JobWork(inputs=job.inputs, outputs=job.outputs, source=job.source, dest=persistent.root / job.outdir,
                    workdir=job.workdir, reads={step: job.inputs}, run=job.run, prepare=job.prepare,
                    tidy_in_place=job.tidy_in_place, steps=[step])
-    landed, _ = run_job(settings, cycle, step, work, records, instruments, raw_dir, attempt, failed_attempts)
+    landed, _ = run_job(settings, cycle, step, work, tiers, records, instruments, raw_dir, attempt, failed_attempts)
     darshan = job.provenance(paired)
     manifest = {
         "study": settings.study, "arm": settings.arm, "cycle": cycle, "step": step, "steps": [step],
