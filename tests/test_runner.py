@@ -120,3 +120,17 @@ def test_the_page_probe_comes_only_with_a_paired_replay_where_fresh_pages_can_be
     assert paired == ["FaultInjection", "PairedReplayAfterRun", *evict, "KernelCounts"] + (["PageProbe"] if measurable
                                                                                          else [])
     assert alone == ["FaultInjection", *evict, "KernelCounts"]
+
+
+def test_the_page_probe_hands_a_steps_run_its_probe_and_no_other_phase(tmp_path):
+    from cycleio.hostmemory import FilePageProbe
+    from cycleio.runner.instruments import JobState, PageProbe, Phase
+    from cycleio.surrogates.steps import StepRun
+
+    state = JobState(cycle=CYCLE, records=RecordLog(study="t", arm="a", cycle=CYCLE), label="[t]",
+                     raw_dir=tmp_path)
+    state.run = StepRun(folder=tmp_path)
+    with PageProbe().around(Phase("stage_in", "post", tier=None), state):
+        assert state.run.page_probe is None
+    with PageProbe().around(Phase("run", "post", tier=None), state):
+        assert isinstance(state.run.page_probe, FilePageProbe)

@@ -120,7 +120,7 @@ def test_a_paired_step_s_page_probe_looks_once_per_file_after_its_data_are_made_
     ctx = WriteContext(Grid("C48", 8), 1, "2026010100")
     records = RecordLog(study="s", arm="a", cycle="2026010100", step="post", strategy="serial", attempt=1)
     tier = type("Tier", (), {"fields": lambda self: {"tier": "disk", "tier_kind": "node_local", "fs_type": "ext4"}})()
-    steps.timed_write(tmp_path / "f.nc", spec, ctx, records, tier, "post", probe_pages=True)
+    steps.timed_write(tmp_path / "f.nc", spec, ctx, records, tier, "post", hostmemory.FilePageProbe())
     assert made_before_look == [True]  # one look, after the data were made
     write = next(r for r in records.records if r.op == "write")
     probe = next(r for r in records.records if r.op == "probe")

@@ -16,7 +16,7 @@ from typing import ContextManager, Iterator
 
 from ..benchmarks.paired import PairedReplay
 from ..faults import JobFaults, filled
-from ..hostmemory import fresh_pages_measurable
+from ..hostmemory import FilePageProbe, fresh_pages_measurable
 from ..kernelio import ProcIO, counted
 from ..records import REPLAY, RecordLog
 from ..storage.slowfs import slowed
@@ -83,7 +83,7 @@ class PageProbe(Instrument):
     @contextlib.contextmanager
     def around(self, phase: Phase, job: JobState) -> Iterator[None]:
         if phase.name == "run" and job.run is not None:
-            job.run.probe_pages = True
+            job.run.page_probe = FilePageProbe()
         yield
 
 

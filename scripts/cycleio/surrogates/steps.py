@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config.settings import ArmSettings
-from ..hostmemory import FilePageProbe
 from ..records import REPLAY, RecordLog
 from ..storage.pagecache import EVICTED_BELOW, cache_risk
 from ..storage.tiers import TierSite
@@ -36,7 +35,8 @@ class StepRun:
     folder: Path
     cache_cold: bool = False  # the page cache was dropped before the run (staging.drop_caches)
     evicted: bool = False  # the step's inputs' pages were dropped just before it (staging.reads_from_storage)
-    probe_pages: bool = False  # each write record keeps the fresh pages its file met (hostmemory)
+    # the page probe's (runner.instruments.PageProbe): armed before each file, each write record keeps what it found
+    page_probe: object = None
     fail_rank: int | None = None  # fault injection: the forecast rank that fails
     mpi: dict = field(default_factory=dict)  # what the forecast's ranks report of their MPI, for the manifest
     # the kernel's counts in this process that are not the step's own I/O (the forecast ranks' start-up)
@@ -66,11 +66,14 @@ def record_transfer(records: RecordLog, op: str, spec: FileSpec, t_start: float,
 
 
 def timed_write(path: Path, spec: FileSpec, ctx: WriteContext, records: RecordLog, tier: TierSite,
-                step: str, probe_pages: bool = False) -> int:
-    """Write one file; the write record times only storage I/O, CPU work gets records of its own."""
-    if probe_pages:
-        ctx.times.pages = ctx.times.pages or FilePageProbe()
-        ctx.times.pages.arm(expected_bytes(spec, ctx.grid, ctx.compression))
+                step: str, page_probe=None) -> int:
+    """Write one file; the write record times only storage I/O, CPU work gets records of its own.
+
+    ``page_probe``: a paired step's (hostmemory.FilePageProbe), armed for the file: the record keeps the fresh
+    pages it found (``fresh_MiB``)."""
+    if page_probe is not None:
+        ctx.times.pages = page_probe
+        page_probe.arm(expected_bytes(spec, ctx.grid, ctx.compression))
     t_start = time.time()
     transfer = write_file(path, spec, ctx)
     fresh = ctx.times.pages.take() if ctx.times.pages is not None else None
@@ -107,13 +110,13 @@ def run_gdas_step(settings: ArmSettings, step: str, io, ctx: WriteContext, recor
         info: dict = {}
         for event in run_forecast_mpi(settings, ctx.cycle, run.folder, io.writes, ctx, label=label,
                                       fail_rank=run.fail_rank, info=info, kernel_outside=run.kernel_outside,
-                                      probe_pages=run.probe_pages):
+                                      probe_pages=run.page_probe is not None):
             records.add(step=step, phase=_phase_of(event["op"]), **event, **scratch.fields())
         run.mpi.update({**launch_provenance(settings), **info})
     else:
         compute(settings.step_compute_seconds.get(step, 0.0), records, scratch, step, settings.compute_kind)
         for spec in io.writes:
-            timed_write(run.folder / spec.path, spec, ctx, records, scratch, step, run.probe_pages)
+            timed_write(run.folder / spec.path, spec, ctx, records, scratch, step, run.page_probe)
     written = sum(r.bytes for r in records.records if r.step == step and r.op == "write")
     log.info("%s run %s: read %d files, wrote %d files, %.1f MiB", label, step, len(io.reads), len(io.writes),
              written / MiB)
