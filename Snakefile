@@ -15,6 +15,7 @@ shell.prefix(
     "${{PYTHONPATH:+:$PYTHONPATH}}; "
 )
 
+from cycleio.config.calendar import STEP_WILDCARD
 from cycleio.config.settings import ConfigError
 from cycleio.workflow.study import load_study
 from cycleio.workflow.preflight import check_study, dry_run_requested
@@ -25,10 +26,7 @@ configfile: os.path.join(workflow.basedir, "config", "config.yaml")
 
 
 try:
-    config, STUDY = load_study(
-        config,
-        os.path.join(workflow.basedir, "config", "schemas", "config.schema.yaml"),
-    )
+    config, STUDY = load_study(config)
     # Jobs parse this file again (on cluster nodes too): check the tiers once, up front.
     if workflow.is_main_process:
         for note in check_study(STUDY, dry_run=dry_run_requested(sys.argv)):
@@ -72,7 +70,7 @@ report: "report/workflow.rst"
 wildcard_constraints:
     arm=r"[A-Za-z][A-Za-z0-9_]*",
     cycle=r"\d{10}",
-    step=r"prep|anal|fcst|post|cycle|efcs\d\d|darshan_[a-z][a-z0-9]*(_n[0-9]+)?",
+    step=STEP_WILDCARD,
     tier=r"[A-Za-z][A-Za-z0-9_]*",
     ntasks=r"\d+",
 

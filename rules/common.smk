@@ -97,10 +97,7 @@ def plan_study_json(wildcards):
     """The capacity plan's target: the study's first arm and first two cycles (a half and a full one) at
     config key plan.resolution."""
     target = {**config, "resolution": config["plan"]["resolution"]}
-    _, study = load_study(
-        target,
-        os.path.join(workflow.basedir, "config", "schemas", "config.schema.yaml"),
-    )
+    _, study = load_study(target)
     arm = next(iter(study.arms.values()))
     return json.dumps({"cycles": study.cycles[:2], "arms": [arm.job_json("inventory")]})
 

@@ -67,3 +67,15 @@ def test_benchmark_figures_say_when_a_benchmark_is_missing(bench, tmp_path, draw
         assert_axes_carry_data(fig)  # every panel says there is nothing to show
     said = [t.get_text() for fig in drawn_figures for ax in fig.axes for t in ax.texts]
     assert said == ["no write benchmark", "no read benchmark", "no metadata benchmark", "no field-I/O benchmark"]
+
+
+def test_points_with_more_tasks_than_the_machines_cores_are_shaded_as_oversubscribed(bench, tmp_path, drawn_figures):
+    scaling_figure(bench.assign(host_cores=1), tmp_path / "over.png", "fx")
+    scaling_figure(bench.assign(host_cores=2), tmp_path / "within.png", "fx")
+    over, within = drawn_figures
+    for ax in over.axes[:2]:
+        assert ax.get_xlabel() == "tasks (1 core; shaded: oversubscribed)"
+        [shade] = [patch for patch in ax.patches if patch.get_alpha() == 0.12]
+        assert 1 < shade.get_x() < 2  # from between 1 and 2 tasks on
+        assert any("oversubscribed" in text.get_text() for text in ax.texts)
+    assert within.axes[0].get_xlabel() == "tasks (the machine has 2 cores)" and not within.axes[0].texts

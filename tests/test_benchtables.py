@@ -68,6 +68,19 @@ def test_a_benchmark_point_is_timed_by_its_bytes_and_seconds_and_its_aggregates_
     assert Timing().enough(32 * MiB, 0.1) and not Timing().enough(32 * MiB - 1, 1.0)
 
 
+def test_a_point_with_a_blank_key_is_marked_as_its_repetitions_are():
+    """mdtest rows have no job and IOR's summary rows no repetition: read from point files they are nullable
+    blanks, and a blank key is a key (it once stopped benchmark_tables: "expected str instance, float found")."""
+    from cycleio.report.benchtables import Timing, mark_timed
+
+    rows = [{"tier": "t", "benchmark": "metadata", "pattern": "easy", "api": "mdtest", "tasks": 2,
+             "operation": "create", "source": "easy.n2.rep0.stdout.txt", "job": None, "aggregate": how,
+             "bytes": None, "seconds": seconds} for how, seconds in (("rep", 0.5), ("rep", 0.01), ("mean", 0.3))]
+    rows += [{**rows[0], "operation": "stat", "aggregate": how, "seconds": 0.4} for how in ("rep", "rep", "mean")]
+    table = pd.DataFrame(rows).astype({"job": "string", "source": "string", "bytes": "Int64"})
+    assert mark_timed(table, Timing()).tolist() == [True, False, False, True, True, True]
+
+
 def test_efficiency_of_the_fixture_by_hand(efficiency):
     shm_fcst = efficiency[(efficiency["arm"] == "shm") & (efficiency["step"] == "fcst")
                           & (efficiency["tier"] == "shm")]

@@ -58,6 +58,44 @@ def test_one_task_on_a_shared_file_writes_all_its_segments_and_one_segment_needs
     assert not any(word.startswith("--zonemode") for word in single)
 
 
+def test_a_pattern_bounded_by_time_writes_until_its_time_is_up_each_job_reporting_on_its_own(tmp_path):
+    bounded = pattern(stonewall_s=0.3, segments=600)
+    argv = fio.io_write_command("fio", bounded, 3, tmp_path, OUT)
+    assert value(argv, "runtime") == "300ms" and value(argv, "size") == str(600 * 4 * 2**20)
+    assert "--group_reporting" not in argv and "--end_fsync=1" in argv and "--name=read" not in argv
+    assert value(argv, "clocksource") == "clock_gettime"
+
+
+def test_the_read_phase_reads_what_each_job_wrote_pass_after_pass_until_its_time_is_up(tmp_path):
+    mib = 2**20
+    fpp = fio.io_read_command("fio", pattern(stonewall_s=0.3, reorder="constant"), tmp_path, OUT,
+                              [5 * mib + 100, 3 * mib, 100])
+    assert value(fpp, "runtime") == "300ms" and int(value(fpp, "loops")) >= 1000 and value(fpp, "invalidate") == "1"
+    assert "--group_reporting" in fpp and not any(word.startswith("--numjobs") for word in fpp)
+    jobs = " ".join(fpp[fpp.index("--name=read"):]).split("--name=read")[1:]
+    # whole transfers of each job's own file; a job that wrote less than a transfer has nothing to read
+    assert [job.split() for job in jobs] == [["--filename=cycleio.0", f"--size={5 * mib}"],
+                                             ["--filename=cycleio.1", f"--size={3 * mib}"]]
+    shared = fio.io_read_command("fio", pattern(file_per_proc=False, stonewall_s=0.3), tmp_path, OUT,
+                                 [9 * mib, 4 * mib + mib])
+    jobs = [job.split() for job in " ".join(shared[shared.index("--name=read"):]).split("--name=read")[1:]]
+    # its whole blocks of IOR's segments in the shared file: block k of each segment, the other task's skipped
+    assert jobs[0][:5] == ["--filename=shared.dat", "--offset=0", f"--size={4 * mib + 4 * mib + 4 * mib}",
+                           f"--io_size={8 * mib}", "--zonemode=strided"]
+    assert f"--offset={4 * mib}" in jobs[1] and f"--io_size={4 * mib}" in jobs[1] and f"--zoneskip={4 * mib}" in jobs[1]
+
+
+def test_jobs_that_reported_one_by_one_add_up_as_fios_group_report():
+    rows = [{"job": "write", "aggregate": "job", "tasks": 1, "bytes": 300 * 2**20, "seconds": 0.3,
+             "ops_per_s": 500.0, "latency_s": 0.002, "bw_MiB_per_s": 1000.0},
+            {"job": "write", "aggregate": "job", "tasks": 1, "bytes": 100 * 2**20, "seconds": 0.4,
+             "ops_per_s": 125.0, "latency_s": 0.008, "bw_MiB_per_s": 250.0}]
+    group = fio.group_jobs(rows)
+    assert (group["aggregate"], group["tasks"], group["bytes"], group["seconds"]) == ("group", 2, 400 * 2**20, 0.4)
+    assert group["bw_MiB_per_s"] == pytest.approx(1000.0) and group["ops_per_s"] == pytest.approx(200 / 0.4)
+    assert group["latency_s"] == pytest.approx((150 * 0.002 + 50 * 0.008) / 200)
+
+
 def test_metadata_creates_stats_and_removes_every_file_in_turn(tmp_path):
     argv = fio.metadata_command("fio", MetadataPattern(name="m", files_per_task=100, unique_dir=True), 2, tmp_path,
                                 OUT)

@@ -35,6 +35,7 @@ def test_the_summary_leads_with_one_sentence_per_question():
     assert "staging pays on shm: node_local +0.25 ± 0.75 s per cycle against lustre (within noise); " \
            "shm +2.25 ± 0.25 s per cycle against lustre (faster)." in head
     assert "quilt keeps the compute ranks waiting least per forecast, serial most" in head
+    assert "(mean of 2 forecasts per arm)" in head
 
 
 def test_a_question_the_study_cannot_answer_says_why():
@@ -63,4 +64,5 @@ def test_a_study_of_only_the_half_cycle_is_answered_by_it():
     assert not table.empty and not table["full_cycles"].any()
     text = summary_markdown(table, "fx")
     assert "This study runs only a half cycle (fcst and post)" in text and "over its half cycle" in text
+    assert "a half cycle's I/O" in text and "one cycle per arm." in text
     assert "No full cycle has finished" not in text

@@ -3,9 +3,11 @@ config is loaded."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from conftest import with_changes
+from conftest import IOR_OUTPUTS, with_changes
 from cycleio.benchmarks.specs import IOPattern
 from cycleio.benchmarks.tools import ior
 from cycleio.config.settings import ConfigError
@@ -75,3 +77,19 @@ def test_the_replay_writes_one_file_per_repetition_and_reads_back_only_when_aske
     read = ior.replay_command("ior", 5, 3 * 2**20, 2**20, tmp_path / "r", tmp_path / "s.json", "mpiexec -n {ntasks}",
                               read=True)
     assert read[read.index("-w") + 1] == "-r"
+
+
+def test_a_phase_the_deadline_ended_counts_the_bytes_iors_bandwidth_says_it_moved(tmp_path):
+    """Stonewalled, IOR's blockKiB is what each task would have moved, not what it did: bandwidth x time is."""
+    data = json.loads((IOR_OUTPUTS / "posix-fpp-1rank-disk.json").read_text())
+    test = data["tests"][0]
+    test["Parameters"]["deadlineForStonewall"] = 1
+    for result in test["Results"]:
+        result["totalTime"] = round(result["totalTime"] / 4, 4)  # a quarter of the blocks in a quarter of the time
+    path = tmp_path / "stonewalled.json"
+    path.write_text(json.dumps(data))
+    reps = [row for row in ior.parse_json(path) if row["aggregate"] == "rep"]
+    assert {row["stonewall_s"] for row in reps} == {1}
+    for row, result in zip(reps, test["Results"]):
+        assert row["bytes"] == round(result["bwMiB"] * 2**20 * result["totalTime"])
+        assert row["bytes"] == pytest.approx(64 * 2**20, rel=0.01)

@@ -15,7 +15,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from conftest import (FCST_CYCLE, FCST_TIMEOUT_S, REPO, assert_same_files, fcst_writes, forecast_arm,
+from conftest import (FCST_CYCLE, FCST_TIMEOUT_S, assert_same_files, fcst_writes, forecast_arm,
                       forecast_context, require_tool, run_forecast, sampled_writes)
 from cycleio.surrogates.forecast.launcher import launch_provenance, program_stack, run_forecast_mpi
 from cycleio.surrogates.forecast.layout import ForecastError, RankLayout
@@ -207,10 +207,11 @@ def test_a_forecast_past_its_timeout_is_stopped_with_its_ranks(mpiexec, forecast
         time.sleep(0.05)
 
 
-def test_shared_file_strategies_run_on_the_parallel_stack_and_the_others_do_not():
+def test_shared_file_strategies_run_on_the_parallel_stack_and_the_others_do_not(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # where Snakemake runs the jobs (the checkout, with make study)
     key, template, python = program_stack(forecast_arm("parallel", 2))
     assert key == "parallel_stack.launcher" and template.startswith("mpirun.openmpi")
-    assert python == str(REPO / ".venv-parallel" / "bin" / "python")  # relative: from the project's folder
+    assert python == str(tmp_path / ".venv-parallel" / "bin" / "python")  # relative: from the working folder
     assert program_stack(forecast_arm("serial", 2)) == ("launcher", "mpiexec -n {ntasks}", sys.executable)
     layout = RankLayout.from_settings("quilt_parallel", {"ranks": 3, "write_tasks_per_group": 2, "mpiio": "independent"})
     assert layout.ntasks == 5 and layout.describe().endswith("MPI-IO independent")

@@ -1,4 +1,5 @@
-"""process: a command bounded in time ends with its whole tree, and the MPI launcher's words from the template."""
+"""process: a command bounded in time ends with its whole tree, the MPI launcher's words from the template, and the
+rank program importing the parent's cycleio."""
 
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ import time
 import psutil
 import pytest
 
-from cycleio.process import STALE_SEGMENT_S, launcher_argv, remove_orphan_segments, run_command, which
+from cycleio import process
+from cycleio.process import (STALE_SEGMENT_S, launcher_argv, package_folder, rank_program, remove_orphan_segments,
+                             run_command, which)
+from conftest import REPO
 
 
 def test_a_command_runs_with_its_output_exit_code_and_folder(tmp_path):
@@ -103,3 +107,28 @@ def test_an_aborted_mpi_run_leaves_no_shared_memory_segment(tmp_path):
     while left() and time.monotonic() < deadline:
         time.sleep(0.5)
     assert left() == []
+
+
+def test_a_rank_program_from_the_checkout_imports_the_checkouts_package_from_any_folder(tmp_path, monkeypatch):
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    assert package_folder() == REPO / "scripts"
+    program = rank_program("cycleio.process", python=sys.executable)
+    assert program.argv == [sys.executable, "-m", "cycleio.process"]
+    assert program.env["PYTHONPATH"] == str(REPO / "scripts")
+    probe = rank_program("cycleio", "study-name", str(REPO / "config" / "studies" / "smoke.yaml"))
+    result = run_command(probe.argv, timeout=60, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path,
+                         env=probe.env, text=True)
+    assert (result.returncode, result.stdout.strip()) == (0, "smoke"), result.stderr
+
+
+def test_an_installed_package_needs_no_path_for_this_python_and_a_link_alone_for_another(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", "/elsewhere")
+    monkeypatch.setattr(process, "_site_folders", lambda: {package_folder()})  # as if installed where it is
+    assert rank_program("cycleio.darshan.rank").env["PYTHONPATH"] == "/elsewhere"
+    other = str(tmp_path / "parallel" / "bin" / "python")
+    with pytest.raises(ValueError, match="link to the package alone"):
+        rank_program("cycleio.surrogates.forecast.rank", python=other)
+    program = rank_program("cycleio.surrogates.forecast.rank", python=other, links=tmp_path)
+    assert program.argv[0] == other and program.env["PYTHONPATH"] == f"{tmp_path}{os.pathsep}/elsewhere"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cycleio"]
+    assert (tmp_path / "cycleio").resolve() == package_folder() / "cycleio"

@@ -200,3 +200,11 @@ def test_every_schema_key_has_description_and_default():
             checked.add(where)
     assert {"cycles.keep", "tiers.<name>.stripe_size", "benchmarks.patterns.<name>.reorder",
             "benchmarks.metadata.<name>.unique_dir", "benchmarks.replay.max_files"} <= checked
+
+
+def test_an_install_without_the_schema_says_so(tmp_path, monkeypatch):
+    from cycleio.config import schema
+
+    monkeypatch.setattr(schema, "SCHEMA", tmp_path / "config.schema.yaml")
+    with pytest.raises(FileNotFoundError, match="installed without its data"):
+        load_schema()

@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 from conftest import with_changes
 
+from cycleio.config.calendar import STEP_WILDCARD
 from cycleio.config.settings import ConfigError, build_study, fill_defaults, load_schema, validate_config
 
 
@@ -67,7 +68,7 @@ def test_objects_built_without_a_config_take_the_schemas_defaults():
     """The settings classes' defaults (tests build them without a config) are what the default study gets."""
     from dataclasses import asdict
 
-    from cycleio.benchmarks.specs import FieldIOSpec, IOPattern, MetadataPattern
+    from cycleio.benchmarks.specs import FieldIOSpec, IOPattern, MetadataPattern, segments_behind_time_bound
     from cycleio.benchmarks.tierbench import BenchmarkPlan
     from cycleio.config.settings import ArmSettings
     from cycleio.config.tierspec import Tier
@@ -87,7 +88,12 @@ def test_objects_built_without_a_config_take_the_schemas_defaults():
     tier = fill_defaults({"tiers": {"bb": {"kind": "posix", "path": "/x"}}}, load_schema())["tiers"]["bb"]
     assert Tier(name="bb", **tier) == Tier(name="bb", kind="posix", path="/x")
     plan = BenchmarkPlan.from_config(with_changes(config, benchmarks__enabled=False))
-    assert plan.specs[("io", "easy")][0] == asdict(IOPattern(name="easy"))
+    # the embedded easy pattern is bounded by time, with the segments its bound needs; a pattern's own default is not
+    bound = config["benchmarks"]["patterns"]["easy"]["stonewall_s"]
+    segments = segments_behind_time_bound(IOPattern(name="easy").block_size_bytes, 1, bound,
+                                          config["benchmarks"]["stonewall_max_MiB_per_s_per_task"])
+    assert plan.specs[("io", "easy")][0] == asdict(IOPattern(name="easy", stonewall_s=bound, segments=segments))
+    assert IOPattern(name="easy").stonewall_s == 0.0 and bound > 0
     assert plan.specs[("metadata", "easy")][0] == asdict(MetadataPattern(name="easy"))
     assert plan.specs[("fieldio", "fields")][0] == asdict(FieldIOSpec())
 
@@ -177,8 +183,8 @@ def test_a_list_of_replay_ranks_sweeps_a_job_per_count(default_config):
     assert config["darshan"]["jobs"]["ior"]["ranks"] == [1, 4]  # the config as given; the arms hold the sweep
     swept = build_study(config).arms["lustre"].darshan["jobs"]
     assert {name: job["ranks"] for name, job in swept.items()} == {"ior_n1": 1, "ior_n4": 4, "dxt": 1}
-    step = re.search(r'step=r"([^"]+)"', (Path(__file__).parents[1] / "Snakefile").read_text()).group(1)
-    assert all(re.fullmatch(step, f"darshan_{name}") for name in swept)
+    assert "step=STEP_WILDCARD," in (Path(__file__).parents[1] / "Snakefile").read_text()
+    assert all(re.fullmatch(STEP_WILDCARD, f"darshan_{name}") for name in swept)
     with pytest.raises(ConfigError, match="darshan.jobs"):
         validate_config(with_changes(default_config, darshan={"jobs": {"ior_n1": {"log": "x.darshan"}}}))
     with pytest.raises(ConfigError, match="darshan.jobs.ior.ranks"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import shlex
 import shutil
@@ -16,6 +17,7 @@ from conftest import assert_axes_carry_data, assert_png_drawn, point_settings, r
 from cycleio.benchmarks import common, replay, tools
 from cycleio.benchmarks.rows import MiB
 from cycleio.benchmarks.specs import ReplaySpec
+from cycleio.benchmarks.timing import Timing
 from cycleio.benchmarks import tierbench as tb
 from cycleio.benchmarks.tools import fio, ior, mdtest
 from cycleio.cli import main
@@ -44,13 +46,16 @@ def test_ior_size_spelling():
 def test_default_plan_covers_every_study_tier_pattern_and_task_count(default_config):
     plan = tb.BenchmarkPlan.from_config(validate_config(default_config))
     assert list(plan.tiers) == ["lustre", "node_local", "shm"]
-    assert len(plan.point_list("io")) == 3 * 2 * 2  # tiers x (easy, hard) x tasks 1, 2
+    assert len(plan.point_list("io")) == 3 * 2 * 3  # tiers x (easy, hard) x tasks 1, 2, 4: three for the fits
     assert len(plan.point_list("metadata")) == 3 * 2  # tiers x (easy, hard) at 2 tasks: the figure shows the largest count
     assert sorted({t for _, _, t in plan.point_list("fieldio")}) == [2]
     easy = plan.settings("io", "shm", "easy", 2)
-    assert easy.io_pattern() == tb.IOPattern(name="easy", transfer_size_bytes=2 * MIB, block_size_bytes=64 * MIB)
+    # bounded by 0.3 s, with the bytes a task moving 4096 MiB/s would move in it behind the bound: 20 blocks of 64 MiB
+    assert easy.io_pattern() == tb.IOPattern(name="easy", transfer_size_bytes=2 * MIB, block_size_bytes=64 * MIB,
+                                             segments=20, stonewall_s=0.3)
     hard = plan.settings("io", "lustre", "hard", 1).io_pattern()
     assert (hard.file_per_proc, hard.transfer_size_bytes, hard.block_size_bytes) == (False, 47008, 47008)
+    assert hard.segments == math.ceil(0.3 * 4096 * MIB / 47008)
     again = tb.PointSettings.from_json(plan.point_json("io", "shm", "easy", "2"))
     assert again == easy
     files = plan.point_files(lambda *parts: "/".join(parts))
@@ -67,8 +72,13 @@ def test_custom_pattern_merges_with_schema_defaults(default_config):
     assert plan.point_list("io") == [("shm", "mine", 3)]
     point = plan.settings("io", "shm", "mine", 3)
     assert point.repetitions == 5
+    # its 2 s bound gets the bytes behind it (2 s at benchmarks.stonewall_max_MiB_per_s_per_task), in its 1 MiB blocks
     assert point.io_pattern() == tb.IOPattern(name="mine", transfer_size_bytes=4096, block_size_bytes=MIB,
-                                              direct_io=True, stonewall_s=2.0)
+                                              direct_io=True, stonewall_s=2.0, segments=2 * 4096)
+    bytes_bound = with_changes(config, benchmarks__patterns={"mine": {"transfer_size": "1m", "block_size": "1m",
+                                                                      "segments": 3, "tasks": [3]}})
+    mine = tb.BenchmarkPlan.from_config(validate_config(bytes_bound)).settings("io", "shm", "mine", 3).io_pattern()
+    assert (mine.stonewall_s, mine.segments) == (0.0, 3)  # a pattern without a time bound keeps its bytes
 
 
 @pytest.mark.parametrize(
@@ -141,7 +151,13 @@ def test_ior_command_for_hard_pattern_with_segments_and_stonewall():
                            segments=1000, stonewall_s=30, reorder="random")
     argv = ior.command("/opt/ior", pattern, 8, 3, Path("/lus/t/f"), Path("/r/s.json"), "srun -n {ntasks}")
     text = shlex.join(argv)
-    assert text.startswith("srun -n 8 /opt/ior -a POSIX -w -r -t 47008 -b 47008 -s 1000 -e -Z -D 30 -i 3 -o /lus/t/f")
+    assert text.startswith("srun -n 8 /opt/ior -a POSIX -w -r -t 47008 -b 47008 -s 1000 -e -Z -D 30 "
+                           "-O stoneWallingWearOut=1 -i 3 -o /lus/t/f")
+    # IOR reads -D as whole seconds: a bound under a second is one second, not none
+    short = ior.command("ior", tb.IOPattern(name="easy", stonewall_s=0.3), 1, 1, Path("f"), Path("s"),
+                        "srun -n {ntasks}")
+    assert short[short.index("-D") + 1] == "1"
+    assert ior.stonewall_seconds(1.0) == 1 and ior.stonewall_seconds(1.2) == 2
 
 
 def test_fio_shared_file_follows_ior_segment_layout(tmp_path):
@@ -225,6 +241,34 @@ def test_fio_easy_pattern_on_two_tiers(where, tmp_path, shm_dir):
     assert meta["exit_code"] == 0 and "--numjobs=2" in meta["argv"]
     assert (raw / "easy.n2.rep1.json").stat().st_size > 0
     assert not any(p.is_file() and p.name != OWNER_FILE for p in (path / "t").rglob("*"))  # the claim stays
+
+
+@pytest.mark.tool
+@pytest.mark.parametrize("where", ["disk", "shm"])
+def test_fio_phases_bounded_by_time_last_their_time_and_read_what_was_written(where, tmp_path, shm_dir):
+    """The default points: each phase lasts its bound, whatever the tier, so every repetition can be timed; the read
+    phase reads each task's own bytes (never more than were written: no file laid out first), pass after pass."""
+    require_tool("fio", "fio stands for IOR where IOR is absent (apt-get install fio)")
+    path = tmp_path / "tier" if where == "disk" else shm_dir
+    tier = Tier(name=where, kind="posix" if where == "disk" else "memory", path=str(path))
+    timing = Timing()
+    for pattern in (tb.IOPattern(name="easy", stonewall_s=0.2, segments=40),
+                    tb.IOPattern(name="hard", file_per_proc=False, transfer_size_bytes=47008, block_size_bytes=47008,
+                                 segments=40_000, stonewall_s=0.2)):
+        raw = tmp_path / f"raw-{pattern.name}"
+        frame = pd.DataFrame(tb.run_point(point_settings("io", tier, pattern, tasks=2, repetitions=1), raw))
+        reps = frame[frame["aggregate"] == "rep"].set_index("operation")
+        assert sorted(reps.index) == ["read", "write"] and (reps["tasks"] == 2).all()
+        assert (reps["seconds"] >= 0.2 * 0.95).all() and timing.enough(reps["bytes"], reps["seconds"]).all()
+        assert (reps["stonewall_s"] == 0.2).all() and (reps["host_cores"] >= 1).all()
+        assert reps.loc["write", "bytes"] < pattern.bytes_per_task * 2  # the time ended it, not the bytes
+        written = fio.written_per_job(raw / f"{pattern.name}.n2.rep0.write.json")
+        assert len(written) == 2 and sum(written) == reps.loc["write", "bytes"]
+        read = json.loads((raw / f"{pattern.name}.n2.rep0.read.meta.json").read_text())["argv"]
+        sizes = [int(word.split("=")[1]) for word in read if word.startswith(("--size=", "--io_size="))]
+        # each job's region of what it wrote (in a shared file: its blocks between the other task's)
+        assert sizes and max(sizes) <= max(written) * 2
+        assert not (raw / f"{pattern.name}.n2.rep0.read.stdout.txt").read_text().count("Laying out")
 
 
 @pytest.mark.tool

@@ -80,7 +80,7 @@ def test_codec_time_is_kept_apart_from_storage_time_and_files_are_what_netcdf_c_
     raw = write_file(tmp_path / "raw.nc", spec, WriteContext(Grid("C12", 4), 1, "2026010100"))
     assert written.cpu.encode > 0 and raw.cpu.encode == 0 and written.bytes < 0.5 * raw.bytes
     read = read_file(tmp_path / "ours.nc", "atm_history")
-    assert read.bytes == written.bytes and read.cpu.decode > 0
+    assert 0.9 * written.bytes < read.bytes <= written.bytes and read.cpu.decode > 0  # what was read: test_readers
     with netCDF4.Dataset(tmp_path / "raw.nc") as src, netCDF4.Dataset(tmp_path / "lib.nc", "w") as lib:
         for name, dim in src.dimensions.items():
             lib.createDimension(name, None if dim.isunlimited() else len(dim))

@@ -1,6 +1,7 @@
 """Run a command bounded in time: on timeout, or when the caller is interrupted, its whole process tree
 ends (an MPI launcher's ranks, a shell's children), not only the process started. And the MPI
-launcher's command line, made from the config's template in this one place."""
+launcher's command line, made from the config's template in this one place, and the rank program's
+(``python -m cycleio...``), which imports the cycleio this process runs."""
 
 from __future__ import annotations
 
@@ -9,9 +10,12 @@ import glob
 import os
 import shlex
 import shutil
+import site
 import subprocess
 import sys
+import sysconfig
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -41,6 +45,59 @@ def launcher_argv(template: str, ntasks: int) -> list[str]:
     if os.geteuid() == 0 and is_open_mpi_launcher(argv[0]) and "--allow-run-as-root" not in argv:
         argv.insert(1, "--allow-run-as-root")  # Open MPI refuses root without it
     return argv
+
+
+@dataclass(frozen=True)
+class RankProgram:
+    """The words after the launcher's, and the environment to start them in."""
+
+    argv: list[str]
+    env: dict[str, str]
+
+
+def rank_program(module: str, *args: str, python: str | None = None, links: Path | None = None) -> RankProgram:
+    """``python -m module args`` (``python`` this one by default) started so that every rank imports the cycleio
+    this process imported, from a checkout or an installed package alike.
+
+    A checkout's package (the folder holding it: scripts/) goes first on PYTHONPATH. An installed one needs nothing
+    for this Python; another Python (the parallel stack's, an environment of its own) gets a folder holding only a
+    link to the package, made in ``links`` (a folder the ranks see), so that the rest of this environment's
+    site-packages (its netCDF4, its mpi4py) stays out of that Python's way.
+    """
+    python = python or sys.executable
+    folder = package_folder()
+    if folder in _site_folders():
+        if os.path.abspath(python) == os.path.abspath(sys.executable):
+            folder = None
+        elif links is None:
+            raise ValueError(f"{python} would import cycleio from {folder}, the site-packages of {sys.executable}: "
+                             "give a folder for the link to the package alone")
+        else:
+            link = links / PACKAGE
+            if not link.is_symlink():
+                link.symlink_to(folder / PACKAGE, target_is_directory=True)
+            folder = links
+    env = dict(os.environ)
+    if folder is not None:
+        paths = [str(folder), *(p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != str(folder))]
+        env["PYTHONPATH"] = os.pathsep.join(paths)
+    return RankProgram(argv=[python, "-m", module, *args], env=env)
+
+
+PACKAGE = __name__.partition(".")[0]
+
+
+def package_folder() -> Path:
+    """The folder this process imported cycleio from: a checkout's scripts/, or an environment's site-packages."""
+    locations = sys.modules[PACKAGE].__spec__.submodule_search_locations
+    return Path(next(iter(locations))).resolve().parent
+
+
+def _site_folders() -> set[Path]:
+    """This Python's site-packages folders, where an installed cycleio lives."""
+    paths = [*site.getsitepackages(), site.getusersitepackages(), sysconfig.get_path("purelib"),
+             sysconfig.get_path("platlib")]
+    return {Path(path).resolve() for path in paths if path}
 
 
 # Open MPI's launchers (Debian's mpirun.openmpi and mpiexec.openmpi are links to orterun; 5.x has prterun).

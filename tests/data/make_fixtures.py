@@ -51,11 +51,11 @@ PERSISTENT = "lustre"
 RECORD_FIELDS = ("study", "arm", "cycle", "step", "phase", "op", "tier", "tier_kind", "fs_type", "strategy", "tool",
                  "host", "rank", "nranks", "file", "n_files", "bytes", "t_start", "seconds", "attempt", "cache_risk",
                  "transfers", "cached_fraction", "mpiio", "repetition", "fresh_MiB")
-POINT_COLUMNS = ("study", "benchmark", "pattern", "tier", "tier_kind", "fs_type", "host", "source", "tool",
-                 "tool_version", "api", "job", "operation", "aggregate", "repetition", "repetitions", "tasks", "nodes",
-                 "file_per_proc", "random", "transfer_size_bytes", "block_size_bytes", "segments", "direct_io",
-                 "fsync", "reorder", "stonewall_s", "bw_MiB_per_s", "ops_per_s", "latency_s", "seconds", "bytes",
-                 "cache_risk", "t_start")
+POINT_COLUMNS = ("study", "benchmark", "pattern", "tier", "tier_kind", "fs_type", "host", "host_cores", "source",
+                 "tool", "tool_version", "api", "job", "operation", "aggregate", "repetition", "repetitions", "tasks",
+                 "nodes", "file_per_proc", "random", "transfer_size_bytes", "block_size_bytes", "segments",
+                 "direct_io", "fsync", "reorder", "stonewall_s", "bw_MiB_per_s", "ops_per_s", "latency_s", "seconds",
+                 "bytes", "cache_risk", "t_start")
 
 
 def obs(cycle: str, name: str) -> str:
@@ -321,7 +321,8 @@ def point_row(tier: str, benchmark: str, pattern: str, **values) -> dict:
     kind, fs_type, _, _ = TIERS[tier]
     row = dict.fromkeys(POINT_COLUMNS)
     row.update(study=STUDY, benchmark=benchmark, pattern=pattern, tier=tier, tier_kind=kind, fs_type=fs_type,
-               host=HOST, tool="fio", tool_version="3.33", api="psync", nodes=1, random=False, direct_io=False,
+               host=HOST, host_cores=2, tool="fio", tool_version="3.33", api="psync", nodes=1, random=False,
+               direct_io=False,
                cache_risk=False, t_start=T0 + 300.0)
     row.update(values)
     assert tuple(row) == POINT_COLUMNS, row

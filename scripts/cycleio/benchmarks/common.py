@@ -20,7 +20,7 @@ from .. import process
 from ..process import run_command, which
 from .rows import ROW_KEYS, BenchmarkOutputError
 
-CONTEXT_COLUMNS = ("study", "benchmark", "pattern", "tier", "tier_kind", "fs_type", "host")
+CONTEXT_COLUMNS = ("study", "benchmark", "pattern", "tier", "tier_kind", "fs_type", "host", "host_cores")
 EXTRA_COLUMNS = ("cache_risk", "t_start")
 COLUMNS = CONTEXT_COLUMNS + ROW_KEYS + EXTRA_COLUMNS
 
@@ -29,6 +29,14 @@ TIMEOUT_VARIABLE = "CYCLEIO_TOOL_TIMEOUT_S"
 
 class BenchmarkError(RuntimeError):
     """A benchmark that could not run or failed; the message carries the tool's own words."""
+
+
+def host_cores() -> int:
+    """The cores this process may run on (its CPU affinity): more tasks than these oversubscribe the machine."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
 
 
 def launcher_argv(template: str, tasks: int) -> list[str]:

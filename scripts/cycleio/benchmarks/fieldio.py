@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from ..fsutil import landing
+from ..process import RankProgram, rank_program
 from .common import BenchmarkError, launcher_argv, run_tool, time_limit, tool_failure
 from .rows import MiB, BenchmarkOutputError, as_int, make_row, read_json_object, read_text
 
@@ -301,11 +302,11 @@ def rank_error_file(out: Path, rank: int) -> Path:
 
 
 def rank_command(launcher: list[str], directory: Path, patterns, layouts, fields: int, field_bytes: int,
-                 fsync: bool, repetitions: int, out: Path) -> list[str]:
-    return [*launcher, sys.executable, "-m", "cycleio", "fieldio-rank", "--dir", str(directory),
-            "--patterns", *map(str, patterns), "--layouts", *layouts, "--fields", str(fields),
-            "--field-size", str(field_bytes), "--fsync" if fsync else "--no-fsync",
-            "--repetitions", str(repetitions), "--out", str(out)]
+                 fsync: bool, repetitions: int, out: Path) -> RankProgram:
+    program = rank_program("cycleio", "fieldio-rank", "--dir", str(directory), "--patterns", *map(str, patterns),
+                           "--layouts", *layouts, "--fields", str(fields), "--field-size", str(field_bytes),
+                           "--fsync" if fsync else "--no-fsync", "--repetitions", str(repetitions), "--out", str(out))
+    return RankProgram(argv=[*launcher, *program.argv], env=program.env)
 
 
 def run_fieldio(directory: Path, spec, tasks: int, repetitions: int, launcher: str, raw_dir: Path, name: str,
@@ -313,16 +314,14 @@ def run_fieldio(directory: Path, spec, tasks: int, repetitions: int, launcher: s
     """Launch the field-I/O program on ``tasks`` ranks through the launcher; return parsed rows."""
     directory.mkdir(parents=True, exist_ok=True)
     out = raw_dir / f"{name}.json"
-    argv = rank_command(launcher_argv(launcher, tasks), directory, spec.patterns, spec.layouts, spec.fields_per_task,
-                        spec.field_size_bytes, spec.fsync, repetitions, out)
+    command = rank_command(launcher_argv(launcher, tasks), directory, spec.patterns, spec.layouts,
+                           spec.fields_per_task, spec.field_size_bytes, spec.fsync, repetitions, out)
     log.info("%s patterns %s, layouts %s: %d fields of %d bytes per task, fsync %s, %d repetitions", label,
              ",".join(spec.patterns), ",".join(spec.layouts), spec.fields_per_task, spec.field_size_bytes,
              spec.fsync, repetitions)
-    package_root = str(Path(__file__).resolve().parents[2])
-    env = dict(os.environ)
-    env["PYTHONPATH"] = package_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     calls = 2 * tasks * spec.fields_per_task * len(spec.patterns) * len(spec.layouts) * repetitions  # writes, reads
-    run = run_tool("field I/O", argv, raw_dir, name, time_limit(calls * spec.field_size_bytes, calls), env=env)
+    run = run_tool("field I/O", command.argv, raw_dir, name, time_limit(calls * spec.field_size_bytes, calls),
+                   env=command.env)
     if run.returncode != 0:
         errors = sorted(out.parent.glob(rank_error_file(out, 0).name.replace(".rank0.", ".rank*.")))
         raise tool_failure("field I/O", run, output=errors[0] if errors else None)

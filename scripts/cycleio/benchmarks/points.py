@@ -12,7 +12,7 @@ from pathlib import Path
 from ..storage.pagecache import cache_risk, memory_backed
 from ..config.tierspec import Tier
 from ..storage.tiers import TierSite
-from .common import COLUMNS
+from .common import COLUMNS, host_cores
 from .specs import PointSettings
 
 log = logging.getLogger("cycleio")
@@ -35,7 +35,7 @@ def benchmark_folder(tier: Tier, study: str, name: str) -> tuple[TierSite, Path]
 def context(settings: PointSettings, site: TierSite, pattern: str | None = None) -> dict:
     return {"study": settings.study, "benchmark": settings.benchmark, "pattern": pattern or settings.pattern,
             "tier": settings.tier.name, "tier_kind": settings.tier.kind, "fs_type": site.fs_type,
-            "host": socket.gethostname()}
+            "host": socket.gethostname(), "host_cores": host_cores()}
 
 
 def finish(rows: list[dict], context: dict, t_start: float, overrides: dict | None = None) -> list[dict]:

@@ -5,11 +5,13 @@ benchmark job gets (as JSON) from the plan.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field
 
 from ..config.schema import schema_default
 from ..config.sizes import parse_size
 from ..config.tierspec import Tier
+from ..units import MiB
 
 
 # The defaults below are the schema's (benchmarks.patterns.<name>.*, benchmarks.metadata.<name>.*, ...), for
@@ -41,6 +43,22 @@ class IOPattern:
     @property
     def bytes_per_task(self) -> int:
         return self.block_size_bytes * self.segments
+
+
+def segments_behind_time_bound(block_size_bytes: int, segments: int, stonewall_s: float,
+                               max_MiB_per_s_per_task: float) -> int:
+    """The segments a pattern bounded by time (``stonewall_s`` > 0) needs so that its time, not its bytes, ends
+    each phase for a task moving up to ``max_MiB_per_s_per_task`` (config benchmarks.stonewall_max_MiB_per_s_per_task),
+    and never fewer than configured; a pattern bounded by bytes (0 s) keeps its segments.
+
+    Why a cap and not "as many as the tier holds": the bytes behind the bound are what each task may write, and on
+    a memory tier that is RAM; they are reserved on the tier before the point runs (TierSite.require_space). A
+    tier faster than the cap ends the phase by bytes, after stonewall_s x cap / rate seconds, which is still long
+    enough to time (benchmarks.timing) up to several times the cap."""
+    if stonewall_s <= 0:
+        return segments
+    needed = math.ceil(stonewall_s * max_MiB_per_s_per_task * MiB / block_size_bytes)
+    return max(segments, needed)
 
 
 @dataclass(frozen=True)

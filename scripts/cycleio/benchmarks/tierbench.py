@@ -42,7 +42,7 @@ from ..config.tierspec import Tier
 from .common import COLUMNS, BenchmarkError, parse_run, run_tool, time_limit
 from .points import benchmark_folder, context, finish, fresh, log_rows, summarize
 from .rows import MiB
-from .specs import FieldIOSpec, IOPattern, MetadataPattern, PointSettings
+from .specs import FieldIOSpec, IOPattern, MetadataPattern, PointSettings, segments_behind_time_bound
 from .tools import NATIVE, choose_tool, fio, ior, mdtest
 
 log = logging.getLogger("cycleio")
@@ -63,7 +63,8 @@ def _task_list(value: list[int] | None, fallback: list[int], key: str) -> list[i
     return tasks
 
 
-def io_pattern_from_config(name: str, spec: dict, key: str) -> IOPattern:
+def io_pattern_from_config(name: str, spec: dict, key: str, max_MiB_per_s_per_task: float) -> IOPattern:
+    """A bandwidth pattern; one bounded by time gets the segments its bound needs (segments_behind_time_bound)."""
     api = spec["api"]
     transfer = parse_size(spec["transfer_size"], f"{key}.transfer_size")
     block = parse_size(spec["block_size"], f"{key}.block_size")
@@ -77,10 +78,12 @@ def io_pattern_from_config(name: str, spec: dict, key: str) -> IOPattern:
         )
     if spec["direct_io"] and api not in ("POSIX",):
         raise ConfigError(f"config key '{key}.direct_io': direct I/O is an IOR POSIX option; api is {api!r}")
+    bound = float(spec["stonewall_s"])
     return IOPattern(
         name=name, api=api, file_per_proc=spec["file_per_proc"], transfer_size_bytes=transfer,
-        block_size_bytes=block, segments=spec["segments"], fsync=spec["fsync"], direct_io=spec["direct_io"],
-        reorder=spec["reorder"], stonewall_s=float(spec["stonewall_s"]), random=spec["random"],
+        block_size_bytes=block, fsync=spec["fsync"], direct_io=spec["direct_io"],
+        segments=segments_behind_time_bound(block, spec["segments"], bound, max_MiB_per_s_per_task),
+        reorder=spec["reorder"], stonewall_s=bound, random=spec["random"],
     )
 
 
@@ -132,7 +135,7 @@ class BenchmarkPlan:
                 raise unknown_choice(f"benchmarks.io_patterns[{index}]", name, sorted(patterns),
                                      "a pattern in benchmarks.patterns")
             key = f"benchmarks.patterns.{name}"
-            pattern = io_pattern_from_config(name, patterns[name], key)
+            pattern = io_pattern_from_config(name, patterns[name], key, bench["stonewall_max_MiB_per_s_per_task"])
             plan._add("io", name, asdict(pattern), reps(patterns[name]),
                       _task_list(patterns[name]["tasks"], tasks, f"{key}.tasks"))
         metadata = bench["metadata"]
@@ -256,7 +259,8 @@ def run_io(settings: PointSettings, raw_dir: Path) -> list[dict]:
     site.require_space(pattern.bytes_per_task * tasks, f"pattern {pattern.name} with {tasks} tasks")
     label = f"[{settings.tier.name} io {pattern.name} n{tasks} {tool.name}]"
     name = f"{pattern.name}.n{tasks}"
-    log.info("%s %d MiB per task, transfer %d bytes, %s, %d repetitions", label, pattern.bytes_per_task // MiB,
+    bound = f"each phase {pattern.stonewall_s:g} s, up to " if pattern.stonewall_s > 0 else ""
+    log.info("%s %s%d MiB per task, transfer %d bytes, %s, %d repetitions", label, bound, pattern.bytes_per_task // MiB,
              pattern.transfer_size_bytes, "file per process" if pattern.file_per_proc else "one shared file", reps)
     nbytes = 2 * pattern.bytes_per_task * tasks  # written, then read, per repetition
     calls = nbytes / pattern.transfer_size_bytes
@@ -272,6 +276,9 @@ def run_io(settings: PointSettings, raw_dir: Path) -> list[dict]:
             rows = [{**r, "tasks": tasks} for r in rows]
         else:
             def one_run(rep_name: str) -> list[dict]:
+                if pattern.stonewall_s > 0:
+                    return _fio_phases_bounded_by_time(tool, pattern, tasks, work, raw_dir, rep_name,
+                                                       time_limit(nbytes, calls))
                 argv = fio.io_command(tool.path, pattern, tasks, work, raw_dir / f"{rep_name}.json")
                 run = run_tool(tool.label, argv, raw_dir, rep_name, time_limit(nbytes, calls))
                 return parse_run(fio.parse, raw_dir / f"{rep_name}.json", tool.label, run)
@@ -286,6 +293,19 @@ def run_io(settings: PointSettings, raw_dir: Path) -> list[dict]:
     rows = finish(rows, context(settings, site), t_start)
     log_rows(label, rows)
     return rows if tool.name == "ior" else rows + summarize(rows)
+
+
+def _fio_phases_bounded_by_time(tool, pattern: IOPattern, tasks: int, work: Path, raw_dir: Path, rep_name: str,
+                                limit: float) -> list[dict]:
+    """One repetition of a pattern bounded by time with fio, as two runs: the write phase, then the read phase
+    sized to what the write phase wrote (fio.io_write_command, fio.io_read_command); its write row and read row."""
+    write_json, read_json = raw_dir / f"{rep_name}.write.json", raw_dir / f"{rep_name}.read.json"
+    run = run_tool(tool.label, fio.io_write_command(tool.path, pattern, tasks, work, write_json), raw_dir,
+                   f"{rep_name}.write", limit)
+    written = parse_run(fio.parse, write_json, tool.label, run)
+    argv = fio.io_read_command(tool.path, pattern, work, read_json, fio.written_per_job(write_json))
+    run = run_tool(tool.label, argv, raw_dir, f"{rep_name}.read", limit)
+    return [fio.group_jobs(written), *parse_run(fio.parse, read_json, tool.label, run)]
 
 
 def run_metadata(settings: PointSettings, raw_dir: Path) -> list[dict]:

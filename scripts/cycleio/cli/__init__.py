@@ -181,9 +181,12 @@ def cmd_study_name(args) -> None:
     print(overrides.get("study") or _read_configs(args.configfile).get("study", schema_default("study")))
 
 
-def command_line_config(argv: list[str]) -> dict[str, str]:
-    """The top-level ``KEY=VALUE`` items of Snakemake's ``--config`` (``-C``) in a command line."""
-    items: dict[str, str] = {}
+def command_line_config(argv: list[str]) -> dict:
+    """The values Snakemake's ``--config`` (``-C``) items in a command line give, parsed as Snakemake parses them
+    (``staging={streams: 1}`` a dict, ``resolution=C96`` a string, numbers as numbers)."""
+    from snakemake.cli import parse_config
+
+    entries: list[str] = []
     taking = False
     for word in argv:
         if word in ("--config", "-C"):
@@ -191,22 +194,21 @@ def command_line_config(argv: list[str]) -> dict[str, str]:
         elif word.startswith("-"):
             taking = False
         elif taking and "=" in word:
-            key, value = word.split("=", 1)
-            items[key] = value
-    return items
+            entries.append(word)
+    return parse_config(entries)
 
 
 def load_config_files(paths: list[str], snakemake_args: str | None = None):
-    """The study of config files laid in order, with the study name a ``--config study=X`` of the
-    study's Snakemake arguments gives; a ConfigError names the file that brings the problem."""
+    """The study of config files laid in order, then the ``--config`` items of the study's Snakemake arguments over
+    them, as the run will see it; a ConfigError names the file that brings the problem."""
     from ..config.keys import ConfigError
     from ..workflow.study import load_study
 
     def load(files: list[str]):
+        from snakemake.utils import update_config
+
         config = _read_configs(files)
-        name = command_line_config(shlex.split(snakemake_args or "")).get("study")
-        if name:
-            config["study"] = name
+        update_config(config, command_line_config(shlex.split(snakemake_args or "")))  # as Snakemake lays them
         return load_study(config)
 
     try:

@@ -40,7 +40,7 @@ def cmd_fieldio(args) -> None:
     import socket
     import time
 
-    from ..benchmarks.common import COLUMNS
+    from ..benchmarks.common import COLUMNS, host_cores
     from ..benchmarks.fieldio import run_fieldio
     from ..benchmarks.points import summarize
     from ..benchmarks.specs import FieldIOSpec
@@ -61,7 +61,7 @@ def cmd_fieldio(args) -> None:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     context = {"study": "", "benchmark": "fieldio", "tier": args.tier or directory.name, "tier_kind": "",
-               "fs_type": filesystem_type(directory), "host": socket.gethostname()}
+               "fs_type": filesystem_type(directory), "host": socket.gethostname(), "host_cores": host_cores()}
     rows = [{key: {**row, **context, "pattern": row["job"], "cache_risk": cache_risk(row["operation"], memory=memory_backed(None, context["fs_type"])),
                    "t_start": round(t_start, 3)}.get(key) for key in COLUMNS} for row in rows]
     write_rows(rows + summarize(rows), Path(args.out))

@@ -9,8 +9,12 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 CYCLE_FORMAT = "%Y%m%d%H"
+# The GDAS steps of a cycle, in order: the one list of them (the Snakefile's step wildcard is made from it)
 FULL_CYCLE_STEPS = ("prep", "anal", "fcst", "post")
-HALF_CYCLE_STEPS = ("fcst", "post")
+HALF_CYCLE_STEPS = FULL_CYCLE_STEPS[FULL_CYCLE_STEPS.index("fcst"):]  # the cold start's cycle starts at the forecast
+# The Snakefile's step wildcard: the GDAS steps, cycle (an arm staged once per cycle), the ensemble forecasts (efcsNN)
+# and the replay jobs of Darshan logs (darshan_<name>, darshan_<name>_n<ranks> of a sweep)
+STEP_WILDCARD = "|".join(FULL_CYCLE_STEPS) + r"|cycle|efcs\d\d|darshan_[a-z][a-z0-9]*(_n[0-9]+)?"
 
 
 def parse_cycle(value: str | int) -> datetime:

@@ -7,7 +7,8 @@ from __future__ import annotations
 import string
 
 from .calendar import parse_cycle
-from .keys import DARSHAN_INPUTS, DARSHAN_PREFIX, GDAS_STEPS, ConfigError, persistent_tiers
+from .calendar import FULL_CYCLE_STEPS
+from .keys import DARSHAN_INPUTS, DARSHAN_PREFIX, ConfigError, persistent_tiers
 from .sizes import parse_size
 from .tierspec import JOB_TIME_VARIABLES, TierError, expand_tier_path
 from ..process import launcher_argv
@@ -140,9 +141,9 @@ def _check_darshan(config: dict) -> None:
             raise ConfigError(f"config key 'darshan.jobs.{name}': the name {name!r} is taken (job {DARSHAN_INPUTS} "
                               "lays out the logs' input files); expected another name")
         after = job["after"]
-        if after not in ("first", *GDAS_STEPS):
+        if after not in ("first", *FULL_CYCLE_STEPS):
             raise ConfigError(f"config key 'darshan.jobs.{name}.after': {after!r} is not allowed; expected first or "
-                              f"a GDAS step: {', '.join(GDAS_STEPS)}")
+                              f"a GDAS step: {', '.join(FULL_CYCLE_STEPS)}")
         if cfg["only"] and after != "first":
             raise ConfigError(f"config key 'darshan.jobs.{name}.after': {after!r}, but darshan.only is true (cycles "
                               "without GDAS steps); expected first")

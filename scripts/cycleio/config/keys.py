@@ -13,7 +13,6 @@ import difflib
 # once per arm, lays out the files their logs read on the persistent tier.
 DARSHAN_PREFIX = "darshan_"
 DARSHAN_INPUTS = "darshan_inputs"  # one of records.ARRIVALS: its records are no cycle's I/O
-GDAS_STEPS = ("prep", "anal", "fcst", "post")
 
 
 def is_replay_job(name: str) -> bool:

@@ -1,5 +1,6 @@
-"""The study config's JSON Schema (config/schemas/config.schema.yaml): the one place where each key's type,
-description and default are written.
+"""The study config's JSON Schema (config.schema.yaml, package data beside this module): the one place where each
+key's type, description and default are written. The Snakefile, the jobs and ``cycleio check-config`` read this one
+file, from a checkout or an installed package alike.
 
 Validation fills the defaults into a config (:func:`cycleio.config.settings.validate_config`); an object built
 without a config (in tests, or from a job's settings that leave out what the job does not read) takes its
@@ -10,15 +11,22 @@ from __future__ import annotations
 
 import copy
 import functools
+from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 
 import yaml
 
-SCHEMA_PATH = Path(__file__).resolve().parents[3] / "config" / "schemas" / "config.schema.yaml"
+SCHEMA = resources.files(__package__).joinpath("config.schema.yaml")
 
 
-def load_schema(path: str | Path = SCHEMA_PATH) -> dict:
-    with open(path) as handle:  # libyaml's safe loader where built: jobs read the schema too
+def load_schema(path: str | Path | Traversable | None = None) -> dict:
+    """The schema at ``path``, by default the package's own (SCHEMA)."""
+    if path is None and not SCHEMA.is_file():
+        raise FileNotFoundError(f"cycleio's config schema {SCHEMA} is missing: the package was installed without its "
+                                "data (pyproject.toml's package-data); install it again with pip from the checkout")
+    source = SCHEMA if path is None else Path(path) if isinstance(path, str) else path
+    with source.open() as handle:  # libyaml's safe loader where built: jobs read the schema too
         return yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 

@@ -1,6 +1,6 @@
 """Study configuration: validation with messages that name the key, and the arms of a study.
 
-The JSON Schema (config/schemas/config.schema.yaml) gives every key its type, description and
+The JSON Schema (config.schema.yaml, package data beside config/schema.py) gives every key its type, description and
 default, and validation fills the defaults in; this module adds the checks that span keys (end after
 start, tier names that exist). workflow.study.load_study adds the checks that need the layers above
 (the benchmark plan's, the faults' against the study's jobs), all before any job.
@@ -22,7 +22,7 @@ from .calendar import is_archive_job
 from .forecast import Compression, ForecastSettings, cycle_steps
 from .crosschecks import check_across_keys, sweep_replay_ranks
 from .keys import DARSHAN_INPUTS, DARSHAN_PREFIX, ConfigError, persistent_tiers
-from .schema import SCHEMA_PATH, load_schema, schema_default
+from .schema import load_schema, schema_default
 from .sizes import parse_size
 from .tierspec import Tier
 from ..faults import arm_faults, faults_for_job

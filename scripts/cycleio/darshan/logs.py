@@ -91,9 +91,6 @@ class JobLog:
         name = DXT_MODULES.get(module, "")
         return bool(self.modules.get(name, {}).get("partial"))
 
-    def has_dxt(self, module: str = "POSIX") -> bool:
-        return bool(self.dxt.get(DXT_MODULES.get(module, "")))
-
 
 def sha256_of(path: Path) -> str:
     digest = hashlib.sha256()

@@ -39,7 +39,6 @@ import numpy as np
 from .logs import DIRECTIONS, DXT_MODULES, PREFIX, SIZE_BINS, DarshanLogError, JobLog, files_of, set_apart_note
 
 READ, WRITE, OPEN, STAT, SEEK, FSYNC = range(6)
-KIND_NAMES = ("read", "write", "open", "stat", "seek", "fsync")
 DATA_KINDS = (READ, WRITE)
 TIMINGS = ("io", "logged")
 LAYERS = ("posix", "mpiio")

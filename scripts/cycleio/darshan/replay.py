@@ -28,7 +28,7 @@ import numpy as np
 
 from ..fsutil import fsync_dir, fsync_file
 from ..kernelio import read_proc_io
-from ..process import launcher_argv, run_command
+from ..process import launcher_argv, rank_program, run_command
 from ..storage.tiers import filesystem_type, free_bytes, nearest_existing
 from ..units import format_bytes
 from .logs import DarshanLogError, JobLog, read_log
@@ -195,10 +195,8 @@ def run_ranks(plan: Plan, target: Target, launcher: str = "mpiexec -n {ntasks}",
         before = read_proc_io()
         write_plan(plan, target, folder)
         planned = read_proc_io()
-        argv = [*command, sys.executable, "-m", "cycleio.darshan.rank", "--plan", str(folder)]
-        env = dict(os.environ)
-        package_root = str(Path(__file__).resolve().parents[2])
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+        program = rank_program("cycleio.darshan.rank", "--plan", str(folder))
+        argv, env = [*command, *program.argv], program.env
         env["PATH"] = os.pathsep.join(filter(None, [str(Path(sys.executable).parent), env.get("PATH")]))
         log.info("replaying %d operations on %s (%s) with %d ranks: %s", plan.n_ops, target.tier, target.path,
                  plan.nranks, shlex.join(argv))

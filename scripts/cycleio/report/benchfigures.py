@@ -87,7 +87,8 @@ def scaling_figure(table: pd.DataFrame, paths: list[Path], title: str, fits: pd.
         ax.minorticks_off()
         ax.set_yscale("log")
         cached = " (reads may come from the page cache)" if operation == "read" and rows["cache_risk"].any() else ""
-        ax.set(xlabel="tasks", ylabel="bandwidth [MiB/s]", title=f"{operation}{cached}")
+        ax.set(xlabel=_mark_oversubscribed(ax, tasks, _host_cores(rows)), ylabel="bandwidth [MiB/s]",
+               title=f"{operation}{cached}")
         ax.title.set_fontsize(10 if cached else 12)
     handles, labels = axes[0].get_legend_handles_labels()
     if untimed_seen:
@@ -127,6 +128,31 @@ def scaling_figure(table: pd.DataFrame, paths: list[Path], title: str, fits: pd.
     rows = -(-len(handles) // 3) if handles else 0
     fig.tight_layout(rect=(0, 0.04 + 0.055 * rows if handles else 0, 1, 1))
     save_figure(fig, paths)
+
+
+def _host_cores(rows: pd.DataFrame) -> int | None:
+    """The fewest cores of the machines the rows were measured on (tables from before the column: unknown)."""
+    if "host_cores" not in rows or rows["host_cores"].isna().all():
+        return None
+    return int(rows["host_cores"].min())
+
+
+def _mark_oversubscribed(ax, tasks: list[int], cores: int | None) -> str:
+    """Shade the task counts above the machine's cores (those points oversubscribe it: their tasks share cores)
+    and say so; the axis label to use."""
+    if cores is None:
+        return "tasks"
+    over = [t for t in tasks if t > cores]
+    n_cores = f"{cores} core{'s' if cores != 1 else ''}"
+    if not over:
+        return f"tasks (the machine has {n_cores})"
+    within = [t for t in tasks if t <= cores]
+    start = (max(within) * min(over)) ** 0.5 if within else min(over) / 2 ** 0.5
+    ax.axvspan(start, max(over) * 2 ** 0.5, color="grey", alpha=0.12, zorder=0, linewidth=0)
+    ax.set_xlim(min(tasks) / 2 ** 0.5, max(tasks) * 2 ** 0.5)
+    ax.text(0.99, 0.02, f"oversubscribed:\nmore tasks than\nthe {n_cores}", transform=ax.transAxes,
+            ha="right", va="bottom", fontsize="small", color="dimgrey")
+    return f"tasks ({n_cores}; shaded: oversubscribed)"
 
 
 def _join(ax, group: pd.DataFrame, color, linestyle: str) -> None:

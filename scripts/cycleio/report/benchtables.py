@@ -25,7 +25,7 @@ from ..units import MiB
 
 _BOOL_COLUMNS = ("file_per_proc", "random", "direct_io", "fsync", "cache_risk")
 _INT_COLUMNS = ("repetition", "repetitions", "tasks", "nodes", "transfer_size_bytes", "block_size_bytes", "segments",
-                "bytes")
+                "bytes", "host_cores")
 _FLOAT_COLUMNS = ("stonewall_s", "bw_MiB_per_s", "ops_per_s", "latency_s", "seconds", "t_start")
 # The point files' columns and types (tierbench.write_rows writes them as CSV; an empty cell is null).
 POINT_SCHEMA = pa.schema([(name, pa.bool_() if name in _BOOL_COLUMNS else pa.int64() if name in _INT_COLUMNS
@@ -77,7 +77,9 @@ def mark_timed(bench: pd.DataFrame, timing: Timing) -> pd.Series:
     own = pd.Series(timing.enough(nbytes, seconds), index=bench.index).astype(bool)
     reps = bench["aggregate"] == "rep"
     keys = [k for k in POINT_KEYS if k in bench.columns]
-    point = bench[keys].astype(str).agg("\x1f".join, axis=1)
+    # a point's rows by their keys as values: a blank key (mdtest rows have no job, IOR's summary rows no
+    # repetition) is a key like any other, not a row without a point
+    point = bench.groupby(keys, dropna=False, sort=False).ngroup()
     every_rep = own[reps].groupby(point[reps]).all()
     aggregate = point.map(every_rep).fillna(own).astype(bool)
     return own.where(reps, aggregate & own).astype(bool)

@@ -12,13 +12,11 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from ..config.calendar import FULL_CYCLE_STEPS  # noqa: E402
 from .figsave import save_figure  # noqa: E402
 
 # Verification re-reads files that are still in the page cache: its MiB/s would dwarf the rest,
 # so it shows as time in the right panel, not as throughput.
 ACTIVITY_ORDER = ["stage_in:copy", "run:read", "run:write", "stage_out:copy"]
-STEP_ORDER = list(FULL_CYCLE_STEPS)
 
 
 # Where a cycle's time goes: one colour per part, no two greys side by side (the synthetic data and the

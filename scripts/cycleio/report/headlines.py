@@ -23,15 +23,16 @@ def _band(value: float, low: float, high: float) -> str:
     return f"{value:.2f} (band {low:.2f}-{high:.2f})"
 
 
-def cycle_io_sentence(table: pd.DataFrame) -> str:
-    """Per arm, a full cycle's I/O seconds (staging included) of its wall seconds."""
+def cycle_io_sentence(table: pd.DataFrame, full_cycles: bool = True) -> str:
+    """Per arm, a full (or half) cycle's I/O seconds (staging included) of its wall seconds."""
     if table.empty:
         return "no full cycle finished, so no cycle's I/O time to give."
     parts = [f"{row.arm} {_seconds(row.cycle_io_s)} of {_seconds(row.cycle_wall_s)} ({row.io_share:.0%})"
              for row in table.itertuples() if not pd.isna(row.cycle_io_s)]
     cycles = int(table["n_cycles"].min())
-    return (f"a full cycle's I/O (run reads and writes, staging and verification) takes {', '.join(parts)} of its "
-            f"wall time, the mean of {cycles} cycle{'s' if cycles != 1 else ''} per arm.")
+    kind = "full" if full_cycles else "half"
+    return (f"a {kind} cycle's I/O (run reads and writes, staging and verification) takes {', '.join(parts)} of its "
+            f"wall time, " + (f"the mean of {cycles} cycles per arm." if cycles != 1 else "one cycle per arm."))
 
 
 def closeness_sentence(table: pd.DataFrame) -> str:
@@ -99,8 +100,11 @@ def strategies_sentence(write_times: pd.DataFrame) -> str:
     best, worst = times.index[0], times.index[-1]
     parts = [f"{name} {row.effective_write_s:.2f} s (writers {row.actual_write_s:.2f} s)"
              for name, row in times.iterrows()]
+    forecasts = int(write_times["n_cycles"].min()) if "n_cycles" in write_times else 0
+    noise = (" (one forecast per arm: no spread to tell a difference from noise)" if forecasts == 1
+             else f" (mean of {forecasts} forecasts per arm)" if forecasts > 1 else "")
     return (f"{best} keeps the compute ranks waiting least per forecast, {worst} most; compute ranks wait "
-            f"{', '.join(parts)}.")
+            f"{', '.join(parts)}{noise}.")
 
 
 def answer_lines(table: pd.DataFrame, capacity: pd.DataFrame | None = None, full_cycles: bool = True) -> list[str]:
@@ -109,7 +113,7 @@ def answer_lines(table: pd.DataFrame, capacity: pd.DataFrame | None = None, full
     lines = ["## The answers", ""]
     if not full_cycles:
         lines += ["This study runs only a half cycle (fcst and post): its numbers are those of that half cycle.", ""]
-    lines.append(f"- **{CYCLE_IO}**: {cycle_io_sentence(table)}")
+    lines.append(f"- **{CYCLE_IO}**: {cycle_io_sentence(table, full_cycles)}")
     lines.append(f"- **{CLOSENESS}**: {closeness_sentence(table)}")
     if len(table) > 1:
         lines.append(f"- **{STAGING}**: {staging_sentence(table)}")

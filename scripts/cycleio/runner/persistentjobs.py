@@ -12,15 +12,16 @@ from ..config.calendar import com_dir
 from ..config.settings import ArmSettings
 from ..fsutil import remove_tree
 from ..records import RecordLog
-from ..storage.checksums import checksum_file
 from ..storage.staging import remove_stale_temporaries
+from ..storage.stagingtypes import StagingOptions
 from ..storage.tiers import TierSite
 from ..surrogates.context import WriteContext
 from ..surrogates.grid import Grid
 from ..surrogates.inventory import coldstart_files, step_io
 from ..surrogates.steps import timed_write
 from ..units import MiB
-from .manifest import finish, provenance
+from .manifest import finish, outputs_listing, provenance
+from .stagefiles import verify_in_place
 
 log = logging.getLogger("cycleio")
 
@@ -37,11 +38,10 @@ def run_arrival(settings: ArmSettings, cycle: str, kind: str, records_path: Path
     specs = (coldstart_files(cycle) if kind == "coldstart"
              else step_io("dump", cycle, settings.start, settings.forecast).writes)
     remove_stale_temporaries([persistent.root / spec.path for spec in specs])  # a killed attempt's
-    outputs = []
     for spec in specs:
-        path = persistent.root / spec.path
-        size = timed_write(path, spec, ctx, records, persistent, kind)
-        outputs.append({"path": spec.path, "bytes": size, "xxh3_64": checksum_file(path)})
+        timed_write(persistent.root / spec.path, spec, ctx, records, persistent, kind)
+    # each file read back for its checksum, recorded as every job's verification is
+    outputs = outputs_listing(verify_in_place(specs, persistent, records, StagingOptions(), persistent.root))
     log.info("[%s %s %s] wrote %d files, %.1f MiB", settings.arm, cycle, kind, len(outputs),
              sum(o["bytes"] for o in outputs) / MiB)
     manifest = {"study": settings.study, "arm": settings.arm, "cycle": cycle, "step": kind,

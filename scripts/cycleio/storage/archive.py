@@ -30,7 +30,7 @@ from pathlib import Path
 
 import xxhash
 
-from ..fsutil import landing, naming, write_json_atomic
+from ..fsutil import landing, write_json_atomic
 from ..process import run_command, which
 from ..units import format_bytes
 from .checksums import BLOCK_BYTES, blocks, combine_block_digests, read_range_digest
@@ -411,8 +411,3 @@ def verify_tarball(tarball: Path, index: TarballIndex, expected: dict[str, tuple
                                     f"{member.xxh3_64}, but its step wrote {was_bytes} bytes with checksum {was_sum}: "
                                     "it changed after its step landed it")
     return VerifyTiming(read, time.perf_counter() - t0, t_start)
-
-
-def os_error_naming(err: OSError, tarball: Path) -> OSError:
-    """The OS error of a tarball's write, naming the tarball (fsutil.naming)."""
-    return naming(err, Path(tarball))

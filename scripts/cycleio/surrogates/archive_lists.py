@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-from ..config.calendar import ensemble_archive_jobs, is_half_cycle, member_groups
+from ..config.calendar import ensemble_archive_jobs, is_half_cycle, member_groups, steps_of_cycle
 from ..config.forecast import ForecastSettings
 from ..storage.archive import ArchiveLimits, plan_tarball
 from .grid import Grid
@@ -89,9 +89,8 @@ def in_ensemble_tarball(path: str) -> bool:
 
 def cycle_writes(cycle: str, start: str, settings: ForecastSettings) -> list[FileSpec]:
     """Every file the cycle's deterministic steps write on the persistent tier, in the order they write them."""
-    steps = ("fcst", "post") if is_half_cycle(cycle, start) else ("prep", "anal", "fcst", "post")
     seen: dict[str, FileSpec] = {}
-    for step in steps:
+    for step in steps_of_cycle(cycle, start):
         for spec in step_io(step, cycle, start, settings).writes:
             seen.setdefault(spec.path, spec)
     return list(seen.values())

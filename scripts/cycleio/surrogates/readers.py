@@ -11,14 +11,42 @@ from ..records import REPLAY, RecordLog
 from ..storage.pagecache import cached_fraction, evict
 from ..storage.tiers import TierSite
 from .chunkcodec import decode_chunk
-from .h5chunks import open_hdf5
 from .kinds import NETCDF_KINDS
 from .transfers import READ_TRANSFER_BYTES, Overheads, Transfer
 
 
-def _stored_pieces(path: Path) -> list[tuple[int, int, list | None, int]]:
+class _CountedFile:
+    """A file HDF5 reads its metadata through (h5py's fileobj driver), counting the bytes it reads: a read record
+    holds what the library read, as the kernel's and Darshan's counts do, not the file's size."""
+
+    def __init__(self, handle):
+        self.handle = handle
+        self.bytes_read = 0
+
+    def readinto(self, buffer) -> int:
+        got = self.handle.readinto(buffer)
+        self.bytes_read += got
+        return got
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.handle.read(size)
+        self.bytes_read += len(data)
+        return data
+
+    def seek(self, *args) -> int:
+        return self.handle.seek(*args)
+
+    def tell(self) -> int:
+        return self.handle.tell()
+
+    def flush(self) -> None:
+        pass
+
+
+def _stored_pieces(path: Path) -> tuple[list[tuple[int, int, list | None, int]], int]:
     """Where a netCDF-4 file stores its variables' data: (address, bytes, filters, item size) per chunk,
-    and per contiguous variable, in the order they lie in the file (HDF5 metadata: the file's index).
+    and per contiguous variable, in the order they lie in the file (HDF5 metadata: the file's index);
+    and how many bytes of the file HDF5 read to tell.
 
     HDF5 lists a group's variables by name; read in that order, a file of cold pages is read back
     and forth and the kernel's readahead stops helping. In file order it is read front to back, as a
@@ -26,26 +54,39 @@ def _stored_pieces(path: Path) -> list[tuple[int, int, list | None, int]]:
     import h5py
 
     pieces = []
-    fid = open_hdf5(path, writable=False)
-    try:
-        root = h5py.h5g.open(fid, b"/")
-        for index in range(root.get_num_objs()):
-            if root.get_objtype_by_idx(index) != h5py.h5g.DATASET:
-                continue
-            dset = h5py.h5d.open(root, root.get_objname_by_idx(index))
-            if dset.get_storage_size() == 0:
-                continue  # a netCDF dimension without a coordinate variable holds no data
-            dcpl = dset.get_create_plist()
-            if dcpl.get_layout() != h5py.h5d.CHUNKED:
-                pieces.append((dset.get_offset(), dset.get_storage_size(), None, dset.dtype.itemsize))
-                continue
-            pipeline = [dcpl.get_filter(i)[::2] for i in range(dcpl.get_nfilters())] or None
-            for chunk in range(dset.get_num_chunks()):
-                info = dset.get_chunk_info(chunk)
-                pieces.append((info.byte_offset, info.size, pipeline, dset.dtype.itemsize))
-    finally:
-        fid.close()
-    return sorted(pieces, key=lambda piece: piece[0])
+    with open(path, "rb", buffering=0) as handle:
+        counted = _CountedFile(handle)
+        fapl = h5py.h5p.create(h5py.h5p.FILE_ACCESS)
+        fapl.set_fileobj_driver(h5py.h5fd.fileobj_driver, counted)
+        fid = h5py.h5f.open(os.fsencode(path), h5py.h5f.ACC_RDONLY, fapl)
+        try:
+            root = h5py.h5g.open(fid, b"/")
+            try:
+                for index in range(root.get_num_objs()):
+                    if root.get_objtype_by_idx(index) == h5py.h5g.DATASET:
+                        dset = h5py.h5d.open(root, root.get_objname_by_idx(index))
+                        try:
+                            pieces += _dataset_pieces(dset)
+                        finally:
+                            dset.close()  # every object closed before the file: its driver is this handle
+            finally:
+                root.close()
+        finally:
+            fid.close()
+    return sorted(pieces, key=lambda piece: piece[0]), counted.bytes_read
+
+
+def _dataset_pieces(dset) -> list[tuple[int, int, list | None, int]]:
+    import h5py
+
+    if dset.get_storage_size() == 0:
+        return []  # a netCDF dimension without a coordinate variable holds no data
+    dcpl = dset.get_create_plist()
+    if dcpl.get_layout() != h5py.h5d.CHUNKED:
+        return [(dset.get_offset(), dset.get_storage_size(), None, dset.dtype.itemsize)]
+    pipeline = [dcpl.get_filter(i)[::2] for i in range(dcpl.get_nfilters())] or None
+    return [(info.byte_offset, info.size, pipeline, dset.dtype.itemsize)
+            for info in map(dset.get_chunk_info, range(dset.get_num_chunks()))]
 
 
 class FileReader:
@@ -72,24 +113,27 @@ class FileReader:
         cached = cached_fraction(path)  # before the clock starts: it maps the file but reads no data
         before = times.copy()
         t0 = time.perf_counter()
+        nbytes = 0
         if kind in NETCDF_KINDS:
-            self._read_hdf5(path, times)
+            nbytes = self._read_hdf5(path, times)
         else:  # GRIB, BUFR and text: the bytes as they are
             view = self._view(min(self.buffer_bytes, max(path.stat().st_size, 1)))
             with open(path, "rb", buffering=0) as handle:
-                while handle.readinto(view):
+                while got := handle.readinto(view):
+                    nbytes += got
                     times.transfers += 1
         elapsed = time.perf_counter() - t0
         cpu = times.since(before)
         cpu.transfers = max(cpu.transfers, 1)
-        return Transfer(path.stat().st_size, elapsed - cpu.total, cpu, cached)
+        return Transfer(nbytes, elapsed - cpu.total, cpu, cached)
 
-    def _read_hdf5(self, path: Path, times: Overheads) -> None:
+    def _read_hdf5(self, path: Path, times: Overheads) -> int:
         """Every variable of a netCDF-4 file as stored: a compressed chunk in one call (it is inflated
         whole, booked as ``decode``), uncompressed data in calls of at most the buffer's size. The
-        file's index (where each chunk lies) is read through HDF5 first, booked as ``locate``."""
+        file's index (where each chunk lies) is read through HDF5 first, booked as ``locate``. Returns the
+        bytes read: the index's and the data's."""
         t0 = time.perf_counter()
-        pieces = _stored_pieces(path)
+        pieces, index_bytes = _stored_pieces(path)
         times.locate += time.perf_counter() - t0
         fd = os.open(path, os.O_RDONLY)
         try:
@@ -105,6 +149,7 @@ class FileReader:
                     times.decode += time.perf_counter() - t1
         finally:
             os.close(fd)
+        return index_bytes + sum(size for _, size, _, _ in pieces)
 
 
 def _pread_all(fd: int, view: memoryview, offset: int, path: Path) -> None:

@@ -8,11 +8,9 @@ and builds the arms, without the layers above it.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from ..benchmarks.tierbench import BenchmarkPlan
 from ..config.keys import ConfigError
-from ..config.settings import SCHEMA_PATH, Study, build_study, load_schema, validate_config
+from ..config.settings import Study, build_study, validate_config
 from ..storage.archive import ArchiveLimitError
 from ..surrogates.archive_lists import check_archive_limits
 from .faultcheck import check_faults
@@ -27,9 +25,10 @@ def validate_study_config(config: dict, schema: dict | None = None) -> dict:
     return filled
 
 
-def load_study(config: dict, schema_path: str | Path = SCHEMA_PATH) -> tuple[dict, Study]:
-    """The filled config and its Study, every check passed (ConfigError naming the key otherwise)."""
-    filled = validate_study_config(config, load_schema(schema_path))
+def load_study(config: dict, schema: dict | None = None) -> tuple[dict, Study]:
+    """The filled config and its Study, every check passed (ConfigError naming the key otherwise); the schema is the
+    package's (config.schema)."""
+    filled = validate_study_config(config, schema)
     study = build_study(filled)
     check_faults(filled, study)
     check_replay_jobs(study)  # the replay jobs' logs read and planned (none: nothing imported)

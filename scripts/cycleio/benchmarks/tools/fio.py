@@ -22,37 +22,115 @@ ENGINES = {"POSIX": "psync", "MMAP": "mmap"}  # the IOR APIs fio can stand for
 
 
 def io_command(fio: str, pattern: IOPattern, tasks: int, directory: Path, json_out: Path) -> list[str]:
-    """fio's equivalent of the IOR pattern: ``tasks`` jobs write, then (stonewall) read back.
+    """fio's equivalent of the IOR pattern bounded by bytes: ``tasks`` jobs write, then (stonewall) read back.
 
     File per process: each job its own file of block x segments bytes. Shared file: job k writes
     IOR's layout, block k of every segment (fio zones: a block, then skip the other tasks' blocks).
+    A pattern bounded by time runs its phases apart: :func:`io_write_command`, :func:`io_read_command`.
     """
-    block, segments, n = pattern.block_size_bytes, pattern.segments, tasks
-    argv = [fio, "--output-format=json", f"--output={json_out}", f"--directory={directory}",
-            f"--ioengine={ENGINES[pattern.api]}", f"--bs={pattern.transfer_size_bytes}", f"--numjobs={n}",
-            "--group_reporting", "--fallocate=none"]
-    if pattern.direct_io:
-        argv.append("--direct=1")
-    if pattern.file_per_proc:
-        argv += ["--filename_format=cycleio.$jobnum", f"--size={block * segments}"]
-    else:
-        argv.append("--filename=shared.dat")
-        if n == 1:
-            argv.append(f"--size={block * segments}")
-        elif segments == 1:
-            argv += [f"--size={block}", f"--offset_increment={block}"]
-        else:
-            argv += [f"--size={(segments - 1) * n * block + block}", f"--io_size={segments * block}",
-                     f"--offset_increment={block}", "--zonemode=strided", f"--zonerange={block}",
-                     f"--zonesize={block}", f"--zoneskip={(n - 1) * block}"]
+    argv = _io_argv(fio, pattern, tasks, directory, json_out) + _layout(pattern, tasks, pattern.bytes_per_task)
     if pattern.stonewall_s > 0:
-        argv.append(f"--runtime={int(round(pattern.stonewall_s * 1000))}ms")
-    rw_write, rw_read = ("randwrite", "randread") if pattern.random else ("write", "read")
+        argv.append(f"--runtime={_milliseconds(pattern.stonewall_s)}")
+    rw_write, rw_read = _rw(pattern)
     argv += ["--name=write", f"--rw={rw_write}"] + (["--end_fsync=1"] if pattern.fsync else [])
     # IOR's reordering makes a task read what another wrote, so reads miss the writer's page cache
     # (on other nodes); fio stands for it by dropping the files' pages before reading
     argv += ["--name=read", "--stonewall", f"--rw={rw_read}", f"--invalidate={int(reads_from_storage(pattern))}"]
     return argv
+
+
+def io_write_command(fio: str, pattern: IOPattern, tasks: int, directory: Path, json_out: Path) -> list[str]:
+    """The write phase of a pattern bounded by time: each job writes until ``stonewall_s`` is up (or its bytes,
+    block x segments, are written), its file fsynced at the end. The jobs report one by one (no group
+    reporting), so that the read phase reads what each wrote (:func:`written_per_job`, :func:`io_read_command`);
+    :func:`group_jobs` adds them up."""
+    argv = [word for word in _io_argv(fio, pattern, tasks, directory, json_out) if word != "--group_reporting"]
+    argv += _layout(pattern, tasks, pattern.bytes_per_task)
+    argv += [f"--runtime={_milliseconds(pattern.stonewall_s)}", "--name=write", f"--rw={_rw(pattern)[0]}"]
+    return argv + (["--end_fsync=1"] if pattern.fsync else [])
+
+
+# Passes a time-bounded read may make over what was written; the time ends it long before.
+READ_PASSES = 1_000_000
+
+
+def io_read_command(fio: str, pattern: IOPattern, directory: Path, json_out: Path, written: list[int]) -> list[str]:
+    """The read phase of a pattern bounded by time: job k reads what job k of the write phase wrote (``written``,
+    bytes per job), in its layout, pass after pass until ``stonewall_s`` is up. One job section per task, as
+    their sizes differ (reported together); never more than was written, or fio would first lay out (write) a
+    file shorter than its job's size. Where the reads come from storage (:func:`reads_from_storage`) fio drops
+    the files' pages as it opens them for each pass."""
+    n, block, transfer = len(written), pattern.block_size_bytes, pattern.transfer_size_bytes
+    argv = [word for word in _io_argv(fio, pattern, 1, directory, json_out) if word != "--numjobs=1"]
+    argv += [f"--runtime={_milliseconds(pattern.stonewall_s)}", f"--loops={READ_PASSES}", f"--rw={_rw(pattern)[1]}",
+             f"--invalidate={int(reads_from_storage(pattern))}"]
+    for job, nbytes in enumerate(written):
+        blocks = nbytes // block
+        if nbytes < transfer:
+            continue  # a job the others crowded out: nothing of its own to read
+        argv.append("--name=read")
+        if pattern.file_per_proc:
+            argv += [f"--filename=cycleio.{job}", f"--size={nbytes // transfer * transfer}"]
+        elif n == 1 or blocks == 0:
+            argv += ["--filename=shared.dat", f"--offset={job * block}", f"--size={nbytes // transfer * transfer}"]
+        else:  # its blocks of IOR's segments: a block, then the other tasks' blocks
+            argv += ["--filename=shared.dat", f"--offset={job * block}", f"--size={(blocks - 1) * n * block + block}",
+                     f"--io_size={blocks * block}", "--zonemode=strided", f"--zonerange={block}",
+                     f"--zonesize={block}", f"--zoneskip={(n - 1) * block}"]
+    return argv
+
+
+def written_per_job(path: Path) -> list[int]:
+    """Bytes each job of a write phase (:func:`io_write_command`'s output) wrote, in job order."""
+    data = read_json_object(Path(path), "fio")
+    return [int((job.get("write") or {}).get("io_bytes") or 0) for job in data.get("jobs") or []]
+
+
+def group_jobs(rows: list[dict]) -> dict:
+    """Rows of jobs that reported one by one (:func:`io_write_command`) as fio's group report has them: their
+    bytes and I/Os added up over the seconds of the longest job, latency the mean over every I/O."""
+    seconds = max(row["seconds"] for row in rows)
+    nbytes = sum(row["bytes"] for row in rows)
+    ios = [(row["ops_per_s"] or 0) * row["seconds"] for row in rows]
+    latencies = [(row["latency_s"], n) for row, n in zip(rows, ios) if row["latency_s"] is not None]
+    weight = sum(n for _, n in latencies)
+    return {**rows[0], "aggregate": "group", "tasks": len(rows), "bytes": nbytes, "seconds": seconds,
+            "bw_MiB_per_s": nbytes / MiB / seconds if seconds else None,
+            "ops_per_s": sum(ios) / seconds if seconds else None,
+            "latency_s": sum(lat * n for lat, n in latencies) / weight if weight else None}
+
+
+def _io_argv(fio: str, pattern: IOPattern, tasks: int, directory: Path, json_out: Path) -> list[str]:
+    # clock_gettime: fio's default clock (the CPU's) is calibrated first, 70 ms of every run on the README's VM,
+    # and a pattern bounded by time runs fio twice per repetition
+    argv = [fio, "--output-format=json", f"--output={json_out}", f"--directory={directory}",
+            f"--ioengine={ENGINES[pattern.api]}", f"--bs={pattern.transfer_size_bytes}", f"--numjobs={tasks}",
+            "--group_reporting", "--fallocate=none", "--clocksource=clock_gettime"]
+    return argv + (["--direct=1"] if pattern.direct_io else [])
+
+
+def _layout(pattern: IOPattern, n: int, bytes_per_task: int) -> list[str]:
+    """Where each of ``n`` jobs writes or reads its ``bytes_per_task``: its own file, or IOR's blocks of a shared
+    file."""
+    block = pattern.block_size_bytes
+    if pattern.file_per_proc:
+        return ["--filename_format=cycleio.$jobnum", f"--size={bytes_per_task}"]
+    segments = bytes_per_task // block
+    if n == 1:
+        return ["--filename=shared.dat", f"--size={bytes_per_task}"]
+    if segments <= 1:
+        return ["--filename=shared.dat", f"--size={min(bytes_per_task, block)}", f"--offset_increment={block}"]
+    return ["--filename=shared.dat", f"--size={(segments - 1) * n * block + block}", f"--io_size={segments * block}",
+            f"--offset_increment={block}", "--zonemode=strided", f"--zonerange={block}", f"--zonesize={block}",
+            f"--zoneskip={(n - 1) * block}"]
+
+
+def _rw(pattern: IOPattern) -> tuple[str, str]:
+    return ("randwrite", "randread") if pattern.random else ("write", "read")
+
+
+def _milliseconds(seconds: float) -> str:
+    return f"{int(round(seconds * 1000))}ms"
 
 
 def reads_from_storage(pattern: IOPattern) -> bool:

@@ -12,6 +12,7 @@ stdout: the error names the file and quotes IOR's ``ERROR`` line.
 
 from __future__ import annotations
 
+import math
 import re
 import shlex
 from pathlib import Path
@@ -59,12 +60,19 @@ def command(ior: str, pattern: IOPattern, tasks: int, repetitions: int, test_fil
     elif pattern.reorder == "random":
         argv.append("-Z")
     if pattern.stonewall_s > 0:
-        argv += ["-D", f"{pattern.stonewall_s:g}"]
+        # IOR reads -D as whole seconds (0.3 would be 0: no bound); the wear-out makes every task move what the
+        # one that moved most did, and the read phase read what the write phase wrote
+        argv += ["-D", str(stonewall_seconds(pattern.stonewall_s)), "-O", "stoneWallingWearOut=1"]
     argv += ["-i", str(repetitions)]
     if pattern.direct_io:
         argv.append("--posix.odirect")
     argv += ["-o", str(test_file), "-O", "summaryFormat=JSON", "-O", f"summaryFile={summary_file}"]
     return argv
+
+
+def stonewall_seconds(stonewall_s: float) -> int:
+    """IOR's -D for a time bound: whole seconds, rounded up."""
+    return max(1, math.ceil(stonewall_s - 1e-9))
 
 
 def replay_command(ior: str, files: int, file_bytes: int, transfer: int, test_file: Path, summary_file: Path,
@@ -260,7 +268,10 @@ def parse_json(path: str | Path, stdout_path: str | Path | None = None) -> list[
                 latency = wrrd / per_task  # JSON latency rounded to 0.0000
             block_kib = num(res.get("blockKiB"))
             bytes_moved = None
-            if block_kib is not None:
+            if (p["stonewall_s"] or 0) > 0 and num(res.get("bwMiB")) and num(res.get("totalTime")):
+                # a phase the deadline ended moved less than its blocks: what IOR's bandwidth says it moved
+                bytes_moved = int(round(num(res["bwMiB"]) * MiB * num(res["totalTime"])))
+            elif block_kib is not None:
                 bytes_moved = int(round(block_kib * 1024 * (p["segments"] or 1) * (p["tasks"] or 1)))
             rows.append(make_row(
                 source=source, tool="ior", tool_version=version, **p,

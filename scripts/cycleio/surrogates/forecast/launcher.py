@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from ...kernelio import RANK_OUTSIDE_OP
-from ...process import launcher_argv, run_command
+from ...process import launcher_argv, rank_program, run_command
 from ..inventory import FileSpec
 from ..kinds import expected_bytes
 from ..context import WriteContext
@@ -31,8 +31,6 @@ TIMEOUT_VARIABLE = "CYCLEIO_MPI_TIMEOUT_S"
 SHM_DIR = Path("/dev/shm")
 
 
-# The project's folder: a relative parallel_stack.python is from there.
-REPO = Path(__file__).resolve().parents[4]
 SETUP_PARALLEL = ("run `make setup MPI=system` (as root on Debian it installs libnetcdf-mpi-dev, libhdf5-openmpi-dev "
                   "and openmpi-bin, then builds netCDF4 against them into .venv-parallel), or point "
                   "parallel_stack.python at a Python whose netCDF4 has parallel support")
@@ -51,7 +49,7 @@ def program_stack(settings) -> tuple[str, str, str]:
 
     stack = {**object_defaults("parallel_stack"), **(settings.parallel_stack or {})}
     python = Path(os.path.expandvars(os.path.expanduser(stack["python"])))
-    return "parallel_stack.launcher", stack["launcher"], str(python if python.is_absolute() else REPO / python)
+    return "parallel_stack.launcher", stack["launcher"], str(python if python.is_absolute() else Path.cwd() / python)
 
 
 def _launch_command(launcher: str, ntasks: int, key: str = "launcher") -> list[str]:
@@ -201,10 +199,9 @@ def run_forecast_mpi(settings, cycle: str, workdir: Path, writes: list[FileSpec]
             "fail_rank": fail_rank, "probe_pages": probe_pages,
         }
         (tmp / "spec.json").write_text(json.dumps(spec))
-        argv = [*command, python, "-m", "cycleio.surrogates.forecast.rank", "--spec", str(tmp / "spec.json")]
-        env = dict(os.environ)
-        package_root = str(Path(__file__).resolve().parents[3])
-        env["PYTHONPATH"] = package_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        program = rank_program("cycleio.surrogates.forecast.rank", "--spec", str(tmp / "spec.json"), python=python,
+                               links=tmp)
+        argv, env = [*command, *program.argv], program.env
         log.info("%s fcst writes under MPI (%s): %s", label, layout.describe(), shlex.join(argv))
         output = tmp / "launcher.out"
         t0 = time.perf_counter()
