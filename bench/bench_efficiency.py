@@ -1,7 +1,7 @@
 """(1) Surrogate efficiency: each step's storage MiB/s over a replay of the same bytes on the same tier.
 
 The question every figure of a study must survive is "is this the tier or is this our overhead?".
-Here each surrogate step runs as the study runs it (cycleio.surrogates.jobs, unstaged, so it reads and writes
+Here each surrogate step runs as the study runs it (cycleio.runner.job, unstaged, so it reads and writes
 on the tier under test), and right after each step fio replays what it did: the files of the
 step (in size classes: count, mean size), the same transfer size (bytes over the storage calls the records count),
 fsync per file; reads read such files back in the page-cache state the step's reads met (each read
@@ -56,7 +56,8 @@ from cycleio.config.settings import ArmSettings  # noqa: E402
 from cycleio.intervals import covered_seconds  # noqa: E402
 from cycleio.surrogates.grid import Grid  # noqa: E402
 from cycleio.config.forecast import ForecastSettings  # noqa: E402
-from cycleio.surrogates.jobs import run_arrival, run_cleanup, run_coldstart, run_step  # noqa: E402
+from cycleio.runner.job import run_step  # noqa: E402
+from cycleio.runner.persistentjobs import run_arrival, run_cleanup, run_coldstart  # noqa: E402
 from cycleio.records import read_records  # noqa: E402
 from cycleio.benchmarks.replay import TIMED_BYTES, make_room, replay_specs, replay_totals  # noqa: E402
 from cycleio.benchmarks.specs import ReplaySpec  # noqa: E402

@@ -47,7 +47,8 @@ os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.envir
 from bench_efficiency import START, arm, tiers, warm_memory  # noqa: E402
 from cycleio.intervals import covered_seconds  # noqa: E402
 from cycleio.records import read_records  # noqa: E402
-from cycleio.surrogates.jobs import run_coldstart, run_step  # noqa: E402
+from cycleio.runner.job import run_step  # noqa: E402
+from cycleio.runner.persistentjobs import run_coldstart  # noqa: E402
 from cycleio.config.forecast import Compression  # noqa: E402
 
 ZLIB = Compression(zlib_level=1, quantize_nsd=5)  # the history's compression from C384 up

@@ -159,7 +159,7 @@ def lay_cold_start(tmp_path_factory):
     import shutil
 
     from cycleio.config.tierspec import Tier
-    from cycleio.surrogates.jobs import run_coldstart
+    from cycleio.runner.persistentjobs import run_coldstart
 
     written: dict[tuple, Path] = {}
 

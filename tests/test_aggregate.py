@@ -18,7 +18,7 @@ from cycleio.config.settings import ArmSettings
 from cycleio.report.aggregate import MiB, StudyTables, aggregate, load_events
 from cycleio.records import RECORD_FIELDS, Record
 from cycleio.config.tierspec import Tier
-from cycleio.surrogates.jobs import run_cleanup
+from cycleio.runner.persistentjobs import run_cleanup
 
 # Both studies start at T0 (conftest's FX_T0): the hand-made one below, and the checked-in one of tests/data.
 STAGED = {"a1": ("ssd", "node_local", "ext4"), "a2": ("shm", "memory", "tmpfs")}

@@ -23,7 +23,7 @@ from cycleio.config.tierspec import Tier
 from cycleio.storage import archive as arc
 from cycleio.storage.checksums import checksum_file
 from cycleio.surrogates.archive_lists import tarball_members
-from cycleio.surrogates.archivejob import run_archive
+from cycleio.runner.persistentjobs import run_archive
 from cycleio.workflow.dependencies import CycledJobs, Job
 from cycleio.workflow.study import load_study
 

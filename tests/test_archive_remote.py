@@ -16,7 +16,7 @@ from cycleio.config.keys import ConfigError
 from cycleio.storage import remotearchive as remote
 from cycleio.storage.archive import ArchiveError, MemberChanged, TarballIndex
 from cycleio.surrogates.archive_lists import tarball_members
-from cycleio.surrogates.archivejob import run_archive
+from cycleio.runner.persistentjobs import run_archive
 from cycleio.workflow.study import load_study
 
 # ``htar -tvf`` prints one line per member (mode, owner/group, bytes, date, time, name), its consistency file

@@ -20,7 +20,7 @@ from cycleio.config.settings import ArmSettings, earc_group_size
 from cycleio.config.tierspec import Tier
 from cycleio.storage import archive as arc
 from cycleio.surrogates.archive_lists import archive_jobs, expected_members, job_tarballs, plan_cycle, tarballs_of
-from cycleio.surrogates.archivejob import run_archive
+from cycleio.runner.persistentjobs import run_archive
 from cycleio.workflow.dependencies import ArmJobs, CycledJobs, Job
 from cycleio.workflow.study import load_study
 

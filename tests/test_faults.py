@@ -23,7 +23,8 @@ from cycleio.storage.stagingtypes import StagingError
 from cycleio.config.tierspec import Tier
 from cycleio.config.forecast import ForecastSettings
 from cycleio.surrogates.inventory import step_io
-from cycleio.surrogates.jobs import run_arrival, run_step
+from cycleio.runner.job import run_step
+from cycleio.runner.persistentjobs import run_arrival
 from cycleio.workflow.dependencies import CycledJobs
 from cycleio.workflow.study import load_study
 

@@ -146,7 +146,7 @@ def test_compute_stand_in_burns_or_sleeps_for_the_seconds_it_is_given():
     job's wall time and shrink its I/O share), and its record times it; burn keeps the CPU busy all that time while
     sleep leaves it idle, so each kind's check would fail for the other."""
     from cycleio.records import RecordLog
-    from cycleio.surrogates.jobs import _compute
+    from cycleio.surrogates.steps import compute
 
     class Scratch:  # the tier a record names
         @staticmethod
@@ -157,7 +157,7 @@ def test_compute_stand_in_burns_or_sleeps_for_the_seconds_it_is_given():
     for kind in ("sleep", "burn"):
         records = RecordLog(study="s", arm="shm", cycle=CYCLE)
         runnable0, cpu0, wall0 = runnable_seconds(), time.process_time(), time.perf_counter()
-        _compute(seconds, records, Scratch(), "prep", kind)
+        compute(seconds, records, Scratch(), "prep", kind)
         wall = time.perf_counter() - wall0
         runnable = runnable_seconds()
         busy[kind] = (runnable - runnable0 if runnable is not None else time.process_time() - cpu0) / wall
@@ -168,7 +168,7 @@ def test_compute_stand_in_burns_or_sleeps_for_the_seconds_it_is_given():
         assert seconds <= record.seconds <= wall < seconds + 0.5, (kind, record.seconds, wall)
     assert busy["burn"] > 0.9, busy  # runnable all the time: computing, or waiting for a core
     assert busy["sleep"] < 0.1, busy  # asleep
-    _compute(0.0, records, Scratch(), "prep", "burn")
+    compute(0.0, records, Scratch(), "prep", "burn")
     assert len(records.records) == 1  # no compute, no record
 
 

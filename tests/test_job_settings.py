@@ -11,7 +11,8 @@ from conftest import with_changes
 from cycleio.config.settings import JOB_SETTINGS, ArmSettings, build_study, validate_config
 from cycleio.config.tierspec import Tier
 from cycleio.config.forecast import ForecastSettings
-from cycleio.surrogates.jobs import run_cleanup, run_coldstart, run_step, run_arrival
+from cycleio.runner.job import run_step
+from cycleio.runner.persistentjobs import run_cleanup, run_coldstart, run_arrival
 
 C0, C1 = "2026010100", "2026010106"
 JOBS = ("coldstart", "dump", "prep", "anal", "fcst", "post", "efcs01", "cycle", "cleanup", "inventory")

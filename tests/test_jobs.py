@@ -1,4 +1,4 @@
-"""surrogates.jobs: a step names a missing input; a staged step lands verified outputs and cleans its scratch."""
+"""runner.job: a step names a missing input; a staged step lands verified outputs and cleans its scratch."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import pytest
 from cycleio.config.forecast import ForecastSettings
 from cycleio.config.settings import ArmSettings, StagingSettings
 from cycleio.config.tierspec import Tier
-from cycleio.surrogates.jobs import StepError, run_arrival, run_step
+from cycleio.runner.job import StepError, run_step
+from cycleio.runner.persistentjobs import run_arrival
 
 
 def arm(tmp_path, scratch="lustre", study="t") -> ArmSettings:

@@ -19,7 +19,8 @@ from cycleio.report.aggregate import load_events, step_summary
 from cycleio.records import RecordLog, cycle_records
 from cycleio.config.tierspec import Tier
 from cycleio.config.forecast import ForecastSettings
-from cycleio.surrogates.jobs import run_arrival, run_step
+from cycleio.runner.job import run_step
+from cycleio.runner.persistentjobs import run_arrival
 from cycleio.units import MiB
 
 PROC_IO = """rchar: 6976

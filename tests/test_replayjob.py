@@ -1,4 +1,4 @@
-"""A replay job of the cycle as a step of its own kind (surrogates/replayjob.py through jobs.run_step): its inputs laid
+"""A replay job of the cycle as a step of its own kind (surrogates/replayjob.py through runner.job.run_step): its inputs laid
 out once, staged in, replayed under MPI, staged out and verified, recorded, its manifest last."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from cycleio.config.tierspec import Tier
 from cycleio.config.settings import ArmSettings
 from cycleio.records import cycle_records
 from cycleio.storage.checksums import checksum_file
-from cycleio.surrogates.jobs import run_darshan_inputs, run_step
+from cycleio.runner.job import run_step
+from cycleio.runner.persistentjobs import run_darshan_inputs
 from cycleio.surrogates.replayjob import ReplayJobError
 
 CYCLE = "2026010106"

@@ -20,7 +20,8 @@ from cycleio.storage import copyengine, staging
 from cycleio.config.forecast import ForecastSettings
 from cycleio.config.settings import ArmSettings, ConfigError, StagingSettings, build_study, validate_config
 from cycleio.storage.checksums import checksum_file
-from cycleio.surrogates.jobs import run_arrival, run_coldstart, run_step
+from cycleio.runner.job import run_step
+from cycleio.runner.persistentjobs import run_arrival, run_coldstart
 from cycleio.workflow.preflight import check_study
 from cycleio.records import read_records
 from cycleio.faults import InjectedFault

@@ -105,7 +105,7 @@ def test_a_paired_step_s_page_probe_looks_once_per_file_after_its_data_are_made_
 
     from cycleio import hostmemory
     from cycleio.records import REPLAY, RecordLog
-    from cycleio.surrogates import jobs
+    from cycleio.surrogates import steps
     from cycleio.units import MiB
 
     made_before_look = []
@@ -120,11 +120,11 @@ def test_a_paired_step_s_page_probe_looks_once_per_file_after_its_data_are_made_
     ctx = WriteContext(Grid("C48", 8), 1, "2026010100")
     records = RecordLog(study="s", arm="a", cycle="2026010100", step="post", strategy="serial", attempt=1)
     tier = type("Tier", (), {"fields": lambda self: {"tier": "disk", "tier_kind": "node_local", "fs_type": "ext4"}})()
-    jobs._timed_write(tmp_path / "f.nc", spec, ctx, records, tier, "post", probe_pages=True)
+    steps.timed_write(tmp_path / "f.nc", spec, ctx, records, tier, "post", hostmemory.FilePageProbe())
     assert made_before_look == [True]  # one look, after the data were made
     write = next(r for r in records.records if r.op == "write")
     probe = next(r for r in records.records if r.op == "probe")
     assert write.fresh_MiB == 7.0 and write.bytes > 2 * MiB and write.seconds < 0.05
     assert probe.phase == REPLAY and probe.seconds >= 0.05 and probe.fresh_MiB is None
-    jobs._timed_write(tmp_path / "g.nc", spec, ctx, records, tier, "post")  # not paired: no probe
+    steps.timed_write(tmp_path / "g.nc", spec, ctx, records, tier, "post")  # not paired: no probe
     assert made_before_look == [True] and [r for r in records.records if r.op == "write"][-1].fresh_MiB is None

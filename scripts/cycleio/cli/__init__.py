@@ -26,7 +26,7 @@ def _arm_job(settings):
 def cmd_step(args) -> None:
     from ..benchmarks.paired import PairedReplay
     from ..config.settings import ArmSettings
-    from ..surrogates.jobs import run_step
+    from ..runner.job import run_step
 
     settings = ArmSettings.from_json(args.arm_settings)
     with _arm_job(settings):
@@ -37,7 +37,7 @@ def cmd_step(args) -> None:
 
 def cmd_coldstart(args) -> None:
     from ..config.settings import ArmSettings
-    from ..surrogates.jobs import run_coldstart
+    from ..runner.persistentjobs import run_coldstart
 
     settings = ArmSettings.from_json(args.arm_settings)
     with _arm_job(settings):
@@ -46,7 +46,7 @@ def cmd_coldstart(args) -> None:
 
 def cmd_darshan_inputs(args) -> None:
     from ..config.settings import ArmSettings
-    from ..surrogates.jobs import run_darshan_inputs
+    from ..runner.persistentjobs import run_darshan_inputs
 
     settings = ArmSettings.from_json(args.arm_settings)
     with _arm_job(settings):
@@ -55,7 +55,7 @@ def cmd_darshan_inputs(args) -> None:
 
 def cmd_dump(args) -> None:
     from ..config.settings import ArmSettings
-    from ..surrogates.jobs import run_arrival
+    from ..runner.persistentjobs import run_arrival
 
     settings = ArmSettings.from_json(args.arm_settings)
     with _arm_job(settings):
@@ -64,7 +64,7 @@ def cmd_dump(args) -> None:
 
 def cmd_cleanup(args) -> None:
     from ..config.settings import ArmSettings
-    from ..surrogates.jobs import run_cleanup
+    from ..runner.persistentjobs import run_cleanup
 
     settings = ArmSettings.from_json(args.arm_settings)
     with _arm_job(settings):
@@ -74,7 +74,7 @@ def cmd_cleanup(args) -> None:
 def cmd_archive(args) -> None:
     from ..benchmarks.paired import PairedReplay
     from ..config.settings import ArmSettings
-    from ..surrogates.archivejob import run_archive
+    from ..runner.persistentjobs import run_archive
 
     settings = ArmSettings.from_json(args.arm_settings)
     run_archive(settings, args.cycle, Path(args.records), Path(args.manifest), [Path(m) for m in args.manifests],

@@ -4,7 +4,7 @@ Each job counts what the kernel saw its process (and the children it reaped) rea
 of its phases (cycleio.kernelio: records of tool ``kernel``, one set per window). A window holds the
 records of its job (study, arm, cycle, step) that began inside it; their bytes read and written are
 set against the kernel's ``rchar`` and ``wchar`` (bytes through read and write calls, whatever served
-them). What a record's bytes mean (surrogates/jobs.py):
+them). What a record's bytes mean (surrogates/steps.py, runner/stagefiles.py):
 
 - ``read`` (run): a file read whole, its size; ``write`` and ``combine`` (run): a file written, its size;
 - ``copy`` (stage_in, stage_out): a file copied, read from one tier and written to another: both;

@@ -172,7 +172,7 @@ RETRY_COLUMNS = ["study", "arm", "cycle", "step", "attempt", "failed_in_phase", 
 
 
 def failed_attempt_files(arms_dir: Path) -> list[Path]:
-    """The records kept of failed attempts (surrogates.jobs): <arm>/<cycle>/<job>.failed-attempts/attemptN.PID.records.jsonl."""
+    """The records kept of failed attempts (runner.manifest): <arm>/<cycle>/<job>.failed-attempts/attemptN.PID.records.jsonl."""
     return sorted(Path(arms_dir).glob("**/*.failed-attempts/attempt*.records.jsonl"))
 
 

@@ -7,7 +7,8 @@ beside it and reads it back against the index and against the checksums the jobs
 when they landed the files (their manifests); a tarball that does not read back is removed with its index, so
 nothing is half-archived. Records: ``phase: archive``, reads off the persistent tier (``op: read``, one per
 member), the tarball's writes to the archive tier (``op: write``), its fsync and rename (``op: sync``) and the
-read-back (``op: checksum``). The manifest, written last, lists the tarballs.
+read-back (``op: checksum``). The job around it (a paired replay, the records, the manifest, written last and listing
+the tarballs) is the runner's: runner.persistentjobs.run_archive.
 
 With ``archive.remote`` (an archive this machine cannot open as a file system: HPSS through htar and hsi) each tarball
 is landed by the site's commands (storage.remotearchive): written to a temporary name, its listing checked against the
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..config.settings import ArmSettings
@@ -53,13 +55,22 @@ def archive_tool(command: str) -> str:
     return command if command.strip() and command_found(command) else ""
 
 
-def run_archive(settings: ArmSettings, cycle: str, records_path: Path, manifest_path: Path,
-                manifests: list[Path] = (), attempt: int = 1, replay=None, job: str = "arch") -> dict:
-    """Write, index and verify the tarballs of one archive job of the cycle (``job``: ``arch`` or ``earcNN``);
-    records, then the manifest last.
+@dataclass
+class Archived:
+    """What an archive job wrote: its tarballs (the manifest's entries), their folder, the tiers it read and wrote."""
 
-    ``replay``: in a paired cycle (benchmarks.paired.PairedReplay), the archive's reads are replayed on the persistent
-    tier and its writes on the archive tier right after it, for its rows of the efficiency table."""
+    tarballs: list[dict]
+    folder: Path
+    persistent: TierSite
+    target: TierSite | RemoteTier
+    remote: bool
+
+
+def write_archive(settings: ArmSettings, cycle: str, records: RecordLog, index_dir: Path, manifests: list[Path] = (),
+                  job: str = "arch") -> Archived:
+    """Write, index and verify the tarballs of one archive job of the cycle (``job``: ``arch`` or ``earcNN``), their
+    records into ``records``; a remote archive's indexes go into ``index_dir`` (beside the job's manifest). The job
+    around it (a paired replay, the records, the manifest) is the runner's (runner.persistentjobs.run_archive)."""
     archive = settings.archive
     if not archive:
         raise ValueError(f"the {job} job needs the arm's archive settings (config archive.enabled: true)")
@@ -71,8 +82,6 @@ def run_archive(settings: ArmSettings, cycle: str, records_path: Path, manifest_
     persistent = TierSite(settings.persistent, settings.study, settings.arm)
     tier = Tier(**archive["tier"])
     target = RemoteTier(tier, settings.study, settings.arm) if remote else TierSite(tier, settings.study, settings.arm)
-    records = RecordLog(study=settings.study, arm=settings.arm, cycle=cycle, step=job, strategy=settings.strategy,
-                        attempt=attempt)
     command = archive["command"] if remote else archive_tool(archive["command"])
     if archive["command"].strip() and not command:
         log.warning("[%s %s %s] archive.command %r: its program is not found here; writing the tarballs with "
@@ -94,31 +103,14 @@ def run_archive(settings: ArmSettings, cycle: str, records_path: Path, manifest_
         for final, (part, members) in zip(finals, parts):
             if remote:
                 written.append(_one_remote_tarball(final, members, persistent, target, records, archive, expected,
-                                                   manifest_path.parent / f"{job}.{final.name}{INDEX_SUFFIX}"))
+                                                   index_dir / f"{job}.{final.name}{INDEX_SUFFIX}"))
             else:
                 written.append(_one_tarball(final, members, persistent, target, records, command, archive, expected))
     total = sum(entry["bytes"] for entry in written)
     seconds = sum(entry["write_s"] + entry["sync_s"] for entry in written)
     log.info("[%s %s %s] %d tarballs, %.1f MiB to %s in %.2f s (%.1f MiB/s)", settings.arm, cycle, job, len(written),
              total / MiB, folder, seconds, total / MiB / seconds if seconds > 0 else 0.0)
-    if replay is not None:
-        label = f"[{settings.arm} {cycle} {job}]"
-        raw = records_path.with_name(f"{job}.replay.raw")
-        replay.run(job, records, persistent, persistent.root / f".replay.{cycle}.{job}", raw, label, phase=PHASE,
-                   ops=("read",))
-        if remote:  # fio cannot write into an archive that is not a file system here
-            log.info("%s no replay of the writes: the archive tier is remote (archive.remote)", label)
-        else:
-            replay.run(job, records, target, target.root / f".replay.{cycle}.{job}", raw, label, phase=PHASE,
-                       ops=("write",))
-    records.write(records_path)
-    from .jobs import provenance  # jobs imports the surrogates' writers: only where a manifest is made
-
-    manifest = {"study": settings.study, "arm": settings.arm, "cycle": cycle, "step": job,
-                "root": str(folder if remote else folder.resolve()), "tarballs": written,
-                "provenance": provenance(settings, {"persistent": persistent, "archive": target})}
-    write_json_atomic(manifest_path, manifest)
-    return manifest
+    return Archived(written, folder, persistent, target, remote)
 
 
 def _one_tarball(final: Path, members: list[tuple[str, int]], persistent: TierSite, target: TierSite,

@@ -1,7 +1,7 @@
 """A replay job of the cycle (config ``darshan.jobs.<name>``, job ``darshan_<name>``): a step of its own kind.
 
-``cycleio step --step darshan_<name>`` runs it through jobs.run_step, the same phases as every step, with the same
-staging (jobs._stage: copy, verify), records and manifest:
+``cycleio step --step darshan_<name>`` runs it through the job runner (runner.job.run_step), the same phases as every
+step, with the same staging (copy, verify), instruments, records and manifest:
 
 - ``stage_in``: the files the log reads, laid out once per arm on the persistent tier under ``darshan/<name>/``
   (:func:`run_replay_inputs`, job ``darshan_inputs``), are copied into the job's folder on scratch;
@@ -21,7 +21,6 @@ in place, and the copies of files it only read are removed.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import shlex
 import sys
@@ -36,14 +35,13 @@ from ..darshan.logs import DIRECTIONS, DarshanLogError, rank_times, slowest_rank
 from ..darshan.replay import Target, lay_out, run_ranks
 from ..darshan.report import replay_times
 from ..fsutil import remove_tree, write_json_atomic
-from ..kernelio import ProcIO, counted
 from ..records import RecordLog
 from ..storage.checksums import checksum_file
-from ..storage.pagecache import cache_risk, drop_page_cache
+from ..storage.pagecache import cache_risk
 from ..storage.tiers import TierSite
 from ..units import MiB
 from .inventory import FileSpec
-from .readers import evict_inputs
+from .steps import StepRun
 
 log = logging.getLogger("cycleio")
 
@@ -88,94 +86,80 @@ def add_replay_records(records: RecordLog, run, plan, tier: TierSite, step: str,
             records.add(**common, op="compute", n_files=0, t_start=t, seconds=result["gap_s"])
 
 
-def run_replay(settings: ArmSettings, cycle: str, step: str, records: RecordLog, stage, verify_in_place,
-               options, label: str, paired=None, raw_dir: Path | None = None) -> tuple[dict, dict, list[FileSpec]]:
-    """The job's phases (see the module's docstring); ``stage`` and ``verify_in_place`` are jobs._stage and
-    jobs._verify_in_place; ``paired``: in a paired cycle, the paired replay (benchmarks.paired.PairedReplay) of the
-    run's reads and writes with fio, right after it in the job's folder (its output in ``raw_dir``). Returns the landed outputs (path -> (bytes, checksum)), the manifest's ``darshan``
-    provenance and the inputs."""
-    name = step.removeprefix(DARSHAN_PREFIX)
-    persistent = TierSite(settings.persistent, settings.study, settings.arm)
-    scratch = TierSite(settings.scratch, settings.study, settings.arm) if settings.staged else persistent
-    job, plan = _planned(settings, name, label)
-    files = replay_files(plan)
-    inputs = [FileSpec(path, "darshan_input") for path, _ in files.inputs]
-    outputs = [FileSpec(path, "darshan_output") for path, _ in files.outputs]
-    source, outdir = persistent.root / input_dir(name), output_dir(name, cycle)
-    missing = [spec.path for spec in inputs if not (source / spec.path).is_file()]
-    if missing:
-        raise ReplayJobError(f"{label} missing input on the persistent tier: {source / missing[0]}"
-                             + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else "")
-                             + f"; job {DARSHAN_INPUTS} lays them out: rerun it (--forcerun {DARSHAN_INPUTS})")
-    rundir = scratch.root / f".job.{cycle}.{step}" if settings.staged else persistent.root / outdir
-    remove_tree(rundir)  # leftovers of a killed attempt
-    rundir.mkdir(parents=True)
-    try:
-        with counted(records, step=step, phase="stage_in", **scratch.fields()):
-            stage(inputs, source, rundir, "stage_in", step, persistent, scratch, records, options, label)
-        cache_cold = settings.staging.drop_caches and drop_page_cache()
-        if settings.staging.drop_caches and not cache_cold:
-            log.warning("%s drop_caches is set but needs root: reads may come from the page cache", label)
-        for note in plan.notes:
-            log.warning("%s %s: %s", label, job.path.name, note)
-        if settings.staging.reads_from_storage:
-            cache_cold |= evict_inputs([rundir / spec.path for spec in inputs], records, scratch, step)
-        with counted(records, step=step, phase="run", **scratch.fields()) as kernel, \
-                records.timed(step=step, phase="run", op="launch", n_files=0, tool=TOOL, **scratch.fields()):
-            run = run_ranks(plan, Target(scratch.tier.name, rundir), settings.launcher)
-            # the ranks' start-up, which the kernel counts here once they end, and the replayer's plan and result files
-            for counts in [result.get("started") for result in run.ranks] + [run.own_io]:
-                if counts:
-                    kernel.exclude(ProcIO.from_dict(counts))
-        add_replay_records(records, run, plan, scratch, step, cache_cold)
-        if paired is not None:  # the efficiency table's reference: fio moving the same bytes in the same transfers
-            paired.run(step, records, scratch, rundir / f".replay.{cycle}.{step}", raw_dir, label)
+class ReplayWork:
+    """A replay job's own part (see the module's docstring), for the runner (runner.job): its files, its folder, the
+    replay itself, the tidying of an unstaged folder and the manifest's ``darshan`` provenance."""
+
+    def __init__(self, settings: ArmSettings, cycle: str, step: str, scratch: TierSite, persistent: TierSite,
+                 label: str):
+        self.settings, self.step, self.scratch, self.persistent, self.label = settings, step, scratch, persistent, label
+        self.name = step.removeprefix(DARSHAN_PREFIX)
+        self.job, self.plan = _planned(settings, self.name, label)
+        files = replay_files(self.plan)
+        self.inputs = [FileSpec(path, "darshan_input") for path, _ in files.inputs]
+        self.outputs = [FileSpec(path, "darshan_output") for path, _ in files.outputs]
+        self.source, self.outdir = persistent.root / input_dir(self.name), output_dir(self.name, cycle)
+        missing = [spec.path for spec in self.inputs if not (self.source / spec.path).is_file()]
+        if missing:
+            raise ReplayJobError(f"{label} missing input on the persistent tier: {self.source / missing[0]}"
+                                 + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else "")
+                                 + f"; job {DARSHAN_INPUTS} lays them out: rerun it (--forcerun {DARSHAN_INPUTS})")
+        # an arm without scratch replays in the cycle's folder on the persistent tier
+        self.workdir = scratch.root / f".job.{cycle}.{step}" if settings.staged else persistent.root / self.outdir
+        self.result = None  # the replay's (darshan.replay.run_ranks), once it ran
+
+    def prepare(self) -> None:
+        for note in self.plan.notes:
+            log.warning("%s %s: %s", self.label, self.job.path.name, note)
+
+    def run(self, step: str, run: StepRun, records: RecordLog) -> None:
+        """The replay in ``run.folder``: the log's operations per rank under MPI, then their records."""
+        plan = self.plan
+        with records.timed(step=step, phase="run", op="launch", n_files=0, tool=TOOL, **self.scratch.fields()):
+            self.result = run_ranks(plan, Target(self.scratch.tier.name, run.folder), self.settings.launcher)
+        # the ranks' start-up, which the kernel counts here once they end, and the replayer's plan and result files
+        run.kernel_outside.extend([result.get("started") for result in self.result.ranks] + [self.result.own_io])
+        add_replay_records(records, self.result, plan, self.scratch, step, run.cache_cold or run.evicted)
         moved = sum(r.bytes for r in records.records if r.phase == "run" and r.op in DIRECTIONS)
         log.info("%s run: replayed %s operations of %d files with %d ranks (scale %g, timing %s), %.1f MiB",
-                 label, f"{plan.n_ops:,}", len(plan.files), plan.nranks, plan.scale, plan.timing, moved / MiB)
-        if settings.staged:
-            with counted(records, step=step, phase="stage_out", **persistent.fields()):
-                landed = stage(outputs, rundir, persistent.root / outdir, "stage_out", step, scratch, persistent,
-                               records, options, label)
-            with counted(records, step=step, phase="cleanup", **scratch.fields()), \
-                    records.timed(step=step, phase="cleanup", op="remove", **scratch.fields()) as event:
-                event["n_files"] = remove_tree(rundir)
-        else:
-            with counted(records, step=step, phase="verify", **persistent.fields()):
-                landed = verify_in_place(outputs, persistent, records, options, root=rundir)
-            written = {spec.path for spec in outputs}
-            with records.timed(step=step, phase="cleanup", op="remove", **persistent.fields()) as event:
-                copies = [rundir / spec.path for spec in inputs if spec.path not in written]
-                for path in copies:
-                    path.unlink(missing_ok=True)
-                event["n_files"] = len(copies)
-    except BaseException:
-        if settings.staged:
-            with contextlib.suppress(OSError):
-                remove_tree(rundir)
-        raise
-    landed = {f"{outdir}/{path}": value for path, value in landed.items()}
-    provenance = {
-        "log": str(job.path), "log_sha256": job.sha256, "exe": job.exe, "jobid": job.jobid, "log_ranks": job.nprocs,
-        "ranks": plan.nranks, "scale": plan.scale, "timing": plan.timing, "layer": plan.layer, "n_ops": plan.n_ops,
-        "sources": {s: sum(1 for f in plan.files if f.source == s) for s in sorted({f.source for f in plan.files})},
-        "notes": plan.notes, "logged_slowest_rank": slowest_rank(rank_times(job)), "replay": replay_times(run),
-        "launcher": shlex.join(run.launcher), "fs_type": run.fs_type, "python": sys.executable,
-        "paired": paired is not None,
-        # the fidelity: per direction, what the log counted (bytes, calls), times the scale, and what the replay did
-        "fidelity": {d: {"logged_bytes": sum(f.logged_bytes[d] for f in plan.files),
-                         "logged_ops": sum(f.logged_ops[d] for f in plan.files),
-                         "expected_bytes": round(sum(f.logged_bytes[d] for f in plan.files) * plan.scale),
-                         "replayed_bytes": sum(sum(r[f"{d}_bytes"]) for r in run.ranks),
-                         "replayed_ops": sum(sum(r[f"{d}_ops"]) for r in run.ranks)} for d in DIRECTIONS},
-    }
-    return landed, provenance, [FileSpec(f"{input_dir(name)}/{spec.path}", spec.kind) for spec in inputs]
+                 self.label, f"{plan.n_ops:,}", len(plan.files), plan.nranks, plan.scale, plan.timing, moved / MiB)
+
+    def tidy_in_place(self, records: RecordLog) -> None:
+        """Unstaged: the copies of the files the replay only read go from the cycle's folder."""
+        written = {spec.path for spec in self.outputs}
+        with records.timed(step=self.step, phase="cleanup", op="remove", **self.persistent.fields()) as event:
+            copies = [self.workdir / spec.path for spec in self.inputs if spec.path not in written]
+            for path in copies:
+                path.unlink(missing_ok=True)
+            event["n_files"] = len(copies)
+
+    def manifest_inputs(self) -> list[str]:
+        return [f"{input_dir(self.name)}/{spec.path}" for spec in self.inputs]
+
+    def provenance(self, paired: bool) -> dict:
+        """The manifest's ``darshan``: the log, the request, the replay's timing answer and its fidelity."""
+        job, plan, run = self.job, self.plan, self.result
+        return {
+            "log": str(job.path), "log_sha256": job.sha256, "exe": job.exe, "jobid": job.jobid,
+            "log_ranks": job.nprocs, "ranks": plan.nranks, "scale": plan.scale, "timing": plan.timing,
+            "layer": plan.layer, "n_ops": plan.n_ops,
+            "sources": {s: sum(1 for f in plan.files if f.source == s) for s in sorted({f.source for f in plan.files})},
+            "notes": plan.notes, "logged_slowest_rank": slowest_rank(rank_times(job)), "replay": replay_times(run),
+            "launcher": shlex.join(run.launcher), "fs_type": run.fs_type, "python": sys.executable,
+            "paired": paired,
+            # the fidelity: per direction, what the log counted (bytes, calls), times the scale, and what the replay did
+            "fidelity": {d: {"logged_bytes": sum(f.logged_bytes[d] for f in plan.files),
+                             "logged_ops": sum(f.logged_ops[d] for f in plan.files),
+                             "expected_bytes": round(sum(f.logged_bytes[d] for f in plan.files) * plan.scale),
+                             "replayed_bytes": sum(sum(r[f"{d}_bytes"]) for r in run.ranks),
+                             "replayed_ops": sum(sum(r[f"{d}_ops"]) for r in run.ranks)} for d in DIRECTIONS},
+        }
 
 
 def run_replay_inputs(settings: ArmSettings, records_path: Path, manifest_path: Path, provenance) -> dict:
     """Lay out, once per arm, the files every replay job's log reads at their replayed size on the persistent tier
     (``darshan/<name>/``), as the cold start is made once; records (step ``darshan_inputs``, one of
-    records.ARRIVALS) and the manifest, last (``provenance``: jobs.provenance)."""
+    records.ARRIVALS) and the manifest, last (``provenance``: runner.manifest.provenance)."""
     persistent = TierSite(settings.persistent, settings.study, settings.arm)
     records = RecordLog(study=settings.study, arm=settings.arm, cycle=settings.start, step=DARSHAN_INPUTS,
                         strategy=settings.strategy)

@@ -1,6 +1,6 @@
 """The forecast's output as an MPI program: history and restart writes under the study's write strategies.
 
-The fcst job (surrogates/jobs.py) calls :func:`launcher.run_forecast_mpi`, which starts the rank
+The fcst job (surrogates/steps.py, run by runner/job.py) calls :func:`launcher.run_forecast_mpi`, which starts the rank
 program under the study's launcher (``mpiexec -n {ntasks}``, ``srun -n {ntasks}``) as
 ``python -m cycleio.surrogates.forecast.rank --spec JOB.json``, waits for it with a timeout, and
 returns the records the ranks measured. Rank 0 writes them as JSON lines; the parent adds them to
