@@ -71,6 +71,20 @@ def test_a_warm_read_replay_reads_its_files_again_and_keeps_the_rate(tmp_path):
     assert options["loops"] == "2"
 
 
+@pytest.mark.tool
+def test_the_files_a_read_replays_are_laid_out_once_for_every_repetition(tmp_path):
+    require_tool("fio", "the paired replay runs fio")
+    site = TierSite(Tier(name="disk", kind="posix", path=str(tmp_path / "tier")), "s", "a")
+    records = RecordLog(study="s", arm="a", cycle="2026010100", step="post")
+    records.add(phase="run", op="read", bytes=4 * MiB, t_start=T0, seconds=0.2, transfers=4, cached_fraction=0.0,
+                **site.fields())
+    PairedReplay(repetitions=3, min_bytes=0, min_seconds=0.1).run("post", records, site, site.root / ".r",
+                                                                  tmp_path / "raw", "[t]")
+    reads = [r for r in records.records if r.phase == "replay" and r.op == "read"]
+    assert [r.repetition for r in reads] == [0, 1, 2] and {r.file for r in reads} == {"files from storage"}
+    assert sorted(p.name for p in (tmp_path / "raw").glob("*.layout.json")) == ["post-read.rep0.layout.json"]
+
+
 def test_reads_or_writes_too_little_to_time_are_not_replayed(tmp_path):
     """No fio runs for them (the row could not be timed anyway); the job still says it was paired."""
     site = TierSite(Tier(name="disk", kind="posix", path=str(tmp_path / "tier")), "s", "a")

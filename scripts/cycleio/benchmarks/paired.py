@@ -4,9 +4,9 @@ the same work in the same conditions, and the repetitions give each ratio its ba
 
 What "the same" means (benchmarks.replay.replay_specs): the step's files in size classes (count, mean
 size, the step's own transfer size), fsync per written file as the step lands them; reads read files
-fio lays out first and reads once (not timed: the step's inputs had been read once too, by staging's
-verify or by the job that wrote them), then from the page cache where the step's reads found their
-files cached, else from storage (fio ``--invalidate=1`` drops the files' pages first).
+fio lays out once per job and reads once (not timed: the step's inputs had been read once too, by staging's
+verify or by the job that wrote them), then, each repetition, from the page cache where the step's reads found
+their files cached, else from storage (fio ``--invalidate=1`` drops the files' pages first).
 
 Writes alternate between two page states, because on a VM they differ by up to seven times: even
 repetitions write new files beside everything else, as the step did (pages from the free pool, which a VM
@@ -152,18 +152,21 @@ class PairedReplay:
             shutil.rmtree(last, ignore_errors=True)
             if last in kept:  # make_room may have let it go already, on a tier short of room
                 kept.remove(last)
-        make_room(kept, plan["bytes"], folder.parent, scratch.is_memory)
-        scratch.require_space(plan["bytes"], f"the paired replay of {step}")
-        target = folder / f"{op}.rep{rep}"
-        target.mkdir(parents=True)
-        kept.append(target)
+        # a read's files are laid out once and read by every repetition (fio drops a cold class's pages before each
+        # read, and a warm class's stay cached): writing them again for each would only add their fsyncs to the job
+        target = folder / (f"{op}.rep{rep}" if op == "write" else "read")
         name = f"{step}-{op}.rep{rep}"
         calls = sum(c["files"] * c["file_bytes"] / c["transfer_bytes"] for c in classes)
         limit = time_limit(plan["bytes"] * (1 + loops if op == "read" else 1), calls * loops)
-        if op == "read":  # laid out first, not timed
-            layout = fio.replay_layout_command(path, classes, target, raw_dir / f"{name}.layout.json")
-            parse_run(fio.parse, raw_dir / f"{name}.layout.json", "fio",
-                      run_tool("fio", layout, raw_dir, f"{name}.layout", limit))
+        if not target.exists():
+            make_room(kept, plan["bytes"], folder.parent, scratch.is_memory)
+            scratch.require_space(plan["bytes"], f"the paired replay of {step}")
+            target.mkdir(parents=True)
+            kept.append(target)
+            if op == "read":  # not timed
+                layout = fio.replay_layout_command(path, classes, target, raw_dir / f"{name}.layout.json")
+                parse_run(fio.parse, raw_dir / f"{name}.layout.json", "fio",
+                          run_tool("fio", layout, raw_dir, f"{name}.layout", limit))
         fresh = fresh_MiB() if op == "write" else None  # the pages this repetition meets (hostmemory)
         t_start = time.time()
         argv = fio.replay_command(path, classes, target, raw_dir / f"{name}.json", op, loops)
