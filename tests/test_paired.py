@@ -55,17 +55,22 @@ def test_reads_of_pages_in_memory_are_read_again_until_long_enough_to_time_and_r
     assert read_loops({"cold": True}, step_s=0.01, min_seconds=0.1) == 1
 
 
-@pytest.mark.tool
-def test_a_warm_read_replay_reads_its_files_again_and_keeps_the_rate(tmp_path):
-    """fio's --loops: the record holds every pass's bytes and seconds, so its MiB/s is one pass's."""
+def replayed_reads(tmp_path, seconds: float, cached_fraction: float, repetitions: int) -> list:
+    """The replay records of a post step that read 4 MiB in ``seconds`` (min_seconds 0.1), with real fio."""
     require_tool("fio", "the paired replay runs fio")
     site = TierSite(Tier(name="disk", kind="posix", path=str(tmp_path / "tier")), "s", "a")
     records = RecordLog(study="s", arm="a", cycle="2026010100", step="post")
-    records.add(phase="run", op="read", bytes=4 * MiB, t_start=T0, seconds=0.12, transfers=4, cached_fraction=1.0,
-                **site.fields())
-    PairedReplay(repetitions=1, min_bytes=0, min_seconds=0.1).run("post", records, site, site.root / ".r",
-                                                                  tmp_path / "raw", "[t]")
-    [read] = [r for r in records.records if r.phase == "replay" and r.op == "read"]
+    records.add(phase="run", op="read", bytes=4 * MiB, t_start=T0, seconds=seconds, transfers=4,
+                cached_fraction=cached_fraction, **site.fields())
+    PairedReplay(repetitions=repetitions, min_bytes=0, min_seconds=0.1).run("post", records, site, site.root / ".r",
+                                                                            tmp_path / "raw", "[t]")
+    return [r for r in records.records if r.phase == "replay" and r.op == "read"]
+
+
+@pytest.mark.tool
+def test_a_warm_read_replay_reads_its_files_again_and_keeps_the_rate(tmp_path):
+    """fio's --loops: the record holds every pass's bytes and seconds, so its MiB/s is one pass's."""
+    [read] = replayed_reads(tmp_path, seconds=0.12, cached_fraction=1.0, repetitions=1)
     assert read.bytes == 2 * 4 * MiB and read.transfers == 8  # two passes: 0.12 s of step is under twice 0.1 s
     options = json.loads((tmp_path / "raw" / "post-read.rep0.json").read_text())["jobs"][0]["job options"]
     assert options["loops"] == "2"
@@ -73,14 +78,7 @@ def test_a_warm_read_replay_reads_its_files_again_and_keeps_the_rate(tmp_path):
 
 @pytest.mark.tool
 def test_the_files_a_read_replays_are_laid_out_once_for_every_repetition(tmp_path):
-    require_tool("fio", "the paired replay runs fio")
-    site = TierSite(Tier(name="disk", kind="posix", path=str(tmp_path / "tier")), "s", "a")
-    records = RecordLog(study="s", arm="a", cycle="2026010100", step="post")
-    records.add(phase="run", op="read", bytes=4 * MiB, t_start=T0, seconds=0.2, transfers=4, cached_fraction=0.0,
-                **site.fields())
-    PairedReplay(repetitions=3, min_bytes=0, min_seconds=0.1).run("post", records, site, site.root / ".r",
-                                                                  tmp_path / "raw", "[t]")
-    reads = [r for r in records.records if r.phase == "replay" and r.op == "read"]
+    reads = replayed_reads(tmp_path, seconds=0.2, cached_fraction=0.0, repetitions=3)
     assert [r.repetition for r in reads] == [0, 1, 2] and {r.file for r in reads} == {"files from storage"}
     assert sorted(p.name for p in (tmp_path / "raw").glob("*.layout.json")) == ["post-read.rep0.layout.json"]
 
