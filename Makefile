@@ -15,7 +15,8 @@ PROFILE_ARGS := $(if $(strip $(PROFILE)),--workflow-profile $(PROFILE))
 RUN := PATH="$(BIN):$$PATH"
 # ARGS as one single-quoted shell word: each ' of ARGS becomes '\'' so quotes inside ARGS survive.
 QUOTED_ARGS = '$(subst ','\'',$(ARGS))'
-STUDY_NAME = $(shell $(RUN) python -m cycleio study-name config/config.yaml $(STUDY) --snakemake-args=$(QUOTED_ARGS) 2>/dev/null || echo default)
+# Looked up once, on first use (each lookup starts Python and Snakemake's config parser: about a second)
+STUDY_NAME = $(eval STUDY_NAME := $(shell $(RUN) python -m cycleio study-name config/config.yaml $(STUDY) --snakemake-args=$(QUOTED_ARGS) 2>/dev/null || echo default))$(STUDY_NAME)
 
 # MPI=system also builds the parallel-netCDF stack (.venv-parallel, against the system's MPI netCDF) that the
 # parallel and quilt_parallel write strategies run with; the tests that need it build it themselves.
