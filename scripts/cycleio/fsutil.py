@@ -123,6 +123,17 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> None:
         tmp.write_text(text)
 
 
+def replace_between_markers(path: Path, start: str, end: str, text: str, what: str) -> None:
+    """Replace what lies between the ``start`` and ``end`` marker lines of a file (a generated part of a page,
+    ``what``) with ``text``, landing the file safely."""
+    page = path.read_text()
+    if start not in page or end not in page:
+        raise ValueError(f"{path} has no {start} ... {end} markers for {what}")
+    head, rest = page.split(start, 1)
+    _, tail = rest.split(end, 1)
+    write_text_atomic(path, f"{head}{start}\n{text}{end}{tail}")
+
+
 def write_json_atomic(path: str | os.PathLike, obj) -> None:
     write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=True) + "\n")
 

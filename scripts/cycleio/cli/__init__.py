@@ -259,27 +259,26 @@ def cmd_cluster_check(args) -> None:
           "and MPI launcher fit the study")
 
 
+def _print_or_update(text: str, update: str | None, update_page, what: str) -> None:
+    """A generated reference: printed, or (``update``: a page) written between its markers."""
+    if update:
+        update_page(Path(update), text)
+        log.info("updated %s in %s", what, update)
+    else:
+        print(text, end="")
+
+
 def cmd_config_docs(args) -> None:
     from ..config.settings import load_schema
     from ..config.docs import schema_markdown, update_readme
 
-    table = schema_markdown(load_schema())
-    if args.update:
-        update_readme(Path(args.update), table)
-        log.info("updated the configuration table in %s", args.update)
-    else:
-        print(table, end="")
+    _print_or_update(schema_markdown(load_schema()), args.update, update_readme, "the configuration table")
 
 
 def cmd_cli_docs(args) -> None:
     from .clidocs import cli_markdown, update_page
 
-    text = cli_markdown(build_parser())
-    if args.update:
-        update_page(Path(args.update), text)
-        log.info("updated the command-line reference in %s", args.update)
-    else:
-        print(text, end="")
+    _print_or_update(cli_markdown(build_parser()), args.update, update_page, "the command-line reference")
 
 
 def cmd_unlock_stale(args) -> None:

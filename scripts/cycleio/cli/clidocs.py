@@ -43,11 +43,6 @@ def cli_markdown(parser: argparse.ArgumentParser) -> str:
 
 
 def update_page(path: Path, text: str) -> None:
-    from ..fsutil import write_text_atomic
+    from ..fsutil import replace_between_markers
 
-    page = path.read_text()
-    if START not in page or END not in page:
-        raise ValueError(f"{path} has no {START} ... {END} markers for the command-line reference")
-    head, rest = page.split(START, 1)
-    _, tail = rest.split(END, 1)
-    write_text_atomic(path, f"{head}{START}\n{text}{END}{tail}")
+    replace_between_markers(path, START, END, text, "the command-line reference")

@@ -50,11 +50,6 @@ START, END = "<!-- config-table:start -->", "<!-- config-table:end -->"
 
 
 def update_readme(path, table: str) -> None:
-    from ..fsutil import write_text_atomic
+    from ..fsutil import replace_between_markers
 
-    text = path.read_text()
-    if START not in text or END not in text:
-        raise ValueError(f"{path} has no {START} ... {END} markers for the configuration table")
-    head, rest = text.split(START, 1)
-    _, tail = rest.split(END, 1)
-    write_text_atomic(path, f"{head}{START}\n{table}{END}{tail}")
+    replace_between_markers(path, START, END, table, "the configuration table")
