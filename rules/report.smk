@@ -64,6 +64,7 @@ rule aggregate:
 rule io_accounting:
     input:
         events=rules.aggregate.output.events,
+        manifests=rules.aggregate.input.manifests,
     output:
         table=report(
             out("tables", "io_accounting.csv"),
@@ -81,6 +82,7 @@ rule io_accounting:
         "setting each job's records against the kernel's count of its I/O"
     shell:
         "python -m cycleio --log {log:q} io-accounting --events {input.events:q} --out {output.table:q}"
+        " --manifests {input.manifests:q}"
 
 
 rule inventory:

@@ -16,6 +16,21 @@ from ..units import MiB, format_bytes
 log = logging.getLogger("cycleio")
 
 
+def _job_settings(args):
+    """A job's settings (``--arm-settings``); a job of a study with instruments.darshan re-executes itself under
+    Darshan here, before it does anything (darshan.runtime), its log beside ``--records``."""
+    from ..config.settings import ArmSettings
+    from ..config.tierspec import expand_tier_path
+    from ..darshan.runtime import preload_job
+
+    settings = ArmSettings.from_json(args.arm_settings)
+    if settings.darshan_library:
+        tiers = [tier for tier in (settings.persistent, settings.scratch) if tier is not None]
+        roots = [expand_tier_path(tier.name, tier.path, settings.study).resolve() for tier in tiers]
+        preload_job(settings.darshan_library, Path(args.records), roots)
+    return settings
+
+
 def _arm_job(settings):
     """Around one job of an arm: in a batch job, its own folders on the arm's tiers go at its end."""
     from ..storage.jobscratch import job_scratch
@@ -25,10 +40,9 @@ def _arm_job(settings):
 
 def cmd_step(args) -> None:
     from ..benchmarks.paired import PairedReplay
-    from ..config.settings import ArmSettings
     from ..runner.job import run_step
 
-    settings = ArmSettings.from_json(args.arm_settings)
+    settings = _job_settings(args)
     with _arm_job(settings):
         run_step(settings, args.cycle, args.step, Path(args.records), Path(args.manifest), attempt=args.attempt,
                  failed_attempts=Path(args.failed_attempts) if args.failed_attempts else None,
@@ -36,47 +50,42 @@ def cmd_step(args) -> None:
 
 
 def cmd_coldstart(args) -> None:
-    from ..config.settings import ArmSettings
     from ..runner.persistentjobs import run_coldstart
 
-    settings = ArmSettings.from_json(args.arm_settings)
+    settings = _job_settings(args)
     with _arm_job(settings):
         run_coldstart(settings, Path(args.records), Path(args.manifest))
 
 
 def cmd_darshan_inputs(args) -> None:
-    from ..config.settings import ArmSettings
     from ..runner.persistentjobs import run_darshan_inputs
 
-    settings = ArmSettings.from_json(args.arm_settings)
+    settings = _job_settings(args)
     with _arm_job(settings):
         run_darshan_inputs(settings, Path(args.records), Path(args.manifest))
 
 
 def cmd_dump(args) -> None:
-    from ..config.settings import ArmSettings
     from ..runner.persistentjobs import run_arrival
 
-    settings = ArmSettings.from_json(args.arm_settings)
+    settings = _job_settings(args)
     with _arm_job(settings):
         run_arrival(settings, args.cycle, "dump", Path(args.records), Path(args.manifest))
 
 
 def cmd_cleanup(args) -> None:
-    from ..config.settings import ArmSettings
     from ..runner.persistentjobs import run_cleanup
 
-    settings = ArmSettings.from_json(args.arm_settings)
+    settings = _job_settings(args)
     with _arm_job(settings):
         run_cleanup(settings, args.cycle, Path(args.records), Path(args.manifest))
 
 
 def cmd_archive(args) -> None:
     from ..benchmarks.paired import PairedReplay
-    from ..config.settings import ArmSettings
     from ..runner.persistentjobs import run_archive
 
-    settings = ArmSettings.from_json(args.arm_settings)
+    settings = _job_settings(args)
     run_archive(settings, args.cycle, Path(args.records), Path(args.manifest), [Path(m) for m in args.manifests],
                 attempt=args.attempt, replay=PairedReplay.from_settings(settings.replay), job=args.job)
 
@@ -97,7 +106,7 @@ def cmd_aggregate(args) -> None:
 def cmd_io_accounting(args) -> None:
     from ..report.accounting import write_accounting
 
-    flagged = write_accounting(Path(args.events), Path(args.out))
+    flagged = write_accounting(Path(args.events), Path(args.out), [Path(m) for m in args.manifests])
     log.info("wrote %s (%d job phases flagged)", args.out, flagged)
 
 
@@ -413,8 +422,10 @@ def build_parser() -> argparse.ArgumentParser:
     agg.add_argument("records", nargs="+", help="the jobs' JSON-lines records")
     agg.set_defaults(func=cmd_aggregate)
 
-    acc = sub.add_parser("io-accounting", help="each job phase's records against what the kernel counted")
+    acc = sub.add_parser("io-accounting", help="each job phase's records against what the kernel (and Darshan) counted")
     acc.add_argument("--events", required=True, help="the io_events Parquet table (aggregate)")
+    acc.add_argument("--manifests", nargs="*", default=[],
+                     help="the jobs' manifests: a job's Darshan logs beside them (instruments.darshan) add a row per job")
     acc.add_argument("--out", required=True, help="CSV to write: one row per job and phase (io_accounting)")
     acc.set_defaults(func=cmd_io_accounting)
 

@@ -4,6 +4,7 @@ the layers above). Each names the key and what is expected."""
 
 from __future__ import annotations
 
+import os
 import string
 
 from .calendar import parse_cycle
@@ -50,6 +51,7 @@ def check_across_keys(config: dict) -> None:
     _check_launcher(config["launcher"])
     _check_archive(config)
     _check_darshan(config)
+    _check_instruments(config)
     fc = config["forecast"]
     if cyc["interval_hours"] not in fc["restart_hours"]:
         raise ConfigError(
@@ -160,6 +162,14 @@ def _check_darshan(config: dict) -> None:
         if len(values) > 1:
             raise ConfigError(f"config key '{key}': {values} sweeps the GDAS steps, but darshan.only is true (replay "
                               "jobs only); expected one value")
+
+
+def _check_instruments(config: dict) -> None:
+    library = config["instruments"]["darshan"]
+    if library and not (os.path.isfile(library) and os.access(library, os.R_OK)):
+        raise ConfigError(f"config key 'instruments.darshan': {library!r} is not a readable file; expected the path of "
+                          "darshan-runtime's libdarshan.so (built from darshan's sources: docs/darshan.md), or \"\" "
+                          "to run without it")
 
 
 def _check_launcher(template: str) -> None:

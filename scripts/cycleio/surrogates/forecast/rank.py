@@ -27,6 +27,7 @@ import numpy as np
 
 from .. import h5chunks, nclayout, transfers, writers
 from ..kinds import expected_bytes
+from ...darshan.runtime import preload_rank
 from ...faults import InjectedFault
 from ...hostmemory import FilePageProbe
 from ...kernelio import outside_event, read_proc_io
@@ -385,6 +386,7 @@ def main(argv: list[str] | None = None) -> int:
                                      description="one rank of the forecast's MPI program (started by the launcher)")
     parser.add_argument("--spec", required=True, help="the job's JSON spec written by run_forecast_mpi")
     args = parser.parse_args(argv)
+    preload_rank("fcst")  # in a job under Darshan: this rank too, before MPI starts
     return rank_main(Path(args.spec))
 
 
