@@ -90,6 +90,7 @@ localrules:
     inventory,
     aggregate,
     io_accounting,
+    surrogate_vs_log,
     figures,
     write_strategy_figure,
     benchmark_tables,
@@ -118,3 +119,4 @@ rule all:
         rules.write_strategy_figure.output,
         benchmark_outputs(),
         answer_outputs(),
+        surrogate_log_outputs(),

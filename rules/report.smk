@@ -1,3 +1,7 @@
+import json
+
+from cycleio.report.surrogatelog import requests as surrogate_log_requests
+
 # Aggregation: all records into tidy tables, figures from the tables.
 
 
@@ -83,6 +87,46 @@ rule io_accounting:
     shell:
         "python -m cycleio --log {log:q} io-accounting --events {input.events:q} --out {output.table:q}"
         " --manifests {input.manifests:q}"
+
+
+# Real jobs' Darshan logs beside the steps they stand for (config darshan.jobs.<name>.stands_for)
+SURROGATE_LOGS = [
+    {
+        **request,
+        "manifest": step_file(
+            request["arm"], request["cycle"], request["step"], "manifest.json"
+        ),
+    }
+    for request in surrogate_log_requests(STUDY)
+]
+
+
+def surrogate_log_outputs():
+    """tables/surrogate_vs_log.csv, in a study where a real job stands for a step."""
+    return rules.surrogate_vs_log.output if SURROGATE_LOGS else []
+
+
+rule surrogate_vs_log:
+    input:
+        manifests=[request["manifest"] for request in SURROGATE_LOGS],
+    output:
+        report(
+            out("tables", "surrogate_vs_log.csv"),
+            category=REPORT["data"],
+            subcategory="tables",
+            caption="../report/surrogate_vs_log.rst",
+        ),
+    log:
+        out("logs", "surrogate_vs_log.log"),
+    conda:
+        "../envs/cycleio.yaml"
+    params:
+        comparisons=json.dumps(SURROGATE_LOGS),
+        n=len(SURROGATE_LOGS),
+    message:
+        "setting {params.n} real jobs' Darshan logs beside the steps they stand for"
+    shell:
+        "python -m cycleio --log {log:q} surrogate-vs-log --comparisons {params.comparisons:q} --out {output:q}"
 
 
 rule inventory:

@@ -162,3 +162,11 @@ def test_a_rank_of_a_logged_job_runs_under_the_library_with_a_log_of_its_own(tmp
 def test_without_the_library_nothing_changes(tmp_path):
     seen = _probe(tmp_path, "rank", {"LIB": _stand_in()})
     assert not seen["loaded"] and seen["logfile"] == ""
+
+
+def test_a_library_path_that_is_no_file_is_refused_before_any_job(default_config, tmp_path):
+    from cycleio.config.keys import ConfigError
+    from cycleio.config.settings import validate_config
+
+    with pytest.raises(ConfigError, match=r"'instruments\.darshan': .*nowhere\.so.* is not a readable file"):
+        validate_config({**default_config, "instruments": {"darshan": str(tmp_path / "nowhere.so")}})

@@ -40,7 +40,10 @@ NOT_RUN = {
 # parser, which refuses a missing required option or an unknown one, and its --help is run.
 RUN_FOR_REAL = {"--help", "check-config", "inventory", "study-name", "config-docs", "cli-docs"}
 # Placeholders for the reader's own files, replaced by the repository's to run the command.
-PLACEHOLDERS = {"profiles/mysite": "profiles/slurm", "config/studies/mine.yaml": "config/studies/smoke.yaml"}
+PLACEHOLDERS = {"profiles/mysite": "profiles/slurm", "config/studies/mine.yaml": "config/studies/smoke.yaml",
+                # a dry run reads the library's path only (a readable file); the log is read as the study would
+                "/path/to/lib/libdarshan.so": "tests/data/darshan/README.md",
+                "/path/to/my_forecast.darshan": "tests/data/darshan/tinyio-3.5.0.darshan"}
 # Study-file examples that only make sense over another study: the config laid under them.
 YAML_BASES = {"faults:": "cycles: {start: '2026123112', end: '2027010106'}\n"}
 

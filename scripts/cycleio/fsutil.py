@@ -56,6 +56,15 @@ def is_temporary(name: str) -> bool:
     return bool(_TEMPORARY.match(name))
 
 
+def final_path(path: str) -> str:
+    """The path a temp_name stands in for (the path itself when it is none): where a landed file ends up."""
+    folder, _, name = path.rpartition("/")
+    if not is_temporary(name):
+        return path
+    final = name[1:].rpartition(".tmp-")[0]
+    return f"{folder}/{final}" if folder else final
+
+
 def discard(path: Path) -> None:
     """Remove a temporary while handling another error: never raise over that error.
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import shlex
 import sys
@@ -108,6 +109,14 @@ def cmd_io_accounting(args) -> None:
 
     flagged = write_accounting(Path(args.events), Path(args.out), [Path(m) for m in args.manifests])
     log.info("wrote %s (%d job phases flagged)", args.out, flagged)
+
+
+def cmd_surrogate_vs_log(args) -> None:
+    from ..report.surrogatelog import write_comparisons
+
+    comparisons = json.loads(args.comparisons)
+    write_comparisons(comparisons, Path(args.out))
+    log.info("wrote %s (%d real jobs against the steps they stand for)", args.out, len(comparisons))
 
 
 def cmd_figures(args) -> None:
@@ -428,6 +437,13 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the jobs' manifests: a job's Darshan logs beside them (instruments.darshan) add a row per job")
     acc.add_argument("--out", required=True, help="CSV to write: one row per job and phase (io_accounting)")
     acc.set_defaults(func=cmd_io_accounting)
+
+    svl = sub.add_parser("surrogate-vs-log", help="a real job's Darshan log beside the surrogate step's it stands for")
+    svl.add_argument("--comparisons", required=True,
+                     help='JSON list of {"job", "log", "step", "manifest"}: a real log and the manifest of the step\'s job '
+                          "(run under instruments.darshan)")
+    svl.add_argument("--out", required=True, help="CSV to write: one row per real job and measure (surrogate_vs_log)")
+    svl.set_defaults(func=cmd_surrogate_vs_log)
 
     fig = sub.add_parser("figures", help="throughput figure from the tables")
     fig.add_argument("--summary", required=True, help="step_summary.csv")

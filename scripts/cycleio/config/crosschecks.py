@@ -149,6 +149,8 @@ def _check_darshan(config: dict) -> None:
         if cfg["only"] and after != "first":
             raise ConfigError(f"config key 'darshan.jobs.{name}.after': {after!r}, but darshan.only is true (cycles "
                               "without GDAS steps); expected first")
+        if job["stands_for"]:
+            _check_stands_for(config, name)
     if not cfg["only"]:
         return
     if not cfg["jobs"]:
@@ -162,6 +164,19 @@ def _check_darshan(config: dict) -> None:
         if len(values) > 1:
             raise ConfigError(f"config key '{key}': {values} sweeps the GDAS steps, but darshan.only is true (replay "
                               "jobs only); expected one value")
+
+
+def _check_stands_for(config: dict, name: str) -> None:
+    key = f"config key 'darshan.jobs.{name}.stands_for'"
+    if config["darshan"]["only"]:
+        raise ConfigError(f"{key}: set, but darshan.only is true (no GDAS step runs); expected darshan.only false")
+    if not config["instruments"]["darshan"]:
+        raise ConfigError(f"{key}: set, but instruments.darshan is empty: the step's own Darshan log is what the real "
+                          "one is set beside; expected the path of libdarshan.so in instruments.darshan")
+    if not set(persistent_tiers(config)) & set(config["scratch_tiers"]):
+        raise ConfigError(f"{key}: set, but no arm runs on the persistent tier (scratch_tiers "
+                          f"{config['scratch_tiers']}): on a staged arm staging reads and writes the step's files too; "
+                          "expected scratch_tiers to hold the persistent tier")
 
 
 def _check_instruments(config: dict) -> None:
