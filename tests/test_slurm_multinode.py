@@ -67,7 +67,8 @@ def nodes():
         before = one_node_cluster_up()
         start = run("bash", SLURM_CI / "start.sh", "--nodes", len(NODES), timeout=180)
         try:
-            assert start.returncode == 0, f"ci/slurm/start.sh --nodes {len(NODES)} failed:\n{start.stdout}{start.stderr}"
+            assert start.returncode == 0, (f"ci/slurm/start.sh --nodes {len(NODES)} failed:\n"
+                                           f"{start.stdout}{start.stderr}")
             yield start.stdout.strip().splitlines()[-1]  # after what it stopped, if another cluster was up
         finally:
             stop = run("bash", SLURM_CI / "stop.sh", timeout=120)

@@ -137,7 +137,8 @@ def test_forecast_ranks_become_tasks_launched_through_srun():
 
 
 def test_a_jobs_nodes_are_one_on_scratch_no_other_node_sees():
-    quilt = arms(write_strategies=["quilt"], write_component={"ranks": 4, "write_groups": 2, "write_tasks_per_group": 2})
+    layout = {"ranks": 4, "write_groups": 2, "write_tasks_per_group": 2}
+    quilt = arms(write_strategies=["quilt"], write_component=layout)
     assert job_nodes(quilt["node_local"], "fcst", FULL_CYCLE) == job_nodes(quilt["shm"], "fcst", FULL_CYCLE) == 1
     assert job_nodes(quilt["lustre"], "fcst", FULL_CYCLE) is None  # Slurm places the ranks
     assert job_nodes(quilt["lustre"], "post", FULL_CYCLE) == 1  # one task

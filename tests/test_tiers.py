@@ -1,5 +1,6 @@
 """A tier opened where the job runs (storage.tiers): the study's folder claimed, a scratch folder in /tmp or /dev/shm
-this user's alone, the write probe, the file system found. Expanding the tier's path as the config names it is test_tierspec's."""
+this user's alone, the write probe, the file system found. Expanding the tier's path as the config names it is
+test_tierspec's."""
 
 import os
 import pwd

@@ -118,7 +118,9 @@ else
   NODE_LINES=
   for i in $(seq 1 "$NODES"); do
     NODE_NAMES+=("n$i")
-    NODE_LINES="${NODE_LINES:+$NODE_LINES$'\n'}NodeName=n$i NodeHostname=n$i NodeAddr=127.0.0.1 Port=$(( FIRST_PORT + i - 1 )) CPUs=${CPUS} RealMemory=$(( MEM / NODES )) State=UNKNOWN"
+    line="NodeName=n$i NodeHostname=n$i NodeAddr=127.0.0.1 Port=$(( FIRST_PORT + i - 1 ))"
+    line+=" CPUs=${CPUS} RealMemory=$(( MEM / NODES )) State=UNKNOWN"
+    NODE_LINES="${NODE_LINES:+$NODE_LINES$'\n'}$line"
   done
   PARTITION_NODES="n[1-${NODES}]"
 fi

@@ -4,11 +4,11 @@ A tier (config.tierspec.Tier) is a named location with a kind, a path template a
 Its path may hold environment variables and the placeholders ``{user}``, ``{study}`` and ``{workdir}``
 (8 hex digits naming the working directory the study runs from), so node-local and memory tiers get
 a per-user, per-study subfolder, and two checkouts running a study of the same name on one node
-never share (and delete) each other's scratch. On a scratch tier, a folder of the path inside a folder
-other users can write (``/tmp``, ``/dev/shm``) must be this user's alone (:func:`private_folders`). A path without ``{workdir}`` may still be shared:
+never share (and delete) each other's scratch. A path without ``{workdir}`` may still be shared:
 the study's folder on a tier is claimed by the first checkout that runs there (``.cycleio-owner``),
-and another checkout is refused. Paths are expanded where the job runs, since variables such as
-``$TMPDIR`` or ``$SLURM_JOB_ID`` differ per job.
+and another checkout is refused. On a scratch tier, a folder of the path inside a folder other users
+can write (``/tmp``, ``/dev/shm``) must be this user's alone (:func:`private_folders`). Paths are
+expanded where the job runs, since variables such as ``$TMPDIR`` or ``$SLURM_JOB_ID`` differ per job.
 """
 
 from __future__ import annotations
