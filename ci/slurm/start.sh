@@ -43,7 +43,7 @@ while [ $# -gt 0 ]; do
     --keep-state) KEEP_STATE=1 ;;
     --nodes) [ $# -ge 2 ] || { echo "--nodes needs a number" >&2; exit 2; }; NODES=$2; shift ;;
     --nodes=*) NODES=${1#--nodes=} ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) echo "unknown option: $1" >&2; exit 2 ;;
   esac
   shift
