@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import math
 import os
 import shutil
@@ -79,6 +80,23 @@ def require_tool(name: str, why: str) -> str:
     if path:
         return path
     cannot_run_here(f"{name} not found on PATH; {why}")
+
+
+# One localhost Slurm at a time: ci/slurm/start.sh restarts a cluster of another shape, so the test modules
+# that start one (test_slurm.py: one node; test_slurm_multinode.py: three) hold this lock while theirs is up.
+SLURM_LOCK = Path("/var/lock/cycleio-ci-slurm.lock")
+
+
+@contextlib.contextmanager
+def slurm_cluster_lock():
+    """Held while a test module's localhost Slurm is up; another module's waits for it."""
+    SLURM_LOCK.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(SLURM_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 @pytest.fixture
