@@ -109,7 +109,8 @@ def test_a_library_that_cannot_load_is_refused_naming_the_key(tmp_path):
 
 def _stand_in() -> str:
     """A real shared library that Python never loads by itself: libacl (Debian's libacl1, which coreutils needs)."""
-    found = [p for p in ("/lib/x86_64-linux-gnu/libacl.so.1", "/usr/lib/x86_64-linux-gnu/libacl.so.1") if os.path.exists(p)]
+    found = [p for p in ("/lib/x86_64-linux-gnu/libacl.so.1", "/usr/lib/x86_64-linux-gnu/libacl.so.1")
+             if os.path.exists(p)]
     assert found, "libacl.so.1 (Debian's libacl1) stands for libdarshan.so in this test"
     return found[0]
 
@@ -124,9 +125,10 @@ if mode == "job":
 else:
     preload_rank("fcst")
 maps = Path("/proc/self/maps").read_text()
-print(json.dumps({"loaded": "/" + os.path.basename(os.environ["LIB"]) in maps, "ld_preload": os.environ.get("LD_PRELOAD", ""),
-                  "logfile": os.environ.get("DARSHAN_LOGFILE", ""), "nonmpi": os.environ.get("DARSHAN_ENABLE_NONMPI"),
-                  "config": os.environ.get("DARSHAN_CONFIG_PATH", ""), "job_log": os.environ.get("CYCLEIO_DARSHAN_LOG")}))
+env = os.environ.get
+print(json.dumps({"loaded": "/" + os.path.basename(env("LIB")) in maps, "ld_preload": env("LD_PRELOAD", ""),
+                  "logfile": env("DARSHAN_LOGFILE", ""), "nonmpi": env("DARSHAN_ENABLE_NONMPI"),
+                  "config": env("DARSHAN_CONFIG_PATH", ""), "job_log": env("CYCLEIO_DARSHAN_LOG")}))
 """
 
 

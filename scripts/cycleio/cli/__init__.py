@@ -434,14 +434,15 @@ def build_parser() -> argparse.ArgumentParser:
     acc = sub.add_parser("io-accounting", help="each job phase's records against what the kernel (and Darshan) counted")
     acc.add_argument("--events", required=True, help="the io_events Parquet table (aggregate)")
     acc.add_argument("--manifests", nargs="*", default=[],
-                     help="the jobs' manifests: a job's Darshan logs beside them (instruments.darshan) add a row per job")
+                     help="the jobs' manifests: a job's Darshan logs beside them (instruments.darshan) add a row "
+                          "per job")
     acc.add_argument("--out", required=True, help="CSV to write: one row per job and phase (io_accounting)")
     acc.set_defaults(func=cmd_io_accounting)
 
     svl = sub.add_parser("surrogate-vs-log", help="a real job's Darshan log beside the surrogate step's it stands for")
     svl.add_argument("--comparisons", required=True,
-                     help='JSON list of {"job", "log", "step", "manifest"}: a real log and the manifest of the step\'s job '
-                          "(run under instruments.darshan)")
+                     help='JSON list of {"job", "log", "step", "manifest"}: a real log and the manifest of '
+                          "the step's job (run under instruments.darshan)")
     svl.add_argument("--out", required=True, help="CSV to write: one row per real job and measure (surrogate_vs_log)")
     svl.set_defaults(func=cmd_surrogate_vs_log)
 

@@ -7,14 +7,13 @@ itself once with it (:func:`preload_job`), and each rank of an MPI program the j
 ``MPI_Finalize``), so every process names its own log and none overwrites another's:
 
 - the job's process: ``<step>.darshan`` beside ``<step>.records.jsonl``;
-- a rank: ``<step>.<program>.rank<N>.darshan`` (an MPI build of darshan-runtime writes one log per MPI program, from
-  rank 0: ``...rank0.darshan``).
+- each rank: ``<step>.<program>.rank<N>.darshan`` (``DARSHAN_ENABLE_NONMPI`` is set, so even a library built with
+  MPI logs each process, and logs the job's own process, which never calls ``MPI_Init``).
 
 Once a process runs under Darshan, ``LD_PRELOAD`` leaves its environment: what it starts (fio's paired replay, the
 MPI launcher, ``uname``) runs without it, as instruments or plumbing, not the job's I/O, and would otherwise claim
 the process's log name first (darshan-runtime creates a log with ``O_EXCL``: an earlier attempt's logs are removed
-before the job starts again); the rank programs put it back for themselves. ``DARSHAN_ENABLE_NONMPI`` stays set: a library built with MPI then also logs the job's own
-process, which never calls ``MPI_Init``.
+before the job starts again); the rank programs put it back for themselves.
 """
 
 from __future__ import annotations

@@ -53,8 +53,8 @@ def shape(table: pd.DataFrame) -> list[tuple[str, str, float]]:
                 (f"mean_{direction}_size", "bytes", float(nbytes / calls) if calls else float("nan"))]
         histogram = histogram_of(table, MODULE, direction).sum()
         total = histogram.sum()
-        out += [(f"{direction}_calls_{name}", "share of calls", float(histogram[name] / total) if total else float("nan"))
-                for name in SIZE_BIN_NAMES]
+        out += [(f"{direction}_calls_{name}", "share of calls",
+                 float(histogram[name] / total) if total else float("nan")) for name in SIZE_BIN_NAMES]
     seconds = {what: seconds_of(table, MODULE, what).sum() for what in ("read", "write", "meta")}
     busy = sum(seconds.values())
     out.append(("metadata_share", "share of I/O time", float(seconds["meta"] / busy) if busy else float("nan")))
