@@ -131,6 +131,7 @@ def _read_configs(paths: list[str]) -> dict:
 def cmd_inventory(args) -> None:
     import pandas as pd
 
+    from ..fsutil import write_table
     from ..workflow.catalog import study_inventory
     from ..workflow.study import load_study
 
@@ -146,7 +147,7 @@ def cmd_inventory(args) -> None:
     rows = pd.DataFrame(study_inventory(study))
     rows = rows[rows["arm"] == next(iter(study.arms))]
     if args.out:
-        rows.to_csv(args.out, index=False)
+        write_table(rows, Path(args.out))
     full = rows[rows["cycle"] == rows["cycle"].max()]  # a full cycle
     full = full.assign(name=full["file"].str.rsplit("/", n=1).str[-1])
     print(f"# {study.name}: {config['resolution']} L{study.arms[next(iter(study.arms))].levels}, one full cycle "
@@ -165,7 +166,7 @@ def cmd_inventory_table(args) -> None:
 
     import pandas as pd
 
-    from ..report.aggregate import write_table
+    from ..fsutil import write_table
     from ..workflow.catalog import inventory_rows
     from ..config.settings import ArmSettings
 

@@ -19,7 +19,7 @@ import pandas as pd
 
 from ..benchmarks.timing import Timing
 from ..config.calendar import HALF_CYCLE_STEPS
-from ..fsutil import landing
+from ..fsutil import write_table, write_text_atomic
 from .archive import archive_rows, arm_keep_up, beside_archive, beside_sentence, keep_up_markdown, keep_up_table
 from .critical import arm_critical_sentence, critical_path
 from .closeness import CLOSE, arm_gap_sentence, replay_rows, timed_median, verdict_sentence
@@ -278,10 +278,8 @@ def _reporting_note(table: pd.DataFrame) -> list[str]:
 
 def write_summary(table: pd.DataFrame, csv_path: Path, md_path: Path, title: str, extra: str = "") -> str:
     text = summary_markdown(table, title) + (f"\n{extra}" if extra else "")
-    with landing(Path(csv_path)) as tmp:
-        table.to_csv(tmp, index=False)
-    with landing(Path(md_path)) as tmp:
-        Path(tmp).write_text(text)
+    write_table(table, csv_path)
+    write_text_atomic(md_path, text)
     return text
 
 
@@ -313,8 +311,7 @@ def summary_table_from_tables(summary_csv: Path, tiers_csv: Path, events_parquet
     efficiency = pd.read_csv(efficiency_csv) if efficiency_csv and Path(efficiency_csv).exists() else None
     io_gap = pd.read_csv(io_gap_csv) if io_gap_csv and Path(io_gap_csv).exists() else None
     table = arm_summary(summary, tiers, efficiency, write_times(events, summary), strategies, io_gap)
-    with landing(Path(out_csv)) as tmp:
-        table.to_csv(tmp, index=False)
+    write_table(table, out_csv)
     return table
 
 
@@ -331,6 +328,5 @@ def summary_markdown_from_csv(answers_csv: Path, out_md: Path, title: str, fits:
     replayed = ("\n".join(replay_markdown(pd.read_csv(replays, dtype={"cycle": str}), timing or Timing()))
                 if replays else "")
     text = summary_markdown(table, title, plan) + (f"{replayed}\n" if replayed else "") + (f"\n{extra}" if extra else "")
-    with landing(Path(out_md)) as tmp:
-        Path(tmp).write_text(text)
+    write_text_atomic(out_md, text)
     return text

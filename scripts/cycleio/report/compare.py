@@ -22,7 +22,7 @@ import pandas as pd  # noqa: E402
 from .answerfigures import step_order  # noqa: E402
 from .answers import NOISE_SIGMAS, cycle_totals  # noqa: E402
 from .figsave import save_figure  # noqa: E402
-from ..fsutil import landing  # noqa: E402
+from ..fsutil import write_table  # noqa: E402
 
 ACTIVITIES = ("wall_s", "io_s", "run_io_s", "staging_s", "stage_in_s", "stage_out_s", "verify_s", "compute_s",
               "generate_s", "codec_s", "metadata_s")
@@ -145,8 +145,7 @@ def compare_results(a_dir: Path, b_dir: Path, *, out_csv: Path, figures=()) -> p
     table = compare_tables(*tables)
     if table.empty:
         raise ValueError(f"{a_dir} and {b_dir} share no arm and step to compare")
-    with landing(Path(out_csv)) as tmp:
-        table.to_csv(tmp, index=False)
+    write_table(table, out_csv)
     if figures:
         studies = f"{table['a_study'].iloc[0]} (A) against {table['b_study'].iloc[0]} (B)"
         compare_figure(table, figures, f"cycleio compare: {studies}")
