@@ -18,10 +18,10 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from ..config.calendar import FULL_CYCLE_STEPS  # noqa: E402
+from ..config.calendar import step_rank  # noqa: E402
 from .aggregate import IO_OPS  # noqa: E402
-from .closeness import (AT_SPEED, DIRECTIONS, NOT_FAIR, WITHIN_NOISE, io_gap_rows, replay_rows, seconds_text,  # noqa: E402
-                        step_rank)
+from .closeness import (AT_SPEED, DIRECTIONS, NOT_FAIR, WITHIN_NOISE, io_gap_rows, replay_rows,  # noqa: E402
+                        seconds_text)
 from ..units import MiB  # noqa: E402
 from .figsave import empty_panel, save_figure  # noqa: E402
 
@@ -42,11 +42,6 @@ def output_hour(file: str | None) -> str:
     """``f003`` for a history file, its log or a write_effective record of hour 3; ``restart`` otherwise."""
     match = _HOUR.search(str(file or "").rsplit("/", 1)[-1])
     return f"f{match.group(1)}" if match else "restart"
-
-
-def step_order(steps) -> list[str]:
-    rank = {s: i for i, s in enumerate(FULL_CYCLE_STEPS)}
-    return sorted(set(steps), key=lambda s: (rank.get(s, len(rank)), s))
 
 
 # ----------------------------------------------------------------------------------------------- timeline
@@ -172,7 +167,7 @@ def timeline_figure(table: pd.DataFrame, paths, title: str) -> None:
 def io_share_figure(summary: pd.DataFrame, paths, title: str) -> None:
     """The I/O share of wall time per step and arm: mean over cycles, bars from the lowest to the highest."""
     jobs = summary[summary["step"] != "cleanup"]
-    steps = step_order(jobs["step"])
+    steps = sorted(set(jobs["step"]), key=step_rank)
     arms = list(dict.fromkeys(jobs["arm"]))
     fig, ax = plt.subplots(figsize=(max(7, 1.6 * len(steps) + 3), 4.6))
     if jobs.empty:
@@ -323,7 +318,7 @@ def efficiency_matrix(cells: pd.DataFrame, value: str = "shade") -> pd.DataFrame
     if cells.empty:
         return pd.DataFrame()
     matrix = cells.pivot(index="arm", columns=["step", "direction"], values=value)
-    steps = step_order(matrix.columns.get_level_values(0))
+    steps = sorted(set(matrix.columns.get_level_values(0)), key=step_rank)
     return matrix[[(s, d) for s in steps for d in DIRECTIONS if (s, d) in matrix.columns]]
 
 

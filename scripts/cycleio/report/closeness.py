@@ -14,7 +14,7 @@ import math
 
 import pandas as pd
 
-from ..config.calendar import FULL_CYCLE_STEPS
+from ..config.calendar import step_rank
 from ..units import MiB
 
 AT_SPEED, WITHIN_NOISE, SLOWER, FASTER, NOT_FAIR, NOT_TIMED = (
@@ -32,11 +32,6 @@ def direction(activity) -> str:
 def as_flag(values: pd.Series) -> pd.Series:
     """A bool column as read back from CSV (True/False, or text where blanks made it object); blank is false."""
     return values.map(lambda v: str(v).strip().lower() in ("true", "1", "1.0")).astype(bool)
-
-
-def step_rank(step: str) -> tuple[int, str]:
-    order = {s: i for i, s in enumerate(FULL_CYCLE_STEPS)}
-    return order.get(step, len(order)), step
 
 
 def replay_rows(efficiency: pd.DataFrame | None) -> pd.DataFrame:

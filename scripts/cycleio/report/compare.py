@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from .answerfigures import step_order  # noqa: E402
+from ..config.calendar import step_rank  # noqa: E402
 from .answers import NOISE_SIGMAS, cycle_totals  # noqa: E402
 from .figsave import save_figure  # noqa: E402
 from ..fsutil import write_table  # noqa: E402
@@ -70,7 +70,7 @@ def compare_tables(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
     table["diff_se_s"] = np.sqrt(table["a_sd_s"] ** 2 / table["a_n"] + table["b_sd_s"] ** 2 / table["b_n"])
     table["change_percent"] = (100 * table["diff_s"] / table["a_mean_s"]).where(table["a_mean_s"] > 0)
     table["verdict"] = [_verdict(d, se) for d, se in zip(table["diff_s"], table["diff_se_s"])]
-    steps = {s: i for i, s in enumerate([*step_order(table["step"].unique()), "cycle"])}
+    steps = {s: i for i, s in enumerate([*sorted(set(table["step"]), key=step_rank), "cycle"])}
     acts = {a: i for i, a in enumerate(ACTIVITIES)}
     table = table.assign(_s=table["step"].map(steps), _a=table["activity"].map(acts)).sort_values(
         ["arm", "_s", "_a"], kind="stable").drop(columns=["_s", "_a"]).reset_index(drop=True)
