@@ -32,7 +32,7 @@ def cmd_summary_md(args) -> None:
                                     Path(args.fits) if args.fits else None,
                                     Path(args.capacity) if args.capacity else None,
                                     Path(args.replays) if args.replays else None,
-                                    Timing(min_seconds=args.min_seconds)))
+                                    Timing() if args.min_seconds is None else Timing(min_seconds=args.min_seconds)))
 
 
 def cmd_replay_jobs(args) -> None:
@@ -184,8 +184,9 @@ def register(sub) -> None:
     md.add_argument("--replays", help="tables/replay_jobs.csv: add the replay jobs' answer")
     md.add_argument("--out", required=True, help="summary.md to write")
     md.add_argument("--title", default="cycleio study")
-    md.add_argument("--min-seconds", type=float, default=0.1,
-                    help="benchmarks.replay.min_seconds: a replay job's I/O shorter than this is too short to time")
+    md.add_argument("--min-seconds", type=float,
+                    help="benchmarks.replay.min_seconds (by default the schema's): a replay job's I/O shorter than this is too "
+                         "short to time")
     md.set_defaults(func=cmd_summary_md)
 
     rj = sub.add_parser("replay-jobs", help="tables/replay_jobs.csv: each replay job's logged and replayed I/O time, "
