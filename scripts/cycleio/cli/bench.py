@@ -40,13 +40,12 @@ def cmd_fieldio(args) -> None:
     import socket
     import time
 
-    from ..benchmarks.common import COLUMNS, host_cores
+    from ..benchmarks.common import host_cores
     from ..benchmarks.fieldio import run_fieldio
-    from ..benchmarks.points import summarize
+    from ..benchmarks.points import finish, summarize
     from ..benchmarks.specs import FieldIOSpec
     from ..benchmarks.tierbench import write_rows
     from ..config.sizes import parse_size
-    from ..storage.pagecache import cache_risk, memory_backed
     from ..storage.tiers import filesystem_type
 
     spec = FieldIOSpec(patterns=tuple(args.patterns), layouts=tuple(args.layouts), fields_per_task=args.fields,
@@ -62,8 +61,7 @@ def cmd_fieldio(args) -> None:
         shutil.rmtree(work, ignore_errors=True)
     context = {"study": "", "benchmark": "fieldio", "tier": args.tier or directory.name, "tier_kind": "",
                "fs_type": filesystem_type(directory), "host": socket.gethostname(), "host_cores": host_cores()}
-    rows = [{key: {**row, **context, "pattern": row["job"], "cache_risk": cache_risk(row["operation"], memory=memory_backed(None, context["fs_type"])),
-                   "t_start": round(t_start, 3)}.get(key) for key in COLUMNS} for row in rows]
+    rows = [finish([row], {**context, "pattern": row["job"]}, t_start)[0] for row in rows]  # as the workflow's point
     write_rows(rows + summarize(rows), Path(args.out))
     log.info("wrote %d rows to %s (raw output in %s)", len(rows), args.out, raw)
 
