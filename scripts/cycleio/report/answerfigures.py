@@ -20,9 +20,9 @@ import seaborn as sns  # noqa: E402
 
 from ..config.calendar import step_rank  # noqa: E402
 from .aggregate import IO_OPS  # noqa: E402
-from .closeness import (AT_SPEED, DIRECTIONS, NOT_FAIR, WITHIN_NOISE, io_gap_rows, replay_rows,  # noqa: E402
-                        seconds_text)
-from ..units import MiB  # noqa: E402
+from .closeness import (AT_SPEED, DIRECTIONS, NOT_FAIR, WITHIN_NOISE, io_gap_rows,  # noqa: E402
+                        replay_rows)
+from ..units import MiB, format_rate, format_seconds  # noqa: E402
 from .figsave import empty_panel, save_figure  # noqa: E402
 
 # the paired replay runs inside a job between its run and stage_out: drawn so the gap is explained, but it is the
@@ -425,15 +425,15 @@ def io_gap_figure(io_gap: pd.DataFrame | None, paths, title: str) -> None:
             ends.append(row.step_s)
             segment_end = max([row.step_s, *(s["left"] + max(s["seconds"], 0.0) for s in segments)])
             best = "" if pd.isna(row.tier_best_s) else (
-                f"; tier's best: {row.best_reference}, {row.best_MiB_per_s:,.0f} MiB/s")
-            under = (f", {seconds_text(-row.cycleio_s)} s under its replay"
+                f"; tier's best: {row.best_reference}, {format_rate(row.best_MiB_per_s)}")
+            under = (f", {format_seconds(-row.cycleio_s)} under its replay"
                      if pd.notna(row.cycleio_s) and row.cycleio_s < 0 else "")
-            notes.append((segment_end, f"  step {seconds_text(row.step_s)} s{under}{best}"))
+            notes.append((segment_end, f"  step {format_seconds(row.step_s)}{under}{best}"))
         right = max(ends) * 1.45 if max(ends) > 0 else 1.0
         for y, row in enumerate(mine.itertuples()):
             for seg in gap_segments(row):
                 if seg["seconds"] > 0.07 * right:
-                    ax.text(seg["left"] + seg["seconds"] / 2, y, seconds_text(seg["seconds"]), ha="center",
+                    ax.text(seg["left"] + seg["seconds"] / 2, y, format_seconds(seg["seconds"], ""), ha="center",
                             va="center", fontsize=8, color="white")
             ax.text(notes[y][0], y + 0.32, notes[y][1], va="center", fontsize=7.5, color="#333333")
         labels = [f"{r.step} {r.direction}\n{r.bytes_per_job / MiB:,.0f} MiB, {r.files_per_job:,.0f} files"

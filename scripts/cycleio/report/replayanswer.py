@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..benchmarks.timing import Timing
+from ..units import format_seconds
 
 REPLAY_COLUMNS = ["study", "arm", "tier", "fs_type", "cycle", "step", "log", "log_ranks", "ranks", "scale", "timing",
                   "layer", "logged_io_s", "logged_read_s", "logged_write_s", "logged_meta_s", "replay_io_s",
@@ -46,17 +47,6 @@ def replay_table(manifests: list[Path]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=REPLAY_COLUMNS)
 
 
-def _duration(seconds: float) -> str:
-    """Seconds for a sentence: thousands separated from 100 s up, milliseconds below 0.1 s."""
-    if pd.isna(seconds):
-        return "-"
-    if seconds >= 100:
-        return f"{seconds:,.0f} s"
-    if seconds >= 0.1:
-        return f"{seconds:.3g} s"
-    return f"{seconds * 1000:.2g} ms"
-
-
 def replay_markdown(table: pd.DataFrame, timing: Timing = Timing()) -> list[str]:
     """summary.md's lines on the replay jobs (none without replay jobs): per job, the logged I/O time and the
     replay's on each arm (median over cycles), and where its efficiency is, if anywhere."""
@@ -72,11 +62,11 @@ def replay_markdown(table: pd.DataFrame, timing: Timing = Timing()) -> list[str]
             where = f"on arm {arm} (tier {mine['tier'].iloc[0]}, {mine['fs_type'].iloc[0]})"
             cycles = f"{len(mine)} cycle{'s' if len(mine) != 1 else ''}"
             if median["replay_io_s"] < timing.min_seconds:  # the tier's speed cannot be read from it
-                parts.append(f"{where} too short to time ({_duration(median['replay_io_s'])} of I/O, under "
+                parts.append(f"{where} too short to time ({format_seconds(median['replay_io_s'])} of I/O, under "
                              f"benchmarks.replay.min_seconds {timing.min_seconds:g} s: a larger scale times it; {cycles})")
                 continue
-            parts.append(f"{where} {_duration(median['replay_io_s'])} (read {_duration(median['replay_read_s'])}, "
-                         f"write {_duration(median['replay_write_s'])}, metadata {_duration(median['replay_meta_s'])}; "
+            parts.append(f"{where} {format_seconds(median['replay_io_s'])} (read {format_seconds(median['replay_read_s'])}, "
+                         f"write {format_seconds(median['replay_write_s'])}, metadata {format_seconds(median['replay_meta_s'])}; "
                          f"{cycles})")
         paired = rows["paired"].astype(bool)
         efficiency = (f"its efficiency (fio paired with it) is in tables/efficiency.csv for {int(paired.sum())} of "
@@ -84,9 +74,9 @@ def replay_markdown(table: pd.DataFrame, timing: Timing = Timing()) -> list[str]
                       "it has no efficiency: no paired replay ran with it (benchmarks or benchmarks.replay off, or "
                       "not one of benchmarks.replay.cycles)")
         logged_ranks = f"{first['log_ranks']} rank{'s' if first['log_ranks'] != 1 else ''}"
-        lines.append(f"- {step} ({first['log']}, {logged_ranks}): its I/O took {_duration(first['logged_io_s'])} "
-                     f"where it was logged (read {_duration(first['logged_read_s'])}, write "
-                     f"{_duration(first['logged_write_s'])}, metadata {_duration(first['logged_meta_s'])}); at scale {first['scale']:g} with {first['ranks']} "
+        lines.append(f"- {step} ({first['log']}, {logged_ranks}): its I/O took {format_seconds(first['logged_io_s'])} "
+                     f"where it was logged (read {format_seconds(first['logged_read_s'])}, write "
+                     f"{format_seconds(first['logged_write_s'])}, metadata {format_seconds(first['logged_meta_s'])}); at scale {first['scale']:g} with {first['ranks']} "
                      f"rank{'s' if first['ranks'] != 1 else ''} (timing {first['timing']}), " + "; ".join(parts)
                      + f"; {efficiency}.")
     return lines
