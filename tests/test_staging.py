@@ -25,7 +25,7 @@ from cycleio.runner.persistentjobs import run_arrival, run_coldstart
 from cycleio.workflow.preflight import check_study
 from cycleio.records import read_records
 from cycleio.faults import InjectedFault
-from cycleio.storage.staging import copy_and_verify, copy_file
+from cycleio.storage.staging import copy_and_verify
 from cycleio.storage.stagingtypes import StagingError, StagingFaults, StagingOptions
 from cycleio.config.tierspec import Tier, TierError
 
@@ -102,7 +102,7 @@ def _copy_under_file_size_limit(source: str, dest: str, limit: int) -> None:
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # get EFBIG instead of being killed
     resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
     try:
-        copy_file(Path(source), Path(dest))
+        copy_and_verify([(Path(source), Path(dest))], StagingOptions())
     except StagingError as err:
         print(err)
         sys.exit(3)

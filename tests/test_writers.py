@@ -72,14 +72,14 @@ def test_codec_time_is_kept_apart_from_storage_time_and_files_are_what_netcdf_c_
     import netCDF4
 
     from cycleio.config.forecast import Compression
-    from cycleio.surrogates.readers import read_file
+    from cycleio.surrogates.readers import FileReader
 
     spec = FileSpec("gdas.t00z.atmf003.nc", "atm_history", (("fhour", 3),))
     ctx = WriteContext(Grid("C12", 4), 1, "2026010100", Compression(zlib_level=1, quantize_nsd=5))
     written = write_file(tmp_path / "ours.nc", spec, ctx)
     raw = write_file(tmp_path / "raw.nc", spec, WriteContext(Grid("C12", 4), 1, "2026010100"))
     assert written.cpu.encode > 0 and raw.cpu.encode == 0 and written.bytes < 0.5 * raw.bytes
-    read = read_file(tmp_path / "ours.nc", "atm_history")
+    read = FileReader().read(tmp_path / "ours.nc", "atm_history")
     assert 0.9 * written.bytes < read.bytes <= written.bytes and read.cpu.decode > 0  # what was read: test_readers
     with netCDF4.Dataset(tmp_path / "raw.nc") as src, netCDF4.Dataset(tmp_path / "lib.nc", "w") as lib:
         for name, dim in src.dimensions.items():

@@ -276,13 +276,6 @@ def _reporting_note(table: pd.DataFrame) -> list[str]:
             f"({PAGE_REPORTING_DOC})."]
 
 
-def write_summary(table: pd.DataFrame, csv_path: Path, md_path: Path, title: str, extra: str = "") -> str:
-    text = summary_markdown(table, title) + (f"\n{extra}" if extra else "")
-    write_table(table, csv_path)
-    write_text_atomic(md_path, text)
-    return text
-
-
 def model_markdown(fits: pd.DataFrame | None, capacity: pd.DataFrame | None) -> str:
     """The tiers' linear-to-plateau fits and the capacity plan, as Markdown lines."""
     from .scaling import fit_lines, plan_lines
