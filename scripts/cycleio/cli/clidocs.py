@@ -10,10 +10,13 @@ WIDTH = 100
 
 
 def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
-    """The subcommands of a parser, in the order its help lists them, then the ones it does not list."""
+    """The subcommands of a parser: the user's commands in the order ``cycleio --help`` lists them
+    (USER_COMMANDS), then the others by name."""
+    from . import USER_COMMANDS
+
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
-            listed = [choice.dest for choice in action._choices_actions]
+            listed = [name for name in USER_COMMANDS if name in action.choices]
             return {name: action.choices[name] for name in [*listed, *sorted(set(action.choices) - set(listed))]}
     return {}
 
