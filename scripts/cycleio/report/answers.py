@@ -206,6 +206,10 @@ def _fmt(value, spec: str = ".2f", suffix: str = "") -> str:
     return f"{value:{spec}}{suffix}"
 
 
+# The summary's tables: cells written as the summary shows them (disable_numparse: "1.00" stays as written)
+MARKDOWN = {"index": False, "tablefmt": "github", "disable_numparse": True}
+
+
 def summary_markdown(table: pd.DataFrame, title: str, capacity: pd.DataFrame | None = None) -> str:
     """The summary as Markdown: the answers in a sentence each (report.headlines), then a table per arm, a table per
     write strategy, and the best arm's line."""
@@ -216,16 +220,17 @@ def summary_markdown(table: pd.DataFrame, title: str, capacity: pd.DataFrame | N
              f"Per arm, over its {'full cycles' if full else 'half cycle'} (a cycle's wall time sums its jobs' wall "
              "times). Saved: the baseline "
              "arm's cycle minus this arm's, paired by cycle, ± its standard error; within "
-             f"{NOISE_SIGMAS:g} standard errors of zero it is noise.", "",
-             "| arm | scratch | cycles | cycle wall [s] | I/O share | staging [s] | saved vs baseline [s] | verdict |",
-             "|---|---|---|---|---|---|---|---|"]
+             f"{NOISE_SIGMAS:g} standard errors of zero it is noise.", ""]
+    arms = []
     for row in table.itertuples():
         saved = "-" if pd.isna(row.saved_s) else (
             f"{row.saved_s:+.2f}" + ("" if pd.isna(row.saved_se_s) else f" ± {row.saved_se_s:.2f}")
             + f" vs {row.baseline_arm}")
         wall = _fmt(row.cycle_wall_s) + ("" if pd.isna(row.cycle_wall_sd_s) else f" (sd {row.cycle_wall_sd_s:.2f})")
-        lines.append(f"| {row.arm} | {row.scratch_tier or '-'} | {row.n_cycles} | {wall} | {_fmt(row.io_share, '.0%')} "
-                     f"| {_fmt(row.cycle_staging_s)} | {saved} | {row.verdict} |")
+        arms.append([row.arm, row.scratch_tier or "-", row.n_cycles, wall, _fmt(row.io_share, ".0%"),
+                     _fmt(row.cycle_staging_s), saved, row.verdict])
+    lines.append(pd.DataFrame(arms, columns=["arm", "scratch", "cycles", "cycle wall [s]", "I/O share", "staging [s]",
+                                             "saved vs baseline [s]", "verdict"]).to_markdown(**MARKDOWN))
     lines += closeness_markdown(table)
     if "archive_keeps_up" in table:
         lines += keep_up_markdown(table)
@@ -238,9 +243,10 @@ def summary_markdown(table: pd.DataFrame, title: str, capacity: pd.DataFrame | N
     if not strategies.empty:
         lines += ["", "Forecast write strategies: seconds per forecast, mean over cycles (effective: what compute "
                   "ranks wait; actual: what the writers spend).", "",
-                  "| strategy | arm | effective write [s] | actual write [s] |", "|---|---|---|---|"]
-        for row in strategies.sort_values(["strategy", "arm"]).itertuples():
-            lines.append(f"| {row.strategy} | {row.arm} | {row.effective_write_s:.3f} | {row.actual_write_s:.3f} |")
+                  pd.DataFrame({"strategy": strategies["strategy"], "arm": strategies["arm"],
+                                "effective write [s]": strategies["effective_write_s"].map("{:.3f}".format),
+                                "actual write [s]": strategies["actual_write_s"].map("{:.3f}".format)})
+                  .sort_values(["strategy", "arm"]).to_markdown(**MARKDOWN)]
     lines += ["", best_arm_line(table), ""]
     return "\n".join(lines)
 
