@@ -3,11 +3,12 @@
 Linux keeps, per process, the bytes and calls of its reads and writes (``rchar``, ``wchar``,
 ``syscr``, ``syscw``: every read and write call, whatever served it, page cache included) and the
 bytes that reached the block layer (``read_bytes``, ``write_bytes``; 0 on tmpfs, which has none), in
-``/proc/<pid>/io``, read through psutil's ``Process.io_counters``. Those of every thread count, and so do those of every child the process has
-reaped: a job's counts before and after a block of work are what the block and the programs it ran
-and waited for moved. Memory-mapped I/O is not counted (the records' checksums and reads use read
-calls). Under Slurm the job's cgroup v2 ``io.stat`` (bytes and I/Os that reached each device, for
-every process of the job) is read too, where the io controller is enabled.
+``/proc/<pid>/io`` (read through psutil's ``Process.io_counters``). Those of every thread count, and so
+do those of every child the process has reaped: a job's counts before and after a block of work are
+what the block and the programs it ran and waited for moved. Memory-mapped I/O is not counted (the
+records' checksums and reads use read calls). Under Slurm the job's cgroup v2 ``io.stat`` (bytes and
+I/Os that reached each device, for every process of the job) is read too, where the io controller is
+enabled.
 
 ``counted(records, **fields)`` snapshots around a block and adds the differences to a RecordLog as
 records of their own (``KERNEL_OPS``, tool ``kernel``, ``n_files`` 0): report/accounting.py sets them

@@ -279,7 +279,8 @@ def cmd_config_docs(args) -> None:
 def cmd_cli_docs(args) -> None:
     from .clidocs import cli_markdown, update_page
 
-    _print_or_update(cli_markdown(build_parser(), USER_COMMANDS), args.update, update_page, "the command-line reference")
+    _print_or_update(cli_markdown(build_parser(), USER_COMMANDS), args.update, update_page,
+                     "the command-line reference")
 
 
 def cmd_unlock_stale(args) -> None:

@@ -185,8 +185,8 @@ def register(sub) -> None:
     md.add_argument("--out", required=True, help="summary.md to write")
     md.add_argument("--title", default="cycleio study")
     md.add_argument("--min-seconds", type=float,
-                    help="benchmarks.replay.min_seconds (by default the schema's): a replay job's I/O shorter than this is too "
-                         "short to time")
+                    help="benchmarks.replay.min_seconds (by default the schema's): a replay job's I/O shorter than "
+                         "this is too short to time")
     md.set_defaults(func=cmd_summary_md)
 
     rj = sub.add_parser("replay-jobs", help="tables/replay_jobs.csv: each replay job's logged and replayed I/O time, "
