@@ -479,6 +479,12 @@ REPLAYS = [
 ]
 
 
+def markdown_rows(text: str) -> list[tuple[str, ...]]:
+    """The rows of the Markdown tables in ``text``, each a tuple of its cells as written (padding stripped)."""
+    return [tuple(cell.strip() for cell in line.strip()[1:-1].split("|"))
+            for line in text.splitlines() if line.startswith("|")]
+
+
 def through_csv(frame):
     """The table as the rules' commands read it back."""
     import io

@@ -329,12 +329,14 @@ def test_a_killed_run_resumes_and_redoes_only_what_was_unfinished(repo, tmp_path
         deadline = time.time() + 300
         while not second_fcst_log.exists() and time.time() < deadline and run.poll() is None:
             time.sleep(0.2)
-        time.sleep(1.0)  # inside the forecast's compute/write loop
+        job = shm / "smoke" / "shm" / ".job.2026123118.fcst"  # the killed job's scratch folder
+        while not any(job.rglob("*atmf*")) and time.time() < deadline and run.poll() is None:
+            time.sleep(0.05)  # until the forecast writes its first history file: inside its compute/write loop
         os.killpg(run.pid, signal.SIGKILL)
         run.wait()
         finished = manifests(tmp_path)
         assert finished and not (tmp_path / "results/smoke/arms/shm/2026123118/fcst.manifest.json").exists()
-        assert (shm / "smoke" / "shm" / ".job.2026123118.fcst").exists()  # the killed job's scratch folder
+        assert job.exists()
 
         subprocess.run([*cmd, "--unlock"], cwd=tmp_path, env=env, check=True, capture_output=True)
         result = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True)

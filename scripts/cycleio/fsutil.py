@@ -143,6 +143,17 @@ def replace_between_markers(path: Path, start: str, end: str, text: str, what: s
     write_text_atomic(path, f"{head}{start}\n{text}{end}{tail}")
 
 
+def write_table(frame, path: str | os.PathLike) -> None:
+    """A pandas DataFrame landed safely without its index: Parquet where ``path`` ends in .parquet, else CSV.
+    Every table the study writes goes through here."""
+    path = Path(path)
+    with landing(path) as tmp:
+        if path.suffix == ".parquet":
+            frame.to_parquet(tmp, index=False)
+        else:
+            frame.to_csv(tmp, index=False)
+
+
 def write_json_atomic(path: str | os.PathLike, obj) -> None:
     write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=True) + "\n")
 

@@ -149,6 +149,7 @@ def _read_configs(paths: list[str]) -> dict:
 def cmd_inventory(args) -> None:
     import pandas as pd
 
+    from ..fsutil import write_table
     from ..workflow.catalog import study_inventory
     from ..workflow.study import load_study
 
@@ -164,7 +165,7 @@ def cmd_inventory(args) -> None:
     rows = pd.DataFrame(study_inventory(study))
     rows = rows[rows["arm"] == next(iter(study.arms))]
     if args.out:
-        rows.to_csv(args.out, index=False)
+        write_table(rows, Path(args.out))
     full = rows[rows["cycle"] == rows["cycle"].max()]  # a full cycle
     full = full.assign(name=full["file"].str.rsplit("/", n=1).str[-1])
     print(f"# {study.name}: {config['resolution']} L{study.arms[next(iter(study.arms))].levels}, one full cycle "
@@ -183,7 +184,7 @@ def cmd_inventory_table(args) -> None:
 
     import pandas as pd
 
-    from ..report.aggregate import write_table
+    from ..fsutil import write_table
     from ..workflow.catalog import inventory_rows
     from ..config.settings import ArmSettings
 
@@ -296,7 +297,8 @@ def cmd_config_docs(args) -> None:
 def cmd_cli_docs(args) -> None:
     from .clidocs import cli_markdown, update_page
 
-    _print_or_update(cli_markdown(build_parser()), args.update, update_page, "the command-line reference")
+    _print_or_update(cli_markdown(build_parser(), USER_COMMANDS), args.update, update_page,
+                     "the command-line reference")
 
 
 def cmd_unlock_stale(args) -> None:
@@ -333,19 +335,35 @@ INTERNAL_NOTE = "internal: the workflow's rules run it"
 STUDY_START_COMMANDS = ("check-config", "cluster-check")
 
 
-def _arrange_commands(parser: argparse.ArgumentParser, sub) -> None:
-    """List the user's commands first, one line each, and name the rules' internal ones in the epilog; each internal
-    command's own --help says it is internal."""
-    missing = set(USER_COMMANDS) - set(sub.choices)
-    if missing:
-        raise AssertionError(f"USER_COMMANDS names no subcommand: {sorted(missing)}")
-    # argparse keeps the listed commands (name and help) in _choices_actions, in the order they were added
-    listed = {action.dest: action for action in sub._choices_actions}
-    internal = [name for name in sub.choices if name not in USER_COMMANDS]
-    for name in internal:
-        sub.choices[name].description = f"({INTERNAL_NOTE}) {listed[name].help}"
-    sub._choices_actions[:] = [listed[name] for name in USER_COMMANDS]
-    parser.epilog = (f"internal commands the workflow's rules run (each takes --help): {', '.join(internal)}")
+class _Commands:
+    """What the subcommands are added through (``add_parser``, as on argparse's subparsers), so that ``--help`` lists
+    the user's commands, in USER_COMMANDS' order, and the rules' internal ones only by name in the epilog, with their
+    own --help saying they are internal. argparse lists a subcommand when it is given a help, in the order added: an
+    internal command gets none (its help becomes its description); a user command is configured on a parser of its
+    own and added, with that parser as its parent, by :meth:`finish` in USER_COMMANDS' order."""
+
+    def __init__(self, subparsers, prog: str):
+        self.subparsers, self.prog = subparsers, prog
+        self.user: dict[str, tuple[argparse.ArgumentParser, dict]] = {}
+        self.internal: list[str] = []
+
+    def add_parser(self, name: str, **kwargs) -> argparse.ArgumentParser:
+        if name in USER_COMMANDS:
+            own = argparse.ArgumentParser(prog=f"{self.prog} {name}", add_help=False)
+            self.user[name] = (own, kwargs)
+            return own
+        self.internal.append(name)
+        kwargs["description"] = f"({INTERNAL_NOTE}) {kwargs.pop('help')}"
+        return self.subparsers.add_parser(name, **kwargs)
+
+    def finish(self, parser: argparse.ArgumentParser) -> None:
+        missing = set(USER_COMMANDS) - set(self.user)
+        if missing:
+            raise AssertionError(f"USER_COMMANDS names no subcommand: {sorted(missing)}")
+        for name in USER_COMMANDS:
+            own, kwargs = self.user[name]
+            self.subparsers.add_parser(name, parents=[own], **kwargs)
+        parser.epilog = f"internal commands the workflow's rules run (each takes --help): {', '.join(self.internal)}"
 
 
 class _HelpFormatter(argparse.HelpFormatter):
@@ -362,8 +380,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="cycleio", description="I/O studies of cycled weather-forecast systems (`make study` runs one).",
         formatter_class=lambda prog: _HelpFormatter(prog, max_help_position=20, width=100))
     parser.add_argument("--log", help="also write the log to this file")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands",
-                                help="what a person runs (cycleio COMMAND --help for its options):")
+    sub = _Commands(parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands",
+                                          help="what a person runs (cycleio COMMAND --help for its options):"),
+                    parser.prog)
 
     step = sub.add_parser("step", help="run one step's job (stage_in, run, stage_out, verify, cleanup)")
     step.add_argument("--arm-settings", required=True, help="the arm's settings as JSON (the rules pass them)")
@@ -515,7 +534,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_bench(sub)
     register_darshan(sub)
     register_answers(sub)
-    _arrange_commands(parser, sub)
+    sub.finish(parser)
     return parser
 
 

@@ -142,11 +142,6 @@ def _fill_and_check(config: dict, schema: dict) -> tuple[dict, list[jsonschema.V
     return filled, errors
 
 
-def fill_defaults(config: dict, schema: dict) -> dict:
-    """Copy of config with the schema's defaults filled in, as validation fills them."""
-    return _fill_and_check(config, schema)[0]
-
-
 # The write strategies that write shared files through MPI-IO and run on the parallel-netCDF stack: the names
 # of those with ``shared_file`` in the registry (surrogates.forecast.strategies; tests/test_registries.py holds
 # them equal), so that config reads them without importing the strategies.
