@@ -261,7 +261,7 @@ def _kernel_sentence(table: pd.DataFrame, most: int) -> str:
 def write_accounting(events_path: Path, out: Path, manifest_files: list[Path] = ()) -> int:
     """io_accounting.csv from io_events.parquet (and, for jobs under Darshan, the logs beside the manifests' records);
     returns how many job phases are flagged."""
-    from .aggregate import write_table
+    from ..fsutil import write_table
 
     try:
         events = pd.read_parquet(events_path)

@@ -14,7 +14,7 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
 from ..intervals import covered_per_group
-from ..fsutil import landing, write_table  # write_table: report.accounting still imports it from here
+from ..fsutil import landing, write_table
 from ..records import cycle_records, read_record_table, read_records, record_schema, replay_records
 from ..units import MiB
 

@@ -129,7 +129,7 @@ def write_comparisons(comparisons: list[dict], out: Path) -> None:
     """tables/surrogate_vs_log.csv: ``comparisons`` as :func:`requests` made them, each with its step's ``manifest``."""
     import pandas as pd
 
-    from .aggregate import write_table
+    from ..fsutil import write_table
 
     frames = [comparison(c["job"], Path(c["log"]), c["step"], Path(c["manifest"])) for c in comparisons]
     write_table(pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS), out)
