@@ -1,7 +1,7 @@
 """The README is one screen with docs/ behind it: it fits, its links and the docs' links resolve, the
 configuration table is the schema's and the command-line reference the parser's, the commands and study files
-the docs show run as written, every config key and module the docs name exists (the columns: test_outputs_doc), and the docs state
-what holds, without dates."""
+the docs show run as written, every config key and module the docs name exists (the columns:
+test_outputs_doc), and the docs state what holds, without dates."""
 
 from __future__ import annotations
 
