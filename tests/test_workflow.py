@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from conftest import assert_axes_carry_data, assert_png_drawn, bar_sizes, require_tool, snakemake
+from conftest import (assert_axes_carry_data, assert_png_drawn, assert_study_matches_page, bar_sizes, require_tool,
+                      snakemake)
 
 from cycleio.report.closeness import as_flag
 from cycleio import fsutil
@@ -210,6 +211,13 @@ def test_the_answer_summary_timeline_and_capacity_plan(smoke):
     assert (cycle["needed_MiB_per_s"] > 0).all()
     # the smoke study's few-MiB benchmark points are too small to time: no units from them, said so
     assert ((cycle["units_needed"] >= 1) | (cycle["fit"] == "too few timed points")).all()
+
+
+def test_every_table_has_the_columns_docs_outputs_md_lists(smoke):
+    """Each table the study wrote is on docs/outputs.md, with exactly the columns the page lists
+    (tests/conftest.py names the tables and columns the smoke study does not write, with why)."""
+    _, workdir = smoke
+    assert_study_matches_page(workdir / "results" / "smoke")
 
 
 def test_report_renders_offline_in_chromium_with_every_figure(smoke, tmp_path):
