@@ -61,8 +61,9 @@ def test_records_and_darshan_agree_within_one_percent_per_job_and_direction(job)
     # the forecast's writes are its ranks': without the ranks' logs Darshan would see only the staging copies
     own = darshan_counts([job / "post.manifest.json"])
     assert own["darshan_write_bytes"].iat[0] > 0
+    # the ranks write their logs as they exit, after their work: the run's window leaves that out with their start-up
     run = table[(table["step"] == "fcst") & (table["phase"] == "run")].iloc[0]
-    assert not run["flagged"] and "darshan-runtime's own I/O" in run["note"]
+    assert run["records_over_kernel_write"] > 0.99
 
 
 def test_a_job_without_darshan_logs_has_no_job_row(job):

@@ -13,7 +13,8 @@ from conftest import cannot_run_here
 
 from cycleio import kernelio
 from cycleio.config.settings import ArmSettings, StagingSettings
-from cycleio.kernelio import CgroupIO, ProcIO, counted, job_cgroup, outside_event, parse_io_stat, read_proc_io
+from cycleio.kernelio import (CgroupIO, ProcIO, counted, job_cgroup, outside_work, parse_io_stat, read_proc_io,
+                              work_event)
 from cycleio.report.accounting import MIN_JUDGED_BYTES, accounting_table
 from cycleio.report.aggregate import load_events, step_summary
 from cycleio.records import RecordLog, cycle_records
@@ -98,8 +99,13 @@ def test_counted_leaves_out_what_the_block_excludes(tmp_path):
         window.exclude(ProcIO(wchar=MiB // 2, syscw=1))
     assert MiB // 2 <= window_records(log, "kernel_write") < MiB // 2 + 64 * 1024
     assert window_records(log, "kernel_excluded_write") == MiB // 2
-    event = outside_event(ProcIO(rchar=5, wchar=6), rank=3)
-    assert event["op"] == kernelio.RANK_OUTSIDE_OP and ProcIO.from_dict(event["counts"]) == ProcIO(rchar=5, wchar=6)
+    event = work_event(ProcIO(rchar=5, wchar=6), ProcIO(rchar=105, wchar=16, syscr=2), rank=3)
+    assert event["op"] == kernelio.RANK_WORK_OP
+    assert ProcIO.from_dict(event["counts"]) == ProcIO(rchar=100, wchar=10, syscr=2)
+    # the program's counts less its ranks' work: the launcher's and the ranks' start-up, never below zero
+    program = ProcIO(rchar=1000, wchar=50, syscr=40, syscw=3)
+    assert outside_work(program, [ProcIO(rchar=100, wchar=10, syscr=2), ProcIO(rchar=200, wchar=60)]) == \
+        ProcIO(rchar=700, wchar=0, syscr=38, syscw=3)
 
 
 def test_without_proc_io_nothing_is_recorded_and_the_log_says_so_once(monkeypatch, caplog):

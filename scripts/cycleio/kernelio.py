@@ -164,8 +164,8 @@ def _say_once(what: str, message: str) -> None:
 
 class Window:
     """What ``counted`` yields: the block may name counts that are not the block's own, which the
-    window's records then leave out (``exclude``): e.g. the forecast ranks' start-up, counted in the
-    parent once the launcher has reaped them."""
+    window's records then leave out (``exclude``): e.g. what the forecast's MPI program moved besides its
+    ranks' I/O work (outside_work), counted in the parent once it has reaped the launcher."""
 
     def __init__(self):
         self.excluded = ProcIO()
@@ -174,15 +174,25 @@ class Window:
         self.excluded = self.excluded + counts
 
 
-RANK_OUTSIDE_OP = "kernel_outside"  # an MPI rank's event: its counts outside its I/O work (not a record)
+RANK_WORK_OP = "kernel_work"  # an MPI rank's event: its counts over its I/O work (not a record)
 
 
-def outside_event(started: ProcIO, rank: int) -> dict:
-    """A forecast rank's counts outside its I/O work, for the job's window to leave out: ``started``, its
-    total as the work began (Python's start-up and imports, which read the libraries' .pyc files: about
-    6 MB; MPI's start-up, which writes about 4 MB into its shared-memory segment). What the rank does
-    after its work (gathering the records, rank 0 landing them, MPI_Finalize, exit) stays in the window."""
-    return {"op": RANK_OUTSIDE_OP, "rank": rank, "counts": started.as_dict()}
+def work_event(started: ProcIO, finished: ProcIO, rank: int) -> dict:
+    """A forecast rank's counts over its I/O work alone: from ``started`` (after Python's start-up and imports, which
+    read the libraries' .pyc files, about 6 MB, and MPI's, which writes about 4 MB into its shared-memory segment) to
+    ``finished`` (before it gathers the records, rank 0 lands them, MPI_Finalize and exit)."""
+    return {"op": RANK_WORK_OP, "rank": rank, "counts": (finished - started).as_dict()}
+
+
+def outside_work(program: ProcIO, works: list[ProcIO]) -> ProcIO:
+    """What an MPI program moved besides its ranks' I/O work, for the job's window to leave out: ``program``, the
+    whole program's counts as its parent saw them once it reaped the launcher (every rank, the launcher and its
+    proxies: their start-up, the PMI messages and the ranks' output they forward, the records gathered and landed),
+    less each rank's work (``work_event``); never below zero."""
+    left = program
+    for work in works:
+        left = left - work
+    return ProcIO(*(max(0, value) for value in left.as_dict().values()))
 
 
 def kernel_records(counts: ProcIO, excluded: ProcIO = ProcIO()) -> list[dict]:

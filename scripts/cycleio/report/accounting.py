@@ -139,8 +139,6 @@ def accounting_table(events: pd.DataFrame, darshan: pd.DataFrame | None = None) 
             notes[number].append(f"{direction}: under {MIN_JUDGED_BYTES // MiB} MiB, not judged")
         for number in np.flatnonzero(outside.to_numpy(dtype=bool)):
             notes[number].append(f"{direction}: records {_share(ratio.iloc[number])} of the kernel's count")
-    if darshan is not None and not darshan.empty:
-        _not_judged_under_darshan(table, darshan, flagged, notes)
     table["flagged"] = flagged
     table["note"] = ["; ".join(parts) for parts in notes]
     if darshan is not None and not darshan.empty:
@@ -152,19 +150,6 @@ def accounting_table(events: pd.DataFrame, darshan: pd.DataFrame | None = None) 
 def _job_last(column: pd.Series) -> pd.Series:
     """Sort key: a job's own row after its windows (which start where it does)."""
     return column.eq(JOB_PHASE) if column.name == "phase" else column
-
-
-def _not_judged_under_darshan(table: pd.DataFrame, darshan: pd.DataFrame, flagged: np.ndarray, notes: list) -> None:
-    """A run whose MPI ranks ran under Darshan: the kernel's count holds darshan-runtime's own reads and writes in the
-    ranks (each writes its log as it exits, inside the window), which no record or rank report can leave out; the
-    window is not judged against the kernel (the job's row judges it against Darshan)."""
-    with_ranks = darshan[darshan["darshan_logs"].str.contains(r"\.rank\d+\.darshan", regex=True)]
-    keys = set(with_ranks[JOB_KEYS].itertuples(index=False, name=None))
-    for number, key in enumerate(table[JOB_KEYS].itertuples(index=False, name=None)):
-        if key in keys and table["phase"].iat[number] == "run":
-            flagged[number] = False
-            notes[number] = ["not judged: the kernel counted darshan-runtime's own I/O in the MPI ranks (their logs); "
-                             "see the job's row"]
 
 
 def _job_rows(windows: pd.DataFrame, darshan: pd.DataFrame) -> pd.DataFrame:
