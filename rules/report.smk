@@ -101,11 +101,6 @@ SURROGATE_LOGS = [
 ]
 
 
-def surrogate_log_outputs():
-    """tables/surrogate_vs_log.csv, in a study where a real job stands for a step."""
-    return rules.surrogate_vs_log.output if SURROGATE_LOGS else []
-
-
 rule surrogate_vs_log:
     input:
         manifests=[request["manifest"] for request in SURROGATE_LOGS],
