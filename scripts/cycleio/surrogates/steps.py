@@ -127,6 +127,7 @@ def import_libraries(per_step: dict) -> None:
     files (h5py about 3 MB, ecCodes 1.6 MB, the forecast's launcher) stay out of the kernel's count of
     the run (kernelio.counted): prep, moving about 1.5 MiB, would otherwise read three times its records."""
     import h5py  # noqa: F401: netCDF-4 reads and writes
+    import numpy.random  # noqa: F401: the fields' data (fields.py), about 33 KB of the libraries' files
 
     if any(spec.kind in GRIB_KINDS for io in per_step.values() for spec in io.writes):
         import eccodes  # noqa: F401
