@@ -17,7 +17,7 @@ shell.prefix(
 
 from cycleio.config.calendar import STEP_WILDCARD
 from cycleio.config.settings import ConfigError
-from cycleio.workflow.study import load_study
+from cycleio.workflow.study import WorkflowStudy
 from cycleio.workflow.preflight import check_study, dry_run_requested
 from cycleio.workflow import environment
 
@@ -26,14 +26,15 @@ configfile: os.path.join(workflow.basedir, "config", "config.yaml")
 
 
 try:
-    config, STUDY = load_study(config)
+    # The one study of this parse: the rules read its config, jobs, benchmark plan and titles.
+    STUDY = WorkflowStudy.load(config)
     # Jobs parse this file again (on cluster nodes too): check the tiers once, up front.
     if workflow.is_main_process:
-        for note in check_study(STUDY, dry_run=dry_run_requested(sys.argv)):
+        for note in check_study(STUDY.study, dry_run=dry_run_requested(sys.argv)):
             print(f"cycleio: {note}", file=sys.stderr)
         if "CONDA" not in str(workflow.deployment_settings.deployment_method).upper():
             problem = environment.job_python_problem()
-            problem = problem or environment.parallel_stack_problem(STUDY)
+            problem = problem or environment.parallel_stack_problem(STUDY.study)
             if problem:
                 raise ConfigError(problem)
 except ConfigError as err:
@@ -50,14 +51,14 @@ onstart:
         if problem:
             raise ConfigError(problem)
         check_study(
-            STUDY,
+            STUDY.study,
             local_exec=workflow.local_exec,
             jobs_here=workflow.local_exec,
             claim=True,
         )
         if workflow.local_exec:
-            problem = environment.launcher_problem(config["launcher"])
-            problem = problem or environment.parallel_launcher_problem(STUDY)
+            problem = environment.launcher_problem(STUDY.config["launcher"])
+            problem = problem or environment.parallel_launcher_problem(STUDY.study)
             if problem:
                 raise ConfigError(problem)
     except ConfigError as err:
@@ -108,9 +109,9 @@ localrules:
 rule all:
     default_target: True
     input:
-        job_files(JOBS.step_jobs()),
-        job_files(JOBS.archives()),
-        job_files(JOBS.cleanups()),
+        job_files(STUDY.jobs.step_jobs()),
+        job_files(STUDY.jobs.archives()),
+        job_files(STUDY.jobs.cleanups()),
         rules.aggregate.output,
         rules.io_accounting.output,
         rules.inventory.output,

@@ -19,6 +19,7 @@ Run alone: PYTHONPATH=scripts .venv/bin/python bench/bench_planning.py [--quick]
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -36,6 +37,8 @@ GOAL_RATIO = 1.5
 START, N_CYCLES, ARMS = "2026010100", 124, 3
 END = shift_cycle(START, 6 * (N_CYCLES - 1))
 SNAKEMAKE = [str(REPO / ".venv" / "bin" / "snakemake"), "-n"]
+# the jobs' python is checked at parse time: the project's environment first, as make puts it
+ENV = {**os.environ, "PATH": f"{REPO / '.venv' / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
 CONFIG = ["--config", "study=benchplan", f'cycles={{start: "{START}", end: "{END}"}}']
 ENSEMBLE = """\
 tiers:
@@ -92,8 +95,8 @@ def bare_workflow(folder: Path, jobs: int, arms: int, n_cycles: int) -> Path:
 
 def job_counts(extra: list[str]) -> dict[str, int]:
     """The job-count table that a dry run without --quiet prints."""
-    result = subprocess.run(SNAKEMAKE + ["--quiet", "rules"] + extra + CONFIG, cwd=REPO, capture_output=True,
-                            text=True)
+    result = subprocess.run(SNAKEMAKE + ["--quiet", "rules"] + extra + CONFIG, cwd=REPO, env=ENV,
+                            capture_output=True, text=True)
     if result.returncode:
         raise RuntimeError(f"dry run failed: {(result.stdout + result.stderr)[-1500:]}")
     table = result.stdout.split("Job stats:")[1].split("\n\n")[0]
@@ -102,7 +105,7 @@ def job_counts(extra: list[str]) -> dict[str, int]:
 
 def timed(argv: list[str], cwd: Path) -> float:
     t0 = time.perf_counter()
-    result = subprocess.run(argv, cwd=cwd, capture_output=True, text=True)
+    result = subprocess.run(argv, cwd=cwd, env=ENV, capture_output=True, text=True)
     seconds = time.perf_counter() - t0
     if result.returncode:
         raise RuntimeError(f"dry run failed: {result.stderr[-1500:]}")

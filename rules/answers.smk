@@ -2,7 +2,45 @@
 # buys, the efficiency heatmap and where a step's storage seconds go (io_gap), the tiers' scaling model and
 # the capacity plan. Logic in cycleio.report (answers, answerfigures, closeness, scaling, captions);
 # captions are Jinja templates filled from params.answer and params.numbers.
-if BENCH.enabled:
+import json
+import shlex
+
+from cycleio.report.captions import answer_numbers
+
+
+def answer(wildcards, input):
+    """params.answer: the study's numbers for the captions (read when the report is made)."""
+    return answer_numbers(
+        input.get("answers"), input.get("fits"), input.get("capacity")
+    )
+
+
+def bench_tables(name):
+    """A benchmark table as an input, or nothing when the benchmarks are off."""
+    return getattr(rules.benchmark_tables.output, name) if STUDY.bench.enabled else []
+
+
+def scaling_fits():
+    return rules.scaling_fit.output[0] if STUDY.bench.enabled else []
+
+
+def capacity_table():
+    return rules.capacity_plan.output[0] if STUDY.bench.enabled else []
+
+
+def replay_job_files():
+    """The replay jobs' manifests (config darshan.jobs), which tables/replay_jobs.csv reads."""
+    return job_files(
+        job for job in STUDY.jobs.step_jobs() if job.name.startswith("darshan_")
+    )
+
+
+def replay_jobs_table():
+    """tables/replay_jobs.csv as an input, or nothing in a study without replay jobs."""
+    return rules.replay_jobs.output[0] if replay_job_files() else []
+
+
+if STUDY.bench.enabled:
 
     rule capacity_plan:
         input:
@@ -20,13 +58,13 @@ if BENCH.enabled:
         conda:
             "../envs/cycleio.yaml"
         params:
-            study=plan_study_json,
-            resolution=config["plan"]["resolution"],
-            interval=config["plan"]["interval_hours"]
-            or config["cycles"]["interval_hours"],
-            budget=config["plan"]["io_budget_fraction"],
-            units=json.dumps(config["plan"]["units"]),
-            archive="--archive" if config["archive"]["enabled"] else "",
+            study=lambda wildcards: STUDY.capacity_target_json,
+            resolution=STUDY.config["plan"]["resolution"],
+            interval=STUDY.config["plan"]["interval_hours"]
+            or STUDY.config["cycles"]["interval_hours"],
+            budget=STUDY.config["plan"]["io_budget_fraction"],
+            units=json.dumps(STUDY.config["plan"]["units"]),
+            archive="--archive" if STUDY.config["archive"]["enabled"] else "",
             numbers=numbers,
         shell:
             "python -m cycleio --log {log:q} plan --benchmarks {input.benchmarks:q}"
@@ -104,7 +142,7 @@ rule summary_md:
     conda:
         "../envs/cycleio.yaml"
     params:
-        title=STUDY_TITLE,
+        title=STUDY.title(),
         model=lambda wildcards, input: (
             f"--fits {shlex.quote(input.fits)} --capacity {shlex.quote(input.capacity)}"
             if input.fits
@@ -113,7 +151,7 @@ rule summary_md:
         replays=lambda wildcards, input: (
             f"--replays {shlex.quote(input.replays)}" if input.replays else ""
         ),
-        min_seconds=config["benchmarks"]["replay"]["min_seconds"],
+        min_seconds=STUDY.config["benchmarks"]["replay"]["min_seconds"],
         answer=answer,
     shell:
         "python -m cycleio --log {log:q} summary-md --answers {input.answers:q} {params.model} {params.replays}"
@@ -152,7 +190,7 @@ rule timeline:
     conda:
         "../envs/cycleio.yaml"
     params:
-        title=STUDY_TITLE,
+        title=STUDY.title(),
         answer=answer,
         numbers=numbers,
     shell:
@@ -178,7 +216,7 @@ rule staging_figure:
     conda:
         "../envs/cycleio.yaml"
     params:
-        title=STUDY_TITLE,
+        title=STUDY.title(),
         answer=answer,
     shell:
         "python -m cycleio --log {log:q} answer-figures --step-summary {input.summary:q}"
@@ -186,7 +224,7 @@ rule staging_figure:
         " --title {params.title:q}"
 
 
-if BENCH.enabled:
+if STUDY.bench.enabled:
 
     rule efficiency_heatmap:
         input:
@@ -206,7 +244,7 @@ if BENCH.enabled:
         conda:
             "../envs/cycleio.yaml"
         params:
-            title=STUDY_TITLE,
+            title=STUDY.title(),
             numbers=numbers,
         shell:
             "python -m cycleio --log {log:q} answer-figures --step-summary {input.summary:q}"
@@ -229,8 +267,26 @@ if BENCH.enabled:
         conda:
             "../envs/cycleio.yaml"
         params:
-            title=STUDY_TITLE,
+            title=STUDY.title(),
             numbers=numbers,
         shell:
             "python -m cycleio --log {log:q} io-gap-figure --io-gap {input.io_gap:q}"
             " --png {output.png:q} --svg {output.svg:q} --title {params.title:q}"
+
+
+def answer_outputs():
+    """The answer layer's files, which the default target asks for."""
+    files = [
+        *rules.summary.output,
+        *rules.summary_md.output,
+        *rules.timeline.output,
+        *rules.staging_figure.output,
+    ]
+    if STUDY.bench.enabled:
+        files += [
+            *rules.scaling_fit.output,
+            *rules.capacity_plan.output,
+            *rules.efficiency_heatmap.output,
+            *rules.io_gap_figure.output,
+        ]
+    return files

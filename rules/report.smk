@@ -1,10 +1,11 @@
 # Aggregation: all records into tidy tables, figures from the tables.
+from cycleio.report.captions import answer_numbers
 
 
 rule aggregate:
     input:
-        records=job_files(JOBS.measured_jobs(), "records.jsonl"),
-        manifests=job_files(JOBS.measured_jobs(), "manifest.json"),
+        records=job_files(STUDY.jobs.measured_jobs(), "records.jsonl"),
+        manifests=job_files(STUDY.jobs.measured_jobs(), "manifest.json"),
     output:
         events=report(
             out("tables", "io_events.parquet"),
@@ -96,7 +97,7 @@ rule inventory:
     conda:
         "../envs/cycleio.yaml"
     params:
-        study=study_json,
+        study=lambda wildcards: STUDY.inventory_json(),
         numbers=numbers,
     shell:
         "python -m cycleio --log {log:q} inventory-table --study-json {params.study:q} --out {output:q}"
@@ -119,7 +120,7 @@ rule figures:
     conda:
         "../envs/cycleio.yaml"
     params:
-        title=f"cycleio study '{STUDY.name}': {config['resolution']} L{config['levels']}, {len(STUDY.cycles)} cycles",
+        title=STUDY.title(f"{STUDY.grid}, {len(STUDY.cycles)} cycles"),
         numbers=numbers,
     shell:
         "python -m cycleio --log {log:q} figures --summary {input.summary:q}"
@@ -144,7 +145,7 @@ rule write_strategy_figure:
     conda:
         "../envs/cycleio.yaml"
     params:
-        title=f"cycleio study '{STUDY.name}': forecast write strategies, {config['resolution']} L{config['levels']}",
+        title=STUDY.title(f"forecast write strategies, {STUDY.grid}"),
         answer=lambda wildcards, input: answer_numbers(input.answers),
     shell:
         "python -m cycleio --log {log:q} write-figure --events {input.events:q}"
