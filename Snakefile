@@ -1,5 +1,6 @@
 # cycleio: I/O studies of cycled weather-forecast systems.
 # Setup only; rules live in rules/*.smk and logic in scripts/cycleio.
+import gc
 import os
 import sys
 
@@ -8,6 +9,11 @@ from snakemake.utils import min_version
 min_version("9.0")
 # A long chain of cycles recurses deeply when Snakemake builds the DAG.
 sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
+# Building a long study's DAG makes many objects that live until the run ends; at the default thresholds
+# the garbage collector rescans them over and over (a third of a month's dry run). Relaxed until the DAG is
+# built: onstart restores them for the run.
+GC_THRESHOLD = gc.get_threshold()
+gc.set_threshold(200_000, 100, 1000)
 # The cycleio package is imported here and by every job's `python -m cycleio`.
 sys.path.insert(0, os.path.join(workflow.basedir, "scripts"))
 shell.prefix(
@@ -42,6 +48,7 @@ except ConfigError as err:
 
 
 onstart:
+    gc.set_threshold(*GC_THRESHOLD)
     # Where the jobs run is known once the workflow starts: a local run's jobs run here, with this
     # environment and MPI launcher, so those are checked now, before the first job. The study's
     # folders on the tiers seen here are claimed for this checkout (a second checkout is refused).
@@ -106,12 +113,11 @@ localrules:
     io_gap_figure,
 
 
+# Every job's manifest reaches the target through aggregate's inputs (all its records and manifests, in
+# chronological order): listed here too, each would be one more edge for Snakemake to resolve.
 rule all:
     default_target: True
     input:
-        job_files(STUDY.jobs.step_jobs()),
-        job_files(STUDY.jobs.archives()),
-        job_files(STUDY.jobs.cleanups()),
         rules.aggregate.output,
         rules.io_accounting.output,
         rules.inventory.output,

@@ -11,13 +11,16 @@ def out(*parts):
     return os.path.join("results", STUDY.name, *parts)
 
 
+ARMS = out("arms")  # joined once: the DAG asks for tens of thousands of job files
+
+
 def step_file(arm, cycle, step, suffix):
-    return out("arms", arm, cycle, f"{step}.{suffix}")
+    return f"{ARMS}/{arm}/{cycle}/{step}.{suffix}"
 
 
 def arm_file(arm, job, suffix):
     """A job made once per arm: the cold start, the replay jobs' input files (darshan_inputs)."""
-    return out("arms", arm, f"{job}.{suffix}")
+    return f"{ARMS}/{arm}/{job}.{suffix}"
 
 
 def job_file(job, suffix="manifest.json"):
