@@ -116,8 +116,9 @@ class WorkflowStudy:
     @cached_property
     def capacity_target_json(self) -> str:
         """The capacity plan's target: the study's first arm and first two cycles (a half and a full one) at config
-        key plan.resolution, the study's checks passed at that resolution."""
-        target = {**self.config, "resolution": self.config["plan"]["resolution"]}
-        study = _checked_study(validate_config(target))
+        key plan.resolution (the inventory's settings only: the faults and the archive's limits were checked at the
+        study's own resolution)."""
+        study = build_study(validate_config({**self.config, "resolution": self.config["plan"]["resolution"]}))
+        check_replay_jobs(study)  # their logs' paths and checksums are in the settings
         arm = next(iter(study.arms.values()))
         return json.dumps({"cycles": study.cycles[:2], "arms": [arm.job_json("inventory")]})
