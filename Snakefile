@@ -10,7 +10,7 @@ min_version("9.0")
 # A long chain of cycles recurses deeply when Snakemake builds the DAG.
 sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
 # Building a long study's DAG makes many objects that live until the run ends; at the default thresholds
-# the garbage collector rescans them over and over (a third of a month's dry run). Relaxed until the DAG is
+# the garbage collector rescans them over and over (a fifth of a month's dry run). Relaxed until the DAG is
 # built: onstart restores them for the run.
 GC_THRESHOLD = gc.get_threshold()
 gc.set_threshold(200_000, 100, 1000)
@@ -113,11 +113,12 @@ localrules:
     io_gap_figure,
 
 
-# Every job's manifest reaches the target through aggregate's inputs (all its records and manifests, in
-# chronological order): listed here too, each would be one more edge for Snakemake to resolve.
 rule all:
     default_target: True
     input:
+        job_files(STUDY.jobs.step_jobs()),
+        job_files(STUDY.jobs.archives()),
+        job_files(STUDY.jobs.cleanups()),
         rules.aggregate.output,
         rules.io_accounting.output,
         rules.inventory.output,

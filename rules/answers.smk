@@ -7,39 +7,6 @@ import shlex
 
 from cycleio.report.captions import answer_numbers
 
-
-def answer(wildcards, input):
-    """params.answer: the study's numbers for the captions (read when the report is made)."""
-    return answer_numbers(
-        input.get("answers"), input.get("fits"), input.get("capacity")
-    )
-
-
-def bench_tables(name):
-    """A benchmark table as an input, or nothing when the benchmarks are off."""
-    return getattr(rules.benchmark_tables.output, name) if STUDY.bench.enabled else []
-
-
-def scaling_fits():
-    return rules.scaling_fit.output[0] if STUDY.bench.enabled else []
-
-
-def capacity_table():
-    return rules.capacity_plan.output[0] if STUDY.bench.enabled else []
-
-
-def replay_job_files():
-    """The replay jobs' manifests (config darshan.jobs), which tables/replay_jobs.csv reads."""
-    return job_files(
-        job for job in STUDY.jobs.step_jobs() if job.name.startswith("darshan_")
-    )
-
-
-def replay_jobs_table():
-    """tables/replay_jobs.csv as an input, or nothing in a study without replay jobs."""
-    return rules.replay_jobs.output[0] if replay_job_files() else []
-
-
 if STUDY.bench.enabled:
 
     rule capacity_plan:
@@ -272,21 +239,3 @@ if STUDY.bench.enabled:
         shell:
             "python -m cycleio --log {log:q} io-gap-figure --io-gap {input.io_gap:q}"
             " --png {output.png:q} --svg {output.svg:q} --title {params.title:q}"
-
-
-def answer_outputs():
-    """The answer layer's files, which the default target asks for."""
-    files = [
-        *rules.summary.output,
-        *rules.summary_md.output,
-        *rules.timeline.output,
-        *rules.staging_figure.output,
-    ]
-    if STUDY.bench.enabled:
-        files += [
-            *rules.scaling_fit.output,
-            *rules.capacity_plan.output,
-            *rules.efficiency_heatmap.output,
-            *rules.io_gap_figure.output,
-        ]
-    return files

@@ -152,10 +152,3 @@ rule benchmark_figures:
         "python -m cycleio --log {log:q} bench-figures --table {input.table:q}"
         " --fits {input.fits:q} --scaling {output.scaling:q} {output.scaling_svg:q}"
         " --fieldio {output.fieldio:q} {output.fieldio_svg:q} --title {params.title:q}"
-
-
-def benchmark_outputs():
-    """The benchmarks' tables and figures, which the default target asks for."""
-    if not STUDY.bench.enabled:
-        return []
-    return [*rules.benchmark_tables.output, *rules.benchmark_figures.output]

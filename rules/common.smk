@@ -2,7 +2,7 @@
 # cycleio.workflow.study.WorkflowStudy) carries what they read.
 import os
 
-from cycleio.report.captions import table_numbers
+from cycleio.report.captions import answer_numbers, table_numbers
 from cycleio.workflow.rerun import CleanedCycle, redone_after_cleanup_problem
 
 
@@ -98,3 +98,61 @@ def numbers(wildcards, input, output):
     """params.numbers: a sentence of this study's numbers per table the job reads or writes (read when the
     report is made; derived from files, so no reason to run the job again)."""
     return table_numbers(*input, *output)
+
+
+# The benchmarks' and the answer layer's files (rules/bench.smk, rules/answers.smk)
+def answer(wildcards, input):
+    """params.answer: the study's numbers for the captions (read when the report is made)."""
+    return answer_numbers(
+        input.get("answers"), input.get("fits"), input.get("capacity")
+    )
+
+
+def bench_tables(name):
+    """A benchmark table as an input, or nothing when the benchmarks are off."""
+    return getattr(rules.benchmark_tables.output, name) if STUDY.bench.enabled else []
+
+
+def scaling_fits():
+    return rules.scaling_fit.output[0] if STUDY.bench.enabled else []
+
+
+def capacity_table():
+    return rules.capacity_plan.output[0] if STUDY.bench.enabled else []
+
+
+def replay_job_files():
+    """The replay jobs' manifests (config darshan.jobs), which tables/replay_jobs.csv reads."""
+    return job_files(
+        job for job in STUDY.jobs.step_jobs() if job.name.startswith("darshan_")
+    )
+
+
+def replay_jobs_table():
+    """tables/replay_jobs.csv as an input, or nothing in a study without replay jobs."""
+    return rules.replay_jobs.output[0] if replay_job_files() else []
+
+
+def benchmark_outputs():
+    """The benchmarks' tables and figures, which the default target asks for."""
+    if not STUDY.bench.enabled:
+        return []
+    return [*rules.benchmark_tables.output, *rules.benchmark_figures.output]
+
+
+def answer_outputs():
+    """The answer layer's files, which the default target asks for."""
+    files = [
+        *rules.summary.output,
+        *rules.summary_md.output,
+        *rules.timeline.output,
+        *rules.staging_figure.output,
+    ]
+    if STUDY.bench.enabled:
+        files += [
+            *rules.scaling_fit.output,
+            *rules.capacity_plan.output,
+            *rules.efficiency_heatmap.output,
+            *rules.io_gap_figure.output,
+        ]
+    return files
