@@ -61,7 +61,7 @@ class WorkflowStudy:
     config: dict
     study: Study
     bench: BenchmarkPlan
-    _job_json: dict = field(default_factory=dict, repr=False)
+    _job_json: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @classmethod
     def load(cls, config: dict, schema: dict | None = None) -> "WorkflowStudy":
