@@ -14,7 +14,7 @@ each cycle after the last), every job's file asked for by `rule all`. Each repea
 then cycleio, back to back; ratio = cycleio / bare, goal 1.5 or below. Three repeats (--quick: one). One untimed
 run without --quiet per shape gives the job counts and checks the cycle steps against the calendar.
 
-Run alone: PYTHONPATH=scripts .venv/bin/python bench/bench_planning.py [--quick] [--only default|ensemble]
+Run alone: PYTHONPATH=scripts .venv/bin/python bench/bench_planning.py [--quick] [--shape default|ensemble]
 """
 
 from __future__ import annotations
@@ -148,13 +148,13 @@ def run_shape(name: str, repeats: int, folder: Path) -> dict:
 def run(args) -> list[dict]:
     listed = cycles(START, END, 6)
     assert len(listed) == N_CYCLES, f"{START}..{END} is {len(listed)} cycles, not {N_CYCLES}"
-    names = [args.only] if getattr(args, "only", None) else list(SHAPES)
+    names = [args.shape] if getattr(args, "shape", None) else list(SHAPES)
     with tempfile.TemporaryDirectory(prefix="bench-planning-") as tmp:
         return [run_shape(name, 1 if args.quick else 3, Path(tmp)) for name in names]
 
 
 def options(parser) -> None:
-    parser.add_argument("--only", choices=list(SHAPES), help="time one shape only")
+    parser.add_argument("--shape", choices=list(SHAPES), help="time one shape only")
 
 
 if __name__ == "__main__":
