@@ -98,6 +98,7 @@ localrules:
     inventory,
     aggregate,
     io_accounting,
+    surrogate_vs_log,
     figures,
     write_strategy_figure,
     benchmark_tables,
@@ -126,3 +127,4 @@ rule all:
         rules.write_strategy_figure.output,
         benchmark_outputs(),
         answer_outputs(),
+        rules.surrogate_vs_log.output if SURROGATE_LOGS else [],  # rules/common.smk

@@ -3,6 +3,7 @@
 import os
 
 from cycleio.report.captions import answer_numbers, table_numbers
+from cycleio.report.surrogatelog import requests as surrogate_log_requests
 from cycleio.workflow.rerun import CleanedCycle, redone_after_cleanup_problem
 
 
@@ -80,6 +81,19 @@ def archive_dependencies(wildcards):
 def cleanup_dependencies(wildcards):
     """A cycle's data go once its own jobs are done, and every later job that reads them."""
     return job_files(STUDY.jobs.cleanup_dependencies(wildcards.arm, wildcards.cycle))
+
+
+# Real jobs' Darshan logs beside the steps they stand for (config darshan.jobs.<name>.stands_for), each with the
+# step's manifest: tables/surrogate_vs_log.csv (rules/report.smk), asked for by the default target when there are any.
+SURROGATE_LOGS = [
+    {
+        **request,
+        "manifest": step_file(
+            request["arm"], request["cycle"], request["step"], "manifest.json"
+        ),
+    }
+    for request in surrogate_log_requests(STUDY.study)
+]
 
 
 # The report's categories: the questions a study answers, in the order a reader asks them.

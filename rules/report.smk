@@ -1,4 +1,6 @@
 # Aggregation: all records into tidy tables, figures from the tables.
+import json
+
 from cycleio.report.captions import answer_numbers
 
 
@@ -65,6 +67,7 @@ rule aggregate:
 rule io_accounting:
     input:
         events=rules.aggregate.output.events,
+        manifests=rules.aggregate.input.manifests,
     output:
         table=report(
             out("tables", "io_accounting.csv"),
@@ -82,6 +85,32 @@ rule io_accounting:
         "setting each job's records against the kernel's count of its I/O"
     shell:
         "python -m cycleio --log {log:q} io-accounting --events {input.events:q} --out {output.table:q}"
+        " --manifests {input.manifests:q}"
+
+
+# Real jobs' Darshan logs beside the steps they stand for (config darshan.jobs.<name>.stands_for): SURROGATE_LOGS
+# (rules/common.smk)
+rule surrogate_vs_log:
+    input:
+        manifests=[request["manifest"] for request in SURROGATE_LOGS],
+    output:
+        report(
+            out("tables", "surrogate_vs_log.csv"),
+            category=REPORT["data"],
+            subcategory="tables",
+            caption="../report/surrogate_vs_log.rst",
+        ),
+    log:
+        out("logs", "surrogate_vs_log.log"),
+    conda:
+        "../envs/cycleio.yaml"
+    params:
+        comparisons=json.dumps(SURROGATE_LOGS),
+        n=len(SURROGATE_LOGS),
+    message:
+        "setting {params.n} real jobs' Darshan logs beside the steps they stand for"
+    shell:
+        "python -m cycleio --log {log:q} surrogate-vs-log --comparisons {params.comparisons:q} --out {output:q}"
 
 
 rule inventory:

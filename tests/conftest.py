@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -79,6 +81,23 @@ def require_tool(name: str, why: str) -> str:
     if path:
         return path
     cannot_run_here(f"{name} not found on PATH; {why}")
+
+
+# One localhost Slurm at a time: ci/slurm/start.sh restarts a cluster of another shape, so the test modules
+# that start one (test_slurm.py: one node; test_slurm_multinode.py: three) hold this lock while theirs is up.
+SLURM_LOCK = Path("/var/lock/cycleio-ci-slurm.lock")
+
+
+@contextlib.contextmanager
+def slurm_cluster_lock():
+    """Held while a test module's localhost Slurm is up; another module's waits for it."""
+    SLURM_LOCK.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(SLURM_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 @pytest.fixture
@@ -461,6 +480,12 @@ REPLAYS = [
 ]
 
 
+def markdown_rows(text: str) -> list[tuple[str, ...]]:
+    """The rows of the Markdown tables in ``text``, each a tuple of its cells as written (padding stripped)."""
+    return [tuple(cell.strip() for cell in line.strip()[1:-1].split("|"))
+            for line in text.splitlines() if line.startswith("|")]
+
+
 def through_csv(frame):
     """The table as the rules' commands read it back."""
     import io
@@ -627,3 +652,99 @@ IOR_JSON = sorted(p for p in IOR_OUTPUTS.glob("*.json") if not p.name.startswith
 IOR_TEXT = sorted(IOR_OUTPUTS.glob("*-text.stdout.txt"))
 MDTEST = sorted(IOR_OUTPUTS.glob("mdtest-*.stdout.txt"))
 FIO_JSON = sorted(FIO_OUTPUTS.glob("fio-*.json"))
+
+
+# ------------------------------------------------------------------------------------------------ docs/outputs.md
+# The tables and columns docs/outputs.md lists, and how a study's tables differ from them: test_outputs_doc checks
+# the page, test_workflow the smoke study's tables against it.
+
+OUTPUTS_PAGE = REPO / "docs" / "outputs.md"
+TABLE_SUFFIXES = (".csv", ".parquet")
+SECTION = re.compile(r"^## (.+)$", re.M)
+CODE = re.compile(r"`([^`]+)`")
+
+# Tables the page documents that the smoke study does not write, and why.
+NOT_IN_SMOKE = {
+    "tables/replay_jobs.csv": "needs replay jobs (config darshan.jobs): test_darshan_workflow's study writes it",
+    "tables/surrogate_vs_log.csv": "needs instruments.darshan (a darshan-runtime library) and a replay job with "
+                                   "stands_for",
+}
+# Columns the page documents that a table of the smoke study does not have, and why.
+COLUMNS_NOT_IN_SMOKE = {
+    ("tables/tiers.csv", "lfs_getstripe"): "only a tier on Lustre with lfs on PATH has it",
+    ("tables/tiers.csv", "remote"): "only an archive tier reached through htar has it (archive.remote)",
+}
+# Files the smoke study writes with a table's suffix that have no column list on the page, and why.
+INTERNAL = {
+    "bench/": "each benchmark point as cycleio bench wrote it; the page names them, and tables/benchmarks.csv holds "
+              "every row of them (test_benchtables)",
+}
+
+
+def documented_tables(text: str | None = None) -> dict[str, list[str]]:
+    """Per table the page documents (a `## ` section named by code spans of table files), the columns its column
+    list names: the code spans of each row's first cell (a header row `| column | unit | what |` first)."""
+    text = OUTPUTS_PAGE.read_text() if text is None else text
+    tables: dict[str, list[str]] = {}
+    parts = SECTION.split(text)
+    for heading, body in zip(parts[1::2], parts[2::2]):
+        files = [name for name in CODE.findall(heading) if name.endswith(TABLE_SUFFIXES)]
+        if not files:
+            continue
+        rows = [line for line in body.splitlines() if line.startswith("|")]
+        assert rows and rows[0].replace(" ", "") == "|column|unit|what|", f"{heading}: no column list"
+        columns = [name for row in rows[2:] for name in CODE.findall(row.split("|")[1])]
+        for name in files:
+            assert name not in tables, f"docs/outputs.md documents {name} twice"
+            tables[name] = columns
+    return tables
+
+
+def study_tables(results: Path) -> set[str]:
+    """The tables a study wrote: every CSV and Parquet file under results/<study>, relative to it (a job's own
+    files under arms/ are records, manifests and logs, not tables)."""
+    return {str(path.relative_to(results)) for path in results.rglob("*")
+            if path.suffix in TABLE_SUFFIXES and path.is_file() and path.relative_to(results).parts[0] != "arms"}
+
+
+def columns_of(path: Path) -> list[str]:
+    import pandas as pd
+
+    if path.suffix == ".parquet":
+        return list(pd.read_parquet(path).columns)
+    return list(pd.read_csv(path, nrows=0).columns)
+
+
+def mismatches(results: Path, not_written: dict[str, str], columns_absent: dict[tuple[str, str], str]) -> list[str]:
+    """What differs between the page and the study in results: tables and columns, by name."""
+    documented = documented_tables()
+    written = study_tables(results)
+    problems = []
+    internal = {name for name in written if name.startswith(tuple(INTERNAL))}
+    for name in sorted(written - set(documented) - internal):
+        problems.append(f"{name}: written by the study, not documented on docs/outputs.md")
+    for name, listed in documented.items():
+        if name not in written:
+            if name not in not_written:
+                problems.append(f"{name}: documented, not written by the study (and not in the test's list of "
+                                "tables it does not write)")
+            continue
+        if name in not_written:
+            problems.append(f"{name}: written by the study, but listed as not written ({not_written[name]})")
+        has = columns_of(results / name)
+        for column in listed:
+            if column not in has and (name, column) not in columns_absent:
+                problems.append(f"{name}: documents `{column}`, which the file does not have")
+            if column in has and (name, column) in columns_absent:
+                problems.append(f"{name}: has `{column}`, listed as absent ({columns_absent[name, column]})")
+        for column in has:
+            if column not in listed:
+                problems.append(f"{name}: has `{column}`, which docs/outputs.md does not list")
+    return problems
+
+
+def assert_study_matches_page(results: Path) -> None:
+    """The smoke study's tables, in results (results/<study>), against docs/outputs.md (called by test_workflow,
+    which keeps the study's results)."""
+    problems = mismatches(results, NOT_IN_SMOKE, COLUMNS_NOT_IN_SMOKE)
+    assert not problems, "docs/outputs.md and the smoke study's tables differ:\n" + "\n".join(problems)

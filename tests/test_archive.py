@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, tmpfs, with_changes
+from conftest import REPO, markdown_rows, tmpfs, with_changes
 
 from cycleio.config.forecast import ForecastSettings
 from cycleio.config.keys import ConfigError
@@ -412,7 +412,8 @@ def test_the_keep_up_table_says_per_arm_whether_each_archive_finished_before_the
     assert late["archive_MiB_per_s"] == pytest.approx(30 / 25)
     assert arm_keep_up(table, "b")["archive_keeps_up"] == "yes: each of 1 finished before the next cycle's began"
     lines = keep_up_markdown(pd.DataFrame([{"arm": "a", **late}]))
-    assert "| a | 10.00 10.00 5.00 | 10.0 | 1.2 | no: 2026010100" in "\n".join(lines)
+    [row] = markdown_rows("\n".join(lines))[2:]  # after the header and its rule
+    assert row[:4] == ("a", "10.00 10.00 5.00", "10.0", "1.2") and row[4].startswith("no: 2026010100")
     assert keep_up_table(summary[summary["step"] == "fcst"]).empty
 
 

@@ -6,6 +6,7 @@ from cycleio.config.calendar import (
     is_half_cycle,
     parse_cycle,
     previous_cycle,
+    step_rank,
     steps_of_cycle,
 )
 
@@ -49,3 +50,8 @@ def test_parse_cycle_rejects_malformed(bad):
 
 def test_com_dir_follows_gdas_layout():
     assert com_dir("2026010118") == "gdas.20260101/18"
+
+
+def test_steps_sort_in_the_gdas_order_then_other_jobs_by_name():
+    assert sorted({"post", "darshan_a", "cycle", "fcst", "prep", "anal", "efcs01"}, key=step_rank) == [
+        "prep", "anal", "fcst", "post", "cycle", "darshan_a", "efcs01"]

@@ -9,8 +9,9 @@ import math
 import pandas as pd
 import pytest
 from conftest import AT, FASTER, NOISE, NOT_TIMED, SLOWER, REPLAYS, efficiency_fixture, io_gap_fixture
-from cycleio.report.closeness import (arm_gap_sentence, seconds_text, gap_sentence, replay_rows, timed_median, verdict_counts,
+from cycleio.report.closeness import (arm_gap_sentence, gap_sentence, replay_rows, timed_median, verdict_counts,
                                       verdict_sentence)
+from cycleio.units import format_seconds
 
 
 # ------------------------------------------------------------------------------------------------ verdicts
@@ -76,9 +77,9 @@ def test_io_gap_sentence_in_the_issues_words():
     faster = read._replace(pattern_s=-1.5, pattern_s_low=-1.9, pattern_s_high=-1.1, cycleio_s=-0.2,
                            cycleio_s_low=-0.3, cycleio_s_high=0.1, best_reference="easy, 2 tasks")
     assert gap_sentence(faster) == (
-        f"of fcst's 2.0 s of reads, {seconds_text(read.replay_s)} s ({seconds_text(read.replay_s_low)}-"
-        f"{seconds_text(read.replay_s_high)}) is the tier at its best: its replay of the 400 MiB in 12 files, 1.5 s "
-        "faster than the best pattern measured (easy, 2 tasks), cycleio within noise (-0.3 to 0.1 s)")
+        f"of fcst's 2.0 s of reads, {format_seconds(read.replay_s)} ({format_seconds(read.replay_s_low, '')}-"
+        f"{format_seconds(read.replay_s_high, '')}) is the tier at its best: its replay of the 400 MiB in 12 files, "
+        "1.5 s faster than the best pattern measured (easy, 2 tasks), cycleio within noise (-0.3 to 0.1 s)")
     # a step that beat its replay, band and all: none of its seconds are cycleio's, and no split would add up
     beaten = read._replace(replay_s=2.3, replay_s_low=2.1, replay_s_high=2.6, cycleio_s=-0.3, cycleio_s_low=-0.6,
                            cycleio_s_high=-0.1)

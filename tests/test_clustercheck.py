@@ -188,3 +188,26 @@ def test_a_local_profile_has_no_cluster_to_check(tmp_path, default_config):
 def test_a_profile_folder_without_config_is_refused(tmp_path):
     with pytest.raises(clustercheck.ClusterError, match="PROFILE=.*config.yaml cannot be read"):
         Profile.read(tmp_path / "nosuch")
+
+
+def test_a_shared_file_strategy_across_nodes_on_node_local_scratch_is_refused(tmp_path, default_config):
+    """Today a job on scratch no other node sees runs on one node (workflow.slurm), so only a profile's nodes
+    makes its forecast span nodes: refused for parallel and quilt_parallel there, naming arm, strategy and tier."""
+    def shared_file(problems):
+        return [p for p in problems if "writes each file from many ranks" in p]
+
+    assert shared_file(check(tmp_path, default_config, write_strategies=["parallel"])) == []
+    spread = {"cycle_step": {"nodes": 3}}
+    problems = shared_file(check(tmp_path, default_config, rules=spread, write_strategies=["parallel"]))
+    key = f"{tmp_path}/mysite/config.yaml set-resources: cycle_step: nodes"
+    assert [p.split(":")[0] for p in problems] == ["arm node_local", "arm shm"]  # not lustre: shared
+    assert problems[0].startswith("arm node_local: write strategy 'parallel' writes each file from many ranks at once, "
+                                  f"and the fcst job's 2 ranks may run on 3 nodes ({key}), but its scratch tier "
+                                  "'node_local' is not shared across nodes (tiers.node_local.shared: false)")
+    assert problems[0].endswith(f"or set {key} to 1") and "\n" not in problems[0]
+    assert shared_file(check(tmp_path, default_config, rules=spread, write_strategies=["per_rank"])) == []
+    assert shared_file(check(tmp_path, default_config, rules={"cycle_step": {"nodes": 1}},
+                             write_strategies=["quilt_parallel"])) == []
+    # default-resources do not reach a rule that sets nodes itself (1 on node-local scratch)
+    assert shared_file(check(tmp_path, default_config, defaults={"slurm_partition": "debug", "nodes": 2},
+                             write_strategies=["parallel"])) == []

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import time
 from pathlib import Path
 
 import darshan
@@ -163,7 +162,8 @@ def test_the_mpiio_layer_deals_collective_calls_round_robin_and_counts_the_round
     assert not any(np.isin(r["kind"], (OPEN, FSYNC)).any() for r in plan.ranks)  # the open is MPI-IO's, collective
 
 
-def test_a_100000_operation_dxt_trace_is_planned_in_under_10_s():
+def test_a_100000_operation_dxt_trace_is_planned_whole():
+    """Its time is bench 9's (bench/bench_darshan.py: planning it against 10 s), not a unit test's."""
     job = copy.deepcopy(read_log(LOGS / "ior_hdf5_example.darshan"))
     n = 25_000  # per rank, 4 ranks
     for trace in job.dxt["DXT_POSIX"]:
@@ -177,9 +177,6 @@ def test_a_100000_operation_dxt_trace_is_planned_in_under_10_s():
     posix.loc[:, "POSIX_READS"] = 0
     posix.loc[:, "POSIX_BYTES_WRITTEN"] = 4 * n * 4096
     posix.loc[:, "POSIX_BYTES_READ"] = 0
-    t0 = time.perf_counter()
     plan = make_plan(job, 4, timing="logged")
-    seconds = time.perf_counter() - t0
     assert plan.files[0].source == "dxt"
     assert totals(plan, WRITE) == (4 * n, 4 * n * 4096)
-    assert seconds < 10, f"planning 100,000 DXT operations took {seconds:.1f} s"

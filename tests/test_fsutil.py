@@ -54,3 +54,14 @@ def test_an_error_that_hid_its_errno_in_the_text_is_named_with_the_file(tmp_path
 def test_json_lands_sorted_and_indented(tmp_path):
     fsutil.write_json_atomic(tmp_path / "m.json", {"b": 1, "a": [2]})
     assert (tmp_path / "m.json").read_text() == '{\n  "a": [\n    2\n  ],\n  "b": 1\n}\n'
+
+
+def test_a_table_lands_as_csv_or_as_parquet_by_its_suffix_without_its_index(tmp_path):
+    import pandas as pd
+
+    frame = pd.DataFrame({"step": ["fcst", "post"], "seconds": [1.5, 0.25]}, index=[7, 9])
+    fsutil.write_table(frame, tmp_path / "t.csv")
+    fsutil.write_table(frame, tmp_path / "t.parquet")
+    assert (tmp_path / "t.csv").read_text() == "step,seconds\nfcst,1.5\npost,0.25\n"
+    assert pd.read_parquet(tmp_path / "t.parquet").equals(frame.reset_index(drop=True))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.csv", "t.parquet"]

@@ -121,4 +121,14 @@ def test_every_job_reads_only_the_settings_its_rule_passes(tmp_path):
 def test_the_rules_pass_what_the_table_names(default_config, job):
     arm = build_study(validate_config(default_config)).arms["node_local"]
     kind = job if job in JOB_SETTINGS else "step"
-    assert set(json.loads(arm.job_json(job))) == set(JOB_SETTINGS[kind])
+    # the Darshan library only when instruments.darshan is set: a study without it passes its jobs what it did before
+    assert set(json.loads(arm.job_json(job))) == set(JOB_SETTINGS[kind]) - {"darshan_library"}
+
+
+@pytest.mark.parametrize("job", ["fcst", "cleanup", "coldstart"])
+def test_every_job_is_passed_the_darshan_library_when_one_is_set(default_config, tmp_path, job):
+    library = tmp_path / "libdarshan.so"
+    library.write_bytes(b"")
+    config = validate_config({**default_config, "instruments": {"darshan": str(library)}})
+    arm = build_study(config).arms["node_local"]
+    assert json.loads(arm.job_json(job))["darshan_library"] == str(library)

@@ -3,11 +3,12 @@ tests/test_slurm.py finds no job's folder left."""
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 
 import pytest
 
-from cycleio.config.tierspec import Tier, current_user
+from cycleio.config.tierspec import Tier, TierError, current_user
 from cycleio.storage.jobscratch import job_folders, job_scratch, split_template
 
 DEFAULT_PATH = "${TMPDIR:-/tmp}/cycleio-{user}/${SLURM_JOB_ID:-local-{workdir}}"
@@ -92,3 +93,23 @@ class _nothing:
 
     def __exit__(self, *exc):
         return False
+
+
+def test_a_job_refuses_a_per_user_folder_another_user_could_reach(tmp_path, monkeypatch):
+    """On a cluster the per-user folder is made on the node, by the job: made private there, and refused
+    (before the step runs, nothing made inside it) when another user could write it."""
+    shared = tmp_path / "shm"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    monkeypatch.setenv("TMPDIR", str(shared))
+    monkeypatch.setenv("SLURM_JOB_ID", "77")
+    mine = shared / f"cycleio-{current_user()}"
+    with job_scratch([tier(DEFAULT_PATH)], "smoke") as folders:
+        assert folders == [mine / "77"] and stat.S_IMODE(mine.stat().st_mode) == 0o700
+    mine.mkdir(mode=0o777)
+    mine.chmod(0o777)
+    ran = []
+    with pytest.raises(TierError, match=rf"^tier 'shm': {mine} is writable by other users"):
+        with job_scratch([tier(DEFAULT_PATH)], "smoke"):
+            ran.append(True)
+    assert ran == [] and list(mine.iterdir()) == [] and mine.is_dir()

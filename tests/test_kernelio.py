@@ -9,11 +9,12 @@ import subprocess
 
 import pandas as pd
 import pytest
+from conftest import cannot_run_here
 
 from cycleio import kernelio
 from cycleio.config.settings import ArmSettings, StagingSettings
-from cycleio.kernelio import (CgroupIO, ProcIO, counted, job_cgroup, outside_event, parse_io_stat, parse_proc_io,
-                              read_proc_io)
+from cycleio.kernelio import (CgroupIO, ProcIO, counted, job_cgroup, outside_work, parse_io_stat, read_proc_io,
+                              work_event)
 from cycleio.report.accounting import MIN_JUDGED_BYTES, accounting_table
 from cycleio.report.aggregate import load_events, step_summary
 from cycleio.records import RecordLog, cycle_records
@@ -23,34 +24,34 @@ from cycleio.runner.job import run_step
 from cycleio.runner.persistentjobs import run_arrival
 from cycleio.units import MiB
 
-PROC_IO = """rchar: 6976
-wchar: 12
-syscr: 10
-syscw: 1
-read_bytes: 4096
-write_bytes: 8192
-cancelled_write_bytes: 0
-"""
 
-needs_proc_io = pytest.mark.skipif(read_proc_io() is None, reason="this kernel keeps no /proc/self/io")
+
+@pytest.fixture
+def proc_io() -> None:
+    """The tests that read the kernel's counters: nothing skips in CI (conftest.cannot_run_here)."""
+    if read_proc_io() is None:
+        cannot_run_here("this kernel keeps no /proc/self/io (CONFIG_TASK_IO_ACCOUNTING) or does not let us read it")
 
 
 # ------------------------------------------------------------------------------------------------ the counters
 
 
-def test_proc_io_is_parsed_and_snapshots_subtract():
-    counts = parse_proc_io(PROC_IO)
-    assert counts == ProcIO(rchar=6976, wchar=12, syscr=10, syscw=1, read_bytes=4096, write_bytes=8192)
+def test_snapshots_subtract_and_travel_as_dicts():
+    counts = ProcIO(rchar=6976, wchar=12, syscr=10, syscw=1, read_bytes=4096, write_bytes=8192)
     later = ProcIO(rchar=7000, wchar=100, syscr=11, syscw=2, read_bytes=4096, write_bytes=12288)
     assert later - counts == ProcIO(rchar=24, wchar=88, syscr=1, syscw=1, write_bytes=4096)
     assert ProcIO.from_dict(counts.as_dict()) == counts
 
 
-def test_bad_proc_io_names_the_file_and_what_is_wrong():
-    with pytest.raises(ValueError, match=r"/proc/42/io, line 2: expected 'name: count', got 'wchar: lots'"):
-        parse_proc_io("rchar: 1\nwchar: lots\n", "/proc/42/io")
-    with pytest.raises(ValueError, match=r"/proc/42/io: no write_bytes, cancelled_write_bytes"):
-        parse_proc_io("\n".join(PROC_IO.splitlines()[:5]), "/proc/42/io")
+@pytest.mark.usefixtures("proc_io")
+def test_a_snapshot_holds_this_processs_calls_and_bytes_and_a_gone_process_has_none(tmp_path):
+    before = read_proc_io()
+    with open(tmp_path / "f", "wb", buffering=0) as handle:
+        for _ in range(4):
+            handle.write(b"x" * 4096)
+    moved = read_proc_io() - before
+    assert moved.wchar >= 4 * 4096 and moved.syscw >= 4 and read_proc_io(os.getpid()) is not None
+    assert read_proc_io(2**22 + 1) is None  # above the kernel's largest pid_max: no such process
 
 
 def test_cgroup_io_stat_is_summed_over_devices_and_the_job_cgroup_found():
@@ -69,7 +70,7 @@ def window_records(log: RecordLog, op: str) -> int:
     return record.bytes
 
 
-@needs_proc_io
+@pytest.mark.usefixtures("proc_io")
 def test_counted_sees_this_process_and_the_children_it_reaps(tmp_path):
     """A block that writes 8 MiB itself and has a child (dd) read them back into /dev/null: the kernel saw it all."""
     path, data = tmp_path / "known.bin", os.urandom(8 * MiB)
@@ -90,7 +91,7 @@ def test_counted_sees_this_process_and_the_children_it_reaps(tmp_path):
         assert len(data) <= window_records(log, "kernel_read") < len(data) * 1.01
 
 
-@needs_proc_io
+@pytest.mark.usefixtures("proc_io")
 def test_counted_leaves_out_what_the_block_excludes(tmp_path):
     log = RecordLog(study="s", arm="a", cycle="2026010100", step="fcst")
     with counted(log, phase="run", tier="t", tier_kind="posix", fs_type="ext4") as window:
@@ -98,12 +99,17 @@ def test_counted_leaves_out_what_the_block_excludes(tmp_path):
         window.exclude(ProcIO(wchar=MiB // 2, syscw=1))
     assert MiB // 2 <= window_records(log, "kernel_write") < MiB // 2 + 64 * 1024
     assert window_records(log, "kernel_excluded_write") == MiB // 2
-    event = outside_event(ProcIO(rchar=5, wchar=6), rank=3)
-    assert event["op"] == kernelio.RANK_OUTSIDE_OP and ProcIO.from_dict(event["counts"]) == ProcIO(rchar=5, wchar=6)
+    event = work_event(ProcIO(rchar=5, wchar=6), ProcIO(rchar=105, wchar=16, syscr=2), rank=3)
+    assert event["op"] == kernelio.RANK_WORK_OP
+    assert ProcIO.from_dict(event["counts"]) == ProcIO(rchar=100, wchar=10, syscr=2)
+    # the program's counts less its ranks' work: the launcher's and the ranks' start-up, never below zero
+    program = ProcIO(rchar=1000, wchar=50, syscr=40, syscw=3)
+    assert outside_work(program, [ProcIO(rchar=100, wchar=10, syscr=2), ProcIO(rchar=200, wchar=60)]) == \
+        ProcIO(rchar=700, wchar=0, syscr=38, syscw=3)
 
 
 def test_without_proc_io_nothing_is_recorded_and_the_log_says_so_once(monkeypatch, caplog):
-    monkeypatch.setattr(kernelio, "read_proc_io", lambda pid="self": None)
+    monkeypatch.setattr(kernelio, "read_proc_io", lambda pid=None: None)
     monkeypatch.setattr(kernelio, "_said_unavailable", set())
     log = RecordLog(study="s", arm="a", cycle="c", step="prep")
     with caplog.at_level(logging.INFO, logger="cycleio"):
@@ -128,7 +134,7 @@ def test_a_block_that_raises_records_nothing():
 TINY = ForecastSettings(obs_scale=1.0, pgrb2_fields=6, sflux_fields=3, product_grids=("1p00",), restart_hours=(6,))
 
 
-@needs_proc_io
+@pytest.mark.usefixtures("proc_io")
 @pytest.mark.job
 def test_a_real_job_kernel_counts_match_its_records_and_leave_step_summary_alone(tmp_path):
     """prep at C48's observation volume (obs_scale 1): stage-in and run read 1.4 to 2.9 MiB each, known bytes."""
@@ -155,7 +161,7 @@ def test_a_real_job_kernel_counts_match_its_records_and_leave_step_summary_alone
     assert not cycle_records(events)["op"].str.startswith("kernel").any()
 
 
-@needs_proc_io
+@pytest.mark.usefixtures("proc_io")
 def test_the_forecast_run_leaves_out_its_ranks_start_up(tmp_path, lay_cold_start):
     """The ranks' imports and MPI start-up (several MB per rank) are counted in the job once mpiexec is reaped;
     each rank reports them and the run's window leaves them out, so what stays is the forecast's I/O."""

@@ -123,6 +123,36 @@ def test_a_batch_system_variable_in_a_tier_path_is_refused_for_a_local_run(repo,
     assert any("tier 'node_local' is checked inside each job" in note for note in notes)
 
 
+def test_a_scratch_folder_another_user_could_reach_is_refused_before_any_job(tmp_path, repo, monkeypatch):
+    """The Snakefile's check: the default node-local path in a /tmp where this user's folder is
+    writable by all is refused, naming the folder, its owner and mode; a claim makes a missing one 0700."""
+    import stat
+
+    import yaml
+
+    from cycleio.config.tierspec import current_user
+
+    shared = tmp_path / "tmp"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    monkeypatch.setenv("TMPDIR", str(shared))
+    monkeypatch.chdir(tmp_path)
+    config = yaml.safe_load((repo / "config" / "config.yaml").read_text())
+    config.update(yaml.safe_load((repo / "config" / "studies" / "smoke.yaml").read_text()))
+    config["tiers"]["lustre"]["path"] = str(tmp_path / "lustre")
+    config["tiers"]["shm"]["path"] = str(shared / "shm-{user}")
+    study = build_study(validate_config(config))
+    mine = shared / f"cycleio-{current_user()}"
+    check_study(study)  # nothing there yet: nothing to refuse, nothing made
+    assert not mine.exists()
+    check_study(study, claim=True)
+    assert stat.S_IMODE(mine.stat().st_mode) == 0o700
+    mine.chmod(0o777)
+    with pytest.raises(ConfigError, match=rf"^tier 'node_local': {mine} is writable by other users \(owner "
+                                           rf"{current_user()}, mode drwxrwxrwx \(0777\)\), inside {shared}"):
+        check_study(study)
+
+
 @pytest.mark.parametrize("changes", [{}, {"cycles__keep": None}, {"cycles__keep": 2},
                                      {"ensemble__members": 5, "ensemble__members_per_job": 2, "archive__enabled": True},
                                      {"staging__granularity": ["step", "cycle"]}, {"cycles__end": "2026010100"}])

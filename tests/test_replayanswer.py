@@ -39,21 +39,21 @@ def test_one_row_per_replay_job_and_a_line_per_job_with_the_median_per_arm(tmp_p
     assert table[["logged_read_bytes", "logged_read_ops", "expected_read_bytes", "replayed_read_bytes",
                   "replayed_read_ops", "replayed_write_bytes"]].iloc[0].tolist() == [1000, 10, 100, 100, 10, 0]
     [line] = [line for line in replay_markdown(table) if line.startswith("- ")]
-    assert line.startswith("- darshan_ior (ior.darshan, 4 ranks): its I/O took 3.5 s where it was logged (read 1 s, "
-                           "write 2 s, metadata 0.5 s); at scale 0.1 with 2 ranks (timing io), on arm lustre (tier "
+    assert line.startswith("- darshan_ior (ior.darshan, 4 ranks): its I/O took 3.5 s where it was logged (read 1.0 s, "
+                           "write 2.0 s, metadata 0.5 s); at scale 0.1 with 2 ranks (timing io), on arm lustre (tier "
                            "lustre, tmpfs) 0.4 s (read 0.1 s, write 0.2 s, metadata 0.1 s; 1 cycle); on arm shm "
-                           "(tier shm, tmpfs) 0.2 s (read 50 ms, write 0.1 s, metadata 50 ms; 3 cycles)")
+                           "(tier shm, tmpfs) 0.2 s (read 0.05 s, write 0.1 s, metadata 0.05 s; 3 cycles)")
     assert line.endswith("its efficiency (fio paired with it) is in tables/efficiency.csv for 1 of its 4 jobs.")
     assert replay_markdown(replay_table([other])) == []
 
 
 def test_a_replay_too_short_to_time_says_so_and_long_times_read_easily(tmp_path):
-    """The darshan study's dxt.darshan at scale 0.01: the replay took 0.2 ms of I/O, which times the call, not the
-    tier; the logged job's 11,220 s read as such, not as 1.122e+04 s."""
+    """The darshan study's dxt.darshan at scale 0.01: the replay took 0.0002 s of I/O, which times the call, not the
+    tier; the logged job's 11,220.4 s read as such, not as 1.122e+04 s."""
     table = replay_table([manifest(tmp_path, "shm", "2026010100", 0.0002)]).assign(logged_io_s=11220.4)
     [line] = [line for line in replay_markdown(table) if line.startswith("- ")]
-    assert "its I/O took 11,220 s where it was logged" in line
-    assert ("on arm shm (tier shm, tmpfs) too short to time (0.2 ms of I/O, under benchmarks.replay.min_seconds "
+    assert "its I/O took 11,220.4 s where it was logged" in line
+    assert ("on arm shm (tier shm, tmpfs) too short to time (0.0002 s of I/O, under benchmarks.replay.min_seconds "
             "0.1 s: a larger scale times it; 1 cycle)") in line
     [longer] = [line for line in replay_markdown(table, Timing(min_seconds=0.0001)) if line.startswith("- ")]
-    assert "on arm shm (tier shm, tmpfs) 0.2 ms (read" in longer
+    assert "on arm shm (tier shm, tmpfs) 0.0002 s (read" in longer

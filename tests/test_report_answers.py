@@ -8,8 +8,9 @@ import math
 import pandas as pd
 import pytest
 
-from conftest import C1, C2, step_summary  # the hand-made step_summary, its walls worked out there
-from cycleio.report.answers import arm_summary, best_arm_line, cycle_totals, summary_markdown, write_summary
+from conftest import C1, C2, markdown_rows, step_summary  # the hand-made step_summary, its walls worked out there
+from cycleio.fsutil import write_table
+from cycleio.report.answers import arm_summary, best_arm_line, cycle_totals, summary_markdown, summary_markdown_from_csv
 
 TIERS = {"lustre": "lustre", "shm": "shm", "node_local": "node_local"}
 
@@ -88,14 +89,16 @@ def test_best_arm_line_and_markdown(tmp_path):
     line = best_arm_line(table)
     assert line == ("Best arm: shm, 6.25 s per cycle, 2.25 s ± 0.25 s (26%) faster than its baseline lustre "
                     "over 2 cycles.")
-    text = write_summary(table, tmp_path / "summary.csv", tmp_path / "summary.md", "fx")
+    write_table(table, tmp_path / "summary.csv")  # as `cycleio summary` writes it, then `cycleio summary-md`
+    text = summary_markdown_from_csv(tmp_path / "summary.csv", tmp_path / "summary.md", "fx")
     assert (tmp_path / "summary.md").read_text() == text and text.rstrip().endswith(line)
-    assert "| node_local | node_local | 2 | 8.25 (sd 0.35) | 24% | 1.00 | +0.25 ± 0.75 vs lustre | within noise |" in text
+    assert ("node_local", "node_local", "2", "8.25 (sd 0.35)", "24%", "1.00", "+0.25 ± 0.75 vs lustre",
+            "within noise") in markdown_rows(text)
     assert ("- lustre: 1 of 3 timed rows at the tier's speed or within noise; fcst write slower than the tier "
             "(0.80, band 0.70-0.90); post write faster than the replay (1.20, band 1.10-1.30); not timed: prep "
             "write.") in text
     assert "- node_local: No step was replayed." in text
-    assert "| quilt | shm | 0.300 | 1.100 |" in text
+    assert ("quilt", "shm", "0.300", "1.100") in markdown_rows(text)
     assert pd.read_csv(tmp_path / "summary.csv")["arm"].tolist() == ["lustre", "node_local", "shm"]
 
 

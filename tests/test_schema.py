@@ -8,7 +8,7 @@ import jsonschema
 import pytest
 
 from cycleio.config.schema import load_schema
-from cycleio.config.settings import fill_defaults
+from cycleio.config.settings import validate_config
 
 
 def _join(path: str, key) -> str:
@@ -111,7 +111,7 @@ def test_config_yaml_and_schema_are_in_step(default_config):
     schema = load_schema()
     assert config_drift(default_config, schema) == []
     # so an empty study file gives the default study
-    assert fill_defaults({}, schema) == fill_defaults(default_config, schema)
+    assert validate_config({}, schema) == validate_config(default_config, schema)
 
 
 def _without(tree: dict, path: tuple) -> dict:

@@ -6,7 +6,7 @@ import pytest
 from conftest import with_changes
 
 from cycleio.config.calendar import STEP_WILDCARD
-from cycleio.config.settings import ConfigError, build_study, fill_defaults, load_schema, validate_config
+from cycleio.config.settings import ConfigError, build_study, load_schema, validate_config
 
 
 @pytest.mark.parametrize(
@@ -85,7 +85,7 @@ def test_objects_built_without_a_config_take_the_schemas_defaults():
     mirrored = ("forecast_hours", "history_interval_hours", "restart_hours", "interval_hours", "iau",
                 "pgrb2_fields", "sflux_fields", "members", "members_per_job")
     assert {k: getattr(ForecastSettings(), k) for k in mirrored} == {k: getattr(arm.forecast, k) for k in mirrored}
-    tier = fill_defaults({"tiers": {"bb": {"kind": "posix", "path": "/x"}}}, load_schema())["tiers"]["bb"]
+    tier = validate_config({"tiers": {**config["tiers"], "bb": {"kind": "posix", "path": "/x"}}})["tiers"]["bb"]
     assert Tier(name="bb", **tier) == Tier(name="bb", kind="posix", path="/x")
     plan = BenchmarkPlan.from_config(with_changes(config, benchmarks__enabled=False))
     # the embedded easy pattern is bounded by time, with the segments its bound needs; a pattern's own default is not

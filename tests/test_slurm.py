@@ -36,7 +36,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import REPO, cannot_run_here, require_tool
+from conftest import REPO, cannot_run_here, require_tool, slurm_cluster_lock
 from cycleio.config.tierspec import Tier
 
 pytestmark = [pytest.mark.e2e, pytest.mark.tool]
@@ -116,15 +116,16 @@ def slurm():
     install = run("bash", SLURM_CI / "install.sh", timeout=900)
     if install.returncode != 0:
         unavailable(f"ci/slurm/install.sh failed:\n{tail(install.stdout + install.stderr)}")
-    # start.sh offers at least 4 CPUs: the smoke study's arms and their 2-rank forecasts run side by side
-    start = run("bash", SLURM_CI / "start.sh", "--burst-buffer", timeout=180)
-    if start.returncode != 0:
-        unavailable(f"ci/slurm/start.sh --burst-buffer failed:\n{tail(start.stdout + start.stderr)}")
-    already_up = "already up" in start.stdout
-    yield start.stdout.strip()
-    if not already_up:
-        stop = run("bash", SLURM_CI / "stop.sh", timeout=120)
-        assert stop.returncode == 0, stop.stdout + stop.stderr
+    with slurm_cluster_lock():  # test_slurm_multinode.py's three nodes are not up meanwhile
+        # start.sh offers at least 4 CPUs: the smoke study's arms and their 2-rank forecasts run side by side
+        start = run("bash", SLURM_CI / "start.sh", "--burst-buffer", timeout=180)
+        if start.returncode != 0:
+            unavailable(f"ci/slurm/start.sh --burst-buffer failed:\n{tail(start.stdout + start.stderr)}")
+        already_up = "already up" in start.stdout
+        yield start.stdout.strip()
+        if not already_up:
+            stop = run("bash", SLURM_CI / "stop.sh", timeout=120)
+            assert stop.returncode == 0, stop.stdout + stop.stderr
 
 
 def smoke_overrides(workdir: Path, shm: Path, slurm: bool) -> Path:

@@ -14,11 +14,14 @@ from cycleio.storage.burstbuffer import FORBIDDEN_SLURM_EXTRA
 from cycleio.workflow.slurm import (
     RESOURCE_KEYS,
     job_bytes,
+    job_nodes,
     job_threads,
+    may_span_nodes,
     mem_mb,
     rule_resources,
     rule_threads,
     runtime_minutes,
+    shared_file_problem,
     slurm_resources,
 )
 
@@ -131,6 +134,44 @@ def test_forecast_ranks_become_tasks_launched_through_srun():
     one = arms(write_component={"ranks": 1})["shm"]
     assert slurm_resources(one, "fcst", FULL_CYCLE)["tasks"] == 1
     assert slurm_resources(one, "fcst", FULL_CYCLE)["mpi"] is None  # the plugin refuses mpi with 1 task
+
+
+def test_a_jobs_nodes_are_one_on_scratch_no_other_node_sees():
+    layout = {"ranks": 4, "write_groups": 2, "write_tasks_per_group": 2}
+    quilt = arms(write_strategies=["quilt"], write_component=layout)
+    assert job_nodes(quilt["node_local"], "fcst", FULL_CYCLE) == job_nodes(quilt["shm"], "fcst", FULL_CYCLE) == 1
+    assert job_nodes(quilt["lustre"], "fcst", FULL_CYCLE) is None  # Slurm places the ranks
+    assert job_nodes(quilt["lustre"], "post", FULL_CYCLE) == 1  # one task
+    assert [may_span_nodes(n, t) for n, t in ((1, 8), (None, 8), (2, 8), (None, 1), (3, 1))] == [
+        False, True, True, False, False]
+
+
+@pytest.mark.parametrize("strategy", ["parallel", "quilt_parallel"])
+def test_a_shared_file_strategy_spanning_nodes_on_scratch_no_other_node_sees_is_a_problem(strategy):
+    """Named: the arm, the strategy, the tier, where the node count comes from; only for the forecast's job,
+    only when its ranks may span nodes, only on a staged tier that is not shared."""
+    study = arms(write_strategies=[strategy], write_component={"ranks": 4, "write_groups": 1,
+                                                               "write_tasks_per_group": 2})
+    shm = study["shm"]
+    ntasks = slurm_resources(shm, "fcst", FULL_CYCLE)["tasks"]
+    assert shared_file_problem("shm", shm, "fcst", job_nodes(shm, "fcst", FULL_CYCLE), FULL_CYCLE) is None
+    problem = shared_file_problem("shm", shm, "fcst", 2, FULL_CYCLE, "profiles/x/config.yaml set-resources: "
+                                  "cycle_step: nodes")
+    assert problem == (
+        f"arm shm: write strategy '{strategy}' writes each file from many ranks at once, and the fcst job's {ntasks} "
+        "ranks may run on 2 nodes (profiles/x/config.yaml set-resources: cycle_step: nodes), but its scratch tier "
+        "'shm' is not shared across nodes (tiers.shm.shared: false): each node would hold only its ranks' parts of "
+        "a file. Use a strategy that writes whole files (serial, per_rank, quilt; config key write_strategies) or a "
+        "scratch tier shared across nodes (config key scratch_tiers), or set profiles/x/config.yaml set-resources: "
+        "cycle_step: nodes to 1")
+    assert "as many nodes as Slurm chooses" in shared_file_problem("node_local", study["node_local"], "cycle", None,
+                                                                   FULL_CYCLE)
+    assert shared_file_problem("shm", shm, "post", 2, FULL_CYCLE) is None  # no forecast in it
+    assert shared_file_problem("lustre", study["lustre"], "fcst", None, FULL_CYCLE) is None  # shared tier
+    assert shared_file_problem("bb", study["bb"], "fcst", 2, FULL_CYCLE) is None  # a burst buffer is shared
+    for whole_files in ("serial", "per_rank", "quilt"):
+        other = arms(write_strategies=[whole_files], write_component={"ranks": 4})["shm"]
+        assert shared_file_problem("shm", other, "fcst", 2, FULL_CYCLE) is None
 
 
 def test_rule_resources_are_functions_of_the_wildcards():

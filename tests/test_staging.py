@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import IN_CI, make_files, no_temporaries, require_tool, tmpfs
+from conftest import cannot_run_here, make_files, no_temporaries, require_tool, tmpfs
 
 from cycleio import fsutil
 from cycleio.storage import copyengine, staging
@@ -25,7 +25,7 @@ from cycleio.runner.persistentjobs import run_arrival, run_coldstart
 from cycleio.workflow.preflight import check_study
 from cycleio.records import read_records
 from cycleio.faults import InjectedFault
-from cycleio.storage.staging import copy_and_verify, copy_file
+from cycleio.storage.staging import copy_and_verify
 from cycleio.storage.stagingtypes import StagingError, StagingFaults, StagingOptions
 from cycleio.config.tierspec import Tier, TierError
 
@@ -102,7 +102,7 @@ def _copy_under_file_size_limit(source: str, dest: str, limit: int) -> None:
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # get EFBIG instead of being killed
     resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
     try:
-        copy_file(Path(source), Path(dest))
+        copy_and_verify([(Path(source), Path(dest))], StagingOptions())
     except StagingError as err:
         print(err)
         sys.exit(3)
@@ -205,9 +205,7 @@ def test_per_cycle_job_stages_only_external_inputs_and_all_outputs(tmp_path, lay
 
 def test_dropping_caches_marks_reads_as_from_storage(tmp_path):
     if os.geteuid() != 0:
-        if IN_CI:
-            pytest.fail("CI=true and not root: cannot drop the page cache")
-        pytest.skip("dropping the page cache needs root")
+        cannot_run_here("dropping the page cache needs root")
     settings = arm_on(tmp_path / "lustre", None, drop_caches=True)
     # prep reads the dumps just written (in the page cache): the cheapest step with reads, and every step's
     # reads go through the same reader after the same drop

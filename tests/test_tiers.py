@@ -1,7 +1,10 @@
-"""A tier opened where the job runs (storage.tiers): the study's folder claimed, the write probe, the file system
-found. Expanding the tier's path as the config names it is test_tierspec's."""
+"""A tier opened where the job runs (storage.tiers): the study's folder claimed, a scratch folder in /tmp or /dev/shm
+this user's alone, the write probe, the file system found. Expanding the tier's path as the config names it is
+test_tierspec's."""
 
 import os
+import pwd
+import stat
 import subprocess
 import sys
 from collections import namedtuple
@@ -11,10 +14,9 @@ import psutil
 import pytest
 from conftest import cannot_run_here, tmpfs
 
-from cycleio.config.tierspec import Tier, TierError
+from cycleio.config.tierspec import Tier, TierError, current_user
 from cycleio.storage.tiers import (OWNER_FILE, check_writable, claim_study_folder, filesystem_type, open_tier,
-                                   unwritable_reason,
-                                   probe_tier)
+                                   private_folders, probe_tier, unwritable_reason)
 
 
 def test_a_study_folder_on_a_shared_path_is_the_first_checkouts(tmp_path, monkeypatch):
@@ -163,3 +165,94 @@ def test_a_mount_point_with_a_space_in_its_name(tmp_path):
     with tmpfs(tmp_path / "with space", "1m") as mounted:
         assert filesystem_type(mounted / "sub") == "tmpfs"
         assert probe_tier(mounted)["mount_point"] == str(mounted)
+
+
+def shared_tmp(tmp_path: Path) -> Path:
+    """A folder every user can write, as /tmp and /dev/shm are (mode 1777)."""
+    shared = tmp_path / "tmp"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    return shared
+
+
+def scratch_tier(path: Path) -> Tier:
+    return Tier("shm", "memory", str(path / "cycleio-{user}" / "job"), persistent=False, shared=False)
+
+
+def test_a_per_user_folder_in_a_shared_folder_is_made_private(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    shared = shared_tmp(tmp_path)
+    base = open_tier(scratch_tier(shared), "smoke")
+    mine = shared / f"cycleio-{current_user()}"
+    assert base == mine / "job" and (base / "smoke" / OWNER_FILE).is_file()
+    assert stat.S_IMODE(mine.stat().st_mode) == 0o700
+    open_tier(scratch_tier(shared), "smoke")  # this user's own folder again
+    private_folders("shm", mine / "job")  # a check only: nothing to make
+
+
+def test_a_per_user_folder_another_user_owns_is_refused(tmp_path, monkeypatch):
+    """Tests run as root: the folder given to nobody is another user's (issue 41: a second user made
+    /dev/shm/cycleio-root first, and the study ran inside it)."""
+    if os.geteuid() != 0:
+        cannot_run_here("giving a folder to another user needs root")
+    monkeypatch.chdir(tmp_path)
+    shared = shared_tmp(tmp_path)
+    theirs = shared / f"cycleio-{current_user()}"
+    theirs.mkdir(mode=0o700)
+    os.chown(theirs, pwd.getpwnam("nobody").pw_uid, -1)
+    with pytest.raises(TierError) as refused:
+        open_tier(scratch_tier(shared), "smoke")
+    message = str(refused.value)
+    assert message.startswith(f"tier 'shm': {theirs} is owned by nobody (mode drwx------ (0700)), inside {shared}, "
+                              "which other users can write (mode 1777)")
+    assert f"have nobody or root remove it (cycleio then makes it with mode 0700)" in message
+    assert message.endswith("or set tiers.shm.path to a folder of your own")
+    assert list(theirs.iterdir()) == []  # nothing made inside it
+
+
+@pytest.mark.parametrize("mode", [0o777, 0o770, 0o1777])
+def test_a_per_user_folder_others_can_write_is_refused(tmp_path, mode):
+    shared = shared_tmp(tmp_path)
+    mine = shared / f"cycleio-{current_user()}"
+    mine.mkdir()
+    mine.chmod(mode)
+    with pytest.raises(TierError) as refused:
+        private_folders("node_local", mine / "job", create=True)
+    message = str(refused.value)
+    assert message.startswith(f"tier 'node_local': {mine} is writable by other users (owner {current_user()}, "
+                              f"mode {stat.filemode(mine.stat().st_mode)} ({mode:04o}))")
+    assert f"run chmod go-w {mine}, or remove it" in message
+    assert not (mine / "job").exists()
+
+
+def test_a_per_user_folder_that_is_a_symlink_is_refused(tmp_path):
+    shared = shared_tmp(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    link = shared / f"cycleio-{current_user()}"
+    link.symlink_to(elsewhere)
+    with pytest.raises(TierError, match=rf"^tier 'shm': {link} is a symlink to {elsewhere}, owned by "
+                                        rf"{current_user()}, inside {shared},.* remove the symlink"):
+        private_folders("shm", link / "job")
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_folders_outside_a_shared_folder_are_left_as_they_are(tmp_path):
+    """A site's scratch below a folder only its owner writes: made as mkdir -p makes them, not judged."""
+    open_folder = tmp_path / "site"
+    open_folder.mkdir()
+    open_folder.chmod(0o755)
+    inner = open_folder / "group"
+    inner.mkdir()
+    inner.chmod(0o775)
+    private_folders("scratch", inner / "a" / "b", create=True)
+    assert (inner / "a" / "b").is_dir()
+
+
+def test_a_persistent_tier_is_not_judged(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    shared = shared_tmp(tmp_path)
+    (shared / "project").mkdir()
+    (shared / "project").chmod(0o2775)  # a group's folder on a shared file system
+    tier = Tier("lustre", "lustre", str(shared / "project"), persistent=True, shared=True)
+    assert open_tier(tier, "smoke") == shared / "project"

@@ -1,10 +1,10 @@
-"""units: the one size grammar for tools' outputs and the one size formatter for people."""
+"""units: the one size grammar for tools' outputs and the one size, duration and rate formatter for people."""
 
 from __future__ import annotations
 
 import pytest
 
-from cycleio.units import MiB, format_bytes, size_or_none
+from cycleio.units import MiB, format_bytes, format_rate, format_seconds, size_or_none
 
 MIB = 2**20
 
@@ -39,3 +39,13 @@ def test_what_only_looks_like_a_size_is_none(value):
 def test_negative_sizes_format_like_positive_ones_and_mib_is_binary():
     assert format_bytes(-1536) == "-1.5 KiB" and format_bytes(-3) == "-3 B"
     assert MiB == 1024 * 1024
+
+
+@pytest.mark.parametrize("seconds, text", [(11220.4, "11,220.4 s"), (6.0, "6.0 s"), (0.96, "1.0 s"), (0.43, "0.43 s"),
+                                           (0.043, "0.043 s"), (-0.4, "-0.4 s"), (None, "-"), (float("nan"), "-")])
+def test_a_duration_reads_to_a_tenth_from_a_second_up_and_to_two_digits_below(seconds, text):
+    assert format_seconds(seconds) == text
+
+
+def test_a_bare_duration_for_a_band_and_a_rate_in_whole_MiB_per_s():
+    assert format_seconds(0.43, "") == "0.43" and format_rate(1234.5) == "1,234 MiB/s"

@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from conftest import assert_axes_carry_data, assert_png_drawn, bar_sizes, require_tool, snakemake
+from conftest import (assert_axes_carry_data, assert_png_drawn, assert_study_matches_page, bar_sizes, require_tool,
+                      snakemake)
 
 from cycleio.report.closeness import as_flag
 from cycleio import fsutil
@@ -212,6 +213,13 @@ def test_the_answer_summary_timeline_and_capacity_plan(smoke):
     assert ((cycle["units_needed"] >= 1) | (cycle["fit"] == "too few timed points")).all()
 
 
+def test_every_table_has_the_columns_docs_outputs_md_lists(smoke):
+    """Each table the study wrote is on docs/outputs.md, with exactly the columns the page lists
+    (tests/conftest.py names the tables and columns the smoke study does not write, with why)."""
+    _, workdir = smoke
+    assert_study_matches_page(workdir / "results" / "smoke")
+
+
 def test_report_renders_offline_in_chromium_with_every_figure(smoke, tmp_path):
     """The report builds, and headless chromium (Debian's) opens it from a file URL with the network off (its own
     network namespace when root, and no proxy or name resolution in any case): it renders the questions'
@@ -329,12 +337,14 @@ def test_a_killed_run_resumes_and_redoes_only_what_was_unfinished(repo, tmp_path
         deadline = time.time() + 300
         while not second_fcst_log.exists() and time.time() < deadline and run.poll() is None:
             time.sleep(0.2)
-        time.sleep(1.0)  # inside the forecast's compute/write loop
+        job = shm / "smoke" / "shm" / ".job.2026123118.fcst"  # the killed job's scratch folder
+        while not any(job.rglob("*atmf*")) and time.time() < deadline and run.poll() is None:
+            time.sleep(0.05)  # until the forecast writes its first history file: inside its compute/write loop
         os.killpg(run.pid, signal.SIGKILL)
         run.wait()
         finished = manifests(tmp_path)
         assert finished and not (tmp_path / "results/smoke/arms/shm/2026123118/fcst.manifest.json").exists()
-        assert (shm / "smoke" / "shm" / ".job.2026123118.fcst").exists()  # the killed job's scratch folder
+        assert job.exists()
 
         subprocess.run([*cmd, "--unlock"], cwd=tmp_path, env=env, check=True, capture_output=True)
         result = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True)

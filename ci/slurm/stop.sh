@@ -1,10 +1,12 @@
 #!/bin/bash
-# Stop the daemons started by start.sh, each by the PID in its pid file (never by name).
+# Stop the daemons started by start.sh, each by the PID in its pid file (never by name): every
+# node's slurmd (the one node, or n1..nN of --nodes, whose namespaces and tmpfs go with them).
 # Jobs still queued or running are cancelled first, so no slurmstepd outlives slurmd.
 # munged is stopped only if start.sh started it (a munged that was already running is left).
 # The slurm.conf that start.sh wrote goes too: with it and no controller, every Slurm client call
 # waits for the controller (~10 s), and so does every `snakemake` start, since the Slurm executor
-# plugin runs `scontrol show config` when it is loaded; without it they fail at once.
+# plugin runs `scontrol show config` when it is loaded; without it they fail at once. So does the
+# line `start.sh --nodes` added to /etc/hosts.
 #
 # Usage: bash ci/slurm/stop.sh [--clean]
 #   --clean  also wipe slurmctld/slurmd state and logs
@@ -17,7 +19,7 @@ CLEAN=0
 for arg in "$@"; do
   case "$arg" in
     --clean) CLEAN=1 ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) echo "unknown option: $arg" >&2; exit 2 ;;
   esac
 done
@@ -58,6 +60,11 @@ if [ -s "$RUN_DIR/slurmctld.pid" ] && kill -0 "$(cat "$RUN_DIR/slurmctld.pid")" 
 fi
 
 stop_pid "$RUN_DIR/slurmd.pid" slurmd
+for pidfile in "$RUN_DIR"/slurmd-*.pid; do
+  [ -e "$pidfile" ] || continue
+  node=${pidfile##*/slurmd-}
+  stop_pid "$pidfile" "slurmd ${node%.pid}"
+done
 stop_pid "$RUN_DIR/slurmctld.pid" slurmctld
 if [ "${SKIP_MUNGE:-0}" != 1 ] && [ -e "$MUNGE_MARK" ]; then
   stop_pid /run/munge/munged.pid munged
@@ -65,6 +72,16 @@ if [ "${SKIP_MUNGE:-0}" != 1 ] && [ -e "$MUNGE_MARK" ]; then
 fi
 if head -n 1 /etc/slurm/slurm.conf 2>/dev/null | grep -q '^# written by cycleio ci/slurm/start.sh'; then
   rm -f /etc/slurm/slurm.conf
+fi
+
+HOSTS_MARK="# cycleio ci/slurm/start.sh --nodes"
+if grep -qF "$HOSTS_MARK" /etc/hosts 2>/dev/null; then
+  trim=$(grep -qF "$HOSTS_MARK (newline added)" /etc/hosts && echo 1 || echo 0)
+  hosts=$(mktemp)
+  grep -vF "$HOSTS_MARK" /etc/hosts > "$hosts" || true
+  cat "$hosts" > /etc/hosts  # in place: /etc/hosts may be a bind mount
+  rm -f "$hosts"
+  if [ "$trim" = 1 ]; then truncate -s -1 /etc/hosts; fi
 fi
 
 if [ "$CLEAN" = 1 ]; then

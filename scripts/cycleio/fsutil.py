@@ -56,6 +56,15 @@ def is_temporary(name: str) -> bool:
     return bool(_TEMPORARY.match(name))
 
 
+def final_path(path: str) -> str:
+    """The path a temp_name stands in for (the path itself when it is none): where a landed file ends up."""
+    folder, _, name = path.rpartition("/")
+    if not is_temporary(name):
+        return path
+    final = name[1:].rpartition(".tmp-")[0]
+    return f"{folder}/{final}" if folder else final
+
+
 def discard(path: Path) -> None:
     """Remove a temporary while handling another error: never raise over that error.
 
@@ -132,6 +141,17 @@ def replace_between_markers(path: Path, start: str, end: str, text: str, what: s
     head, rest = page.split(start, 1)
     _, tail = rest.split(end, 1)
     write_text_atomic(path, f"{head}{start}\n{text}{end}{tail}")
+
+
+def write_table(frame, path: str | os.PathLike) -> None:
+    """A pandas DataFrame landed safely without its index: Parquet where ``path`` ends in .parquet, else CSV.
+    Every table the study writes goes through here."""
+    path = Path(path)
+    with landing(path) as tmp:
+        if path.suffix == ".parquet":
+            frame.to_parquet(tmp, index=False)
+        else:
+            frame.to_csv(tmp, index=False)
 
 
 def write_json_atomic(path: str | os.PathLike, obj) -> None:

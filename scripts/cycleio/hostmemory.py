@@ -26,6 +26,8 @@ import mmap
 import time
 from pathlib import Path
 
+import psutil
+
 from .units import MiB
 
 SYS = Path("/sys")
@@ -77,13 +79,6 @@ def fresh_pages_measurable() -> bool:
     return free_page_reporting()["free_page_reporting"] and huge_pages_on_request()
 
 
-def _available_bytes(meminfo: Path = Path("/proc/meminfo")) -> int:
-    for line in meminfo.read_text().splitlines():
-        if line.startswith("MemAvailable:"):
-            return int(line.split()[1]) * 1024
-    return 0
-
-
 def fresh_MiB(limit: int = PROBE_CAP, slow_in_a_row: int = SLOW_IN_A_ROW) -> float | None:
     """MiB of 2 MiB blocks freed a moment ago and not yet handed to the host, at most ``limit`` (and a quarter
     of the available memory); None where this cannot be told (:func:`fresh_pages_measurable`).
@@ -94,7 +89,7 @@ def fresh_MiB(limit: int = PROBE_CAP, slow_in_a_row: int = SLOW_IN_A_ROW) -> flo
     """
     if not fresh_pages_measurable():
         return None
-    limit = min(limit, _available_bytes() // 4) // HUGE_PAGE * HUGE_PAGE
+    limit = min(limit, psutil.virtual_memory().available // 4) // HUGE_PAGE * HUGE_PAGE  # MemAvailable
     if limit <= 0:
         return 0.0
     fresh = _fresh_blocks(limit, slow_in_a_row)

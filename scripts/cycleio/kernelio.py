@@ -3,11 +3,12 @@
 Linux keeps, per process, the bytes and calls of its reads and writes (``rchar``, ``wchar``,
 ``syscr``, ``syscw``: every read and write call, whatever served it, page cache included) and the
 bytes that reached the block layer (``read_bytes``, ``write_bytes``; 0 on tmpfs, which has none), in
-``/proc/<pid>/io``. Those of every thread count, and so do those of every child the process has
-reaped: a job's counts before and after a block of work are what the block and the programs it ran
-and waited for moved. Memory-mapped I/O is not counted (the records' checksums and reads use read
-calls). Under Slurm the job's cgroup v2 ``io.stat`` (bytes and I/Os that reached each device, for
-every process of the job) is read too, where the io controller is enabled.
+``/proc/<pid>/io`` (read through psutil's ``Process.io_counters``). Those of every thread count, and so
+do those of every child the process has reaped: a job's counts before and after a block of work are
+what the block and the programs it ran and waited for moved. Memory-mapped I/O is not counted (the
+records' checksums and reads use read calls). Under Slurm the job's cgroup v2 ``io.stat`` (bytes and
+I/Os that reached each device, for every process of the job) is read too, where the io controller is
+enabled.
 
 ``counted(records, **fields)`` snapshots around a block and adds the differences to a RecordLog as
 records of their own (``KERNEL_OPS``, tool ``kernel``, ``n_files`` 0): report/accounting.py sets them
@@ -16,6 +17,7 @@ against the block's records; no other table reads them (records.cycle_records le
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
@@ -24,6 +26,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Iterator
+
+import psutil
 
 log = logging.getLogger("cycleio")
 
@@ -62,7 +66,6 @@ class ProcIO(_Counters):
     syscw: int = 0
     read_bytes: int = 0
     write_bytes: int = 0
-    cancelled_write_bytes: int = 0
 
     def as_dict(self) -> dict[str, int]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -72,35 +75,23 @@ class ProcIO(_Counters):
         return cls(**{f.name: int(values.get(f.name, 0)) for f in fields(cls)})
 
 
-PROC_IO_FIELDS = tuple(f.name for f in fields(ProcIO))
+@functools.cache
+def _process(pid: int) -> psutil.Process:
+    # one per pid, so that a snapshot reads /proc/<pid>/io alone (a new Process reads /proc/<pid>/stat first);
+    # keyed by the pid a forked child asks with, never its parent's
+    return psutil.Process(pid)
 
 
-def parse_proc_io(text: str, source: str = "/proc/self/io") -> ProcIO:
-    """``/proc/<pid>/io``'s ``name: value`` lines; a missing counter or a line that is not one raises
-    ValueError naming ``source``. Counters this module does not know are ignored."""
-    values: dict[str, int] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        name, colon, value = line.partition(":")
-        if not colon or not value.strip().isdigit():
-            raise ValueError(f"{source}, line {number}: expected 'name: count', got {line.strip()[:80]!r}")
-        values[name.strip()] = int(value)
-    missing = [name for name in PROC_IO_FIELDS if name not in values]
-    if missing:
-        raise ValueError(f"{source}: no {', '.join(missing)} (is it a /proc/<pid>/io file?)")
-    return ProcIO(**{name: values[name] for name in PROC_IO_FIELDS})
-
-
-def read_proc_io(pid: int | str = "self") -> ProcIO | None:
-    """A process's counters now, or None where the kernel does not keep them or does not let us read them
-    (no CONFIG_TASK_IO_ACCOUNTING, another user's process, a container's restricted /proc)."""
-    path = f"/proc/{pid}/io"
+def read_proc_io(pid: int | None = None) -> ProcIO | None:
+    """A process's counters now (this process's by default), or None where the kernel does not keep them or does
+    not let us read them (no CONFIG_TASK_IO_ACCOUNTING: psutil then has no io_counters; another user's process;
+    a container's restricted /proc)."""
     try:
-        with open(path) as handle:
-            return parse_proc_io(handle.read(), path)
-    except OSError:
+        counts = _process(os.getpid() if pid is None else pid).io_counters()
+    except (AttributeError, psutil.Error, OSError, RuntimeError, ValueError):
         return None
+    return ProcIO(rchar=counts.read_chars, wchar=counts.write_chars, syscr=counts.read_count,
+                  syscw=counts.write_count, read_bytes=counts.read_bytes, write_bytes=counts.write_bytes)
 
 
 @dataclass(frozen=True)
@@ -173,8 +164,8 @@ def _say_once(what: str, message: str) -> None:
 
 class Window:
     """What ``counted`` yields: the block may name counts that are not the block's own, which the
-    window's records then leave out (``exclude``): e.g. the forecast ranks' start-up, counted in the
-    parent once the launcher has reaped them."""
+    window's records then leave out (``exclude``): e.g. what the forecast's MPI program moved besides its
+    ranks' I/O work (outside_work), counted in the parent once it has reaped the launcher."""
 
     def __init__(self):
         self.excluded = ProcIO()
@@ -183,15 +174,25 @@ class Window:
         self.excluded = self.excluded + counts
 
 
-RANK_OUTSIDE_OP = "kernel_outside"  # an MPI rank's event: its counts outside its I/O work (not a record)
+RANK_WORK_OP = "kernel_work"  # an MPI rank's event: its counts over its I/O work (not a record)
 
 
-def outside_event(started: ProcIO, rank: int) -> dict:
-    """A forecast rank's counts outside its I/O work, for the job's window to leave out: ``started``, its
-    total as the work began (Python's start-up and imports, which read the libraries' .pyc files: about
-    6 MB; MPI's start-up, which writes about 4 MB into its shared-memory segment). What the rank does
-    after its work (gathering the records, rank 0 landing them, MPI_Finalize, exit) stays in the window."""
-    return {"op": RANK_OUTSIDE_OP, "rank": rank, "counts": started.as_dict()}
+def work_event(started: ProcIO, finished: ProcIO, rank: int) -> dict:
+    """A forecast rank's counts over its I/O work alone: from ``started`` (after Python's start-up and imports, which
+    read the libraries' .pyc files, about 6 MB, and MPI's, which writes about 4 MB into its shared-memory segment) to
+    ``finished`` (before it gathers the records, rank 0 lands them, MPI_Finalize and exit)."""
+    return {"op": RANK_WORK_OP, "rank": rank, "counts": (finished - started).as_dict()}
+
+
+def outside_work(program: ProcIO, works: list[ProcIO]) -> ProcIO:
+    """What an MPI program moved besides its ranks' I/O work, for the job's window to leave out: ``program``, the
+    whole program's counts as its parent saw them once it reaped the launcher (every rank, the launcher and its
+    proxies: their start-up, the PMI messages and the ranks' output they forward, the records gathered and landed),
+    less each rank's work (``work_event``); never below zero."""
+    left = program
+    for work in works:
+        left = left - work
+    return ProcIO(*(max(0, value) for value in left.as_dict().values()))
 
 
 def kernel_records(counts: ProcIO, excluded: ProcIO = ProcIO()) -> list[dict]:

@@ -6,7 +6,8 @@ or ``B`` after the unit changes nothing). config.sizes.parse_size reads a config
 
 A size printed for people (messages, captions, the CLI) is format_bytes's: ``512 B``, ``1.5 KiB``,
 ``40.0 GiB``. humanfriendly.format_size would say ``512 bytes`` and ``40 GiB``, and round to two
-decimals, so the study's messages keep this one style. Table columns stay numbers.
+decimals, so the study's messages keep this one style. A duration is format_seconds's (``1,234.5 s``,
+``6.0 s``, ``0.43 s``, ``0.043 s``), a rate format_rate's (``1,234 MiB/s``). Table columns stay numbers.
 """
 
 from __future__ import annotations
@@ -40,3 +41,16 @@ def format_bytes(n: float) -> str:
             return f"{int(n)} B" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n:.1f} TiB"
+
+
+def format_seconds(seconds: float | None, unit: str = " s") -> str:
+    """A duration for people: from 0.95 s up to a tenth (thousands separated), below to two significant digits;
+    ``-`` for none. ``unit=""`` gives the bare number, for a band written after its value (``0.4 s (0.1-0.7)``)."""
+    if seconds is None or seconds != seconds:
+        return "-"
+    return (f"{seconds:,.1f}" if abs(seconds) >= 0.95 else f"{seconds:.2g}") + unit
+
+
+def format_rate(MiB_per_s: float) -> str:
+    """A bandwidth for people: whole MiB/s, thousands separated."""
+    return f"{MiB_per_s:,.0f} MiB/s"

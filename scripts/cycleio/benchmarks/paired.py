@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..intervals import covered_seconds
+from ..config.schema import schema_default
 from ..config.tierspec import TierError
 from ..hostmemory import fresh_MiB
 from ..storage.tiers import TierSite
@@ -69,11 +70,11 @@ class PairedReplay:
 
     repetitions: int = 2
     transfer_size_bytes: int = 0  # 0: each size class's own mean transfer (the schema's auto)
-    max_files: int = 100
+    max_files: int = schema_default("benchmarks.replay.max_files")
     fio_path: str = ""
     # a step's reads or writes with less than this, or covering fewer seconds, cannot be timed: not replayed
-    min_bytes: int = 32 * MiB
-    min_seconds: float = 0.1
+    min_bytes: int = Timing.min_bytes
+    min_seconds: float = Timing.min_seconds
 
     @classmethod
     def from_settings(cls, settings: dict) -> "PairedReplay | None":

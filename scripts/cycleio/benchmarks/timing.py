@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..units import MiB
+from ..config.schema import schema_default
+from ..config.sizes import parse_size
+
+
+def _default(key: str):
+    return schema_default(f"benchmarks.replay.{key}")
 
 
 @dataclass(frozen=True)
@@ -16,9 +21,9 @@ class Timing:
     it moved at least ``min_bytes`` in at least ``min_seconds`` (a few MiB in a few milliseconds is the tool's
     timer resolution, not the tier)."""
 
-    min_bytes: int = 32 * MiB
-    min_seconds: float = 0.1
-    tolerance: float = 0.15
+    min_bytes: int = parse_size(_default("min_bytes"), "benchmarks.replay.min_bytes")
+    min_seconds: float = _default("min_seconds")
+    tolerance: float = _default("tolerance")
 
     def enough(self, nbytes, seconds):
         """Whether ``nbytes`` in ``seconds`` can be timed (scalars, or Series element by element)."""

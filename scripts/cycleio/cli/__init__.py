@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import shlex
 import sys
@@ -16,6 +17,21 @@ from ..units import MiB, format_bytes
 log = logging.getLogger("cycleio")
 
 
+def _job_settings(args):
+    """A job's settings (``--arm-settings``); a job of a study with instruments.darshan re-executes itself under
+    Darshan here, before it does anything (darshan.runtime), its log beside ``--records``."""
+    from ..config.settings import ArmSettings
+    from ..config.tierspec import expand_tier_path
+    from ..darshan.runtime import preload_job
+
+    settings = ArmSettings.from_json(args.arm_settings)
+    if settings.darshan_library:
+        tiers = [tier for tier in (settings.persistent, settings.scratch) if tier is not None]
+        roots = [expand_tier_path(tier.name, tier.path, settings.study).resolve() for tier in tiers]
+        preload_job(settings.darshan_library, Path(args.records), roots)
+    return settings
+
+
 def _arm_job(settings):
     """Around one job of an arm: in a batch job, its own folders on the arm's tiers go at its end."""
     from ..storage.jobscratch import job_scratch
@@ -25,10 +41,9 @@ def _arm_job(settings):
 
 def cmd_step(args) -> None:
     from ..benchmarks.paired import PairedReplay
-    from ..config.settings import ArmSettings
     from ..runner.job import run_step
 
-    settings = ArmSettings.from_json(args.arm_settings)
+    settings = _job_settings(args)
     with _arm_job(settings):
         run_step(settings, args.cycle, args.step, Path(args.records), Path(args.manifest), attempt=args.attempt,
                  failed_attempts=Path(args.failed_attempts) if args.failed_attempts else None,
@@ -36,47 +51,42 @@ def cmd_step(args) -> None:
 
 
 def cmd_coldstart(args) -> None:
-    from ..config.settings import ArmSettings
     from ..runner.persistentjobs import run_coldstart
 
-    settings = ArmSettings.from_json(args.arm_settings)
+    settings = _job_settings(args)
     with _arm_job(settings):
         run_coldstart(settings, Path(args.records), Path(args.manifest))
 
 
 def cmd_darshan_inputs(args) -> None:
-    from ..config.settings import ArmSettings
     from ..runner.persistentjobs import run_darshan_inputs
 
-    settings = ArmSettings.from_json(args.arm_settings)
+    settings = _job_settings(args)
     with _arm_job(settings):
         run_darshan_inputs(settings, Path(args.records), Path(args.manifest))
 
 
 def cmd_dump(args) -> None:
-    from ..config.settings import ArmSettings
     from ..runner.persistentjobs import run_arrival
 
-    settings = ArmSettings.from_json(args.arm_settings)
+    settings = _job_settings(args)
     with _arm_job(settings):
         run_arrival(settings, args.cycle, "dump", Path(args.records), Path(args.manifest))
 
 
 def cmd_cleanup(args) -> None:
-    from ..config.settings import ArmSettings
     from ..runner.persistentjobs import run_cleanup
 
-    settings = ArmSettings.from_json(args.arm_settings)
+    settings = _job_settings(args)
     with _arm_job(settings):
         run_cleanup(settings, args.cycle, Path(args.records), Path(args.manifest))
 
 
 def cmd_archive(args) -> None:
     from ..benchmarks.paired import PairedReplay
-    from ..config.settings import ArmSettings
     from ..runner.persistentjobs import run_archive
 
-    settings = ArmSettings.from_json(args.arm_settings)
+    settings = _job_settings(args)
     run_archive(settings, args.cycle, Path(args.records), Path(args.manifest), [Path(m) for m in args.manifests],
                 attempt=args.attempt, replay=PairedReplay.from_settings(settings.replay), job=args.job)
 
@@ -97,8 +107,16 @@ def cmd_aggregate(args) -> None:
 def cmd_io_accounting(args) -> None:
     from ..report.accounting import write_accounting
 
-    flagged = write_accounting(Path(args.events), Path(args.out))
+    flagged = write_accounting(Path(args.events), Path(args.out), [Path(m) for m in args.manifests])
     log.info("wrote %s (%d job phases flagged)", args.out, flagged)
+
+
+def cmd_surrogate_vs_log(args) -> None:
+    from ..report.surrogatelog import write_comparisons
+
+    comparisons = json.loads(args.comparisons)
+    write_comparisons(comparisons, Path(args.out))
+    log.info("wrote %s (%d real jobs against the steps they stand for)", args.out, len(comparisons))
 
 
 def cmd_figures(args) -> None:
@@ -131,6 +149,7 @@ def _read_configs(paths: list[str]) -> dict:
 def cmd_inventory(args) -> None:
     import pandas as pd
 
+    from ..fsutil import write_table
     from ..workflow.catalog import study_inventory
     from ..workflow.study import load_study
 
@@ -146,7 +165,7 @@ def cmd_inventory(args) -> None:
     rows = pd.DataFrame(study_inventory(study))
     rows = rows[rows["arm"] == next(iter(study.arms))]
     if args.out:
-        rows.to_csv(args.out, index=False)
+        write_table(rows, Path(args.out))
     full = rows[rows["cycle"] == rows["cycle"].max()]  # a full cycle
     full = full.assign(name=full["file"].str.rsplit("/", n=1).str[-1])
     print(f"# {study.name}: {config['resolution']} L{study.arms[next(iter(study.arms))].levels}, one full cycle "
@@ -165,7 +184,7 @@ def cmd_inventory_table(args) -> None:
 
     import pandas as pd
 
-    from ..report.aggregate import write_table
+    from ..fsutil import write_table
     from ..workflow.catalog import inventory_rows
     from ..config.settings import ArmSettings
 
@@ -278,7 +297,8 @@ def cmd_config_docs(args) -> None:
 def cmd_cli_docs(args) -> None:
     from .clidocs import cli_markdown, update_page
 
-    _print_or_update(cli_markdown(build_parser()), args.update, update_page, "the command-line reference")
+    _print_or_update(cli_markdown(build_parser(), USER_COMMANDS), args.update, update_page,
+                     "the command-line reference")
 
 
 def cmd_unlock_stale(args) -> None:
@@ -315,19 +335,35 @@ INTERNAL_NOTE = "internal: the workflow's rules run it"
 STUDY_START_COMMANDS = ("check-config", "cluster-check")
 
 
-def _arrange_commands(parser: argparse.ArgumentParser, sub) -> None:
-    """List the user's commands first, one line each, and name the rules' internal ones in the epilog; each internal
-    command's own --help says it is internal."""
-    missing = set(USER_COMMANDS) - set(sub.choices)
-    if missing:
-        raise AssertionError(f"USER_COMMANDS names no subcommand: {sorted(missing)}")
-    # argparse keeps the listed commands (name and help) in _choices_actions, in the order they were added
-    listed = {action.dest: action for action in sub._choices_actions}
-    internal = [name for name in sub.choices if name not in USER_COMMANDS]
-    for name in internal:
-        sub.choices[name].description = f"({INTERNAL_NOTE}) {listed[name].help}"
-    sub._choices_actions[:] = [listed[name] for name in USER_COMMANDS]
-    parser.epilog = (f"internal commands the workflow's rules run (each takes --help): {', '.join(internal)}")
+class _Commands:
+    """What the subcommands are added through (``add_parser``, as on argparse's subparsers), so that ``--help`` lists
+    the user's commands, in USER_COMMANDS' order, and the rules' internal ones only by name in the epilog, with their
+    own --help saying they are internal. argparse lists a subcommand when it is given a help, in the order added: an
+    internal command gets none (its help becomes its description); a user command is configured on a parser of its
+    own and added, with that parser as its parent, by :meth:`finish` in USER_COMMANDS' order."""
+
+    def __init__(self, subparsers, prog: str):
+        self.subparsers, self.prog = subparsers, prog
+        self.user: dict[str, tuple[argparse.ArgumentParser, dict]] = {}
+        self.internal: list[str] = []
+
+    def add_parser(self, name: str, **kwargs) -> argparse.ArgumentParser:
+        if name in USER_COMMANDS:
+            own = argparse.ArgumentParser(prog=f"{self.prog} {name}", add_help=False)
+            self.user[name] = (own, kwargs)
+            return own
+        self.internal.append(name)
+        kwargs["description"] = f"({INTERNAL_NOTE}) {kwargs.pop('help')}"
+        return self.subparsers.add_parser(name, **kwargs)
+
+    def finish(self, parser: argparse.ArgumentParser) -> None:
+        missing = set(USER_COMMANDS) - set(self.user)
+        if missing:
+            raise AssertionError(f"USER_COMMANDS names no subcommand: {sorted(missing)}")
+        for name in USER_COMMANDS:
+            own, kwargs = self.user[name]
+            self.subparsers.add_parser(name, parents=[own], **kwargs)
+        parser.epilog = f"internal commands the workflow's rules run (each takes --help): {', '.join(self.internal)}"
 
 
 class _HelpFormatter(argparse.HelpFormatter):
@@ -344,8 +380,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="cycleio", description="I/O studies of cycled weather-forecast systems (`make study` runs one).",
         formatter_class=lambda prog: _HelpFormatter(prog, max_help_position=20, width=100))
     parser.add_argument("--log", help="also write the log to this file")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands",
-                                help="what a person runs (cycleio COMMAND --help for its options):")
+    sub = _Commands(parser.add_subparsers(dest="command", required=True, metavar="COMMAND", title="commands",
+                                          help="what a person runs (cycleio COMMAND --help for its options):"),
+                    parser.prog)
 
     step = sub.add_parser("step", help="run one step's job (stage_in, run, stage_out, verify, cleanup)")
     step.add_argument("--arm-settings", required=True, help="the arm's settings as JSON (the rules pass them)")
@@ -413,10 +450,20 @@ def build_parser() -> argparse.ArgumentParser:
     agg.add_argument("records", nargs="+", help="the jobs' JSON-lines records")
     agg.set_defaults(func=cmd_aggregate)
 
-    acc = sub.add_parser("io-accounting", help="each job phase's records against what the kernel counted")
+    acc = sub.add_parser("io-accounting", help="each job phase's records against what the kernel (and Darshan) counted")
     acc.add_argument("--events", required=True, help="the io_events Parquet table (aggregate)")
+    acc.add_argument("--manifests", nargs="*", default=[],
+                     help="the jobs' manifests: a job's Darshan logs beside them (instruments.darshan) add a row "
+                          "per job")
     acc.add_argument("--out", required=True, help="CSV to write: one row per job and phase (io_accounting)")
     acc.set_defaults(func=cmd_io_accounting)
+
+    svl = sub.add_parser("surrogate-vs-log", help="a real job's Darshan log beside the surrogate step's it stands for")
+    svl.add_argument("--comparisons", required=True,
+                     help='JSON list of {"job", "log", "step", "manifest"}: a real log and the manifest of '
+                          "the step's job (run under instruments.darshan)")
+    svl.add_argument("--out", required=True, help="CSV to write: one row per real job and measure (surrogate_vs_log)")
+    svl.set_defaults(func=cmd_surrogate_vs_log)
 
     fig = sub.add_parser("figures", help="throughput figure from the tables")
     fig.add_argument("--summary", required=True, help="step_summary.csv")
@@ -487,7 +534,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_bench(sub)
     register_darshan(sub)
     register_answers(sub)
-    _arrange_commands(parser, sub)
+    sub.finish(parser)
     return parser
 
 

@@ -32,11 +32,11 @@ def cmd_summary_md(args) -> None:
                                     Path(args.fits) if args.fits else None,
                                     Path(args.capacity) if args.capacity else None,
                                     Path(args.replays) if args.replays else None,
-                                    Timing(min_seconds=args.min_seconds)))
+                                    Timing() if args.min_seconds is None else Timing(min_seconds=args.min_seconds)))
 
 
 def cmd_replay_jobs(args) -> None:
-    from ..report.aggregate import write_table
+    from ..fsutil import write_table
     from ..report.replayanswer import replay_table
 
     write_table(replay_table([Path(p) for p in args.manifests]), Path(args.out))
@@ -45,7 +45,7 @@ def cmd_replay_jobs(args) -> None:
 def cmd_timeline(args) -> None:
     import pandas as pd
 
-    from ..report.aggregate import write_table
+    from ..fsutil import write_table
     from ..report.answerfigures import io_share_figure, timeline_figure, timeline_table
     from ..records import cycle_records, replay_records
 
@@ -85,10 +85,11 @@ def cmd_io_gap_figure(args) -> None:
 def cmd_scaling_fit(args) -> None:
     import pandas as pd
 
-    from ..report.scaling import fit_lines, fit_table, write_frame
+    from ..fsutil import write_table
+    from ..report.scaling import fit_lines, fit_table
 
     fits = fit_table(pd.read_csv(args.benchmarks))
-    write_frame(fits, Path(args.out))
+    write_table(fits, Path(args.out))
     for line in fit_lines(fits):
         print(line)
         log.info("%s", line)
@@ -128,7 +129,8 @@ def _config_inventory(configfiles: list[str], resolution: str):
 def cmd_plan(args) -> None:
     import pandas as pd
 
-    from ..report.scaling import capacity_plan, fit_table, plan_lines, write_frame
+    from ..fsutil import write_table
+    from ..report.scaling import capacity_plan, fit_table, plan_lines
 
     results = Path(args.results) if args.results else None
     benchmarks = Path(args.benchmarks) if args.benchmarks else results / "tables" / "benchmarks.csv"
@@ -149,7 +151,7 @@ def cmd_plan(args) -> None:
                          io_budget_fraction=args.budget, summary=summary, units=json.loads(args.units),
                          archive=args.archive)
     out = Path(args.out) if args.out else (results / "capacity.csv" if results else Path("capacity.csv"))
-    write_frame(plan, out)
+    write_table(plan, out)
     for line in plan_lines(plan):
         print(line)
     log.info("wrote %s", out)
@@ -182,8 +184,9 @@ def register(sub) -> None:
     md.add_argument("--replays", help="tables/replay_jobs.csv: add the replay jobs' answer")
     md.add_argument("--out", required=True, help="summary.md to write")
     md.add_argument("--title", default="cycleio study")
-    md.add_argument("--min-seconds", type=float, default=0.1,
-                    help="benchmarks.replay.min_seconds: a replay job's I/O shorter than this is too short to time")
+    md.add_argument("--min-seconds", type=float,
+                    help="benchmarks.replay.min_seconds (by default the schema's): a replay job's I/O shorter than "
+                         "this is too short to time")
     md.set_defaults(func=cmd_summary_md)
 
     rj = sub.add_parser("replay-jobs", help="tables/replay_jobs.csv: each replay job's logged and replayed I/O time, "

@@ -40,13 +40,12 @@ def cmd_fieldio(args) -> None:
     import socket
     import time
 
-    from ..benchmarks.common import COLUMNS, host_cores
+    from ..benchmarks.common import host_cores
     from ..benchmarks.fieldio import run_fieldio
-    from ..benchmarks.points import summarize
+    from ..benchmarks.points import finish, summarize
     from ..benchmarks.specs import FieldIOSpec
     from ..benchmarks.tierbench import write_rows
     from ..config.sizes import parse_size
-    from ..storage.pagecache import cache_risk, memory_backed
     from ..storage.tiers import filesystem_type
 
     spec = FieldIOSpec(patterns=tuple(args.patterns), layouts=tuple(args.layouts), fields_per_task=args.fields,
@@ -62,8 +61,7 @@ def cmd_fieldio(args) -> None:
         shutil.rmtree(work, ignore_errors=True)
     context = {"study": "", "benchmark": "fieldio", "tier": args.tier or directory.name, "tier_kind": "",
                "fs_type": filesystem_type(directory), "host": socket.gethostname(), "host_cores": host_cores()}
-    rows = [{key: {**row, **context, "pattern": row["job"], "cache_risk": cache_risk(row["operation"], memory=memory_backed(None, context["fs_type"])),
-                   "t_start": round(t_start, 3)}.get(key) for key in COLUMNS} for row in rows]
+    rows = [finish([row], {**context, "pattern": row["job"]}, t_start)[0] for row in rows]  # as the workflow's point
     write_rows(rows + summarize(rows), Path(args.out))
     log.info("wrote %d rows to %s (raw output in %s)", len(rows), args.out, raw)
 
@@ -126,8 +124,9 @@ def cmd_bench_tables(args) -> None:
     from ..config.sizes import parse_size
     from ..benchmarks.timing import Timing
 
-    timing = Timing(min_bytes=parse_size(args.min_bytes, "--min-bytes"), min_seconds=args.min_seconds,
-                    tolerance=args.tolerance)
+    given = {"min_bytes": None if args.min_bytes is None else parse_size(args.min_bytes, "--min-bytes"),
+             "min_seconds": args.min_seconds, "tolerance": args.tolerance}
+    timing = Timing(**{key: value for key, value in given.items() if value is not None})
     write_benchmark_tables(args.points, Path(args.events), benchmarks_csv=Path(args.benchmarks),
                            benchmarks_parquet=Path(args.benchmarks_parquet), efficiency=Path(args.efficiency),
                            io_gap=Path(args.io_gap), timing=timing)
@@ -192,10 +191,11 @@ def register(sub) -> None:
     tables.add_argument("--benchmarks-parquet", required=True, help="Parquet to write: the same rows")
     tables.add_argument("--efficiency", required=True, help="CSV to write: the steps' MiB/s over their references")
     tables.add_argument("--io-gap", required=True, help="CSV to write: where a step's I/O seconds go")
-    tables.add_argument("--min-bytes", default="32m", help="less per job is not timed (benchmarks.replay.min_bytes)")
-    tables.add_argument("--min-seconds", type=float, default=0.1,
+    # no defaults here: an option left out takes the config schema's (benchmarks.timing.Timing)
+    tables.add_argument("--min-bytes", help="less per job is not timed (benchmarks.replay.min_bytes)")
+    tables.add_argument("--min-seconds", type=float,
                         help="fewer seconds per job is not timed (benchmarks.replay.min_seconds)")
-    tables.add_argument("--tolerance", type=float, default=0.15,
+    tables.add_argument("--tolerance", type=float,
                         help="within 1 +/- this of the replay is at the tier's speed (benchmarks.replay.tolerance)")
     tables.add_argument("points", nargs="*", help="CSV files of benchmark points")
     tables.set_defaults(func=cmd_bench_tables)

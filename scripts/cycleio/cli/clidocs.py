@@ -9,11 +9,11 @@ START, END = "<!-- cli-reference:start -->", "<!-- cli-reference:end -->"
 WIDTH = 100
 
 
-def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
-    """The subcommands of a parser, in the order its help lists them, then the ones it does not list."""
+def _subcommands(parser: argparse.ArgumentParser, first: tuple[str, ...]) -> dict[str, argparse.ArgumentParser]:
+    """The subcommands of a parser: those named in ``first`` in that order, then the others by name."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
-            listed = [choice.dest for choice in action._choices_actions]
+            listed = [name for name in first if name in action.choices]
             return {name: action.choices[name] for name in [*listed, *sorted(set(action.choices) - set(listed))]}
     return {}
 
@@ -28,16 +28,17 @@ def _help(parser: argparse.ArgumentParser) -> str:
         parser.formatter_class = formatter
 
 
-def _sections(parser: argparse.ArgumentParser, chain: list[str]):
-    for name, sub in _subcommands(parser).items():
+def _sections(parser: argparse.ArgumentParser, chain: list[str], first: tuple[str, ...]):
+    for name, sub in _subcommands(parser, first).items():
         yield [*chain, name], sub
-        yield from _sections(sub, [*chain, name])
+        yield from _sections(sub, [*chain, name], first)
 
 
-def cli_markdown(parser: argparse.ArgumentParser) -> str:
-    """Every command's --help, user commands first, each under its own heading."""
+def cli_markdown(parser: argparse.ArgumentParser, user_commands: tuple[str, ...]) -> str:
+    """Every command's --help, the user's commands first (in the order --help lists them), each under its own
+    heading."""
     lines = ["## cycleio", "", "```text", _help(parser).rstrip(), "```", ""]
-    for chain, sub in _sections(parser, []):
+    for chain, sub in _sections(parser, [], user_commands):
         lines += [f"## cycleio {' '.join(chain)}", "", "```text", _help(sub).rstrip(), "```", ""]
     return "\n".join(lines)
 

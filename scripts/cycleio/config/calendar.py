@@ -15,6 +15,12 @@ HALF_CYCLE_STEPS = FULL_CYCLE_STEPS[FULL_CYCLE_STEPS.index("fcst"):]  # the cold
 # The Snakefile's step wildcard: the GDAS steps, cycle (an arm staged once per cycle), the ensemble forecasts (efcsNN)
 # and the replay jobs of Darshan logs (darshan_<name>, darshan_<name>_n<ranks> of a sweep)
 STEP_WILDCARD = "|".join(FULL_CYCLE_STEPS) + r"|cycle|efcs\d\d|darshan_[a-z][a-z0-9]*(_n[0-9]+)?"
+_STEP_RANKS = {step: index for index, step in enumerate(FULL_CYCLE_STEPS)}
+
+
+def step_rank(step: str) -> tuple[int, str]:
+    """The key every table and figure sorts steps by: the GDAS steps in their order, then any other job by name."""
+    return _STEP_RANKS.get(step, len(_STEP_RANKS)), step
 
 
 def parse_cycle(value: str | int) -> datetime:

@@ -4,6 +4,7 @@ the layers above). Each names the key and what is expected."""
 
 from __future__ import annotations
 
+import os
 import string
 
 from .calendar import parse_cycle
@@ -50,6 +51,7 @@ def check_across_keys(config: dict) -> None:
     _check_launcher(config["launcher"])
     _check_archive(config)
     _check_darshan(config)
+    _check_instruments(config)
     fc = config["forecast"]
     if cyc["interval_hours"] not in fc["restart_hours"]:
         raise ConfigError(
@@ -147,6 +149,8 @@ def _check_darshan(config: dict) -> None:
         if cfg["only"] and after != "first":
             raise ConfigError(f"config key 'darshan.jobs.{name}.after': {after!r}, but darshan.only is true (cycles "
                               "without GDAS steps); expected first")
+        if job["stands_for"]:
+            _check_stands_for(config, name)
     if not cfg["only"]:
         return
     if not cfg["jobs"]:
@@ -160,6 +164,27 @@ def _check_darshan(config: dict) -> None:
         if len(values) > 1:
             raise ConfigError(f"config key '{key}': {values} sweeps the GDAS steps, but darshan.only is true (replay "
                               "jobs only); expected one value")
+
+
+def _check_stands_for(config: dict, name: str) -> None:
+    key = f"config key 'darshan.jobs.{name}.stands_for'"
+    if config["darshan"]["only"]:
+        raise ConfigError(f"{key}: set, but darshan.only is true (no GDAS step runs); expected darshan.only false")
+    if not config["instruments"]["darshan"]:
+        raise ConfigError(f"{key}: set, but instruments.darshan is empty: the step's own Darshan log is what the real "
+                          "one is set beside; expected the path of libdarshan.so in instruments.darshan")
+    if not set(persistent_tiers(config)) & set(config["scratch_tiers"]):
+        raise ConfigError(f"{key}: set, but no arm runs on the persistent tier (scratch_tiers "
+                          f"{config['scratch_tiers']}): on a staged arm staging reads and writes the step's files too; "
+                          "expected scratch_tiers to hold the persistent tier")
+
+
+def _check_instruments(config: dict) -> None:
+    library = config["instruments"]["darshan"]
+    if library and not (os.path.isfile(library) and os.access(library, os.R_OK)):
+        raise ConfigError(f"config key 'instruments.darshan': {library!r} is not a readable file; expected the path of "
+                          "darshan-runtime's libdarshan.so (built from darshan's sources: docs/darshan.md), or \"\" "
+                          "to run without it")
 
 
 def _check_launcher(template: str) -> None:

@@ -142,11 +142,6 @@ def _fill_and_check(config: dict, schema: dict) -> tuple[dict, list[jsonschema.V
     return filled, errors
 
 
-def fill_defaults(config: dict, schema: dict) -> dict:
-    """Copy of config with the schema's defaults filled in, as validation fills them."""
-    return _fill_and_check(config, schema)[0]
-
-
 # The write strategies that write shared files through MPI-IO and run on the parallel-netCDF stack: the names
 # of those with ``shared_file`` in the registry (surrogates.forecast.strategies; tests/test_registries.py holds
 # them equal), so that config reads them without importing the strategies.
@@ -189,7 +184,8 @@ class StagingSettings:
 # so that a changed setting marks only the jobs that read it for a rerun (Snakemake's params trigger;
 # the jobs after them follow through their inputs).
 # Every job: who and where it is, the grid and seed of its data, the write strategy its records carry.
-_EVERY_JOB = ("study", "arm", "start", "seed", "resolution", "levels", "persistent", "strategy")
+# and the Darshan library its processes run under (only when set: turning it on reruns every job, off none).
+_EVERY_JOB = ("study", "arm", "start", "seed", "resolution", "levels", "persistent", "strategy", "darshan_library")
 # A step's job: the files it writes (compression) and their inventory (forecast), staging, its compute stand-in,
 # and the faults aimed at it (fault injection; only its own, see ArmSettings.job_settings).
 # and, in a paired cycle, its paired replay (see ArmSettings.job_settings).
@@ -248,6 +244,7 @@ class ArmSettings:
     # config ``darshan``: {only, jobs: {name: {log, after, ranks, scale, timing, layer, path}}} (``path``: the log
     # found, workflow.study fills it in); a replay job's settings hold its own job only
     darshan: dict = field(default_factory=dict)
+    darshan_library: str = ""  # config instruments.darshan: every job's processes run under it (darshan.runtime)
 
     @property
     def staged(self) -> bool:
@@ -271,6 +268,8 @@ class ArmSettings:
             settings["step_compute_seconds"] = {job: own[job]} if job in own else {}
         if "replay" in settings and (cycle not in self.paired_cycles or job.startswith("earc")):  # arch's, not earc's
             settings["replay"] = {}
+        if not settings.get("darshan_library"):
+            settings.pop("darshan_library", None)
         if "faults" in settings:
             steps = cycle_steps(cycle, self.start, self.forecast) if job == "cycle" and cycle else (job,)
             settings["faults"] = faults_for_job(self.faults, job, steps, cycle, self.staged)
@@ -436,5 +435,6 @@ def build_study(config: dict) -> Study:
             archive=archive_settings(config),
             darshan={"only": config["darshan"]["only"],
                      "jobs": sweep_replay_ranks(copy.deepcopy(config["darshan"]["jobs"]))},
+            darshan_library=config["instruments"]["darshan"],
         )
     return Study(config["study"], cycles, arms, cyc["keep"])

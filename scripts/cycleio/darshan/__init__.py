@@ -12,7 +12,3 @@
 - replay.py: the parent: checks before anything starts (room, ranks), the input files laid out untimed, the
   launch, and the answer (report.py: the fidelity CSV, its provenance sidecar, the timing sentence).
 """
-
-from .logs import DarshanLogError
-
-__all__ = ["DarshanLogError"]

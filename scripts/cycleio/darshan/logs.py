@@ -93,11 +93,8 @@ class JobLog:
 
 
 def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
     with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def check_header(path: Path) -> None:
@@ -169,8 +166,9 @@ def _captured_stderr() -> Iterator[list[str]]:
             out.append(sink.read().decode(errors="replace").strip())
 
 
-def read_log(path: str | os.PathLike) -> JobLog:
-    """The log at ``path``, checked (see the module's docstring); DarshanLogError otherwise."""
+def read_log(path: str | os.PathLike, require_files: bool = True) -> JobLog:
+    """The log at ``path``, checked (see the module's docstring); DarshanLogError otherwise. ``require_files``
+    false: a log without file records (a process that touched none) is read too."""
     from .reader import LenientReport
 
     path = Path(path)
@@ -216,8 +214,28 @@ def read_log(path: str | os.PathLike) -> JobLog:
                  nprocs=int(job["nprocs"]), run_time_s=float(job.get("run_time", 0.0)), jobid=int(job.get("jobid", 0)),
                  log_version=str(job.get("log_ver", "")), modules=modules, counters=counters, dxt=dxt,
                  darshan_messages=said, warnings=warnings)
-    check_file_records(log)
+    if require_files:
+        check_file_records(log)
     return log
+
+
+COUNTED_MODULES = ("POSIX", "STDIO")  # MPI-IO's bytes reach storage through POSIX calls, counted there
+
+
+def counts_under(log: JobLog, roots: list[str]) -> dict[str, int]:
+    """The bytes and calls the log counted in files below any of ``roots`` (folders, absolute), per direction, over
+    the modules that meet storage (POSIX and STDIO): ``{read_bytes, read_calls, write_bytes, write_calls}``."""
+    prefixes = tuple(root.rstrip("/") + "/" for root in roots)
+    counts = {f"{d}_{what}": 0 for d in DIRECTIONS for what in ("bytes", "calls")}
+    for module in COUNTED_MODULES:
+        table = files_of(log, module)
+        if table.empty:
+            continue
+        mine = table[table["file"].str.startswith(prefixes)]
+        for direction in DIRECTIONS:
+            counts[f"{direction}_bytes"] += int(bytes_of(mine, module, direction).sum())
+            counts[f"{direction}_calls"] += int(ops_of(mine, module, direction).sum())
+    return counts
 
 
 def check_file_records(log: JobLog) -> None:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .runtime import preload_rank
 from ..fsutil import write_json_atomic
 from ..kernelio import read_proc_io
 from .plan import FSYNC, OPEN, READ, SEEK, STAT, WRITE
@@ -187,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="one rank of `cycleio darshan replay`")
     parser.add_argument("--plan", required=True)
     args = parser.parse_args(argv)
+    preload_rank("replay")  # in a job under Darshan: this rank too, before MPI starts
     from mpi4py import MPI
 
     comm = MPI.COMM_WORLD

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..fsutil import landing, write_json_atomic
+from ..fsutil import write_json_atomic, write_table
 from ..units import format_bytes
 from .logs import DIRECTIONS, FILE_MODULES, JobLog, file_table, rank_times, set_apart_note, slowest_rank
 from .plan import Plan
@@ -102,8 +102,7 @@ def write_replay(out: str | Path, job: JobLog, plan: Plan, runs: list) -> tuple[
     timing mode, tiers, the timing answer and the fidelity ratios."""
     out = Path(out)
     table = pd.concat([fidelity_rows(plan, run) for run in runs], ignore_index=True)
-    with landing(out) as tmp:
-        table.to_csv(tmp, index=False)
+    write_table(table, out)
     answer = timing_answer(job, plan, runs)
     meta = {
         "log": str(job.path), "log_sha256": job.sha256, "exe": job.exe, "jobid": job.jobid, "log_ranks": job.nprocs,
@@ -189,8 +188,7 @@ def inspect_text(job: JobLog, table: pd.DataFrame | None = None) -> str:
 
 
 def write_inspect(out: str | Path, job: JobLog, table: pd.DataFrame) -> None:
-    with landing(out) as tmp:
-        table.to_csv(tmp, index=False)
+    write_table(table, out)
     write_json_atomic(sidecar(out), {"log": str(job.path), "log_sha256": job.sha256, "exe": job.exe,
                                      "log_ranks": job.nprocs, "log_run_time_s": job.run_time_s,
                                      "modules": job.modules})

@@ -18,6 +18,7 @@ logging and the counters' own reads are a few KiB. Outside [``LOW``, ``HIGH``] i
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +32,7 @@ WRITE_OPS = ("write", "copy", "combine")
 LOW, HIGH = 0.99, 1.01
 MIN_JUDGED_BYTES = 1 * MiB
 JOB_KEYS = ["study", "arm", "cycle", "step"]
+MANIFEST_SUFFIX = ".manifest.json"
 WINDOW_KEYS = [*JOB_KEYS, "phase", "t_start"]
 KERNEL_COLUMNS = {  # record op -> (bytes column, calls column)
     "kernel_read": ("kernel_read_bytes", "kernel_read_calls"),
@@ -43,14 +45,18 @@ KERNEL_COLUMNS = {  # record op -> (bytes column, calls column)
     "cgroup_write": ("cgroup_write_bytes", "cgroup_write_ios"),
 }
 assert set(KERNEL_COLUMNS) == set(KERNEL_OPS) | set(EXCLUDED_OPS) | set(CGROUP_OPS), "a kernel or cgroup op without its columns"
+DARSHAN_COLUMNS = ["darshan_read_bytes", "darshan_write_bytes", "darshan_read_calls", "darshan_write_calls"]
 ACCOUNTING_COLUMNS = [
     *JOB_KEYS, "phase", "host", "t_start", "seconds",
     "records_read_bytes", "records_write_bytes", "records_read_calls", "records_write_calls",
     "kernel_read_bytes", "kernel_write_bytes", "kernel_read_calls", "kernel_write_calls",
     "kernel_storage_read_bytes", "kernel_storage_write_bytes", "kernel_excluded_read_bytes",
     "kernel_excluded_write_bytes", "cgroup_read_bytes", "cgroup_write_bytes",
-    "records_over_kernel_read", "records_over_kernel_write", "flagged", "note",
+    "records_over_kernel_read", "records_over_kernel_write",
+    *DARSHAN_COLUMNS, "records_over_darshan_read", "records_over_darshan_write", "darshan_logs",
+    "flagged", "note",
 ]
+JOB_PHASE = "job"  # a job's row beside its windows' where Darshan counted the job (instruments.darshan)
 
 
 def _windows(kernel: pd.DataFrame) -> pd.DataFrame:
@@ -95,8 +101,10 @@ def _judge(records: pd.Series, kernel: pd.Series) -> tuple[pd.Series, pd.Series,
     return ratio, outside, judged
 
 
-def accounting_table(events: pd.DataFrame) -> pd.DataFrame:
-    """One row per job and window (arm, cycle, step, phase): the records' bytes and calls against the kernel's.
+def accounting_table(events: pd.DataFrame, darshan: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per job and window (arm, cycle, step, phase): the records' bytes and calls against the kernel's;
+    and where Darshan counted a job (``darshan``: :func:`darshan_counts`), a row of phase ``job`` with its windows
+    summed against Darshan's count.
 
     ``events``: io_events (every record, the kernel's included). A job without kernel records (recorded
     before they existed, or where /proc/self/io could not be read) has no row.
@@ -133,8 +141,67 @@ def accounting_table(events: pd.DataFrame) -> pd.DataFrame:
             notes[number].append(f"{direction}: records {_share(ratio.iloc[number])} of the kernel's count")
     table["flagged"] = flagged
     table["note"] = ["; ".join(parts) for parts in notes]
+    if darshan is not None and not darshan.empty:
+        table = pd.concat([table, _job_rows(table, darshan)], ignore_index=True)
     return table.reindex(columns=ACCOUNTING_COLUMNS).sort_values(
-        ["arm", "cycle", "t_start"], kind="stable").reset_index(drop=True)
+        ["arm", "cycle", "t_start", "phase"], kind="stable", key=_job_last).reset_index(drop=True)
+
+
+def _job_last(column: pd.Series) -> pd.Series:
+    """Sort key: a job's own row after its windows (which start where it does)."""
+    return column.eq(JOB_PHASE) if column.name == "phase" else column
+
+
+def _job_rows(windows: pd.DataFrame, darshan: pd.DataFrame) -> pd.DataFrame:
+    """Per job that Darshan counted: its windows summed, set against Darshan's bytes (same flag rule)."""
+    summed = [c for c in windows if c.endswith(("_bytes", "_calls"))]
+    ends = windows["t_start"] + windows["seconds"]
+    jobs = windows.assign(t_end=ends).groupby(JOB_KEYS, sort=False).agg(
+        host=("host", "first"), t_start=("t_start", "min"), t_end=("t_end", "max"),
+        **{c: (c, lambda v: v.sum(min_count=1)) for c in summed}).reset_index()
+    jobs = jobs.merge(darshan, on=JOB_KEYS, how="inner")
+    jobs["phase"] = JOB_PHASE
+    jobs["seconds"] = jobs.pop("t_end") - jobs["t_start"]
+    notes = [[] for _ in range(len(jobs))]
+    flagged = np.zeros(len(jobs), dtype=bool)
+    for direction in ("read", "write"):
+        ratio, outside, judged = _judge(jobs[f"records_{direction}_bytes"], jobs[f"darshan_{direction}_bytes"])
+        jobs[f"records_over_darshan_{direction}"] = ratio
+        flagged |= outside.to_numpy(dtype=bool)
+        for number in np.flatnonzero(~judged.to_numpy(dtype=bool)):
+            notes[number].append(f"{direction}: under {MIN_JUDGED_BYTES // MiB} MiB, not judged")
+        for number in np.flatnonzero(outside.to_numpy(dtype=bool)):
+            share = "with Darshan counting none" if np.isnan(ratio.iloc[number]) else f"{ratio.iloc[number]:.1%}"
+            notes[number].append(f"{direction}: records {share} of Darshan's count")
+    jobs["flagged"] = flagged
+    jobs["note"] = ["; ".join(parts) for parts in notes]
+    return jobs
+
+
+def darshan_counts(manifest_files: list[Path]) -> pd.DataFrame:
+    """Per job that ran under Darshan (instruments.darshan): the bytes and calls its logs (darshan.runtime.job_logs:
+    the job's process and its ranks) counted in files on its tiers (the manifest's), and the job's own log.
+
+    Whole jobs, not windows: a log counts each file over the process's life. A file a job wrote under a temporary
+    name and renamed is counted under the temporary name, on the same tier; only its totals are compared."""
+    from ..darshan.logs import counts_under, read_log
+    from ..darshan.runtime import RECORDS_SUFFIX, job_logs
+
+    rows = []
+    for path in map(Path, manifest_files):
+        manifest = json.loads(path.read_text())
+        records = path.with_name(path.name.removesuffix(MANIFEST_SUFFIX) + RECORDS_SUFFIX)
+        logs = job_logs(records)
+        if not logs:
+            continue
+        roots = [tier["path"] for tier in manifest.get("provenance", {}).get("tiers", {}).values()]
+        row = {key: manifest[key] for key in JOB_KEYS} | {column: 0 for column in DARSHAN_COLUMNS}
+        for log_path in logs:
+            for key, value in counts_under(read_log(log_path, require_files=False), roots).items():
+                row[f"darshan_{key}"] += value
+        row["darshan_logs"] = " ".join(str(log_path) for log_path in logs)
+        rows.append(row)
+    return pd.DataFrame(rows, columns=[*JOB_KEYS, *DARSHAN_COLUMNS, "darshan_logs"])
 
 
 def _share(ratio: float) -> str:
@@ -148,6 +215,23 @@ def flagged_sentence(table: pd.DataFrame, most: int = 5) -> str:
     if table.empty:
         return "no job kept the kernel's counts."
     table = table.assign(note=table["note"].fillna(""), flagged=table["flagged"].astype(bool))
+    jobs, table = table[table["phase"] == JOB_PHASE], table[table["phase"] != JOB_PHASE]
+    return _kernel_sentence(table, most) + (" " + _darshan_sentence(jobs, most) if len(jobs) else "")
+
+
+def _darshan_sentence(jobs: pd.DataFrame, most: int) -> str:
+    """Of the jobs darshan-runtime logged (instruments.darshan): how many, and which disagree with the records."""
+    flagged = jobs[jobs["flagged"]]
+    text = (f"Darshan logged {len(jobs)} jobs (each job's logs beside its records, arms/<arm>/<cycle>/<step>.darshan "
+            f"and its ranks' <step>.<program>.rank<N>.darshan: column darshan_logs); ")
+    if flagged.empty:
+        return text + f"their records account for what Darshan counted on the tiers within {LOW:.0%} to {HIGH:.0%}."
+    named = "; ".join(f"{r.arm} {r.cycle} {r.step} ({r.note})" for r in flagged.head(most).itertuples())
+    more = f"; and {len(flagged) - most} more" if len(flagged) > most else ""
+    return text + f"{len(flagged)} outside {LOW:.0%} to {HIGH:.0%} of Darshan's count: {named}{more}."
+
+
+def _kernel_sentence(table: pd.DataFrame, most: int) -> str:
     judged = table[table["note"].str.count("not judged") < 2]  # moved enough to judge in one direction at least
     flagged = table[table["flagged"]]
     text = (f"{len(table)} job phases counted by the kernel, {len(judged)} moving {MIN_JUDGED_BYTES // MiB} MiB "
@@ -159,9 +243,10 @@ def flagged_sentence(table: pd.DataFrame, most: int = 5) -> str:
     return text + f"{len(flagged)} flagged, outside {LOW:.0%} to {HIGH:.0%}: {named}{more}."
 
 
-def write_accounting(events_path: Path, out: Path) -> int:
-    """io_accounting.csv from io_events.parquet; returns how many job phases are flagged."""
-    from .aggregate import write_table
+def write_accounting(events_path: Path, out: Path, manifest_files: list[Path] = ()) -> int:
+    """io_accounting.csv from io_events.parquet (and, for jobs under Darshan, the logs beside the manifests' records);
+    returns how many job phases are flagged."""
+    from ..fsutil import write_table
 
     try:
         events = pd.read_parquet(events_path)
@@ -170,6 +255,6 @@ def write_accounting(events_path: Path, out: Path) -> int:
     missing = {"study", "arm", "cycle", "step", "phase", "op", "tool", "bytes", "t_start", "seconds"} - set(events)
     if missing:
         raise ValueError(f"{events_path}: no column {', '.join(sorted(missing))} (is it aggregate's io_events?)")
-    table = accounting_table(events)
+    table = accounting_table(events, darshan_counts(list(manifest_files)))
     write_table(table, Path(out))
     return int(table["flagged"].sum())

@@ -14,7 +14,7 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
 from ..intervals import covered_per_group
-from ..fsutil import landing
+from ..fsutil import landing, write_table
 from ..records import cycle_records, read_record_table, read_records, record_schema, replay_records
 from ..units import MiB
 
@@ -197,14 +197,6 @@ def retries_table(failed_files: list[Path], events: pd.DataFrame) -> pd.DataFram
     else:
         table["succeeded_on_attempt"] = pd.Series(dtype="Int64")
     return table[RETRY_COLUMNS].sort_values(["arm", "cycle", "step", "attempt"], kind="stable")
-
-
-def write_table(frame: pd.DataFrame, path: Path) -> None:
-    with landing(path) as tmp:
-        if path.suffix == ".parquet":
-            frame.to_parquet(tmp, index=False)
-        else:
-            frame.to_csv(tmp, index=False)
 
 
 @dataclass(frozen=True)

@@ -18,11 +18,11 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from ..config.calendar import FULL_CYCLE_STEPS  # noqa: E402
+from ..config.calendar import step_rank  # noqa: E402
 from .aggregate import IO_OPS  # noqa: E402
-from .closeness import (AT_SPEED, DIRECTIONS, NOT_FAIR, WITHIN_NOISE, io_gap_rows, replay_rows, seconds_text,  # noqa: E402
-                        step_rank)
-from ..units import MiB  # noqa: E402
+from .closeness import (AT_SPEED, DIRECTIONS, NOT_FAIR, WITHIN_NOISE, io_gap_rows,  # noqa: E402
+                        replay_rows)
+from ..units import MiB, format_rate, format_seconds  # noqa: E402
 from .figsave import empty_panel, save_figure  # noqa: E402
 
 # the paired replay runs inside a job between its run and stage_out: drawn so the gap is explained, but it is the
@@ -42,11 +42,6 @@ def output_hour(file: str | None) -> str:
     """``f003`` for a history file, its log or a write_effective record of hour 3; ``restart`` otherwise."""
     match = _HOUR.search(str(file or "").rsplit("/", 1)[-1])
     return f"f{match.group(1)}" if match else "restart"
-
-
-def step_order(steps) -> list[str]:
-    rank = {s: i for i, s in enumerate(FULL_CYCLE_STEPS)}
-    return sorted(set(steps), key=lambda s: (rank.get(s, len(rank)), s))
 
 
 # ----------------------------------------------------------------------------------------------- timeline
@@ -172,7 +167,7 @@ def timeline_figure(table: pd.DataFrame, paths, title: str) -> None:
 def io_share_figure(summary: pd.DataFrame, paths, title: str) -> None:
     """The I/O share of wall time per step and arm: mean over cycles, bars from the lowest to the highest."""
     jobs = summary[summary["step"] != "cleanup"]
-    steps = step_order(jobs["step"])
+    steps = sorted(set(jobs["step"]), key=step_rank)
     arms = list(dict.fromkeys(jobs["arm"]))
     fig, ax = plt.subplots(figsize=(max(7, 1.6 * len(steps) + 3), 4.6))
     if jobs.empty:
@@ -323,7 +318,7 @@ def efficiency_matrix(cells: pd.DataFrame, value: str = "shade") -> pd.DataFrame
     if cells.empty:
         return pd.DataFrame()
     matrix = cells.pivot(index="arm", columns=["step", "direction"], values=value)
-    steps = step_order(matrix.columns.get_level_values(0))
+    steps = sorted(set(matrix.columns.get_level_values(0)), key=step_rank)
     return matrix[[(s, d) for s in steps for d in DIRECTIONS if (s, d) in matrix.columns]]
 
 
@@ -430,15 +425,15 @@ def io_gap_figure(io_gap: pd.DataFrame | None, paths, title: str) -> None:
             ends.append(row.step_s)
             segment_end = max([row.step_s, *(s["left"] + max(s["seconds"], 0.0) for s in segments)])
             best = "" if pd.isna(row.tier_best_s) else (
-                f"; tier's best: {row.best_reference}, {row.best_MiB_per_s:,.0f} MiB/s")
-            under = (f", {seconds_text(-row.cycleio_s)} s under its replay"
+                f"; tier's best: {row.best_reference}, {format_rate(row.best_MiB_per_s)}")
+            under = (f", {format_seconds(-row.cycleio_s)} under its replay"
                      if pd.notna(row.cycleio_s) and row.cycleio_s < 0 else "")
-            notes.append((segment_end, f"  step {seconds_text(row.step_s)} s{under}{best}"))
+            notes.append((segment_end, f"  step {format_seconds(row.step_s)}{under}{best}"))
         right = max(ends) * 1.45 if max(ends) > 0 else 1.0
         for y, row in enumerate(mine.itertuples()):
             for seg in gap_segments(row):
                 if seg["seconds"] > 0.07 * right:
-                    ax.text(seg["left"] + seg["seconds"] / 2, y, seconds_text(seg["seconds"]), ha="center",
+                    ax.text(seg["left"] + seg["seconds"] / 2, y, format_seconds(seg["seconds"], ""), ha="center",
                             va="center", fontsize=8, color="white")
             ax.text(notes[y][0], y + 0.32, notes[y][1], va="center", fontsize=7.5, color="#333333")
         labels = [f"{r.step} {r.direction}\n{r.bytes_per_job / MiB:,.0f} MiB, {r.files_per_job:,.0f} files"

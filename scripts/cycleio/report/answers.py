@@ -19,7 +19,7 @@ import pandas as pd
 
 from ..benchmarks.timing import Timing
 from ..config.calendar import HALF_CYCLE_STEPS
-from ..fsutil import landing
+from ..fsutil import write_table, write_text_atomic
 from .archive import archive_rows, arm_keep_up, beside_archive, beside_sentence, keep_up_markdown, keep_up_table
 from .critical import arm_critical_sentence, critical_path
 from .closeness import CLOSE, arm_gap_sentence, replay_rows, timed_median, verdict_sentence
@@ -206,6 +206,10 @@ def _fmt(value, spec: str = ".2f", suffix: str = "") -> str:
     return f"{value:{spec}}{suffix}"
 
 
+# The summary's tables: cells written as the summary shows them (disable_numparse: "1.00" stays as written)
+MARKDOWN = {"index": False, "tablefmt": "github", "disable_numparse": True}
+
+
 def summary_markdown(table: pd.DataFrame, title: str, capacity: pd.DataFrame | None = None) -> str:
     """The summary as Markdown: the answers in a sentence each (report.headlines), then a table per arm, a table per
     write strategy, and the best arm's line."""
@@ -216,16 +220,17 @@ def summary_markdown(table: pd.DataFrame, title: str, capacity: pd.DataFrame | N
              f"Per arm, over its {'full cycles' if full else 'half cycle'} (a cycle's wall time sums its jobs' wall "
              "times). Saved: the baseline "
              "arm's cycle minus this arm's, paired by cycle, ± its standard error; within "
-             f"{NOISE_SIGMAS:g} standard errors of zero it is noise.", "",
-             "| arm | scratch | cycles | cycle wall [s] | I/O share | staging [s] | saved vs baseline [s] | verdict |",
-             "|---|---|---|---|---|---|---|---|"]
+             f"{NOISE_SIGMAS:g} standard errors of zero it is noise.", ""]
+    arms = []
     for row in table.itertuples():
         saved = "-" if pd.isna(row.saved_s) else (
             f"{row.saved_s:+.2f}" + ("" if pd.isna(row.saved_se_s) else f" ± {row.saved_se_s:.2f}")
             + f" vs {row.baseline_arm}")
         wall = _fmt(row.cycle_wall_s) + ("" if pd.isna(row.cycle_wall_sd_s) else f" (sd {row.cycle_wall_sd_s:.2f})")
-        lines.append(f"| {row.arm} | {row.scratch_tier or '-'} | {row.n_cycles} | {wall} | {_fmt(row.io_share, '.0%')} "
-                     f"| {_fmt(row.cycle_staging_s)} | {saved} | {row.verdict} |")
+        arms.append([row.arm, row.scratch_tier or "-", row.n_cycles, wall, _fmt(row.io_share, ".0%"),
+                     _fmt(row.cycle_staging_s), saved, row.verdict])
+    lines.append(pd.DataFrame(arms, columns=["arm", "scratch", "cycles", "cycle wall [s]", "I/O share", "staging [s]",
+                                             "saved vs baseline [s]", "verdict"]).to_markdown(**MARKDOWN))
     lines += closeness_markdown(table)
     if "archive_keeps_up" in table:
         lines += keep_up_markdown(table)
@@ -238,9 +243,10 @@ def summary_markdown(table: pd.DataFrame, title: str, capacity: pd.DataFrame | N
     if not strategies.empty:
         lines += ["", "Forecast write strategies: seconds per forecast, mean over cycles (effective: what compute "
                   "ranks wait; actual: what the writers spend).", "",
-                  "| strategy | arm | effective write [s] | actual write [s] |", "|---|---|---|---|"]
-        for row in strategies.sort_values(["strategy", "arm"]).itertuples():
-            lines.append(f"| {row.strategy} | {row.arm} | {row.effective_write_s:.3f} | {row.actual_write_s:.3f} |")
+                  pd.DataFrame({"strategy": strategies["strategy"], "arm": strategies["arm"],
+                                "effective write [s]": strategies["effective_write_s"].map("{:.3f}".format),
+                                "actual write [s]": strategies["actual_write_s"].map("{:.3f}".format)})
+                  .sort_values(["strategy", "arm"]).to_markdown(**MARKDOWN)]
     lines += ["", best_arm_line(table), ""]
     return "\n".join(lines)
 
@@ -276,15 +282,6 @@ def _reporting_note(table: pd.DataFrame) -> list[str]:
             f"({PAGE_REPORTING_DOC})."]
 
 
-def write_summary(table: pd.DataFrame, csv_path: Path, md_path: Path, title: str, extra: str = "") -> str:
-    text = summary_markdown(table, title) + (f"\n{extra}" if extra else "")
-    with landing(Path(csv_path)) as tmp:
-        table.to_csv(tmp, index=False)
-    with landing(Path(md_path)) as tmp:
-        Path(tmp).write_text(text)
-    return text
-
-
 def model_markdown(fits: pd.DataFrame | None, capacity: pd.DataFrame | None) -> str:
     """The tiers' linear-to-plateau fits and the capacity plan, as Markdown lines."""
     from .scaling import fit_lines, plan_lines
@@ -313,8 +310,7 @@ def summary_table_from_tables(summary_csv: Path, tiers_csv: Path, events_parquet
     efficiency = pd.read_csv(efficiency_csv) if efficiency_csv and Path(efficiency_csv).exists() else None
     io_gap = pd.read_csv(io_gap_csv) if io_gap_csv and Path(io_gap_csv).exists() else None
     table = arm_summary(summary, tiers, efficiency, write_times(events, summary), strategies, io_gap)
-    with landing(Path(out_csv)) as tmp:
-        table.to_csv(tmp, index=False)
+    write_table(table, out_csv)
     return table
 
 
@@ -331,6 +327,5 @@ def summary_markdown_from_csv(answers_csv: Path, out_md: Path, title: str, fits:
     replayed = ("\n".join(replay_markdown(pd.read_csv(replays, dtype={"cycle": str}), timing or Timing()))
                 if replays else "")
     text = summary_markdown(table, title, plan) + (f"{replayed}\n" if replayed else "") + (f"\n{extra}" if extra else "")
-    with landing(Path(out_md)) as tmp:
-        Path(tmp).write_text(text)
+    write_text_atomic(out_md, text)
     return text

@@ -186,8 +186,8 @@ def keep_up_markdown(table: pd.DataFrame, beside: str = "") -> list[str]:
              "ensemble members with an ensemble: their tarballs written to the archive tier, indexed and read back), "
              "in seconds, the bytes it archived per cycle, and whether each job finished before "
              "the next cycle's same job began.", "",
-             "| arm | archive per cycle [s] | archived per cycle [MiB] | MiB/s | kept up |", "|---|---|---|---|---|"]
-    for row in rows:
-        lines.append(f"| {row.arm} | {row.archive_cycle_s} | {row.archive_bytes_per_cycle / MiB:.1f} | "
-                     f"{row.archive_MiB_per_s:.1f} | {row.archive_keeps_up} |")
+             pd.DataFrame([[row.arm, row.archive_cycle_s, f"{row.archive_bytes_per_cycle / MiB:.1f}",
+                            f"{row.archive_MiB_per_s:.1f}", row.archive_keeps_up] for row in rows],
+                          columns=["arm", "archive per cycle [s]", "archived per cycle [MiB]", "MiB/s", "kept up"])
+             .to_markdown(index=False, tablefmt="github", disable_numparse=True)]
     return lines + (["", beside] if beside else [])

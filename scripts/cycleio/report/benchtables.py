@@ -14,7 +14,8 @@ import pyarrow.csv as pa_csv
 
 from ..benchmarks.timing import Timing
 from ..intervals import covered_per_group
-from .aggregate import group_codes, write_table
+from ..fsutil import write_table
+from .aggregate import group_codes
 from .closeness import AT_SPEED, FASTER, NOT_FAIR, NOT_TIMED, SLOWER, WITHIN_NOISE
 from .replayreference import (fresh_written_MiB, met_jobs, reference_fair, reference_repetitions,
                               reference_seconds, step_fresh_share)

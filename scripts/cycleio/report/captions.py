@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from ..units import format_bytes
+from ..units import format_bytes, format_rate
 
 MISSING = "not measured yet"
 
@@ -79,10 +79,6 @@ def _summary_numbers(summary_csv) -> dict[str, str]:
 UNREADABLE = (ValueError, KeyError, IndexError, AttributeError, TypeError, OSError)
 
 
-def _mibs(x: float) -> str:
-    return f"{x:,.0f} MiB/s"
-
-
 def _step_summary(t) -> str:
     means = t.groupby(["arm", "step"])[["wall_s", "io_fraction"]].mean().reset_index()
     longest = means.loc[means.groupby("arm")["wall_s"].idxmax()]
@@ -95,7 +91,7 @@ def _phase_throughput(t) -> str:
     for activity in ("run:write", "run:read", "stage_in:copy", "stage_out:copy"):
         rows = t[t["activity"] == activity]
         if not rows.empty:
-            parts.append(f"{activity} " + ", ".join(f"{r.arm} {_mibs(r.MiB_per_s)}" for r in rows.itertuples()))
+            parts.append(f"{activity} " + ", ".join(f"{r.arm} {format_rate(r.MiB_per_s)}" for r in rows.itertuples()))
     return "; ".join(parts) + "." if parts else "no reads or writes recorded."
 
 
@@ -103,7 +99,7 @@ def _staging(t) -> str:
     if t.empty:
         return "no arm stages (every arm runs on the persistent tier)."
     rows = t.groupby(["arm", "phase"]).agg(bytes=("bytes", "sum"), rate=("MiB_per_s", "median")).reset_index()
-    return "; ".join(f"{r.arm} {r.phase} {format_bytes(r.bytes)} in all, median {_mibs(r.rate)} per job"
+    return "; ".join(f"{r.arm} {r.phase} {format_bytes(r.bytes)} in all, median {format_rate(r.rate)} per job"
                      for r in rows.itertuples()) + "."
 
 
@@ -153,7 +149,7 @@ def _bandwidths(t, benchmark: str, how: str) -> str | None:
     if rows.empty:
         return f"no point moved enough bytes for long enough to time ({untimed})."
     rates = rows.groupby(["tier", "operation"])["bw_MiB_per_s"].agg(how).unstack()
-    return "; ".join(f"{tier} " + ", ".join(f"{op} {_mibs(rates.loc[tier, op])}" for op in rates.columns
+    return "; ".join(f"{tier} " + ", ".join(f"{op} {format_rate(rates.loc[tier, op])}" for op in rates.columns
                                             if not math.isnan(rates.loc[tier, op]))
                      for tier in rates.index) + (f" ({untimed})." if untimed else ".")
 

@@ -14,8 +14,8 @@ import math
 
 import pandas as pd
 
-from ..config.calendar import FULL_CYCLE_STEPS
-from ..units import MiB
+from ..config.calendar import step_rank
+from ..units import MiB, format_seconds
 
 AT_SPEED, WITHIN_NOISE, SLOWER, FASTER, NOT_FAIR, NOT_TIMED = (
     "at the tier's speed", "within noise", "slower than the tier", "faster than the replay", "reference not fair",
@@ -32,11 +32,6 @@ def direction(activity) -> str:
 def as_flag(values: pd.Series) -> pd.Series:
     """A bool column as read back from CSV (True/False, or text where blanks made it object); blank is false."""
     return values.map(lambda v: str(v).strip().lower() in ("true", "1", "1.0")).astype(bool)
-
-
-def step_rank(step: str) -> tuple[int, str]:
-    order = {s: i for i, s in enumerate(FULL_CYCLE_STEPS)}
-    return order.get(step, len(order)), step
 
 
 def replay_rows(efficiency: pd.DataFrame | None) -> pd.DataFrame:
@@ -129,16 +124,11 @@ def io_gap_rows(io_gap: pd.DataFrame | None) -> pd.DataFrame:
     return rows.sort_values(["arm", "_rank", "direction"], kind="stable").drop(columns="_rank").reset_index(drop=True)
 
 
-def seconds_text(value: float) -> str:
-    """1.0 s and above to a tenth, below to two significant digits (0.43, 0.043)."""
-    return f"{value:.1f}" if abs(value) >= 0.95 else f"{value:.2g}"
-
-
 def _with_band(value: float, low, high) -> str:
     """``0.4 s (0.1-0.7)``; no band when it rounds to the value alone or was not measured."""
-    text = f"{seconds_text(value)} s"
-    if pd.notna(low) and pd.notna(high) and seconds_text(low) != seconds_text(high):
-        text += f" ({seconds_text(low)}{' to ' if low < 0 else '-'}{seconds_text(high)})"
+    text = format_seconds(value)
+    if pd.notna(low) and pd.notna(high) and format_seconds(low, "") != format_seconds(high, ""):
+        text += f" ({format_seconds(low, '')}{' to ' if low < 0 else '-'}{format_seconds(high, '')})"
     return text
 
 
@@ -146,7 +136,7 @@ def _part(value: float, low, high, what: str) -> str:
     """One part of the split: ``0.4 s (0.1-0.7) cycleio``; where the value is below zero but its band is not
     wholly (gap_sentence says the rest), ``cycleio within noise`` with the band."""
     if value < 0 and pd.notna(low) and pd.notna(high):  # below zero, but the band reaches above it
-        return f"{what} within noise ({seconds_text(low)} to {seconds_text(high)} s)"
+        return f"{what} within noise ({format_seconds(low, '')} to {format_seconds(high)})"
     return f"{_with_band(value, low, high)} {what}"
 
 
@@ -159,7 +149,7 @@ def _files_text(row) -> str:
 def gap_sentence(row) -> str:
     """One io_gap row in the issue's words: ``of fcst's 6.0 s of writes, 3.5 s is the tier at its best, 2.1 s the
     file pattern (1,265 MiB in 38 files with an fsync each), 0.4 s cycleio``."""
-    head = f"of {row.step}'s {seconds_text(row.step_s)} s of {row.direction}s"
+    head = f"of {row.step}'s {format_seconds(row.step_s)} of {row.direction}s"
     if pd.isna(row.replay_s):
         return head + ": no replay measured"
     if pd.notna(row.cycleio_s_high) and row.cycleio_s_high < 0:  # the step beat its replay, band and all
@@ -173,9 +163,9 @@ def gap_sentence(row) -> str:
         best = getattr(row, "best_reference", "") or "easy"
         replay = _with_band(row.replay_s, row.replay_s_low, row.replay_s_high)
         return (f"{head}, {replay} is the tier at its best: its replay of the {_files_text(row)}, "
-                f"{seconds_text(-row.pattern_s)} s faster than the best pattern measured ({best}), {cycleio}")
+                f"{format_seconds(-row.pattern_s)} faster than the best pattern measured ({best}), {cycleio}")
     pattern = _part(row.pattern_s, row.pattern_s_low, row.pattern_s_high, f"the file pattern ({_files_text(row)})")
-    return f"{head}, {seconds_text(row.tier_best_s)} s is the tier at its best, {pattern}, {cycleio}"
+    return f"{head}, {format_seconds(row.tier_best_s)} is the tier at its best, {pattern}, {cycleio}"
 
 
 def _beaten_sentence(head: str, row) -> str:
@@ -183,9 +173,9 @@ def _beaten_sentence(head: str, row) -> str:
     the tier and the pattern adds up: the sentence gives the replay's seconds and the best pattern's instead."""
     replay = _with_band(row.replay_s, row.replay_s_low, row.replay_s_high)
     best = ("the tier's best pattern was not measured" if pd.isna(row.tier_best_s)
-            else f"the tier's best pattern would take {seconds_text(row.tier_best_s)} s")
+            else f"the tier's best pattern would take {format_seconds(row.tier_best_s)}")
     return (f"{head}, none is cycleio's: its replay of the {_files_text(row)} took {replay}, "
-            f"{seconds_text(-row.cycleio_s)} s more than the step ({best})")
+            f"{format_seconds(-row.cycleio_s)} more than the step ({best})")
 
 
 def arm_gap_sentence(io_gap: pd.DataFrame, arm: str) -> str | None:

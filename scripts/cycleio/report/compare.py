@@ -19,10 +19,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from .answerfigures import step_order  # noqa: E402
+from ..config.calendar import step_rank  # noqa: E402
 from .answers import NOISE_SIGMAS, cycle_totals  # noqa: E402
 from .figsave import save_figure  # noqa: E402
-from ..fsutil import landing  # noqa: E402
+from ..fsutil import write_table  # noqa: E402
 
 ACTIVITIES = ("wall_s", "io_s", "run_io_s", "staging_s", "stage_in_s", "stage_out_s", "verify_s", "compute_s",
               "generate_s", "codec_s", "metadata_s")
@@ -70,7 +70,7 @@ def compare_tables(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
     table["diff_se_s"] = np.sqrt(table["a_sd_s"] ** 2 / table["a_n"] + table["b_sd_s"] ** 2 / table["b_n"])
     table["change_percent"] = (100 * table["diff_s"] / table["a_mean_s"]).where(table["a_mean_s"] > 0)
     table["verdict"] = [_verdict(d, se) for d, se in zip(table["diff_s"], table["diff_se_s"])]
-    steps = {s: i for i, s in enumerate([*step_order(table["step"].unique()), "cycle"])}
+    steps = {s: i for i, s in enumerate([*sorted(set(table["step"]), key=step_rank), "cycle"])}
     acts = {a: i for i, a in enumerate(ACTIVITIES)}
     table = table.assign(_s=table["step"].map(steps), _a=table["activity"].map(acts)).sort_values(
         ["arm", "_s", "_a"], kind="stable").drop(columns=["_s", "_a"]).reset_index(drop=True)
@@ -145,8 +145,7 @@ def compare_results(a_dir: Path, b_dir: Path, *, out_csv: Path, figures=()) -> p
     table = compare_tables(*tables)
     if table.empty:
         raise ValueError(f"{a_dir} and {b_dir} share no arm and step to compare")
-    with landing(Path(out_csv)) as tmp:
-        table.to_csv(tmp, index=False)
+    write_table(table, out_csv)
     if figures:
         studies = f"{table['a_study'].iloc[0]} (A) against {table['b_study'].iloc[0]} (B)"
         compare_figure(table, figures, f"cycleio compare: {studies}")

@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..units import format_seconds
+
 # How the summary names each question, in the order a user asks them
 CYCLE_IO, CLOSENESS, STAGING, CAPACITY, STRATEGIES = (
     "A cycle's I/O", "How close to the storage", "What staging buys", "Capacity plan", "Write strategies")
-
-
-def _seconds(value: float) -> str:
-    return f"{value:.1f} s" if abs(value) >= 0.95 else f"{value:.2g} s"
 
 
 def _band(value: float, low: float, high: float) -> str:
@@ -27,7 +25,7 @@ def cycle_io_sentence(table: pd.DataFrame, full_cycles: bool = True) -> str:
     """Per arm, a full (or half) cycle's I/O seconds (staging included) of its wall seconds."""
     if table.empty:
         return "no full cycle finished, so no cycle's I/O time to give."
-    parts = [f"{row.arm} {_seconds(row.cycle_io_s)} of {_seconds(row.cycle_wall_s)} ({row.io_share:.0%})"
+    parts = [f"{row.arm} {format_seconds(row.cycle_io_s)} of {format_seconds(row.cycle_wall_s)} ({row.io_share:.0%})"
              for row in table.itertuples() if not pd.isna(row.cycle_io_s)]
     cycles = int(table["n_cycles"].min())
     kind = "full" if full_cycles else "half"

@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..benchmarks.timing import Timing
+from ..units import format_seconds
 
 REPLAY_COLUMNS = ["study", "arm", "tier", "fs_type", "cycle", "step", "log", "log_ranks", "ranks", "scale", "timing",
                   "layer", "logged_io_s", "logged_read_s", "logged_write_s", "logged_meta_s", "replay_io_s",
@@ -46,17 +47,6 @@ def replay_table(manifests: list[Path]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=REPLAY_COLUMNS)
 
 
-def _duration(seconds: float) -> str:
-    """Seconds for a sentence: thousands separated from 100 s up, milliseconds below 0.1 s."""
-    if pd.isna(seconds):
-        return "-"
-    if seconds >= 100:
-        return f"{seconds:,.0f} s"
-    if seconds >= 0.1:
-        return f"{seconds:.3g} s"
-    return f"{seconds * 1000:.2g} ms"
-
-
 def replay_markdown(table: pd.DataFrame, timing: Timing = Timing()) -> list[str]:
     """summary.md's lines on the replay jobs (none without replay jobs): per job, the logged I/O time and the
     replay's on each arm (median over cycles), and where its efficiency is, if anywhere."""
@@ -69,24 +59,25 @@ def replay_markdown(table: pd.DataFrame, timing: Timing = Timing()) -> list[str]
         parts = []
         for arm, mine in rows.groupby("arm", sort=True):
             median = mine[["replay_io_s", "replay_read_s", "replay_write_s", "replay_meta_s"]].median()
+            said = {key: format_seconds(value) for key, value in median.items()}
             where = f"on arm {arm} (tier {mine['tier'].iloc[0]}, {mine['fs_type'].iloc[0]})"
             cycles = f"{len(mine)} cycle{'s' if len(mine) != 1 else ''}"
             if median["replay_io_s"] < timing.min_seconds:  # the tier's speed cannot be read from it
-                parts.append(f"{where} too short to time ({_duration(median['replay_io_s'])} of I/O, under "
+                parts.append(f"{where} too short to time ({said['replay_io_s']} of I/O, under "
                              f"benchmarks.replay.min_seconds {timing.min_seconds:g} s: a larger scale times it; {cycles})")
                 continue
-            parts.append(f"{where} {_duration(median['replay_io_s'])} (read {_duration(median['replay_read_s'])}, "
-                         f"write {_duration(median['replay_write_s'])}, metadata {_duration(median['replay_meta_s'])}; "
-                         f"{cycles})")
+            parts.append(f"{where} {said['replay_io_s']} (read {said['replay_read_s']}, write "
+                         f"{said['replay_write_s']}, metadata {said['replay_meta_s']}; {cycles})")
         paired = rows["paired"].astype(bool)
         efficiency = (f"its efficiency (fio paired with it) is in tables/efficiency.csv for {int(paired.sum())} of "
                       f"its {len(rows)} jobs" if paired.any() else
                       "it has no efficiency: no paired replay ran with it (benchmarks or benchmarks.replay off, or "
                       "not one of benchmarks.replay.cycles)")
         logged_ranks = f"{first['log_ranks']} rank{'s' if first['log_ranks'] != 1 else ''}"
-        lines.append(f"- {step} ({first['log']}, {logged_ranks}): its I/O took {_duration(first['logged_io_s'])} "
-                     f"where it was logged (read {_duration(first['logged_read_s'])}, write "
-                     f"{_duration(first['logged_write_s'])}, metadata {_duration(first['logged_meta_s'])}); at scale {first['scale']:g} with {first['ranks']} "
+        logged = {key: format_seconds(first[f"logged_{key}_s"]) for key in ("io", "read", "write", "meta")}
+        lines.append(f"- {step} ({first['log']}, {logged_ranks}): its I/O took {logged['io']} where it was logged "
+                     f"(read {logged['read']}, write {logged['write']}, metadata {logged['meta']}); at scale "
+                     f"{first['scale']:g} with {first['ranks']} "
                      f"rank{'s' if first['ranks'] != 1 else ''} (timing {first['timing']}), " + "; ".join(parts)
                      + f"; {efficiency}.")
     return lines

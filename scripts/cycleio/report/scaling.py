@@ -15,12 +15,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ..fsutil import landing
 from ..records import ARRIVALS
 from ..units import MiB, format_bytes
 
@@ -285,8 +283,3 @@ def plan_lines(plan: pd.DataFrame) -> list[str]:
             lines[index] = (f"{line}; {'tier' if len(tiers) == 1 else 'tiers'} {', '.join(tiers)}: too few timed points "
                             "to plan (see the tiers' model)")
     return lines
-
-
-def write_frame(frame: pd.DataFrame, path: Path) -> None:
-    with landing(Path(path)) as tmp:
-        frame.to_csv(tmp, index=False)

@@ -64,7 +64,7 @@ class Instrument:
 
 class KernelCounts(Instrument):
     """The kernel's count of each phase's I/O beside the records (kernelio.counted), less what the run says is not
-    its own (the forecast ranks' start-up, the replayer's plan and result files)."""
+    its own (the forecast's MPI program besides its ranks' I/O work, the replayer's plan and result files)."""
 
     @contextlib.contextmanager
     def around(self, phase: Phase, job: JobState) -> Iterator[None]:

@@ -10,7 +10,7 @@ The kernel counts each phase's I/O beside the records (instruments.KernelCounts,
 step's run, stage_out, cleanup; unstaged: run and verify). Inside a window: this process's reads and writes, its
 threads', and those of the children it reaps (the forecast's launcher and ranks), the log's lines and the counters'
 own reads (a few KiB). Left out: the libraries' imports (done before the windows open: steps.import_libraries), the
-forecast ranks' start-up (each rank reports it), the eviction of the inputs, the paired replay, and everything
+forecast's MPI program besides its ranks' I/O work (each rank reports its work: kernelio.outside_work), the eviction of the inputs, the paired replay, and everything
 between the windows (the page-cache drop, the manifest, the records).
 """
 

@@ -15,13 +15,13 @@ from ..storage.staging import copy_and_verify
 from ..storage.stagingtypes import StagingFaults, StagingOptions
 from ..storage.tiers import TierSite
 from ..surrogates.inventory import FileSpec
-from ..units import MiB
+from ..units import MiB, format_rate
 
 log = logging.getLogger("cycleio")
 
 
-def _mib_per_s(nbytes: int, seconds: float) -> str:
-    return f"{nbytes / MiB / seconds:.1f} MiB/s" if seconds > 0 else "-"
+def _rate(nbytes: int, seconds: float) -> str:
+    return format_rate(nbytes / MiB / seconds) if seconds > 0 else "-"
 
 
 def staging_options(settings: ArmSettings) -> StagingOptions:
@@ -64,7 +64,7 @@ def stage_files(files: list[FileSpec], src_root: Path, dst_root: Path, phase: st
     seconds = time.perf_counter() - t0
     total = sum(size for size, _ in landed.values())
     log.info("%s %s: %d files, %.1f MiB in %.2f s (%s, %s, %d streams, verified)", label, phase, len(files),
-             total / MiB, seconds, _mib_per_s(total, seconds), options.method, options.streams)
+             total / MiB, seconds, _rate(total, seconds), options.method, options.streams)
     return landed
 
 

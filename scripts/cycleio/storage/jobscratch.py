@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from ..config.tierspec import Tier, expand_tier_path
+from .tiers import private_folders
 
 log = logging.getLogger("cycleio")
 
@@ -77,12 +78,13 @@ def job_folders(tier: Tier, study: str, env: dict[str, str] | None = None) -> tu
     return expand(index + 1), parents
 
 
-def _make(folder: Path, attempts: int = 3) -> None:
+def _make(tier: Tier, folder: Path, attempts: int = 3) -> None:
     """Create the job's folder before the job opens its tier: once it exists its parents are not empty,
-    so another job's end cannot remove them under this one."""
+    so another job's end cannot remove them under this one. A per-user folder in ``/tmp`` or ``/dev/shm``
+    is made private, and one another user could reach refuses the job (TierError)."""
     for _ in range(attempts):
         try:
-            folder.mkdir(parents=True, exist_ok=True)
+            private_folders(tier.name, folder, create=True)
             return
         except FileNotFoundError:  # a parent removed by another job's end between two mkdirs
             continue
@@ -135,17 +137,18 @@ def _last_user(fd: int | None) -> bool:
 @contextlib.contextmanager
 def job_scratch(tiers: Iterable[Tier | None], study: str) -> Iterator[list[Path]]:
     """Around one batch job's command: its folders on ``tiers`` made first and removed at the end."""
-    found = {}
+    found, tier_of = {}, {}
     for tier in tiers:
         if tier is not None:
             folders = job_folders(tier, study)
             if folders is not None:
                 found[folders[0]] = folders
+                tier_of[folders[0]] = tier
     held = {}
-    for folder in found:
-        _make(folder)
-        held[folder] = _hold(folder)
     try:
+        for folder in found:
+            _make(tier_of[folder], folder)
+            held[folder] = _hold(folder)
         yield list(found)
     finally:
         try:

@@ -57,12 +57,6 @@ def make_durable(paths: list[Path]) -> None:
             os.close(fd)
 
 
-def copy_file(source: Path, dest: Path, options: StagingOptions = StagingOptions()) -> CopyResult:
-    """Copy one file (temporary name, fsync, verify, rename); return its size and source checksum."""
-    ((copied, _),), _ = copy_and_verify([(Path(source), Path(dest))], options)
-    return copied
-
-
 def remove_stale_temporaries(dests: list[Path]) -> int:
     """Remove temporaries of these destinations left by an earlier, killed process; return how many.
 

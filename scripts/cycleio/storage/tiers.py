@@ -6,8 +6,9 @@ Its path may hold environment variables and the placeholders ``{user}``, ``{stud
 a per-user, per-study subfolder, and two checkouts running a study of the same name on one node
 never share (and delete) each other's scratch. A path without ``{workdir}`` may still be shared:
 the study's folder on a tier is claimed by the first checkout that runs there (``.cycleio-owner``),
-and another checkout is refused. Paths are expanded where the job runs, since variables such as
-``$TMPDIR`` or ``$SLURM_JOB_ID`` differ per job.
+and another checkout is refused. On a scratch tier, a folder of the path inside a folder other users
+can write (``/tmp``, ``/dev/shm``) must be this user's alone (:func:`private_folders`). Paths are
+expanded where the job runs, since variables such as ``$TMPDIR`` or ``$SLURM_JOB_ID`` differ per job.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import pwd
 import shutil
+import stat
 import subprocess
 import tempfile
 from pathlib import Path
@@ -96,9 +99,82 @@ def check_writable(tier_name: str, path: Path) -> None:
                         f"{filesystem_type(path)}; set tiers.{tier_name}.path to a folder this user can write") from None
 
 
+def _owner_name(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
+
+
+def _others_can_write(mode: int) -> bool:
+    return bool(mode & (stat.S_IWGRP | stat.S_IWOTH))
+
+
+def _not_private(tier_name: str, folder: Path, parent: Path, parent_mode: int) -> str | None:
+    """Why ``folder``, in a ``parent`` other users can write, is not this user's alone; None if it is."""
+    info = os.lstat(folder)
+    owner = _owner_name(info.st_uid)
+    mode = f"mode {stat.filemode(info.st_mode)} ({stat.S_IMODE(info.st_mode):04o})"
+    remake = "cycleio then makes it with mode 0700"
+    if stat.S_ISLNK(info.st_mode):
+        what = f"is a symlink to {os.readlink(folder)}, owned by {owner}"
+        fix = f"remove the symlink ({remake} as a folder)"
+    elif not stat.S_ISDIR(info.st_mode):
+        what = f"is not a folder (owner {owner}, {mode})"
+        fix = f"remove it ({remake})"
+    elif info.st_uid not in (os.geteuid(), 0):
+        what = f"is owned by {owner} ({mode})"
+        fix = f"have {owner} or root remove it ({remake})"
+    elif _others_can_write(info.st_mode):
+        what = f"is writable by other users (owner {owner}, {mode})"
+        fix = f"run chmod go-w {folder}, or remove it ({remake})"
+    else:
+        return None
+    user = current_user()
+    owners = user if os.geteuid() == 0 else f"{user} (or root)"
+    return (f"tier '{tier_name}': {folder} {what}, inside {parent}, which other users can write (mode "
+            f"{stat.S_IMODE(parent_mode):04o}), so they could read, swap or replace the study's scratch files "
+            f"there. A folder there must be owned by {owners}, writable by no one else and not a symlink: "
+            f"{fix}, or set tiers.{tier_name}.path to a folder of your own")
+
+
+def private_folders(tier_name: str, path: str | os.PathLike, create: bool = False) -> None:
+    """Refuse a scratch path that another user could reach into; ``create``: make its missing folders.
+
+    As OpenSSH and tmux treat their sockets' folders: each folder of ``path`` inside a folder that
+    others can write (``/tmp``, ``/dev/shm``, group- or world-writable) must be a real folder, owned by
+    this user (or root, who can reach everything anyway), and writable by no one else; cycleio makes
+    such folders with mode 0700. Folders elsewhere on the path are left as they are, and made as
+    ``mkdir -p`` would. Raises TierError naming the folder, its owner and mode.
+    """
+    target = Path(os.path.abspath(path))
+    current = Path(target.anchor)
+    for part in target.parts[1:]:
+        parent, current = current, current / part
+        parent_mode = os.stat(parent).st_mode
+        guarded = _others_can_write(parent_mode)
+        if not os.path.lexists(current):
+            if not create:
+                return
+            try:
+                os.mkdir(current, 0o700) if guarded else os.mkdir(current)
+            except FileExistsError:  # made meanwhile, perhaps by someone else: judged below
+                pass
+        if guarded:
+            problem = _not_private(tier_name, current, parent, parent_mode)
+            if problem:
+                raise TierError(problem)
+
+
 def open_tier(tier: Tier, study: str) -> Path:
-    """Where a job uses the tier: its path resolved here, proven writable, the study's folder claimed."""
+    """Where a job uses the tier: its path resolved here, this user's alone on a scratch tier (made if
+    missing), proven writable, the study's folder claimed."""
     base = tier.resolve(study)
+    if not tier.persistent:
+        try:
+            private_folders(tier.name, base, create=True)
+        except OSError:
+            pass  # check_writable says what is wrong, with the tier's name
     check_writable(tier.name, base)
     claim_study_folder(tier.name, base, study)
     return base

@@ -161,12 +161,6 @@ def _pread_all(fd: int, view: memoryview, offset: int, path: Path) -> None:
         done += got
 
 
-def read_file(path: Path, kind: str, times: Overheads | None = None,
-              buffer_bytes: int = READ_TRANSFER_BYTES) -> Transfer:
-    """Read one file as the consuming job would (a reader of its own: see FileReader)."""
-    return FileReader(buffer_bytes).read(path, kind, times)
-
-
 def evict_inputs(paths: list[Path], records: RecordLog, tier: TierSite, step: str) -> bool:
     """Drop the page-cache pages of files a step is about to read, so its reads come from the tier (config
     ``staging.reads_from_storage``; fio's ``invalidate=1``): no root needed. A memory tier's pages are its storage

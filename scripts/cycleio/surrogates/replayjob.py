@@ -35,6 +35,7 @@ from ..darshan.logs import DIRECTIONS, DarshanLogError, rank_times, slowest_rank
 from ..darshan.replay import Target, lay_out, run_ranks
 from ..darshan.report import replay_times
 from ..fsutil import remove_tree, write_json_atomic
+from ..kernelio import ProcIO, outside_work, read_proc_io
 from ..records import RecordLog
 from ..storage.checksums import checksum_file
 from ..storage.pagecache import cache_risk
@@ -115,10 +116,15 @@ class ReplayWork:
     def run(self, step: str, run: StepRun, records: RecordLog) -> None:
         """The replay in ``run.folder``: the log's operations per rank under MPI, then their records."""
         plan = self.plan
+        program_started = read_proc_io()  # this process and, once reaped, the launcher and every rank
         with records.timed(step=step, phase="run", op="launch", n_files=0, tool=TOOL, **self.scratch.fields()):
             self.result = run_ranks(plan, Target(self.scratch.tier.name, run.folder), self.settings.launcher)
-        # the ranks' start-up, which the kernel counts here once they end, and the replayer's plan and result files
-        run.kernel_outside.extend([result.get("started") for result in self.result.ranks] + [self.result.own_io])
+        program_finished = read_proc_io()
+        # what the program moved besides its ranks' calls: their start-up, the launcher's, the replayer's plan and
+        # result files; with a rank's work unknown, nothing is left out
+        works = [ProcIO.from_dict(result["kernel"]) for result in self.result.ranks if result.get("kernel")]
+        if program_started and program_finished and len(works) == len(self.result.ranks):
+            run.kernel_outside.append(outside_work(program_finished - program_started, works).as_dict())
         add_replay_records(records, self.result, plan, self.scratch, step, run.cache_cold or run.evicted)
         moved = sum(r.bytes for r in records.records if r.phase == "run" and r.op in DIRECTIONS)
         log.info("%s run: replayed %s operations of %d files with %d ranks (scale %g, timing %s), %.1f MiB",

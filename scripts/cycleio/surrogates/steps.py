@@ -39,7 +39,7 @@ class StepRun:
     page_probe: object = None
     fail_rank: int | None = None  # fault injection: the forecast rank that fails
     mpi: dict = field(default_factory=dict)  # what the forecast's ranks report of their MPI, for the manifest
-    # the kernel's counts in this process that are not the step's own I/O (the forecast ranks' start-up)
+    # the kernel's counts in this process that are not the step's own I/O (kernelio.outside_work: the forecast's)
     kernel_outside: list[dict] = field(default_factory=list)
 
 

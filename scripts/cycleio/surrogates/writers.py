@@ -141,9 +141,10 @@ def write_grib(path: Path, spec: FileSpec, ctx: WriteContext) -> None:
 
 
 def _grib_message_offsets(path: Path) -> list[int]:
-    """Byte offsets of the messages of a GRIB2 file, from each message's section 0."""
+    """Byte offsets of the messages of a GRIB2 file, from each message's section 0 (16 bytes read per message, unbuffered:
+    a buffered read after each seek would read 8 KiB, which no record counts)."""
     offsets, offset = [], 0
-    with open(path, "rb") as handle:
+    with open(path, "rb", buffering=0) as handle:
         while header := handle.read(16):
             if header[:4] != b"GRIB" or len(header) < 16:
                 raise ValueError(f"{path}: no GRIB message at byte {offset}")

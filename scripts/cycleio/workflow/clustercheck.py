@@ -12,6 +12,9 @@ ask for:
 - the largest job the study makes (tasks x CPUs per task and memory, as workflow.slurm derives them
   for the steps, and the benchmarks' tasks) fits on a node of its partition, and the profile's
   default memory does too;
+- no forecast writes shared files (``parallel``, ``quilt_parallel``) on a scratch tier that is not shared
+  across nodes while its ranks may span nodes (a profile's ``nodes`` above 1, or none given where
+  workflow.slurm leaves the placement to Slurm);
 - the burst-buffer pools the study's scratch tiers ask for (``pool=`` in ``tiers.<name>.burst_buffer``)
   exist (``scontrol show burst``);
 - the MPI launcher (config key ``launcher``) is a program found here, and an ``srun`` launcher gets an
@@ -37,7 +40,7 @@ import yaml
 from ..benchmarks.tierbench import BenchmarkPlan
 from ..process import run_command
 from .dependencies import CycledJobs
-from .slurm import slurm_resources
+from .slurm import shared_file_problem, slurm_resources
 
 PARTITION_PLACEHOLDER = "SITE_PARTITION"
 SLURM_TIMEOUT_S = 30.0
@@ -118,6 +121,11 @@ class Profile:
     def key(self, where: str) -> str:
         return f"{self.path}/config.yaml {where}"
 
+    def override(self, rule: str, key: str, derived):
+        """A rule's set-resources value of a numeric resource, or the derived one."""
+        value = self.rules.get(rule, {}).get(key)
+        return int(float(value)) if value not in (None, "") else derived
+
 
 # --------------------------------------------------------------------------- what the cluster says
 
@@ -193,9 +201,7 @@ def study_jobs(filled: dict, study, profile: Profile) -> list[JobSize]:
     """The requests of the study's jobs, one per distinct size: its steps (workflow.slurm, first attempt)
     and benchmarks, each with the profile's set-resources laid over it."""
 
-    def override(rule: str, key: str, derived):
-        value, _ = profile.get(rule, key) if rule in profile.rules and key in profile.rules[rule] else (None, "")
-        return int(float(value)) if value not in (None, "") else derived
+    override = profile.override
 
     jobs: dict[tuple, JobSize] = {}
 
@@ -216,7 +222,8 @@ def study_jobs(filled: dict, study, profile: Profile) -> list[JobSize]:
         seen.add(sig)
         res = slurm_resources(settings, job.name, job.cycle)
         rule = STEP_RULE.get(job.name, "cycle_step")
-        add(f"arm {job.arm}, {job.name}", rule, res["tasks"], res["cpus_per_task"], res["mem_mb"], res["nodes"] == 1)
+        add(f"arm {job.arm}, {job.name}", rule, res["tasks"], res["cpus_per_task"], res["mem_mb"],
+            job_nodes(profile, rule, res["nodes"])[0] == 1)
     plan = BenchmarkPlan.from_config(filled)
     if plan.enabled:
         default_mem = int(float(profile.defaults.get("mem_mb") or 0))
@@ -225,6 +232,35 @@ def study_jobs(filled: dict, study, profile: Profile) -> list[JobSize]:
             add(f"benchmark {kind} {pattern} on tier {tier} with {tasks} tasks", BENCH_RULES.get(kind, "bench_point"),
                 int(tasks), 1, default_mem, int(tasks) == 1 or not shared)
     return list(jobs.values())
+
+
+def job_nodes(profile: Profile, rule: str, derived: int | None) -> tuple[int | None, str]:
+    """A rule's jobs' node count and the profile key it comes from ("" when derived): the rule's
+    set-resources, else the derived count, else default-resources (Snakemake drops a None resource)."""
+    if "nodes" in profile.rules.get(rule, {}):
+        return profile.override(rule, "nodes", derived), profile.key(f"set-resources: {rule}: nodes")
+    if derived is None and profile.defaults.get("nodes"):
+        return int(float(profile.defaults["nodes"])), profile.key("default-resources: nodes")
+    return derived, ""
+
+
+def shared_file_problems(study, profile: Profile) -> list[str]:
+    """Arms whose forecast writes shared files on scratch not shared across nodes, with ranks that may span
+    nodes (workflow.slurm.shared_file_problem): one line per arm."""
+    problems, seen, refused = [], set(), set()
+    for job in CycledJobs.of_study(study).step_jobs():
+        sig = (job.arm, job.name, job.cycle == study.cycles[0])
+        if job.arm in refused or sig in seen:
+            continue
+        seen.add(sig)
+        settings = study.arms[job.arm]
+        rule = STEP_RULE.get(job.name, "cycle_step")
+        nodes, source = job_nodes(profile, rule, slurm_resources(settings, job.name, job.cycle)["nodes"])
+        problem = shared_file_problem(job.arm, settings, job.name, nodes, job.cycle, source)
+        if problem:
+            refused.add(job.arm)
+            problems.append(problem)
+    return problems
 
 
 def burst_buffer_tiers(filled: dict, study) -> dict[str, str]:
@@ -327,6 +363,7 @@ def check_cluster(profile: Profile, filled: dict, study, run: Runner = default_r
     for size_problem in _size_problems(profile, jobs, usable, partitions, nodes_of):
         problems.append(size_problem)
 
+    problems += shared_file_problems(study, profile)
     problems += _burst_buffer_problems(filled, study, run)
     problems += _launcher_problems(study, jobs, run)
     return problems

@@ -18,7 +18,7 @@ from ..storage.archive import tar_bytes
 from ..surrogates.archive_lists import cycle_expected_members
 from ..units import format_bytes
 from ..storage.tiers import (claim_study_folder, filesystem_type, free_bytes, nearest_existing, owner_problem,
-                             study_folder_owner, unwritable_reason)
+                             private_folders, study_folder_owner, unwritable_reason)
 
 # Room asked beyond the inventory's estimate: records, manifests, a job's temporaries and the
 # file system's own overhead are not in it (a tier sized at the estimate filled in the last job).
@@ -134,6 +134,13 @@ def check_study(study: Study, local_exec: bool = True, jobs_here: bool = False, 
         if "$" in str(path) or not (local_exec or tier.shared):
             notes.append(f"tier '{name}' is checked inside each job (its path or node is known only there)")
             continue
+        if not tier.persistent:  # scratch in /tmp or /dev/shm: this user's alone, made so when claimed
+            try:
+                private_folders(name, path, create=claim)
+            except TierError as err:
+                raise ConfigError(str(err)) from None
+            except OSError:
+                pass  # the write probe below says what is wrong
         reason = unwritable_reason(path)  # first: a folder that cannot be written is not a question of room
         if reason:
             raise ConfigError(f"tier '{name}': path {str(path)!r} cannot be written: {reason}; "

@@ -18,7 +18,10 @@ job's shell runs directly in the allocation, so it can start its ranks with ``sr
   (``staging.streams``), spread over the job's tasks (the copies run before and after the
   forecast's ranks, never beside them); Snakemake's ``threads`` of the job are the same number;
 - **nodes** is 1 whenever the scratch tier is not shared (node-local disk, memory): the job stages
-  on one node, so all its ranks must see that node's scratch;
+  on one node, so all its ranks must see that node's scratch (:func:`job_nodes`). A forecast whose
+  ranks may span nodes (Slurm places them, or a profile sets ``nodes``) cannot write shared files
+  (``parallel``, ``quilt_parallel``) on such a tier: :func:`shared_file_problem` says so, and the
+  cluster check refuses the study before any job;
 - **slurm_extra** carries ``--bb '<directive>'`` when the scratch tier is a job burst buffer
   (DataWarp ``#DW jobdw ...`` or Slurm's Lua plugin ``#BB_LUA ...``).
 
@@ -40,6 +43,7 @@ from dataclasses import dataclass
 from typing import Callable, Mapping
 
 from ..config.calendar import FULL_CYCLE_STEPS, is_archive_job
+from ..config.settings import SHARED_FILE_STRATEGIES
 from ..surrogates.forecast.layout import forecast_ntasks
 from ..surrogates.grid import Grid
 from ..config.forecast import Compression, cycle_steps
@@ -192,6 +196,48 @@ def mem_mb(settings, step: str, cycle: str | None = None, attempt: int = 1, scal
     return mem_mb_per_task(settings, scale) * job_tasks(settings, step, cycle) * max(1, attempt)
 
 
+def job_nodes(settings, step: str, cycle: str | None = None) -> int | None:
+    """Nodes of one job: 1 for one task, and for a staged job whose scratch tier is not shared (it
+    stages on one node, so all its ranks must see that node's scratch); None otherwise (Slurm places
+    the ranks, perhaps over several nodes). A profile's ``set-resources`` may set another number."""
+    scratch_used = uses_scratch(step) and settings.staged
+    shared_scratch = getattr(settings.scratch, "shared", True) if scratch_used else True
+    return 1 if job_tasks(settings, step, cycle) == 1 or not shared_scratch else None
+
+
+def may_span_nodes(nodes: int | None, tasks: int) -> bool:
+    """Whether a job's ranks may run on more than one node: several tasks and a node count above one,
+    or none given (Slurm's choice)."""
+    return tasks > 1 and (nodes is None or nodes > 1)
+
+
+def shared_file_problem(arm: str, settings, step: str, nodes: int | None, cycle: str | None = None,
+                        nodes_from: str = "") -> str | None:
+    """Why a job of an arm cannot run on ``nodes`` nodes (None: Slurm's choice), or None when it can.
+
+    A shared-file strategy (``parallel``, ``quilt_parallel``) has many ranks write parts of one file;
+    on a staged scratch tier that is not shared across nodes (``shared: false``: node-local disk,
+    memory) ranks on different nodes would each write their parts into a different node's copy, so
+    no node holds a whole file to stage out. ``nodes_from`` names where a node count comes from (a
+    profile key), for the message.
+    """
+    if settings.strategy not in SHARED_FILE_STRATEGIES or not (uses_scratch(step) and settings.staged):
+        return None
+    tier = settings.scratch
+    if getattr(tier, "shared", True) or "fcst" not in job_steps(settings, step, cycle):
+        return None
+    tasks = job_tasks(settings, step, cycle)
+    if not may_span_nodes(nodes, tasks):
+        return None
+    spread = f"{nodes} nodes ({nodes_from})" if nodes is not None else "as many nodes as Slurm chooses"
+    fix = f", or set {nodes_from} to 1" if nodes_from else ""
+    return (f"arm {arm}: write strategy '{settings.strategy}' writes each file from many ranks at once, and the "
+            f"{step} job's {tasks} ranks may run on {spread}, but its scratch tier '{tier.name}' is not shared "
+            f"across nodes (tiers.{tier.name}.shared: false): each node would hold only its ranks' parts of a file. "
+            "Use a strategy that writes whole files (serial, per_rank, quilt; config key write_strategies) or a "
+            f"scratch tier shared across nodes (config key scratch_tiers){fix}")
+
+
 def slurm_resources(settings, step: str, cycle: str | None = None, attempt: int = 1,
                     scale: Scale = DEFAULT_SCALE) -> dict:
     """Every Slurm resource of one job of an arm (``step``: coldstart, dump, prep, anal, fcst, post, cycle, arch,
@@ -201,9 +247,8 @@ def slurm_resources(settings, step: str, cycle: str | None = None, attempt: int 
     """
     tasks = job_tasks(settings, step, cycle)
     scratch_used = uses_scratch(step) and settings.staged
-    shared_scratch = getattr(settings.scratch, "shared", True) if scratch_used else True
     return {
-        "nodes": 1 if tasks == 1 or not shared_scratch else None,
+        "nodes": job_nodes(settings, step, cycle),
         "tasks": tasks,
         "cpus_per_task": cpus_per_task(settings, step, cycle),
         "mem_mb": mem_mb(settings, step, cycle, attempt, scale),

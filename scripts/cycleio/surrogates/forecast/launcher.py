@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ...kernelio import RANK_OUTSIDE_OP
+from ...kernelio import RANK_WORK_OP, ProcIO, outside_work, read_proc_io
 from ...process import launcher_argv, rank_program, run_command
 from ..inventory import FileSpec
 from ..kinds import expected_bytes
@@ -166,12 +166,15 @@ def run_forecast_mpi(settings, cycle: str, workdir: Path, writes: list[FileSpec]
     HDF5 versions, whether netCDF4 has parallel support, and the launcher's command.
 
     ``settings`` is the arm's ArmSettings (strategy, launcher, write_component, compute stand-in).
-    ``kernel_outside``, if given, gets each rank's kernel counts outside its I/O work (kernelio.outside_event's
-    ``counts``: its start-up), which the job's count of the run leaves out. ``probe_pages``: a paired job's
+    ``kernel_outside``, if given, gets the program's kernel counts outside its ranks' I/O work
+    (kernelio.outside_work), which the job's count of the run leaves out. ``probe_pages``: a paired job's
     step; the writing rank tells the fresh pages each file meets (rank.Forecast.arm_probe).
     Each record is a dict of Record fields (op, file, bytes, t_start, seconds, rank, nranks, n_files);
     the caller adds step, phase and tier. Raises ForecastError with the failing rank's error.
     """
+    # this process from here on and, once reaped, the launcher and every rank: all of it but the ranks' I/O work is
+    # the program's making and starting, which the job's count of the run leaves out (kernelio.outside_work)
+    program_started = read_proc_io()
     layout = RankLayout.from_settings(settings.strategy, settings.write_component)
     groups = hour_groups(writes)
     check_layout(layout, ctx.grid)  # here, not on every rank
@@ -224,14 +227,16 @@ def run_forecast_mpi(settings, cycle: str, workdir: Path, writes: list[FileSpec]
             raise ForecastError(f"{label} MPI forecast ({layout.describe()}) failed: {message}")
         with open(tmp / "records.jsonl") as handle:
             records = [json.loads(line) for line in handle if line.strip()]
-        outside = [record for record in records if record["op"] == RANK_OUTSIDE_OP]
-        records = [record for record in records if record["op"] != RANK_OUTSIDE_OP]
-        if kernel_outside is not None:
-            kernel_outside.extend(record["counts"] for record in outside)
+        works = [ProcIO.from_dict(record["counts"]) for record in records if record["op"] == RANK_WORK_OP]
+        records = [record for record in records if record["op"] != RANK_WORK_OP]
         if info is not None:
             info.update(json.loads((tmp / "info.json").read_text()) if (tmp / "info.json").exists() else {})
             info["argv"] = argv[:len(command) + 1]
         chatter = output.read_text(errors="replace").strip()
+        program_finished = read_proc_io()  # after reading the ranks' records, stack and output: ours, not the run's
+        # with a rank's work unknown, nothing is left out: the window is judged on all the program moved
+        if kernel_outside is not None and program_started and program_finished and len(works) == layout.ntasks:
+            kernel_outside.append(outside_work(program_finished - program_started, works).as_dict())
         if chatter:
             log.info("%s launcher output: %s", label, chatter[-2000:])
         _log_summary(records, label, time.perf_counter() - t0)

@@ -27,9 +27,10 @@ import numpy as np
 
 from .. import h5chunks, nclayout, transfers, writers
 from ..kinds import expected_bytes
+from ...darshan.runtime import preload_rank
 from ...faults import InjectedFault
 from ...hostmemory import FilePageProbe
-from ...kernelio import outside_event, read_proc_io
+from ...kernelio import read_proc_io, work_event
 from ...fsutil import landing
 from ..compute import COMPUTE_KINDS
 from ..grid import Grid
@@ -352,8 +353,9 @@ def rank_main(spec_path: Path) -> int:
         forecast = Forecast(spec)
         started = read_proc_io()
         records = forecast.run()
-        if started is not None:
-            records.append(outside_event(started, rank))
+        finished = read_proc_io()
+        if started is not None and finished is not None:
+            records.append(work_event(started, finished, rank))
         gathered = MPI.COMM_WORLD.gather(records, root=0)
         if rank == 0:
             if spec.get("info"):
@@ -385,6 +387,7 @@ def main(argv: list[str] | None = None) -> int:
                                      description="one rank of the forecast's MPI program (started by the launcher)")
     parser.add_argument("--spec", required=True, help="the job's JSON spec written by run_forecast_mpi")
     args = parser.parse_args(argv)
+    preload_rank("fcst")  # in a job under Darshan: this rank too, before MPI starts
     return rank_main(Path(args.spec))
 
 

@@ -1,0 +1,137 @@
+"""Several Slurm nodes on one machine: ``ci/slurm/start.sh --nodes 3`` (docs/cluster.md).
+
+Each node is a slurmd in its own UTS and mount namespace, so the three nodes n1, n2, n3 have their own
+hostnames and their own ``/tmp`` and ``/dev/shm``, as the nodes of a cluster have their own local disk and
+memory: ``srun`` across them runs a task on each, a file one node writes to its ``/tmp`` is not on
+another's, ``sbcast`` puts a file in every node's ``/tmp``, and MPI ranks (mpi4py on the PyPI mpich wheel,
+Slurm's pmi2) form one communicator across them. The module holds the localhost Slurm's lock
+(conftest.slurm_cluster_lock) while its nodes are up, so tests/test_slurm.py's one node is not started
+meanwhile; it stops its nodes at the end and starts again a one-node cluster that was up before it.
+
+Without root, Slurm, unshare or mpi4py the module skips with the reason, except in CI (CI=true), where it fails.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, cannot_run_here, require_tool, slurm_cluster_lock
+
+pytestmark = [pytest.mark.e2e, pytest.mark.tool]
+SLURM_CI = REPO / "ci" / "slurm"
+NODES = ["n1", "n2", "n3"]
+SLURM_CONF = Path("/etc/slurm/slurm.conf")
+
+
+def run(*argv, timeout: float = 120) -> subprocess.CompletedProcess:
+    # from / : a job step starts in the submitter's folder, and one under /tmp is not on the nodes
+    return subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=timeout, cwd="/")
+
+
+def ok(*argv, timeout: float = 120) -> str:
+    done = run(*argv, timeout=timeout)
+    assert done.returncode == 0, f"{' '.join(map(str, argv))} failed ({done.returncode}):\n{done.stdout}{done.stderr}"
+    return done.stdout
+
+
+def one_node_cluster_up() -> list[str] | None:
+    """How to start again the one-node cluster of start.sh that is up now (its options), or None."""
+    pid_file = Path("/run/slurm/slurmd.pid")
+    try:
+        os.kill(int(pid_file.read_text()), 0)
+        conf = SLURM_CONF.read_text()
+    except (OSError, ValueError):
+        return None
+    cpus = re.search(r"^NodeName=\S+ NodeAddr=\S+ CPUs=(\d+)", conf, re.M)
+    options = ["--burst-buffer"] if "BurstBufferType=burst_buffer/lua" in conf else []
+    return options + ([f"SLURM_CPUS={cpus.group(1)}"] if cpus else [])
+
+
+@pytest.fixture(scope="module")
+def nodes():
+    """Three nodes up for the module, stopped at its end; a one-node cluster that was up before comes back."""
+    if os.geteuid() != 0:
+        cannot_run_here("bringing up localhost Slurm nodes (ci/slurm/start.sh --nodes) needs root")
+    require_tool("unshare", "each node is a slurmd in namespaces of its own (util-linux)")
+    install = run("bash", SLURM_CI / "install.sh", timeout=900)
+    if install.returncode != 0:
+        cannot_run_here(f"ci/slurm/install.sh failed:\n{install.stdout}{install.stderr}")
+    with slurm_cluster_lock():
+        before = one_node_cluster_up()
+        start = run("bash", SLURM_CI / "start.sh", "--nodes", len(NODES), timeout=180)
+        try:
+            assert start.returncode == 0, (f"ci/slurm/start.sh --nodes {len(NODES)} failed:\n"
+                                           f"{start.stdout}{start.stderr}")
+            yield start.stdout.strip().splitlines()[-1]  # after what it stopped, if another cluster was up
+        finally:
+            stop = run("bash", SLURM_CI / "stop.sh", timeout=120)
+            if before is not None:
+                options = [o for o in before if not o.startswith("SLURM_CPUS=")]
+                env = dict(o.split("=", 1) for o in before if o.startswith("SLURM_CPUS="))
+                subprocess.run(["bash", SLURM_CI / "start.sh", *options], env={**os.environ, **env},
+                               capture_output=True, text=True, timeout=180, check=True)
+        assert stop.returncode == 0, stop.stdout + stop.stderr
+        assert "# cycleio ci/slurm/start.sh --nodes" not in Path("/etc/hosts").read_text()
+        assert not list(Path("/run/slurm").glob("slurmd-*.pid"))
+
+
+def test_the_nodes_are_idle_and_listed_in_etc_hosts(nodes):
+    assert nodes.startswith("slurm ready: debug* up 3 idle n[1-3]")
+    assert ok("sinfo", "-h", "-N", "-o", "%N %T").split() == ["n1", "idle", "n2", "idle", "n3", "idle"]
+    assert f"127.0.0.1 {' '.join(NODES)} # cycleio ci/slurm/start.sh --nodes" in Path("/etc/hosts").read_text()
+
+
+def test_srun_runs_one_task_on_each_node_under_its_own_hostname(nodes):
+    out = ok("srun", "-N3", "--ntasks-per-node=1", "hostname")
+    assert sorted(out.split()) == NODES
+
+
+@pytest.mark.parametrize("folder", ["/tmp", "/dev/shm"])
+def test_each_node_has_its_own_tmp_and_dev_shm(nodes, folder):
+    name = f"{folder}/cycleio-multinode-{uuid.uuid4().hex}"
+    ok("srun", "-w", "n1", "-N1", "-n1", "sh", "-c", f"echo from-n1 > {name}")
+    assert ok("srun", "-w", "n1", "-N1", "-n1", "cat", name).strip() == "from-n1"
+    for node in NODES[1:]:
+        seen = ok("srun", "-w", node, "-N1", "-n1", "sh", "-c", f"test -e {name} && echo seen || echo absent")
+        assert seen.strip() == "absent", f"{node} sees the file n1 wrote to its {folder}"
+    assert not Path(name).exists()  # nor does the machine itself
+    stat = ok("srun", "-w", "n1", "-N1", "-n1", "stat", "-f", "-c", "%T", folder).strip()
+    assert stat == "tmpfs"
+
+
+def test_sbcast_puts_a_file_in_every_nodes_tmp(nodes):
+    source = Path("/var/tmp") / f"cycleio-sbcast-{uuid.uuid4().hex}"  # the submitting side's, outside /tmp
+    source.write_text("broadcast\n")
+    target = f"/tmp/{source.name}"
+    try:
+        out = ok("salloc", "-N3", "sh", "-c",
+                 f"sbcast {source} {target} && srun --ntasks-per-node=1 sh -c 'echo $(hostname) $(cat {target})'")
+    finally:
+        source.unlink()
+    assert sorted(out.splitlines()) == [f"{node} broadcast" for node in NODES]
+
+
+MPI_PROGRAM = """
+import socket
+from mpi4py import MPI
+comm = MPI.COMM_WORLD
+names = comm.gather(socket.gethostname())
+total = comm.allreduce(comm.Get_rank() + 1)
+if comm.Get_rank() == 0:
+    print(comm.Get_size(), total, " ".join(sorted(names)))
+"""
+
+
+def test_mpi_ranks_form_one_communicator_across_the_nodes(nodes):
+    check = run(sys.executable, "-c", "from mpi4py import MPI")
+    if check.returncode != 0:
+        cannot_run_here(f"mpi4py (on the PyPI mpich wheel) is not in this venv: {check.stderr.strip()}")
+    out = ok("srun", "-N3", "--ntasks-per-node=1", "--mpi=pmi2", sys.executable, "-c", MPI_PROGRAM)
+    assert out.split() == ["3", "6", *NODES]
