@@ -67,7 +67,8 @@ rule aggregate:
 rule io_accounting:
     input:
         events=rules.aggregate.output.events,
-        manifests=rules.aggregate.input.manifests,
+        # a function: a list here, beside another rule's output, Snakemake would hash whole once per file in it
+        manifests=lambda wildcards: rules.aggregate.input.manifests,
     output:
         table=report(
             out("tables", "io_accounting.csv"),
