@@ -1,5 +1,6 @@
 # cycleio: I/O studies of cycled weather-forecast systems.
 # Setup only; rules live in rules/*.smk and logic in scripts/cycleio.
+import gc
 import os
 import sys
 
@@ -8,6 +9,11 @@ from snakemake.utils import min_version
 min_version("9.0")
 # A long chain of cycles recurses deeply when Snakemake builds the DAG.
 sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
+# Building a long study's DAG makes many objects that live until the run ends; at the default thresholds
+# the garbage collector rescans them over and over (a fifth of a month's dry run). Relaxed until the DAG is
+# built: onstart restores them for the run.
+GC_THRESHOLD = gc.get_threshold()
+gc.set_threshold(200_000, 100, 1000)
 # The cycleio package is imported here and by every job's `python -m cycleio`.
 sys.path.insert(0, os.path.join(workflow.basedir, "scripts"))
 shell.prefix(
@@ -17,7 +23,7 @@ shell.prefix(
 
 from cycleio.config.calendar import STEP_WILDCARD
 from cycleio.config.settings import ConfigError
-from cycleio.workflow.study import load_study
+from cycleio.workflow.study import WorkflowStudy
 from cycleio.workflow.preflight import check_study, dry_run_requested
 from cycleio.workflow import environment
 
@@ -26,14 +32,15 @@ configfile: os.path.join(workflow.basedir, "config", "config.yaml")
 
 
 try:
-    config, STUDY = load_study(config)
+    # The one study of this parse: the rules read its config, jobs, benchmark plan and titles.
+    STUDY = WorkflowStudy.load(config)
     # Jobs parse this file again (on cluster nodes too): check the tiers once, up front.
     if workflow.is_main_process:
-        for note in check_study(STUDY, dry_run=dry_run_requested(sys.argv)):
+        for note in check_study(STUDY.study, dry_run=dry_run_requested(sys.argv)):
             print(f"cycleio: {note}", file=sys.stderr)
         if "CONDA" not in str(workflow.deployment_settings.deployment_method).upper():
             problem = environment.job_python_problem()
-            problem = problem or environment.parallel_stack_problem(STUDY)
+            problem = problem or environment.parallel_stack_problem(STUDY.study)
             if problem:
                 raise ConfigError(problem)
 except ConfigError as err:
@@ -41,6 +48,7 @@ except ConfigError as err:
 
 
 onstart:
+    gc.set_threshold(*GC_THRESHOLD)
     # Where the jobs run is known once the workflow starts: a local run's jobs run here, with this
     # environment and MPI launcher, so those are checked now, before the first job. The study's
     # folders on the tiers seen here are claimed for this checkout (a second checkout is refused).
@@ -50,14 +58,14 @@ onstart:
         if problem:
             raise ConfigError(problem)
         check_study(
-            STUDY,
+            STUDY.study,
             local_exec=workflow.local_exec,
             jobs_here=workflow.local_exec,
             claim=True,
         )
         if workflow.local_exec:
-            problem = environment.launcher_problem(config["launcher"])
-            problem = problem or environment.parallel_launcher_problem(STUDY)
+            problem = environment.launcher_problem(STUDY.config["launcher"])
+            problem = problem or environment.parallel_launcher_problem(STUDY.study)
             if problem:
                 raise ConfigError(problem)
     except ConfigError as err:
@@ -109,9 +117,9 @@ localrules:
 rule all:
     default_target: True
     input:
-        job_files(JOBS.step_jobs()),
-        job_files(JOBS.archives()),
-        job_files(JOBS.cleanups()),
+        job_files(STUDY.jobs.step_jobs()),
+        job_files(STUDY.jobs.archives()),
+        job_files(STUDY.jobs.cleanups()),
         rules.aggregate.output,
         rules.io_accounting.output,
         rules.inventory.output,
@@ -119,4 +127,4 @@ rule all:
         rules.write_strategy_figure.output,
         benchmark_outputs(),
         answer_outputs(),
-        rules.surrogate_vs_log.output if SURROGATE_LOGS else [],  # rules/report.smk
+        rules.surrogate_vs_log.output if SURROGATE_LOGS else [],  # rules/common.smk

@@ -128,7 +128,7 @@ def markdown(meta: dict, rows: list[dict], errors: dict[str, str], runs: dict[st
             continue
         better = {r.get("higher_is_better", True) for r in mine}
         if better == {False}:
-            lines += ["Lower is better: the baseline is the goal itself, ratio = measured / goal.", ""]
+            lines += ["Lower is better: ratio = measured / baseline (where the baseline is a goal, the goal itself).", ""]
         lines += ["| case | measured | baseline | ratio min / median / max | goal | result |",
                   "|---|---:|---:|---:|---:|---|"]
         for r in mine:

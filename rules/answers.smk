@@ -2,7 +2,12 @@
 # buys, the efficiency heatmap and where a step's storage seconds go (io_gap), the tiers' scaling model and
 # the capacity plan. Logic in cycleio.report (answers, answerfigures, closeness, scaling, captions);
 # captions are Jinja templates filled from params.answer and params.numbers.
-if BENCH.enabled:
+import json
+import shlex
+
+from cycleio.report.captions import answer_numbers
+
+if STUDY.bench.enabled:
 
     rule capacity_plan:
         input:
@@ -20,13 +25,13 @@ if BENCH.enabled:
         conda:
             "../envs/cycleio.yaml"
         params:
-            study=plan_study_json,
-            resolution=config["plan"]["resolution"],
-            interval=config["plan"]["interval_hours"]
-            or config["cycles"]["interval_hours"],
-            budget=config["plan"]["io_budget_fraction"],
-            units=json.dumps(config["plan"]["units"]),
-            archive="--archive" if config["archive"]["enabled"] else "",
+            study=lambda wildcards: STUDY.capacity_target_json,
+            resolution=STUDY.config["plan"]["resolution"],
+            interval=STUDY.config["plan"]["interval_hours"]
+            or STUDY.config["cycles"]["interval_hours"],
+            budget=STUDY.config["plan"]["io_budget_fraction"],
+            units=json.dumps(STUDY.config["plan"]["units"]),
+            archive="--archive" if STUDY.config["archive"]["enabled"] else "",
             numbers=numbers,
         shell:
             "python -m cycleio --log {log:q} plan --benchmarks {input.benchmarks:q}"
@@ -104,7 +109,7 @@ rule summary_md:
     conda:
         "../envs/cycleio.yaml"
     params:
-        title=STUDY_TITLE,
+        title=STUDY.title(),
         model=lambda wildcards, input: (
             f"--fits {shlex.quote(input.fits)} --capacity {shlex.quote(input.capacity)}"
             if input.fits
@@ -113,7 +118,7 @@ rule summary_md:
         replays=lambda wildcards, input: (
             f"--replays {shlex.quote(input.replays)}" if input.replays else ""
         ),
-        min_seconds=config["benchmarks"]["replay"]["min_seconds"],
+        min_seconds=STUDY.config["benchmarks"]["replay"]["min_seconds"],
         answer=answer,
     shell:
         "python -m cycleio --log {log:q} summary-md --answers {input.answers:q} {params.model} {params.replays}"
@@ -152,7 +157,7 @@ rule timeline:
     conda:
         "../envs/cycleio.yaml"
     params:
-        title=STUDY_TITLE,
+        title=STUDY.title(),
         answer=answer,
         numbers=numbers,
     shell:
@@ -178,7 +183,7 @@ rule staging_figure:
     conda:
         "../envs/cycleio.yaml"
     params:
-        title=STUDY_TITLE,
+        title=STUDY.title(),
         answer=answer,
     shell:
         "python -m cycleio --log {log:q} answer-figures --step-summary {input.summary:q}"
@@ -186,7 +191,7 @@ rule staging_figure:
         " --title {params.title:q}"
 
 
-if BENCH.enabled:
+if STUDY.bench.enabled:
 
     rule efficiency_heatmap:
         input:
@@ -206,7 +211,7 @@ if BENCH.enabled:
         conda:
             "../envs/cycleio.yaml"
         params:
-            title=STUDY_TITLE,
+            title=STUDY.title(),
             numbers=numbers,
         shell:
             "python -m cycleio --log {log:q} answer-figures --step-summary {input.summary:q}"
@@ -229,7 +234,7 @@ if BENCH.enabled:
         conda:
             "../envs/cycleio.yaml"
         params:
-            title=STUDY_TITLE,
+            title=STUDY.title(),
             numbers=numbers,
         shell:
             "python -m cycleio --log {log:q} io-gap-figure --io-gap {input.io_gap:q}"

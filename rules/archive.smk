@@ -2,6 +2,8 @@
 # ensemble, earcNN (a group of members) after the ensemble forecasts that write them; all before the cycle's
 # cleanup (rules/cycle.smk waits for them), the tarballs go to the archive tier. Slurm resources (one task, one
 # CPU, memory, runtime from the tarballs' bytes) come from the arm's settings (workflow/slurm.py), as the steps'.
+from cycleio.config.calendar import ARCHIVE_JOB
+from cycleio.workflow.slurm import rule_resources
 
 
 rule archive_cycle:

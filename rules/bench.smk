@@ -2,13 +2,8 @@
 # pattern x tasks; then the benchmarks, efficiency and I/O gap tables (the steps' paired replays run
 # inside their jobs, see cycleio.benchmarks.paired) and figures. The plan (points, their settings and CSV paths) lives in cycleio.benchmarks.tierbench; its
 # errors name the key. The rules name the tables and figures.
-from cycleio.config.settings import ConfigError
-from cycleio.benchmarks.tierbench import BenchmarkPlan
-
-try:
-    BENCH = BenchmarkPlan.from_config(config)
-except ConfigError as err:
-    sys.exit(f"cycleio: invalid configuration: {err}")
+# STUDY.bench is that plan, built and checked with the study.
+from cycleio.report.captions import answer_numbers
 
 
 rule bench_point:
@@ -25,10 +20,10 @@ rule bench_point:
     conda:
         "../envs/cycleio.yaml"
     resources:
-        **BENCH.rule_resources(),
+        **STUDY.bench.rule_resources(),
         io_lock=1,
     params:
-        settings=lambda wildcards: BENCH.point_json(
+        settings=lambda wildcards: STUDY.bench.point_json(
             wildcards.kind, wildcards.tier, wildcards.pattern, wildcards.ntasks
         ),
     message:
@@ -49,10 +44,10 @@ rule bench_fieldio:
     conda:
         "../envs/cycleio.yaml"
     resources:
-        **BENCH.rule_resources(),
+        **STUDY.bench.rule_resources(),
         io_lock=1,
     params:
-        settings=lambda wildcards: BENCH.point_json(
+        settings=lambda wildcards: STUDY.bench.point_json(
             "fieldio", wildcards.tier, "fields", wildcards.ntasks
         ),
     message:
@@ -64,7 +59,7 @@ rule bench_fieldio:
 
 rule benchmark_tables:
     input:
-        points=BENCH.point_files(out),
+        points=STUDY.bench.point_files(out),
         events=rules.aggregate.output.events,
     output:
         table=report(
@@ -93,9 +88,9 @@ rule benchmark_tables:
     params:
         n_points=lambda wildcards, input: len(input.points),
         numbers=numbers,
-        min_bytes=config["benchmarks"]["replay"]["min_bytes"],
-        min_seconds=config["benchmarks"]["replay"]["min_seconds"],
-        tolerance=config["benchmarks"]["replay"]["tolerance"],
+        min_bytes=STUDY.config["benchmarks"]["replay"]["min_bytes"],
+        min_seconds=STUDY.config["benchmarks"]["replay"]["min_seconds"],
+        tolerance=STUDY.config["benchmarks"]["replay"]["tolerance"],
     message:
         "benchmark tables from {params.n_points} benchmark points and the paired replays"
     shell:
@@ -150,7 +145,7 @@ rule benchmark_figures:
     conda:
         "../envs/cycleio.yaml"
     params:
-        title=f"cycleio study '{STUDY.name}': benchmarks on the tiers",
+        title=STUDY.title("benchmarks on the tiers"),
         answer=lambda wildcards, input: answer_numbers(None, input.fits),
         numbers=numbers,
     shell:

@@ -1,13 +1,10 @@
-# Helpers shared by the rules: the one place that builds output paths.
-import json
-import shlex
+# Helpers shared by the rules: the one place that builds output paths. STUDY (the Snakefile's
+# cycleio.workflow.study.WorkflowStudy) carries what they read.
+import os
 
-from cycleio.config.calendar import ARCHIVE_JOB
-from cycleio.workflow.dependencies import CycledJobs
+from cycleio.report.captions import answer_numbers, table_numbers
+from cycleio.report.surrogatelog import requests as surrogate_log_requests
 from cycleio.workflow.rerun import CleanedCycle, redone_after_cleanup_problem
-
-# Every job of the study and what it waits for (cycles x arms; the logic lives in the package).
-JOBS = CycledJobs.of_study(STUDY)
 
 
 def out(*parts):
@@ -15,13 +12,16 @@ def out(*parts):
     return os.path.join("results", STUDY.name, *parts)
 
 
+ARMS = out("arms")  # joined once: the DAG asks for tens of thousands of job files
+
+
 def step_file(arm, cycle, step, suffix):
-    return out("arms", arm, cycle, f"{step}.{suffix}")
+    return f"{ARMS}/{arm}/{cycle}/{step}.{suffix}"
 
 
 def arm_file(arm, job, suffix):
     """A job made once per arm: the cold start, the replay jobs' input files (darshan_inputs)."""
-    return out("arms", arm, f"{job}.{suffix}")
+    return f"{ARMS}/{arm}/{job}.{suffix}"
 
 
 def job_file(job, suffix="manifest.json"):
@@ -41,8 +41,8 @@ def job_settings(job=None):
     for a rerun."""
 
     def settings(wildcards):
-        return STUDY.arms[wildcards.arm].job_json(
-            job or wildcards.step, wildcards.get("cycle")
+        return STUDY.job_json(
+            wildcards.arm, job or wildcards.step, wildcards.get("cycle")
         )
 
     return settings
@@ -66,19 +66,34 @@ def redone_after_cleanup():
 
 def step_dependencies(wildcards):
     """Manifests of the jobs a step's job waits on (GDAS order, previous cycle's forecast included)."""
-    return job_files(JOBS.dependencies(wildcards.arm, wildcards.cycle, wildcards.step))
+    return job_files(
+        STUDY.jobs.dependencies(wildcards.arm, wildcards.cycle, wildcards.step)
+    )
 
 
 def archive_dependencies(wildcards):
     """Manifests of the jobs whose files an archive job reads (and checks against their checksums)."""
     return job_files(
-        JOBS.archive_dependencies(wildcards.arm, wildcards.cycle, wildcards.step)
+        STUDY.jobs.archive_dependencies(wildcards.arm, wildcards.cycle, wildcards.step)
     )
 
 
 def cleanup_dependencies(wildcards):
     """A cycle's data go once its own jobs are done, and every later job that reads them."""
-    return job_files(JOBS.cleanup_dependencies(wildcards.arm, wildcards.cycle))
+    return job_files(STUDY.jobs.cleanup_dependencies(wildcards.arm, wildcards.cycle))
+
+
+# Real jobs' Darshan logs beside the steps they stand for (config darshan.jobs.<name>.stands_for), each with the
+# step's manifest: tables/surrogate_vs_log.csv (rules/report.smk), asked for by the default target when there are any.
+SURROGATE_LOGS = [
+    {
+        **request,
+        "manifest": step_file(
+            request["arm"], request["cycle"], request["step"], "manifest.json"
+        ),
+    }
+    for request in surrogate_log_requests(STUDY.study)
+]
 
 
 # The report's categories: the questions a study answers, in the order a reader asks them.
@@ -93,39 +108,13 @@ REPORT = {
 }
 
 
-def plan_study_json(wildcards):
-    """The capacity plan's target: the study's first arm and first two cycles (a half and a full one) at
-    config key plan.resolution."""
-    target = {**config, "resolution": config["plan"]["resolution"]}
-    _, study = load_study(target)
-    arm = next(iter(study.arms.values()))
-    return json.dumps({"cycles": study.cycles[:2], "arms": [arm.job_json("inventory")]})
+def numbers(wildcards, input, output):
+    """params.numbers: a sentence of this study's numbers per table the job reads or writes (read when the
+    report is made; derived from files, so no reason to run the job again)."""
+    return table_numbers(*input, *output)
 
 
-def study_json(wildcards):
-    """The study's cycles and what the inventory table reads of every arm's settings."""
-    arms = [arm.job_json("inventory") for arm in STUDY.arms.values()]
-    return json.dumps({"cycles": STUDY.cycles, "arms": arms})
-
-
-def benchmark_outputs():
-    """The benchmarks' tables and figures (rules/bench.smk), which the default target asks for."""
-    if not BENCH.enabled:
-        return []
-    return [*rules.benchmark_tables.output, *rules.benchmark_figures.output]
-
-
-# The answer layer (rules/answers.smk)
-from cycleio.report.captions import answer_numbers, table_numbers
-
-STUDY_WHAT = (
-    "replay jobs from Darshan logs"  # config darshan.only: no GDAS step
-    if config["darshan"]["only"]
-    else f"{config['resolution']} L{config['levels']}"
-)
-STUDY_TITLE = f"cycleio study '{STUDY.name}': {STUDY_WHAT}, {len(STUDY.cycles)} cycles"
-
-
+# The benchmarks' and the answer layer's files (rules/bench.smk, rules/answers.smk)
 def answer(wildcards, input):
     """params.answer: the study's numbers for the captions (read when the report is made)."""
     return answer_numbers(
@@ -133,33 +122,36 @@ def answer(wildcards, input):
     )
 
 
-def numbers(wildcards, input, output):
-    """params.numbers: a sentence of this study's numbers per table the job reads or writes (read when the
-    report is made; derived from files, so no reason to run the job again)."""
-    return table_numbers(*input, *output)
-
-
 def bench_tables(name):
     """A benchmark table as an input, or nothing when the benchmarks are off."""
-    return getattr(rules.benchmark_tables.output, name) if BENCH.enabled else []
+    return getattr(rules.benchmark_tables.output, name) if STUDY.bench.enabled else []
 
 
 def scaling_fits():
-    return rules.scaling_fit.output[0] if BENCH.enabled else []  # rules/bench.smk
+    return rules.scaling_fit.output[0] if STUDY.bench.enabled else []
 
 
 def capacity_table():
-    return rules.capacity_plan.output[0] if BENCH.enabled else []
+    return rules.capacity_plan.output[0] if STUDY.bench.enabled else []
 
 
 def replay_job_files():
     """The replay jobs' manifests (config darshan.jobs), which tables/replay_jobs.csv reads."""
-    return job_files(job for job in JOBS.step_jobs() if job.name.startswith("darshan_"))
+    return job_files(
+        job for job in STUDY.jobs.step_jobs() if job.name.startswith("darshan_")
+    )
 
 
 def replay_jobs_table():
     """tables/replay_jobs.csv as an input, or nothing in a study without replay jobs."""
     return rules.replay_jobs.output[0] if replay_job_files() else []
+
+
+def benchmark_outputs():
+    """The benchmarks' tables and figures, which the default target asks for."""
+    if not STUDY.bench.enabled:
+        return []
+    return [*rules.benchmark_tables.output, *rules.benchmark_figures.output]
 
 
 def answer_outputs():
@@ -170,7 +162,7 @@ def answer_outputs():
         *rules.timeline.output,
         *rules.staging_figure.output,
     ]
-    if BENCH.enabled:
+    if STUDY.bench.enabled:
         files += [
             *rules.scaling_fit.output,
             *rules.capacity_plan.output,

@@ -1,14 +1,13 @@
+# Aggregation: all records into tidy tables, figures from the tables.
 import json
 
-from cycleio.report.surrogatelog import requests as surrogate_log_requests
-
-# Aggregation: all records into tidy tables, figures from the tables.
+from cycleio.report.captions import answer_numbers
 
 
 rule aggregate:
     input:
-        records=job_files(JOBS.measured_jobs(), "records.jsonl"),
-        manifests=job_files(JOBS.measured_jobs(), "manifest.json"),
+        records=job_files(STUDY.jobs.measured_jobs(), "records.jsonl"),
+        manifests=job_files(STUDY.jobs.measured_jobs(), "manifest.json"),
     output:
         events=report(
             out("tables", "io_events.parquet"),
@@ -68,7 +67,8 @@ rule aggregate:
 rule io_accounting:
     input:
         events=rules.aggregate.output.events,
-        manifests=rules.aggregate.input.manifests,
+        # a function: a list here, beside another rule's output, Snakemake would hash whole once per file in it
+        manifests=lambda wildcards: rules.aggregate.input.manifests,
     output:
         table=report(
             out("tables", "io_accounting.csv"),
@@ -89,18 +89,8 @@ rule io_accounting:
         " --manifests {input.manifests:q}"
 
 
-# Real jobs' Darshan logs beside the steps they stand for (config darshan.jobs.<name>.stands_for)
-SURROGATE_LOGS = [
-    {
-        **request,
-        "manifest": step_file(
-            request["arm"], request["cycle"], request["step"], "manifest.json"
-        ),
-    }
-    for request in surrogate_log_requests(STUDY)
-]
-
-
+# Real jobs' Darshan logs beside the steps they stand for (config darshan.jobs.<name>.stands_for): SURROGATE_LOGS
+# (rules/common.smk)
 rule surrogate_vs_log:
     input:
         manifests=[request["manifest"] for request in SURROGATE_LOGS],
@@ -137,7 +127,7 @@ rule inventory:
     conda:
         "../envs/cycleio.yaml"
     params:
-        study=study_json,
+        study=lambda wildcards: STUDY.inventory_json(),
         numbers=numbers,
     shell:
         "python -m cycleio --log {log:q} inventory-table --study-json {params.study:q} --out {output:q}"
@@ -160,7 +150,7 @@ rule figures:
     conda:
         "../envs/cycleio.yaml"
     params:
-        title=f"cycleio study '{STUDY.name}': {config['resolution']} L{config['levels']}, {len(STUDY.cycles)} cycles",
+        title=STUDY.title(f"{STUDY.grid}, {len(STUDY.cycles)} cycles"),
         numbers=numbers,
     shell:
         "python -m cycleio --log {log:q} figures --summary {input.summary:q}"
@@ -185,7 +175,7 @@ rule write_strategy_figure:
     conda:
         "../envs/cycleio.yaml"
     params:
-        title=f"cycleio study '{STUDY.name}': forecast write strategies, {config['resolution']} L{config['levels']}",
+        title=STUDY.title(f"forecast write strategies, {STUDY.grid}"),
         answer=lambda wildcards, input: answer_numbers(input.answers),
     shell:
         "python -m cycleio --log {log:q} write-figure --events {input.events:q}"

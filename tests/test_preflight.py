@@ -151,3 +151,36 @@ def test_a_scratch_folder_another_user_could_reach_is_refused_before_any_job(tmp
     with pytest.raises(ConfigError, match=rf"^tier 'node_local': {mine} is writable by other users \(owner "
                                            rf"{current_user()}, mode drwxrwxrwx \(0777\)\), inside {shared}"):
         check_study(study)
+
+
+@pytest.mark.parametrize("changes", [{}, {"cycles__keep": None}, {"cycles__keep": 2},
+                                     {"ensemble__members": 5, "ensemble__members_per_job": 2, "archive__enabled": True},
+                                     {"staging__granularity": ["step", "cycle"]}, {"cycles__end": "2026010100"}])
+def test_the_needs_sized_from_the_first_two_cycles_are_those_of_every_cycle(default_config, changes):
+    """Every later cycle writes the same files as the first full one under its own date: the sums over every cycle
+    (what preflight added up before) come out the same."""
+    from collections import Counter
+
+    from conftest import with_changes
+
+    from cycleio.storage.archive import tar_bytes
+    from cycleio.surrogates.archive_lists import cycle_expected_members
+    from cycleio.workflow.catalog import inventory_rows
+    from cycleio.workflow.preflight import held_bytes
+
+    config = with_changes(default_config, **{"cycles__end": "2026010318", **changes})
+    config["tiers"]["archive"] = {"kind": "archive", "path": "results/tiers/archive", "persistent": True,
+                                  "shared": True}
+    study = build_study(validate_config(config))
+    needs = study_needs(study)
+    persistent, archived = Counter(), Counter()
+    for arm in study.arms.values():
+        by_cycle = Counter()
+        for row in inventory_rows(arm, study.cycles):
+            by_cycle[row["cycle"]] += row["expected_bytes"]
+        persistent[arm.persistent.name] += held_bytes([by_cycle[cycle] for cycle in study.cycles], study.keep)
+        if arm.archive and arm.staged:
+            archived[arm.archive["tier"]["name"]] += sum(tar_bytes(members) for cycle in study.cycles
+                                                         for members in cycle_expected_members(cycle, arm).values())
+    assert {name: need["persistent_bytes"] for name, need in needs.items() if need["persistent_bytes"]} == {
+        **persistent, **archived}

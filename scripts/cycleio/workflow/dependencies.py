@@ -20,10 +20,10 @@ so it imports nothing but the calendar.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import NamedTuple
 
-from ..config.calendar import ensemble_archive_jobs, is_half_cycle, steps_of_cycle
+from ..config.calendar import ensemble_archive_jobs, steps_of_cycle
 from ..config.keys import DARSHAN_INPUTS, DARSHAN_PREFIX, is_replay_job
 
 
@@ -48,9 +48,14 @@ READS_PREVIOUS_CYCLE = ("anal", "fcst", "cycle")
 def jobs_of_cycle(cycle: str, first_cycle: str, granularity: str = "step",
                   ensemble_jobs: tuple[str, ...] = ()) -> list[str]:
     """The jobs of one cycle of an arm: its steps, or one job (``cycle``) for the whole cycle."""
+    return list(_jobs_of_cycle(cycle, first_cycle, granularity, tuple(ensemble_jobs)))
+
+
+@lru_cache(maxsize=4096)  # the DAG asks for each cycle's jobs many times over
+def _jobs_of_cycle(cycle: str, first_cycle: str, granularity: str, ensemble_jobs: tuple[str, ...]) -> tuple[str, ...]:
     if granularity == "cycle":
-        return ["cycle"]
-    return list(steps_of_cycle(cycle, first_cycle, ensemble_jobs))
+        return ("cycle",)
+    return steps_of_cycle(cycle, first_cycle, ensemble_jobs)
 
 
 @dataclass(frozen=True)
@@ -189,7 +194,7 @@ class CycledJobs:
         if not self.archive:
             return []
         plan = self.arms[arm]
-        earcs = [] if plan.only or is_half_cycle(cycle, self.cycles[0]) else [name for name, _ in plan.ensemble_archives]
+        earcs = [] if plan.only or cycle == self.cycles[0] else [name for name, _ in plan.ensemble_archives]
         return ["arch", *earcs]
 
     def archives(self) -> list[Job]:

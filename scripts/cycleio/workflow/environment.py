@@ -86,12 +86,13 @@ def parallel_stack_problem(study, timeout: float = 120) -> str | None:
     message names the strategies and what to install or run.
     """
     from ..config.settings import SHARED_FILE_STRATEGIES
-    from ..surrogates.forecast.launcher import SETUP_PARALLEL, program_stack
-    from ..process import launcher_argv, run_command
 
     arms = [arm for arm in study.arms.values() if arm.strategy in SHARED_FILE_STRATEGIES]
     if not arms:
         return None
+    from ..process import launcher_argv, run_command
+    from ..surrogates.forecast.launcher import SETUP_PARALLEL, program_stack
+
     strategies = " and ".join(repr(name) for name in sorted({arm.strategy for arm in arms}))
     need = f"write strategy {strategies} (config key write_strategies) needs the parallel-netCDF stack"
     key, template, python = program_stack(arms[0])

@@ -44,18 +44,23 @@ def held_bytes(bytes_per_cycle: list[int], keep: int | None) -> int:
 
 def study_needs(study: Study) -> dict[str, dict]:
     """Estimated bytes per tier: the outputs held at once on the persistent tier, the largest job on scratch, every
-    cycle's tarballs on the archive tier."""
+    cycle's tarballs on the archive tier.
+
+    Sized from the half cycle and the first full one: every later cycle writes the same files under its own date
+    (surrogates.archive_lists.check_archive_limits counts on this too), so a long study sizes as fast as a short one.
+    """
     persistent: dict[str, int] = defaultdict(int)
     scratch: dict[str, int] = defaultdict(int)
+    sized = study.cycles[:2]
     for arm in study.arms.values():
-        by_cycle = dict.fromkeys(study.cycles, 0)
-        for row in inventory_rows(arm, study.cycles):
+        by_cycle = dict.fromkeys(sized, 0)
+        for row in inventory_rows(arm, sized):
             by_cycle[row["cycle"]] += row["expected_bytes"]
-        persistent[arm.persistent.name] += held_bytes(list(by_cycle.values()), study.keep)
+        persistent[arm.persistent.name] += held_bytes(_every_cycle(list(by_cycle.values()), study.cycles), study.keep)
         if not arm.staged:
             continue
         grid = Grid(arm.resolution, arm.levels)
-        for cycle, name, steps in arm_jobs(arm, study.cycles):
+        for cycle, name, steps in arm_jobs(arm, sized):
             if is_replay_job(name) and cycle == study.cycles[0]:
                 # a replay job's files in its folder on scratch (the same every cycle)
                 scratch[arm.scratch.name] = max(scratch[arm.scratch.name], replay_job_files(arm, name).room_bytes)
@@ -64,11 +69,16 @@ def study_needs(study: Study) -> dict[str, dict]:
                 job = sum(expected_bytes(spec, grid, arm.compression) for spec in inputs + outputs)
                 scratch[arm.scratch.name] = max(scratch[arm.scratch.name], job)
         if arm.archive:  # the archive keeps every cycle's tarballs (arch's and the earc jobs')
-            persistent[arm.archive["tier"]["name"]] += sum(
-                tar_bytes(members) for cycle in study.cycles
-                for members in cycle_expected_members(cycle, arm).values())
+            tarred = [sum(tar_bytes(members) for members in cycle_expected_members(cycle, arm).values())
+                      for cycle in sized]
+            persistent[arm.archive["tier"]["name"]] += sum(_every_cycle(tarred, study.cycles))
     return {name: {"persistent_bytes": persistent.get(name, 0), "scratch_bytes": scratch.get(name, 0)}
             for name in set(persistent) | set(scratch)}
+
+
+def _every_cycle(first_two: list[int], cycles: list[str]) -> list[int]:
+    """Per cycle of the study, from the half cycle's and the first full cycle's numbers."""
+    return first_two[:1] + first_two[1:] * (len(cycles) - 1)
 
 
 def _existing_bytes(root: Path) -> int:

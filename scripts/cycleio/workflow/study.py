@@ -2,17 +2,23 @@
 plan (benchmarks.tierbench), the faults against the study's jobs (workflow.faultcheck), the replay jobs' Darshan
 logs (workflow.replayjobs) and the archive's limits against the tarballs' sizes (surrogates.archive_lists).
 
-The Snakefile, the rules and the command load a study here; config.settings alone validates the keys
-and builds the arms, without the layers above it.
+The command loads a study here (:func:`load_study`); the Snakefile loads it once per parse as a
+:class:`WorkflowStudy`, which carries everything the rules read. config.settings alone validates the keys and
+builds the arms, without the layers above it.
 """
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+
 from ..benchmarks.tierbench import BenchmarkPlan
 from ..config.keys import ConfigError
-from ..config.settings import Study, build_study, validate_config
+from ..config.settings import ArmSettings, Study, build_study, validate_config
 from ..storage.archive import ArchiveLimitError
 from ..surrogates.archive_lists import check_archive_limits
+from .dependencies import CycledJobs
 from .faultcheck import check_faults
 from .replayjobs import check_replay_jobs
 
@@ -20,15 +26,15 @@ from .replayjobs import check_replay_jobs
 def validate_study_config(config: dict, schema: dict | None = None) -> dict:
     """validate_config, then the benchmark plan's checks of its section (patterns, IOR's size rules, the
     tools found): the filled config, or ConfigError naming the first problem."""
+    return _validated(config, schema)[0]
+
+
+def _validated(config: dict, schema: dict | None = None) -> tuple[dict, BenchmarkPlan]:
     filled = validate_config(config, schema)
-    BenchmarkPlan.from_config(filled)
-    return filled
+    return filled, BenchmarkPlan.from_config(filled)
 
 
-def load_study(config: dict, schema: dict | None = None) -> tuple[dict, Study]:
-    """The filled config and its Study, every check passed (ConfigError naming the key otherwise); the schema is the
-    package's (config.schema)."""
-    filled = validate_study_config(config, schema)
+def _checked_study(filled: dict) -> Study:
     study = build_study(filled)
     check_faults(filled, study)
     check_replay_jobs(study)  # the replay jobs' logs read and planned (none: nothing imported)
@@ -36,4 +42,83 @@ def load_study(config: dict, schema: dict | None = None) -> tuple[dict, Study]:
         check_archive_limits(study)  # the archive's limits against the inventory's sizes, before any job
     except ArchiveLimitError as err:
         raise ConfigError(str(err)) from None
-    return filled, study
+    return study
+
+
+def load_study(config: dict, schema: dict | None = None) -> tuple[dict, Study]:
+    """The filled config and its Study, every check passed (ConfigError naming the key otherwise); the schema is the
+    package's (config.schema)."""
+    filled, _ = _validated(config, schema)
+    return filled, _checked_study(filled)
+
+
+@dataclass
+class WorkflowStudy:
+    """What the Snakefile and rules read of a study, built once per parse (:meth:`load`): the filled config, the
+    Study (cycles x arms), its benchmark plan, its jobs and what each waits for, the titles of its figures, and each
+    job's settings as params."""
+
+    config: dict
+    study: Study
+    bench: BenchmarkPlan
+    _job_json: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    @classmethod
+    def load(cls, config: dict, schema: dict | None = None) -> "WorkflowStudy":
+        """As :func:`load_study`: ConfigError naming the key when a check fails."""
+        filled, bench = _validated(config, schema)
+        return cls(filled, _checked_study(filled), bench)
+
+    @property
+    def name(self) -> str:
+        return self.study.name
+
+    @property
+    def cycles(self) -> list[str]:
+        return self.study.cycles
+
+    @property
+    def arms(self) -> dict[str, ArmSettings]:
+        return self.study.arms
+
+    @cached_property
+    def jobs(self) -> CycledJobs:
+        """Every job of the study and what it waits for."""
+        return CycledJobs.of_study(self.study)
+
+    def title(self, what: str | None = None) -> str:
+        """A figure's or summary's title: the study, ``what`` it shows (by default its resolution and levels, or its
+        replay jobs with darshan.only), and its cycles."""
+        if what is None:
+            what = "replay jobs from Darshan logs" if self.config["darshan"]["only"] else self.grid
+            return f"cycleio study '{self.name}': {what}, {len(self.cycles)} cycles"
+        return f"cycleio study '{self.name}': {what}"
+
+    @property
+    def grid(self) -> str:
+        """``C48 L127``: the study's resolution and levels."""
+        return f"{self.config['resolution']} L{self.config['levels']}"
+
+    def job_json(self, arm: str, job: str, cycle: str | None = None) -> str:
+        """ArmSettings.job_json of an arm's job, made once per kind of job: a job's settings depend on its cycle
+        only through its paired replay (the last cycles) and the faults aimed at it."""
+        settings = self.study.arms[arm]
+        key = (arm, job, cycle in settings.paired_cycles, cycle if settings.faults else None)
+        if key not in self._job_json:
+            self._job_json[key] = settings.job_json(job, cycle)
+        return self._job_json[key]
+
+    def inventory_json(self) -> str:
+        """The study's cycles and what the inventory table reads of every arm's settings."""
+        arms = [arm.job_json("inventory") for arm in self.arms.values()]
+        return json.dumps({"cycles": self.cycles, "arms": arms})
+
+    @cached_property
+    def capacity_target_json(self) -> str:
+        """The capacity plan's target: the study's first arm and first two cycles (a half and a full one) at config
+        key plan.resolution (the inventory's settings only: the faults and the archive's limits were checked at the
+        study's own resolution)."""
+        study = build_study(validate_config({**self.config, "resolution": self.config["plan"]["resolution"]}))
+        check_replay_jobs(study)  # their logs' paths and checksums are in the settings
+        arm = next(iter(study.arms.values()))
+        return json.dumps({"cycles": study.cycles[:2], "arms": [arm.job_json("inventory")]})
