@@ -101,6 +101,24 @@ def _judge(records: pd.Series, kernel: pd.Series) -> tuple[pd.Series, pd.Series,
     return ratio, outside, judged
 
 
+def _judged_against(table: pd.DataFrame, counter: str, who: str) -> None:
+    """Each row's records set against ``counter``'s bytes (columns ``<counter>_read_bytes``, ...) in each direction:
+    ``records_over_<counter>_<direction>``, ``flagged`` and a ``note`` naming what was not judged or is outside."""
+    notes = [[] for _ in range(len(table))]
+    flagged = np.zeros(len(table), dtype=bool)
+    for direction in ("read", "write"):
+        ratio, outside, judged = _judge(table[f"records_{direction}_bytes"], table[f"{counter}_{direction}_bytes"])
+        table[f"records_over_{counter}_{direction}"] = ratio
+        flagged |= outside.to_numpy(dtype=bool)
+        for number in np.flatnonzero(~judged.to_numpy(dtype=bool)):
+            notes[number].append(f"{direction}: under {MIN_JUDGED_BYTES // MiB} MiB, not judged")
+        for number in np.flatnonzero(outside.to_numpy(dtype=bool)):
+            share = f"with {who} counting none" if np.isnan(ratio.iloc[number]) else f"{ratio.iloc[number]:.1%}"
+            notes[number].append(f"{direction}: records {share} of {who}'s count")
+    table["flagged"] = flagged
+    table["note"] = ["; ".join(parts) for parts in notes]
+
+
 def accounting_table(events: pd.DataFrame, darshan: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per job and window (arm, cycle, step, phase): the records' bytes and calls against the kernel's;
     and where Darshan counted a job (``darshan``: :func:`darshan_counts`), a row of phase ``job`` with its windows
@@ -129,18 +147,7 @@ def accounting_table(events: pd.DataFrame, darshan: pd.DataFrame | None = None) 
     table = windows.join(by_window).fillna({column: 0 for column in by_window.columns})
     for column in by_window.columns:
         table[column] = table[column].astype("int64")
-    notes = [[] for _ in range(len(table))]
-    flagged = np.zeros(len(table), dtype=bool)
-    for direction in ("read", "write"):
-        ratio, outside, judged = _judge(table[f"records_{direction}_bytes"], table[f"kernel_{direction}_bytes"])
-        table[f"records_over_kernel_{direction}"] = ratio
-        flagged |= outside.to_numpy(dtype=bool)
-        for number in np.flatnonzero(~judged.to_numpy(dtype=bool)):
-            notes[number].append(f"{direction}: under {MIN_JUDGED_BYTES // MiB} MiB, not judged")
-        for number in np.flatnonzero(outside.to_numpy(dtype=bool)):
-            notes[number].append(f"{direction}: records {_share(ratio.iloc[number])} of the kernel's count")
-    table["flagged"] = flagged
-    table["note"] = ["; ".join(parts) for parts in notes]
+    _judged_against(table, "kernel", "the kernel")
     if darshan is not None and not darshan.empty:
         table = pd.concat([table, _job_rows(table, darshan)], ignore_index=True)
     return table.reindex(columns=ACCOUNTING_COLUMNS).sort_values(
@@ -162,19 +169,7 @@ def _job_rows(windows: pd.DataFrame, darshan: pd.DataFrame) -> pd.DataFrame:
     jobs = jobs.merge(darshan, on=JOB_KEYS, how="inner")
     jobs["phase"] = JOB_PHASE
     jobs["seconds"] = jobs.pop("t_end") - jobs["t_start"]
-    notes = [[] for _ in range(len(jobs))]
-    flagged = np.zeros(len(jobs), dtype=bool)
-    for direction in ("read", "write"):
-        ratio, outside, judged = _judge(jobs[f"records_{direction}_bytes"], jobs[f"darshan_{direction}_bytes"])
-        jobs[f"records_over_darshan_{direction}"] = ratio
-        flagged |= outside.to_numpy(dtype=bool)
-        for number in np.flatnonzero(~judged.to_numpy(dtype=bool)):
-            notes[number].append(f"{direction}: under {MIN_JUDGED_BYTES // MiB} MiB, not judged")
-        for number in np.flatnonzero(outside.to_numpy(dtype=bool)):
-            share = "with Darshan counting none" if np.isnan(ratio.iloc[number]) else f"{ratio.iloc[number]:.1%}"
-            notes[number].append(f"{direction}: records {share} of Darshan's count")
-    jobs["flagged"] = flagged
-    jobs["note"] = ["; ".join(parts) for parts in notes]
+    _judged_against(jobs, "darshan", "Darshan")
     return jobs
 
 
@@ -202,10 +197,6 @@ def darshan_counts(manifest_files: list[Path]) -> pd.DataFrame:
         row["darshan_logs"] = " ".join(str(log_path) for log_path in logs)
         rows.append(row)
     return pd.DataFrame(rows, columns=[*JOB_KEYS, *DARSHAN_COLUMNS, "darshan_logs"])
-
-
-def _share(ratio: float) -> str:
-    return "with the kernel counting none" if np.isnan(ratio) else f"{ratio:.1%}"
 
 
 def flagged_sentence(table: pd.DataFrame, most: int = 5) -> str:
