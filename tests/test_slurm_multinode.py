@@ -65,7 +65,9 @@ def nodes():
         cannot_run_here(f"ci/slurm/install.sh failed:\n{install.stdout}{install.stderr}")
     with slurm_cluster_lock():
         before = one_node_cluster_up()
-        start = run("bash", SLURM_CI / "start.sh", "--nodes", len(NODES), timeout=180)
+        # the checkout (and its venv) is on every node, as on a cluster's shared file system, even under /tmp
+        start = subprocess.run(["bash", str(SLURM_CI / "start.sh"), "--nodes", str(len(NODES))], capture_output=True,
+                               text=True, timeout=180, cwd="/", env={**os.environ, "SLURM_NODE_SHARED": str(REPO)})
         try:
             assert start.returncode == 0, (f"ci/slurm/start.sh --nodes {len(NODES)} failed:\n"
                                            f"{start.stdout}{start.stderr}")

@@ -19,6 +19,9 @@
 #                          node). More than the machine has lets more small jobs run at once
 #                          (slurmd then trusts the configuration)
 #      SLURM_NODE_TMPFS    size of each node's /tmp and of its /dev/shm with --nodes (default 2g)
+#      SLURM_NODE_SHARED   with --nodes: folders under /tmp or /dev/shm (':'-separated) that every node
+#                          sees as the host does, as a cluster's shared file system (a checkout and its
+#                          venv made under /tmp); everything else there is the node's own
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -256,9 +259,20 @@ else
     mkdir -p "$SPOOL_DIR/$n"
     # Debian's slurmd has no multiple-slurmd build: each node is a slurmd in namespaces of its own,
     # which its job steps inherit; they and the node's tmpfs go with its last process
-    unshare --uts --mount --propagation private -- sh -c "hostname $n \
+    # a shared folder under /tmp or /dev/shm: held at a bind mount while the node's tmpfs covers it, then put back
+    keep=""; put_back=""; i=0
+    IFS=: read -r -a shared <<< "${SLURM_NODE_SHARED:-}"
+    for path in "${shared[@]}"; do
+      case "$path" in
+        /tmp/?*|/dev/shm/?*)
+          hold="$RUN_DIR/shared-$n-$i"; mkdir -p "$hold"; i=$((i + 1))
+          keep+=" && mount --bind $(printf %q "$path") $(printf %q "$hold")"
+          put_back+=" && mkdir -p $(printf %q "$path") && mount --bind $(printf %q "$hold") $(printf %q "$path")" ;;
+      esac
+    done
+    unshare --uts --mount --propagation private -- sh -c "hostname $n $keep \
       && mount -t tmpfs -o size=$TMPFS_SIZE,mode=1777 tmpfs /tmp \
-      && mount -t tmpfs -o size=$TMPFS_SIZE,mode=1777 tmpfs /dev/shm \
+      && mount -t tmpfs -o size=$TMPFS_SIZE,mode=1777 tmpfs /dev/shm $put_back \
       && exec slurmd"  # daemonizes
   done
 fi
