@@ -88,6 +88,19 @@ def require_tool(name: str, why: str) -> str:
 SLURM_LOCK = Path("/var/lock/cycleio-ci-slurm.lock")
 
 
+
+def slurm_installed(tool: str, why: str) -> None:
+    """What a localhost Slurm test needs before it starts a cluster: root, ``tool``, and ci/slurm/install.sh done
+    (skipped outside CI, failed in CI, when any is missing)."""
+    if os.geteuid() != 0:
+        cannot_run_here("bringing up a localhost Slurm (ci/slurm/start.sh) needs root")
+    require_tool(tool, why)
+    install = subprocess.run(["bash", str(Path(__file__).resolve().parents[1] / "ci" / "slurm" / "install.sh")],
+                             capture_output=True, text=True, timeout=900)
+    if install.returncode != 0:
+        cannot_run_here(f"ci/slurm/install.sh failed:\n{install.stdout[-3000:]}{install.stderr[-3000:]}")
+
+
 @contextlib.contextmanager
 def slurm_cluster_lock():
     """Held while a test module's localhost Slurm is up; another module's waits for it."""

@@ -36,7 +36,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import REPO, cannot_run_here, require_tool, slurm_cluster_lock
+from conftest import REPO, cannot_run_here, slurm_cluster_lock, slurm_installed
 from cycleio.config.tierspec import Tier
 
 pytestmark = [pytest.mark.e2e, pytest.mark.tool]
@@ -110,12 +110,7 @@ class Background:
 @pytest.fixture(scope="module")
 def slurm():
     """A running localhost Slurm with the Lua burst buffer; stopped at the end if this module started it."""
-    if os.geteuid() != 0:
-        unavailable("bringing up a localhost Slurm (ci/slurm/start.sh) needs root")
-    require_tool("runuser", "the burst-buffer test submits as an unprivileged user")
-    install = run("bash", SLURM_CI / "install.sh", timeout=900)
-    if install.returncode != 0:
-        unavailable(f"ci/slurm/install.sh failed:\n{tail(install.stdout + install.stderr)}")
+    slurm_installed("runuser", "the burst-buffer test submits as an unprivileged user")
     with slurm_cluster_lock():  # test_slurm_multinode.py's three nodes are not up meanwhile
         # start.sh offers at least 4 CPUs: the smoke study's arms and their 2-rank forecasts run side by side
         start = run("bash", SLURM_CI / "start.sh", "--burst-buffer", timeout=180)

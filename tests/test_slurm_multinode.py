@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, cannot_run_here, require_tool, slurm_cluster_lock
+from conftest import REPO, cannot_run_here, slurm_cluster_lock, slurm_installed
 
 pytestmark = [pytest.mark.e2e, pytest.mark.tool]
 SLURM_CI = REPO / "ci" / "slurm"
@@ -57,12 +57,7 @@ def one_node_cluster_up() -> list[str] | None:
 @pytest.fixture(scope="module")
 def nodes():
     """Three nodes up for the module, stopped at its end; a one-node cluster that was up before comes back."""
-    if os.geteuid() != 0:
-        cannot_run_here("bringing up localhost Slurm nodes (ci/slurm/start.sh --nodes) needs root")
-    require_tool("unshare", "each node is a slurmd in namespaces of its own (util-linux)")
-    install = run("bash", SLURM_CI / "install.sh", timeout=900)
-    if install.returncode != 0:
-        cannot_run_here(f"ci/slurm/install.sh failed:\n{install.stdout}{install.stderr}")
+    slurm_installed("unshare", "each node is a slurmd in namespaces of its own (util-linux)")
     with slurm_cluster_lock():
         before = one_node_cluster_up()
         # the checkout (and its venv) is on every node, as on a cluster's shared file system, even under /tmp

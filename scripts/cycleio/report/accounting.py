@@ -217,9 +217,7 @@ def _darshan_sentence(jobs: pd.DataFrame, most: int) -> str:
             f"and its ranks' <step>.<program>.rank<N>.darshan: column darshan_logs); ")
     if flagged.empty:
         return text + f"their records account for what Darshan counted on the tiers within {LOW:.0%} to {HIGH:.0%}."
-    named = "; ".join(f"{r.arm} {r.cycle} {r.step} ({r.note})" for r in flagged.head(most).itertuples())
-    more = f"; and {len(flagged) - most} more" if len(flagged) > most else ""
-    return text + f"{len(flagged)} outside {LOW:.0%} to {HIGH:.0%} of Darshan's count: {named}{more}."
+    return text + f"{len(flagged)} outside {LOW:.0%} to {HIGH:.0%} of Darshan's count: {_named(flagged, most, False)}."
 
 
 def _kernel_sentence(table: pd.DataFrame, most: int) -> str:
@@ -229,9 +227,14 @@ def _kernel_sentence(table: pd.DataFrame, most: int) -> str:
             f"or more in a direction; ")
     if flagged.empty:
         return text + f"the records account for all of them within {LOW:.0%} to {HIGH:.0%}."
-    named = "; ".join(f"{r.arm} {r.cycle} {r.step} {r.phase} ({r.note})" for r in flagged.head(most).itertuples())
-    more = f"; and {len(flagged) - most} more" if len(flagged) > most else ""
-    return text + f"{len(flagged)} flagged, outside {LOW:.0%} to {HIGH:.0%}: {named}{more}."
+    return text + f"{len(flagged)} flagged, outside {LOW:.0%} to {HIGH:.0%}: {_named(flagged, most, True)}."
+
+
+def _named(flagged: pd.DataFrame, most: int, phase: bool) -> str:
+    """The first ``most`` flagged rows, each with its note (and its phase), and how many more."""
+    named = "; ".join(f"{r.arm} {r.cycle} {r.step}{' ' + r.phase if phase else ''} ({r.note})"
+                      for r in flagged.head(most).itertuples())
+    return named + (f"; and {len(flagged) - most} more" if len(flagged) > most else "")
 
 
 def write_accounting(events_path: Path, out: Path, manifest_files: list[Path] = ()) -> int:
