@@ -728,13 +728,25 @@ def columns_of(path: Path) -> list[str]:
     return list(pd.read_csv(path, nrows=0).columns)
 
 
+def written_columns(results: Path) -> dict[str, list[str]]:
+    """Per table the study in results wrote (but the INTERNAL ones), its columns in the file's order."""
+    return {name: columns_of(results / name) for name in sorted(study_tables(results))
+            if not name.startswith(tuple(INTERNAL))}
+
+
 def mismatches(results: Path, not_written: dict[str, str], columns_absent: dict[tuple[str, str], str]) -> list[str]:
     """What differs between the page and the study in results: tables and columns, by name."""
+    return column_mismatches(written_columns(results), not_written, columns_absent)
+
+
+def column_mismatches(written: dict[str, list[str]], not_written: dict[str, str],
+                      columns_absent: dict[tuple[str, str], str]) -> list[str]:
+    """What differs between the page and a study's tables given as {table: its columns}: tables and columns, by
+    name. not_written: documented tables the study does not write; columns_absent: documented columns it lacks."""
     documented = documented_tables()
-    written = study_tables(results)
     problems = []
     internal = {name for name in written if name.startswith(tuple(INTERNAL))}
-    for name in sorted(written - set(documented) - internal):
+    for name in sorted(set(written) - set(documented) - internal):
         problems.append(f"{name}: written by the study, not documented on docs/outputs.md")
     for name, listed in documented.items():
         if name not in written:
@@ -744,7 +756,7 @@ def mismatches(results: Path, not_written: dict[str, str], columns_absent: dict[
             continue
         if name in not_written:
             problems.append(f"{name}: written by the study, but listed as not written ({not_written[name]})")
-        has = columns_of(results / name)
+        has = written[name]
         for column in listed:
             if column not in has and (name, column) not in columns_absent:
                 problems.append(f"{name}: documents `{column}`, which the file does not have")
@@ -761,3 +773,30 @@ def assert_study_matches_page(results: Path) -> None:
     which keeps the study's results)."""
     problems = mismatches(results, NOT_IN_SMOKE, COLUMNS_NOT_IN_SMOKE)
     assert not problems, "docs/outputs.md and the smoke study's tables differ:\n" + "\n".join(problems)
+
+
+# The columns of the smoke study's tables, committed so that test_outputs_doc compares the page with them in seconds;
+# test_workflow checks that the real tables still have exactly these. Written from a smoke study's results by
+# tests/data/outputs_columns.py.
+OUTPUTS_COLUMNS = REPO / "tests" / "data" / "outputs-columns.json"
+OUTPUTS_COLUMNS_COMMAND = "PYTHONPATH=scripts .venv/bin/python tests/data/outputs_columns.py"
+
+
+def snapshot_columns() -> dict[str, list[str]]:
+    """The committed columns of the smoke study's tables: {table: its columns}."""
+    import json
+
+    return json.loads(OUTPUTS_COLUMNS.read_text())["tables"]
+
+
+def assert_study_matches_snapshot(results: Path) -> None:
+    """The smoke study's tables, in results, have the tables and columns of the committed snapshot."""
+    real, snapshot = written_columns(results), snapshot_columns()
+    problems = [f"{name}: in the snapshot, not written" for name in sorted(set(snapshot) - set(real))]
+    problems += [f"{name}: written, not in the snapshot" for name in sorted(set(real) - set(snapshot))]
+    for name in sorted(set(real) & set(snapshot)):
+        if sorted(real[name]) != sorted(snapshot[name]):
+            problems.append(f"{name}: has {sorted(set(real[name]) - set(snapshot[name]))} beyond the snapshot, "
+                            f"lacks {sorted(set(snapshot[name]) - set(real[name]))}")
+    assert not problems, (f"{OUTPUTS_COLUMNS.relative_to(REPO)} and the smoke study's tables differ (write it "
+                          f"again: {OUTPUTS_COLUMNS_COMMAND} {results}):\n" + "\n".join(problems))

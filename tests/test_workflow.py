@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from conftest import (assert_axes_carry_data, assert_png_drawn, assert_study_matches_page, bar_sizes, require_tool,
-                      snakemake)
+from conftest import (assert_axes_carry_data, assert_png_drawn, assert_study_matches_page, assert_study_matches_snapshot,
+                      bar_sizes, require_tool, snakemake)
 
 from cycleio.report.closeness import as_flag
 from cycleio import fsutil
@@ -218,6 +218,13 @@ def test_every_table_has_the_columns_docs_outputs_md_lists(smoke):
     (tests/conftest.py names the tables and columns the smoke study does not write, with why)."""
     _, workdir = smoke
     assert_study_matches_page(workdir / "results" / "smoke")
+
+
+def test_every_table_has_the_columns_of_the_committed_snapshot(smoke):
+    """tests/data/outputs-columns.json, against which test_outputs_doc checks the page in seconds, is still what the
+    smoke study writes."""
+    _, workdir = smoke
+    assert_study_matches_snapshot(workdir / "results" / "smoke")
 
 
 def test_report_renders_offline_in_chromium_with_every_figure(smoke, tmp_path):
