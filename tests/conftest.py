@@ -41,15 +41,56 @@ UNREGISTERED_TOOLS = {
 }
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest's own -m selection reads the marks
+# make test runs the e2e part with --dist loadgroup: the tests of a group run on one worker, one after the other. A
+# file is a group (its tests share the studies and clusters of its module-scoped fixtures) unless a test names its
+# own (xdist_group: a test of its own study); SAME_GROUP puts files together, ONE_BY_ONE spreads a file's tests. The
+# groups start longest first, by SECONDS (of setup and calls, from --durations, on the 2-core machine under load:
+# only their order counts), so that the two workers end together instead of one running a long group alone at the end.
+SAME_GROUP = {
+    "test_slurm.py": "slurm", "test_slurm_multinode.py": "slurm",  # both hold the Slurm lock: the other worker waited
+    "test_parallel_io.py": "parallel-stack", "test_install.py": "parallel-stack",  # both build the stack if missing
+}
+ONE_BY_ONE = {"test_docs.py"}  # its e2e tests are dry runs that share nothing
+SECONDS = {"slurm": 900, "test_workflow.py": 420, "parallel-stack": 310, "test_archive_workflow.py": 230,
+           "test_bad_input.py": 180, "test_gluster.py": 170, "workflow-faults": 100, "workflow-killed-run": 100,
+           "test_two_checkouts.py": 90, "test_darshan_workflow.py": 85}
+
+
+def group_of(item) -> str | None:
+    """The item's xdist group: its own mark's, else its file's (SAME_GROUP), else None (ONE_BY_ONE)."""
+    mark = item.get_closest_marker("xdist_group")
+    if mark is not None:
+        return str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+    name = item.path.name
+    return None if name in ONE_BY_ONE else SAME_GROUP.get(name, name)
+
+
+def group_longest_first(config, items) -> None:
+    """Under --dist loadgroup: every item in its group (group_of) and the groups in order of SECONDS, longest first,
+    then the items one by one (small, they fill the end), the items of a group in their order (xdist keeps it with
+    --no-loadscope-reorder)."""
+    if config.getoption("dist", "no") != "loadgroup":
+        return
+    order: dict[str | None, int] = {}
+    for item in items:
+        group = group_of(item)
+        if group is not None and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(group))
+        order.setdefault(group, len(order))
+    items.sort(key=lambda item: (group_of(item) is None, -SECONDS.get(group_of(item), 0), order[group_of(item)]))
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's own -m selection reads the marks, and before xdist reads the groups
 def pytest_collection_modifyitems(config, items):
     """Marks every test that uses an MPI fixture ``mpi``. IOR and darshan-util are in no package registry, so CI
     (which installs only from them) cannot have them: there their tests (marked ``ior``, ``darshan``) are
     deselected, counted in pytest's summary and named in a line of their own, not skipped and not dropped unseen;
-    anywhere else a missing tool is a skip (require_tool)."""
+    anywhere else a missing tool is a skip (require_tool). Under --dist loadgroup, groups the tests
+    (group_longest_first)."""
     for item in items:
         if MPI_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.mpi)
+    group_longest_first(config, items)
     if not IN_CI:
         return
     config._cycleio_deselected = {}

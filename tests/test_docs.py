@@ -222,9 +222,18 @@ def test_every_cycleio_command_the_docs_show_is_valid_and_runs(page, line):
         assert code == 0, output
 
 
+def run_as_written() -> list[tuple[str, str]]:
+    """(pages, line) of every make and snakemake line of the docs' bash blocks that is run, each line once with the
+    pages that show it (a dry run takes seconds)."""
+    pages: dict[str, list[str]] = {}
+    for page, line in commands():
+        if line not in NOT_RUN and cycleio_words(line) is None:
+            pages.setdefault(line, []).append(page)
+    return [(", ".join(shown), line) for line, shown in pages.items()]
+
+
 @pytest.mark.e2e  # Snakemake dry runs: in `make test`, not in `make test-fast`
-@pytest.mark.parametrize("page,line", [(page, line) for page, line in commands()
-                                       if line not in NOT_RUN and cycleio_words(line) is None])
+@pytest.mark.parametrize("page,line", run_as_written())
 def test_every_command_the_docs_show_runs_as_written(page, line):
     """The commands NOT_RUN names (each with its reason) are not parametrized: in CI nothing skips."""
     for words in checks(line):
@@ -236,12 +245,14 @@ def test_every_command_the_docs_show_runs_as_written(page, line):
 def inline_commands() -> list[tuple[str, str]]:
     """(page, code span) of every make, snakemake or cycleio command the docs' prose names inline."""
     found: dict[str, str] = {}
+    # a make line a bash block shows is run as written, make's own dry run included (test_every_command_the_docs_...)
+    run = {" ".join(line.split()) for _, line in run_as_written() if line.startswith("make ")}
     for page in PAGES:
         for span in re.findall(r"`([^`\n]+)`", FENCE.sub("", page.read_text())):
             words = span.split()
             if words[:3] == ["python", "-m", "cycleio"]:
                 words = words[2:]
-            if words and words[0] in ("make", "snakemake", "cycleio"):
+            if words and words[0] in ("make", "snakemake", "cycleio") and " ".join(words) not in run:
                 found.setdefault(" ".join(words), str(page.relative_to(REPO)))  # each span once
     # make and snakemake start a process each (make study also a Python for the study's name): in `make test`
     return [pytest.param(page, span, marks=[pytest.mark.e2e] if span.split()[0] in ("make", "snakemake") else [])
