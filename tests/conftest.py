@@ -41,14 +41,20 @@ UNREGISTERED_TOOLS = {
 }
 
 
-# make test runs the e2e part with --dist loadgroup: the tests of a group run on one worker, one after the other. A
-# file is a group (its tests share the studies and clusters of its module-scoped fixtures) unless a test names its
-# own (xdist_group: a test of its own study); SAME_GROUP puts files together, ONE_BY_ONE spreads a file's tests. The
-# groups start longest first, by SECONDS (of setup and calls, from --durations, on the 2-core machine under load:
-# only their order counts), so that the two workers end together instead of one running a long group alone at the end.
+# make test runs the e2e part with --dist loadgroup, in the groups group_of gives (pytest_xdist_make_scheduler: xdist
+# 3.8 groups by xdist_group marks through item._nodeid, which pytest 9 no longer reads). The tests of a group run on
+# one worker, one after the other. A file is a group (its tests share the studies and clusters of its module-scoped
+# fixtures); OWN_GROUP gives a test with a study of its own a group of its own, SAME_GROUP puts files together, and
+# ONE_BY_ONE spreads a file's tests. The groups start longest first, by SECONDS (of setup and calls, from --durations
+# on the 2-core machine under load: only their order counts), then the tests one by one, so that the two workers end
+# together instead of one running a long group alone at the end.
 SAME_GROUP = {
     "test_slurm.py": "slurm", "test_slurm_multinode.py": "slurm",  # both hold the Slurm lock: the other worker waited
     "test_parallel_io.py": "parallel-stack", "test_install.py": "parallel-stack",  # both build the stack if missing
+}
+OWN_GROUP = {
+    "test_a_killed_run_resumes_and_redoes_only_what_was_unfinished": "workflow-killed-run",
+    "test_injected_faults_fail_their_attempt_which_is_retried_and_kept_out_of_the_tables": "workflow-faults",
 }
 ONE_BY_ONE = {"test_docs.py"}  # its e2e tests are dry runs that share nothing
 SECONDS = {"slurm": 900, "test_workflow.py": 420, "parallel-stack": 310, "test_archive_workflow.py": 230,
@@ -56,41 +62,60 @@ SECONDS = {"slurm": 900, "test_workflow.py": 420, "parallel-stack": 310, "test_a
            "test_two_checkouts.py": 90, "test_darshan_workflow.py": 85}
 
 
-def group_of(item) -> str | None:
-    """The item's xdist group: its own mark's, else its file's (SAME_GROUP), else None (ONE_BY_ONE)."""
-    mark = item.get_closest_marker("xdist_group")
-    if mark is not None:
-        return str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
-    name = item.path.name
-    return None if name in ONE_BY_ONE else SAME_GROUP.get(name, name)
+def group_of(nodeid: str) -> str:
+    """The group of the test with this node id: OWN_GROUP's, SAME_GROUP's, its file's, or (ONE_BY_ONE) its own."""
+    path, _, name = nodeid.partition("::")
+    file = path.rsplit("/", 1)[-1]
+    if name.split("[", 1)[0] in OWN_GROUP:
+        return OWN_GROUP[name.split("[", 1)[0]]
+    return nodeid if file in ONE_BY_ONE else SAME_GROUP.get(file, file)
 
 
-def group_longest_first(config, items) -> None:
-    """Under --dist loadgroup: every item in its group (group_of) and the groups in order of SECONDS, longest first,
-    then the items one by one (small, they fill the end), the items of a group in their order (xdist keeps it with
-    --no-loadscope-reorder)."""
-    if config.getoption("dist", "no") != "loadgroup":
+def longest_first(config, items) -> None:
+    """Under --dist loadgroup, the items by group: the groups by SECONDS, longest first, then the tests one by one
+    (small, they fill the end); a group's items in their order. The workers collect in this order and the scheduler
+    hands out groups in it."""
+    # an xdist worker has dist "no" and option.loadgroup set (xdist.remote.setup_config)
+    if config.getoption("dist", "no") != "loadgroup" and not getattr(config.option, "loadgroup", False):
         return
-    order: dict[str | None, int] = {}
+    order: dict[str, int] = {}
     for item in items:
-        group = group_of(item)
-        if group is not None and item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(group))
-        order.setdefault(group, len(order))
-    items.sort(key=lambda item: (group_of(item) is None, -SECONDS.get(group_of(item), 0), order[group_of(item)]))
+        order.setdefault(group_of(item.nodeid), len(order))
+
+    def key(item):
+        group = group_of(item.nodeid)
+        return group == item.nodeid, -SECONDS.get(group, 0), order[group]
+
+    items.sort(key=key)
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest's own -m selection reads the marks, and before xdist reads the groups
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """--dist loadgroup: xdist's scheduler of groups, with group_of's groups, handed out in the order the workers
+    collected them (longest_first), not reordered by their number of tests."""
+    if config.getoption("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class Groups(LoadGroupScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return group_of(nodeid)
+
+    config.option.loadscopereorder = False
+    return Groups(config, log)
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's own -m selection reads the marks
 def pytest_collection_modifyitems(config, items):
     """Marks every test that uses an MPI fixture ``mpi``. IOR and darshan-util are in no package registry, so CI
     (which installs only from them) cannot have them: there their tests (marked ``ior``, ``darshan``) are
     deselected, counted in pytest's summary and named in a line of their own, not skipped and not dropped unseen;
-    anywhere else a missing tool is a skip (require_tool). Under --dist loadgroup, groups the tests
-    (group_longest_first)."""
+    anywhere else a missing tool is a skip (require_tool). Under --dist loadgroup, orders the tests by group
+    (longest_first)."""
     for item in items:
         if MPI_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.mpi)
-    group_longest_first(config, items)
+    longest_first(config, items)
     if not IN_CI:
         return
     config._cycleio_deselected = {}

@@ -323,7 +323,6 @@ def test_snakefmt_check_is_clean(repo):
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-@pytest.mark.xdist_group("workflow-killed-run")  # a study of its own: make test runs it beside the smoke study's tests
 def test_a_killed_run_resumes_and_redoes_only_what_was_unfinished(repo, tmp_path):
     """kill -9 the whole run in the middle of a job; the next run redoes only unfinished jobs (without the benchmarks,
     which take no part in it)."""
@@ -371,7 +370,6 @@ def test_a_killed_run_resumes_and_redoes_only_what_was_unfinished(repo, tmp_path
         shutil.rmtree(shm, ignore_errors=True)
 
 
-@pytest.mark.xdist_group("workflow-faults")  # a study of its own: make test runs it beside the smoke study's tests
 def test_injected_faults_fail_their_attempt_which_is_retried_and_kept_out_of_the_tables(repo, tmp_path):
     """Each fault of the config's ``faults`` fails its job's first attempt; Snakemake retries it (retries: 1),
     the retry succeeds, the failed attempt's records stay beside the job's with attempt 1, and the tables hold
