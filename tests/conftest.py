@@ -57,9 +57,9 @@ OWN_GROUP = {
     "test_injected_faults_fail_their_attempt_which_is_retried_and_kept_out_of_the_tables": "workflow-faults",
 }
 ONE_BY_ONE = {"test_docs.py"}  # its e2e tests are dry runs that share nothing
-SECONDS = {"slurm": 900, "test_workflow.py": 420, "parallel-stack": 310, "test_archive_workflow.py": 230,
-           "test_bad_input.py": 180, "test_gluster.py": 170, "workflow-faults": 100, "workflow-killed-run": 100,
-           "test_two_checkouts.py": 90, "test_darshan_workflow.py": 85}
+SECONDS = {"slurm": 900, "test_workflow.py": 400, "parallel-stack": 310, "test_archive_workflow.py": 210,
+           "test_bad_input.py": 180, "test_gluster.py": 110, "workflow-faults": 100, "test_two_checkouts.py": 90,
+           "test_darshan_workflow.py": 85, "workflow-killed-run": 45}
 
 
 def group_of(nodeid: str) -> str:
