@@ -1,6 +1,6 @@
 """The archive jobs end to end: the smoke study with archive on two arms (lustre and node_local scratch), cleanup
-keeping one cycle, and a 2-member ensemble (one efcs job, one earc job per full cycle), through Snakemake; the cleanup of what the cycles
-no longer read, and the refusal to redo a job that would read a removed cycle."""
+keeping one cycle, and a 2-member ensemble (one efcs job, one earc job per full cycle), through Snakemake; the
+cleanup of what the cycles no longer read, and the refusal to redo a job that would read a removed cycle."""
 
 from __future__ import annotations
 

@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from conftest import (assert_axes_carry_data, assert_png_drawn, assert_study_matches_page, assert_study_matches_snapshot,
-                      bar_sizes, require_tool, snakemake)
+from conftest import (assert_axes_carry_data, assert_png_drawn, assert_study_matches_page,
+                      assert_study_matches_snapshot, bar_sizes, require_tool, snakemake)
 
 from cycleio.report.closeness import as_flag
 from cycleio import fsutil
