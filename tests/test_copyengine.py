@@ -129,3 +129,12 @@ def test_a_copy_failing_midway_stops_its_verifier_and_removes_the_temporary(tmp_
         copy_and_verify([(source, tmp_path / "dst" / "big.nc")], small_ranges)
     assert not list((tmp_path / "dst").iterdir())
     assert not [t for t in threading.enumerate() if t.name == "cycleio-verify"]
+
+
+def test_small_files_from_memory_are_copied_on_one_stream_and_from_storage_on_all(monkeypatch):
+    kinds = {Path("/dev/shm/job"): "tmpfs", Path("/ram/job"): "ramfs", Path("/tmp/job"): "ext4"}
+    monkeypatch.setattr(copyengine, "filesystem_type", lambda folder: kinds[folder])  # FAKE: no mounts needed
+    in_memory = [Path("/dev/shm/job/a.nc"), Path("/ram/job/b.nc")]
+    assert copyengine.small_file_streams(in_memory, 4) == 1
+    assert copyengine.small_file_streams([*in_memory, Path("/tmp/job/c.nc")], 4) == 4
+    assert copyengine.small_file_streams([], 4) == 4

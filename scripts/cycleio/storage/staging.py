@@ -27,7 +27,7 @@ from typing import Callable
 from ..faults import InjectedFault
 from ..units import MiB
 from .checksums import BLOCK_BYTES, verify_file
-from .copyengine import WriteBehind, stage_with_engine, syncfs_makes_durable
+from .copyengine import WriteBehind, small_file_streams, stage_with_engine, syncfs_makes_durable
 from .copytools import stage_with_tool
 from ..fsutil import discard, fsync_dir, is_temporary
 from .libc import libc
@@ -193,7 +193,8 @@ def copy_and_verify(pairs: list[tuple[Path, Path]], options: StagingOptions = St
         try:
             for index in large:
                 stage_one(index, streams)
-            in_parallel(lambda n: stage_one(small[n], 1), len(small), streams)
+            small_streams = small_file_streams([pairs[i][0] for i in small], streams) if engine else streams
+            in_parallel(lambda n: stage_one(small[n], 1), len(small), small_streams)
         except BaseException:
             if writeback is not None:
                 writeback.close(raise_error=False)
