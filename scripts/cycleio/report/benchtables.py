@@ -17,8 +17,7 @@ from ..intervals import covered_per_group
 from ..fsutil import write_table
 from .aggregate import group_codes
 from .closeness import AT_SPEED, FASTER, NOT_FAIR, NOT_TIMED, SLOWER, WITHIN_NOISE
-from .pairedreference import (fresh_written_MiB, met_jobs, reference_fair, reference_repetitions,
-                              reference_seconds, step_fresh_share)
+from .pairedreference import fresh_written_MiB, reference_for, reference_repetitions, step_fresh_share
 from ..storage.pagecache import memory_backed
 from ..records import cycle_records, replay_records
 from ..benchmarks.common import COLUMNS
@@ -173,30 +172,22 @@ def paired_jobs(events: pd.DataFrame) -> pd.DataFrame:
     return steps.merge(reps.reset_index(), on=keys, how="left")
 
 
-def _matched(replayed: pd.DataFrame) -> tuple[pd.DataFrame, pd.Series]:
-    """Of one step and direction's replayed paired jobs, those whose replay met their step's page state (all of
-    them where none did: their row then has no fair reference), and per job whether it did (pairedreference)."""
-    if replayed.empty:
-        return replayed, pd.Series(dtype=bool)
-    met = met_jobs(replayed)
-    return (replayed[replayed["cycle"].isin(met.index[met])] if met.any() else replayed), met
-
-
 def _paired_rows(pairs: pd.DataFrame) -> pd.DataFrame:
     """Per arm, tier, step and direction: the step over its paired replays (the efficiency table's ``replay`` rows);
     the reference is the step's bytes over the seconds its replays say the tier takes for them in the page state
-    the step met (pairedreference.reference_seconds), summed over the paired jobs; the band spans every
+    the step met (pairedreference.reference_for), summed over the paired jobs; the band spans every
     repetition of every paired job."""
     keys = ["study", "arm", "tier", "step", "op"]
     pairs = pairs.assign(ratio=(pairs["step_bytes"] / pairs["step_covered_s"]) / (pairs["replay_bytes"] / pairs["replay_s"]))
     rows = []
     for key, group in pairs.groupby(keys, sort=True):
-        replayed, met = _matched(group[group["replay_s"].notna()])  # jobs whose I/O was enough to replay
-        jobs = (replayed if not replayed.empty else group).drop_duplicates("cycle")
-        group = replayed
+        reference = reference_for(group[group["replay_s"].notna()], key[4])  # jobs whose I/O was enough to replay
+        met = reference.met
+        jobs = (reference.jobs if not reference.jobs.empty else group).drop_duplicates("cycle")
+        group = reference.jobs
         nbytes, covered = jobs["step_bytes"].sum(), jobs["step_covered_s"].sum()
         surrogate = nbytes / MiB / covered if covered > 0 else float("nan")
-        reference_s = reference_seconds(group).sum() if not group.empty else float("nan")
+        reference_s = reference.seconds
         measured = jobs["step_cached_fraction"].notna()
         probed = jobs["step_fresh_MiB"].notna() & (key[4] == "write")  # pages a write fills: pairedreference
         rows.append({**dict(zip(keys, key)), "phase": jobs["phase"].iloc[0] if "phase" in jobs else "run",
@@ -207,7 +198,7 @@ def _paired_rows(pairs: pd.DataFrame) -> pd.DataFrame:
                      / jobs["step_bytes"][measured].sum() if measured.any() else float("nan"),
                      "surrogate_fresh_share": float((step_fresh_share(jobs) * jobs["step_bytes"])[probed].sum()
                                                     / jobs["step_bytes"][probed].sum()) if probed.any() else float("nan"),
-                     "reference_fair": reference_fair(jobs, key[4]) and (met.empty or bool(met.any())),
+                     "reference_fair": reference.fair,
                      "jobs_unmatched": int((~met).sum()),
                      "reference": "replay", "reference_benchmark": "replay", "reference_pattern": key[3],
                      "reference_operation": key[4], "reference_tool": "fio", "reference_tasks": 1,
@@ -353,12 +344,10 @@ def io_gap_table(bench: pd.DataFrame, events: pd.DataFrame, timing: TimedThresho
     pairs = pairs[pairs["replay_s"].notna()]
     keys = ["study", "arm", "tier", "step", "op"]
     # the jobs the efficiency table sets against their replay, and per row whether any job's page state met
-    matched = {key: _matched(group) for key, group in pairs.groupby(keys, sort=True)}
-    met_any = {key: bool(met.any()) for key, (_, met) in matched.items()}
-    if matched:
-        pairs = pd.concat([kept for kept, _ in matched.values()])
     # the reference, for the step's bytes: pairedreference (a replay's own bytes say what share fresh pages held)
-    reference = {key: float(reference_seconds(group).sum()) for key, group in pairs.groupby(keys, sort=True)}
+    references = {key: reference_for(group, key[4]) for key, group in pairs.groupby(keys, sort=True)}
+    if references:
+        pairs = pd.concat([reference.jobs for reference in references.values()])
     # a replay may cover fewer bytes than its step (benchmarks.replay.max_files caps each size class): its seconds
     # at the replay's own rate for the step's bytes, so that step, replay and tier are set against the same bytes
     pairs = pairs.assign(replay_s=(pairs["replay_s"] * pairs["step_bytes"] / pairs["replay_bytes"])
@@ -369,7 +358,8 @@ def io_gap_table(bench: pd.DataFrame, events: pd.DataFrame, timing: TimedThresho
         n = len(jobs)
         per_rep = group.groupby("repetition")["replay_s"].sum() / n
         step_s, nbytes = jobs["step_covered_s"].sum() / n, jobs["step_bytes"].sum() / n
-        replay_s = reference[(study, arm, tier, step, op)] / n
+        reference = references[(study, arm, tier, step, op)]
+        replay_s = reference.seconds / n
         low, high = float(per_rep.min()), float(per_rep.max())
         best = _best_point(bench, tier, op, int(jobs["nranks"].max()))
         best_s = nbytes / MiB / best["bw_MiB_per_s"] if best is not None else float("nan")
@@ -385,7 +375,7 @@ def io_gap_table(bench: pd.DataFrame, events: pd.DataFrame, timing: TimedThresho
                      "cycleio_s_high": step_s - low,
                      # no split against a reference that is not fair (pairedreference.reference_fair)
                      "timed": bool(timing.enough(nbytes, step_s) and replay_s >= timing.min_seconds
-                                   and reference_fair(jobs, op) and met_any[(study, arm, tier, step, op)])})
+                                   and reference.fair)})
     return pd.DataFrame(rows, columns=list(IO_GAP_COLUMNS))
 
 
