@@ -1,5 +1,6 @@
 """The cycleio copy engine: one file into its temporary name, blocks on parallel streams, hashed as read,
-handed to a write-behind thread that writes copied ranges to storage while the copy goes on."""
+handed to a write-behind thread that writes copied ranges to storage while the copy goes on, and read
+back and verified while the copy goes on (a large block) or right after it (a small file)."""
 
 from __future__ import annotations
 

@@ -136,7 +136,7 @@ def copy_and_verify(pairs: list[tuple[Path, Path]], options: StagingOptions = St
     """
     pairs = [(source if isinstance(source, Path) else Path(source), dest if isinstance(dest, Path) else Path(dest))
              for source, dest in pairs]
-    in_folder = [dest.parent for _, dest in pairs]  # once per file: a small file's copy costs little more
+    in_folder = [dest.parent for _, dest in pairs]  # each .parent is a new Path, hashed anew: once per file
     streams = max(1, options.streams)
     engine = options.method == "cycleio"
     verify_inline = engine and not options.direct_io_verify
