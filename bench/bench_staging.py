@@ -172,7 +172,7 @@ def run(args) -> list[dict]:
     target_parent.mkdir(parents=True, exist_ok=True)
     cache = "page cache dropped before each run" if os.geteuid() == 0 else "page cache NOT dropped (not root)"
     rows = []
-    for nodes in (1, getattr(args, "nodes", NODES)):
+    for nodes in sorted({1, getattr(args, "nodes", NODES)}):
         for source_name, parent in sources.items():
             for case, (count, size) in cases.items():
                 source_root = Path(tempfile.mkdtemp(prefix="cycleio-bench-staging-", dir=parent))
