@@ -201,7 +201,7 @@ class BenchmarkPlan:
         """One MPI job of IOR or mdtest across nodes cannot share a file or a folder tree on a tier that each node
         has its own of (``shared: false``); fio, one per node, can (each node its own folder)."""
         spec, _ = self.specs[(kind, name)]
-        if tool == "ior" and spec["file_per_proc"]:
+        if tool == "fio" or (tool == "ior" and spec["file_per_proc"]):
             return
         why = ("IOR's ranks on every node would write one shared file, of which each node would hold only its own "
                "ranks' parts" if tool == "ior" else
