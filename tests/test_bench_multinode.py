@@ -390,7 +390,7 @@ def test_a_tiny_fio_point_over_the_three_nodes_of_a_localhost_slurm(nodes):  # n
         rows = pd.read_csv(out)
         assert set(rows["nodes"]) == {3} and set(rows["tasks"]) == {3}
         assert set(rows["host"]) == {",".join(NODES)}
-        written = rows[(rows["operation"] == "write") & (rows["aggregate"] == "group")]
+        written = rows[(rows["operation"] == "write") & (rows["aggregate"] == "rep")]
         assert list(written["bytes"]) == [3 * MIB]
         hosts = sorted((shared / "raw").glob("tiny.N3.n1.rep0.node*.host"))
         assert sorted(p.read_text().strip() for p in hosts) == NODES
