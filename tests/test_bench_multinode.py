@@ -73,6 +73,8 @@ def test_nodes_sweep_every_pattern_and_tasks_count_per_node(default_config):
     assert "bench/lustre/io/easy.N3.n2.csv" in files and "bench/lustre/metadata/hard.N3.n2.csv" in files
     assert plan.describe("N3.n2") == "3 nodes x 2 tasks" and plan.describe("n1") == "1 task"
     assert all(parse_shape(shape)[0] == 1 for _, _, shape in plan.point_list("fieldio"))  # field I/O: one node
+    assert "config key 'benchmarks.nodes': points over 3 nodes run as Slurm jobs" in plan.local_run_problem()
+    assert tb.BenchmarkPlan.from_config(validate_config(default_config)).local_run_problem() is None
 
 
 def test_a_pattern_sets_its_own_nodes(default_config):

@@ -240,6 +240,16 @@ class BenchmarkPlan:
     def point_json(self, benchmark: str, tier: str, pattern: str, shape: int | str) -> str:
         return self.settings(benchmark, tier, pattern, shape).to_json()
 
+    def local_run_problem(self) -> str | None:
+        """Why the plan cannot run without a cluster (its points over several nodes need a Slurm job each), or None."""
+        spread = sorted({parse_shape(shape)[0] for *_, shape in self.points if parse_shape(shape)[0] > 1})
+        if not self.enabled or not spread:
+            return None
+        return (f"config key 'benchmarks.nodes': points over {' and '.join(map(str, spread))} nodes run as Slurm jobs "
+                "of as many nodes, but this study runs its jobs here (no cluster executor): run it with a Slurm "
+                "profile (PROFILE=profiles/slurm, docs/cluster.md), or set benchmarks.nodes (and any pattern's "
+                "nodes) to [1]")
+
     @staticmethod
     def describe(shape: int | str) -> str:
         """A point's shape in words: "2 tasks", "3 nodes x 2 tasks"."""
