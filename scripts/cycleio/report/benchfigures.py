@@ -96,7 +96,7 @@ def scaling_figure(table: pd.DataFrame, paths: list[Path], title: str, fits: pd.
         one_node = sorted(set(int(t) for t in stats[stats["nodes"] == 1]["tasks"]))
         xlabel = _mark_oversubscribed(ax, one_node, _host_cores(rows), tasks)
         if (stats["nodes"] > 1).any():
-            xlabel += f"; on {_and_nodes(stats['nodes'])}: tasks on all nodes"
+            xlabel += f"\nhalf-filled: {_and_nodes(stats['nodes'])}, their tasks on all nodes"
         ax.set(xlabel=xlabel, ylabel="bandwidth [MiB/s]",
                title=f"{operation}{cached}")
         ax.title.set_fontsize(10 if cached else 12)
