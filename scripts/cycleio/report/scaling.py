@@ -12,7 +12,7 @@ fit's node count); the plan divides the plateau of the fit at the most nodes by 
 its clients, as seed 000 found Lustre to, gives the same per node at every count: the fit lines say how it did).
 
 Only timed points are fitted (benchmarks.csv ``timed``: enough bytes and seconds to time, the threshold of
-benchmarks.timing.Timing); with fewer than MIN_TIMED_POINTS of them no slope, plateau or bound is claimed
+benchmarks.threshold.TimedThreshold); with fewer than MIN_TIMED_POINTS of them no slope, plateau or bound is claimed
 (``fit`` says "too few timed points").
 """
 
