@@ -337,6 +337,32 @@ def test_a_metadata_point_over_three_nodes_runs_one_fio_per_node(tmp_path, three
     assert "'rm', '-rf'" not in calls  # a shared tier: its folder is removed once, here
 
 
+@pytest.mark.parametrize("shared, reorders", [(True, True), (False, False)])
+def test_ior_over_three_nodes_runs_every_rank_in_one_job(tmp_path, three_stand_in_nodes, shared, reorders):
+    """IOR over 3 nodes x 2 tasks: one launcher of 6 ranks; reads one node over on a shared tier, each task its own
+    where each node has its own folder (made and removed on every node). The stand-in ior gives a real IOR 4.0.0
+    summary (1 rank), whose rows take the point's tasks and nodes."""
+    recorded = Path(__file__).parent / "data" / "ior" / "posix-fpp-1rank-disk.json"
+    ior_path = tmp_path / "ior"
+    ior_path.write_text(f"""#!{sys.executable}
+import shutil, sys
+summary = next(a.split("=", 1)[1] for a in sys.argv if a.startswith("summaryFile="))
+shutil.copy({str(recorded)!r}, summary)
+open({str(tmp_path / "ior.argv")!r}, "w").write(repr(sys.argv))
+""")
+    ior_path.chmod(0o755)
+    spec = IOPattern(name="easy", transfer_size_bytes=MIB, block_size_bytes=4 * MIB, reorder="constant")
+    settings = point(tmp_path, "io", spec, shared=shared)
+    settings.tool, settings.paths, settings.launcher = "ior", {"ior": str(ior_path)}, "env TASKS={ntasks}"
+    rows = tb.run_point(settings, tmp_path / "raw")
+    meta = json.loads((tmp_path / "raw" / "easy.N3.n2.meta.json").read_text())
+    assert meta["argv"][:2] == ["env", "TASKS=6"]
+    assert (" -C -Q 1 " in meta["command_line"]) == reorders
+    assert {(r["nodes"], r["tasks"]) for r in rows} == {(3, 6)}
+    calls = (three_stand_in_nodes / "calls").read_text()
+    assert ("mkdir -p" in calls and "'rm', '-rf'" in calls) == (not shared)
+
+
 def test_rows_over_nodes_go_through_the_tables_the_fits_and_the_plan():
     """One-node and three-node points of one pattern: a fit per node count, a line comparing their plateaus,
     and a capacity plan that counts the three client nodes."""
