@@ -150,11 +150,19 @@ class PointNodes:
         """The tasks that share one folder: every task, or the node's where each node has its own."""
         return self.per_node if self.own else tasks
 
+    def _made(self) -> str:
+        """The file in which each node notes the highest folder of the point's path it made (shell words)."""
+        return f'{shlex.quote(str(self.raw_dir / self.name))}.node"${NODE_ID}".made'
+
     def prepare(self) -> None:
-        """The point's fresh folder: on the tier, and on every node where each has its own; the nodes' names."""
+        """The point's fresh folder: on the tier, and on every node where each has its own (each node notes the
+        highest folder it made, so that :meth:`clean` leaves nothing of the point there); the nodes' names."""
         fresh(self.work)
         if self.count > 1:
-            script = "uname -n" + (f" && mkdir -p {shlex.quote(str(self.work))}" if self.own else "")
+            work = shlex.quote(str(self.work))
+            made = (f'top=; d={work}; while [ ! -e "$d" ]; do top="$d"; d=$(dirname "$d"); done; '
+                    f'mkdir -p {work} && echo "$top" > {self._made()}')
+            script = "uname -n" + (f" && {made}" if self.own else "")
             argv = on_every_node(self.count, ["sh", "-c", script])
             run = run_tool("srun", argv, self.raw_dir, f"{self.name}.nodes", time_limit())
             if run.returncode != 0:
@@ -162,9 +170,12 @@ class PointNodes:
             self.hosts = sorted(run.stdout.read_text().split())
 
     def clean(self) -> None:
+        """Remove the point's folder, on every node where each has its own, with the folders above it a node made."""
         shutil.rmtree(self.work, ignore_errors=True)
         if self.own:
-            run_command(on_every_node(self.count, ["rm", "-rf", str(self.work)]), timeout=time_limit(),
+            script = (f'top=$(cat {self._made()} 2>/dev/null); rm -rf {shlex.quote(str(self.work))}; '
+                      'if [ -n "$top" ]; then rm -rf "$top"; fi')
+            run_command(on_every_node(self.count, ["sh", "-c", script]), timeout=time_limit(),
                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def context(self, settings: PointSettings, site) -> dict:
