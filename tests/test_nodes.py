@@ -123,3 +123,16 @@ def test_a_corrupt_copy_on_one_node_fails_the_job_naming_the_node_and_file(three
     manifest = run_step(settings, "2026010100", "fcst", out / "fcst.records.jsonl", out / "fcst.manifest.json",
                         attempt=2)
     assert manifest["outputs"] and all(entry["node"] == "n1" for entry in manifest["outputs"])
+
+
+def test_a_stage_out_that_fails_on_a_node_names_it_and_the_file(three_nodes, tmp_path, lay_cold_start):
+    faults = {"fail_stage_out": [{"cycle": "2026010100", "step": "fcst", "attempt": 1, "after_files": 1}]}
+    settings = arm(tmp_path, faults=faults)
+    lay_cold_start(settings)
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(StagingError, match=r"stage_out failed on node n1: .*the copy of .*\.nc fails after 1 of"):
+        run_step(settings, "2026010100", "fcst", out / "fcst.records.jsonl", out / "fcst.manifest.json")
+    assert not (out / "fcst.manifest.json").exists()
+    for node in NODES:
+        assert not list((three_nodes / node).rglob("*.nc")), node
