@@ -59,7 +59,7 @@ from cycleio.config.forecast import ForecastSettings  # noqa: E402
 from cycleio.runner.job import run_step  # noqa: E402
 from cycleio.runner.persistentjobs import run_arrival, run_cleanup, run_coldstart  # noqa: E402
 from cycleio.records import read_records  # noqa: E402
-from cycleio.benchmarks.replay import TIMED_BYTES, make_room, replay_specs, replay_totals  # noqa: E402
+from cycleio.benchmarks.pairedspecs import TIMED_BYTES, make_room, replay_specs, replay_totals  # noqa: E402
 from cycleio.benchmarks.specs import ReplaySpec  # noqa: E402
 from cycleio.benchmarks.tools.fio import replay_command as fio_replay_command  # noqa: E402
 from cycleio.benchmarks.tools.fio import replay_layout_command as fio_replay_layout_command  # noqa: E402
@@ -138,7 +138,7 @@ def replay(records: list[dict], tier_name: str, root: Path, raw: Path, fio: str,
     """fio's MiB/s for each (step, op) of these records: the same files (size classes), bytes and transfer sizes.
 
     Each replay lands new files in folders of its own under ``root/.replay``, kept (in ``kept``, for
-    the caller to remove) while the tier has room (replay.make_room), as the step's own files stay:
+    the caller to remove) while the tier has room (pairedspecs.make_room), as the step's own files stay:
     writing where files were deleted a moment before reuses the pages the kernel just freed, which
     on this VM ran at three times the speed of new ones.
     """

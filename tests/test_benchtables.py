@@ -12,7 +12,7 @@ import pytest
 from conftest import C0, C1, FX_T0 as T0, point_files, record_files, replay_event, row_of, run_event
 from cycleio.benchmarks.common import COLUMNS
 from cycleio.report.aggregate import load_events
-from cycleio.report.benchtables import (EFFICIENCY_COLUMNS, Timing, benchmark_table, efficiency_table, io_gap_table,
+from cycleio.report.benchtables import (EFFICIENCY_COLUMNS, TimedThreshold, benchmark_table, efficiency_table, io_gap_table,
                                         load_points, verdict)
 
 MiB = 2**20
@@ -36,7 +36,7 @@ def test_benchmark_table_of_the_fixture_points():
                   & (bench["operation"] == "write")]
     assert first["aggregate"].tolist() == ["rep", "rep", "max", "min", "mean"]
     assert first["bw_MiB_per_s"].tolist() == [480, 544, 544, 480, 512]
-    # timed (benchtables.Timing: 32 MiB in 0.1 s): lustre's io points, 64 MiB in 0.2 s and more, are; shm's
+    # timed (benchtables.TimedThreshold: 32 MiB in 0.1 s): lustre's io points, 64 MiB in 0.2 s and more, are; shm's
     # 64 MiB in about 0.06 s are not, nor 8 MiB of field I/O, nor a metadata point over in 0.05 s
     timed = bench.groupby(["tier", "benchmark"])["timed"].agg(["all", "any"])
     assert timed.loc[("lustre", "io")].tolist() == [True, True] and not timed.loc[("shm", "io", )]["all"]
@@ -46,9 +46,9 @@ def test_benchmark_table_of_the_fixture_points():
 
 
 def test_a_benchmark_point_is_timed_by_its_bytes_and_seconds_and_its_aggregates_by_every_repetition():
-    """The threshold the efficiency rows use (Timing.enough), on a fixed table: each repetition by its own bytes
+    """The threshold the efficiency rows use (TimedThreshold.enough), on a fixed table: each repetition by its own bytes
     and seconds, max/min/mean only when every repetition of the point is timed, a metadata point by time alone."""
-    from cycleio.report.benchtables import Timing, mark_timed
+    from cycleio.report.benchtables import TimedThreshold, mark_timed
 
     def point(benchmark, operation, reps, job="a"):
         rows = [{"tier": "t", "benchmark": benchmark, "pattern": "easy", "api": "x", "tasks": 1,
@@ -61,24 +61,24 @@ def test_a_benchmark_point_is_timed_by_its_bytes_and_seconds_and_its_aggregates_
                          + point("io", "read", [(64 * MiB, 0.5), (64 * MiB, 0.003)])         # one rep too short
                          + point("io", "read", [(8 * MiB, 0.5), (8 * MiB, 0.5)], job="b")    # too few bytes
                          + point("metadata", "create", [(None, 0.2), (None, 0.3)]))          # by its seconds
-    timed = mark_timed(table, Timing(min_bytes=32 * MiB, min_seconds=0.1)).tolist()
+    timed = mark_timed(table, TimedThreshold(min_bytes=32 * MiB, min_seconds=0.1)).tolist()
     assert timed == [True] * 5 + [True, False, False, False, False] + [False] * 5 + [True] * 5
     # a stricter threshold is the same helper's
-    assert not mark_timed(table, Timing(min_bytes=128 * MiB, min_seconds=0.1))[:15].any()
-    assert Timing().enough(32 * MiB, 0.1) and not Timing().enough(32 * MiB - 1, 1.0)
+    assert not mark_timed(table, TimedThreshold(min_bytes=128 * MiB, min_seconds=0.1))[:15].any()
+    assert TimedThreshold().enough(32 * MiB, 0.1) and not TimedThreshold().enough(32 * MiB - 1, 1.0)
 
 
 def test_a_point_with_a_blank_key_is_marked_as_its_repetitions_are():
     """mdtest rows have no job and IOR's summary rows no repetition: read from point files they are nullable
     blanks, and a blank key is a key (it once stopped benchmark_tables: "expected str instance, float found")."""
-    from cycleio.report.benchtables import Timing, mark_timed
+    from cycleio.report.benchtables import TimedThreshold, mark_timed
 
     rows = [{"tier": "t", "benchmark": "metadata", "pattern": "easy", "api": "mdtest", "tasks": 2,
              "operation": "create", "source": "easy.n2.rep0.stdout.txt", "job": None, "aggregate": how,
              "bytes": None, "seconds": seconds} for how, seconds in (("rep", 0.5), ("rep", 0.01), ("mean", 0.3))]
     rows += [{**rows[0], "operation": "stat", "aggregate": how, "seconds": 0.4} for how in ("rep", "rep", "mean")]
     table = pd.DataFrame(rows).astype({"job": "string", "source": "string", "bytes": "Int64"})
-    assert mark_timed(table, Timing()).tolist() == [True, False, False, True, True, True]
+    assert mark_timed(table, TimedThreshold()).tolist() == [True, False, False, True, True, True]
 
 
 def test_efficiency_of_the_fixture_by_hand(efficiency):
@@ -228,8 +228,8 @@ def test_too_little_or_too_short_to_time_is_marked_not_timed_and_keeps_its_ratio
     assert not prep["timed"] and prep["verdict"] == "not timed"
     assert prep["efficiency"] == pytest.approx(100 / 125)  # kept, but no verdict uses it
     # a lower threshold times it (min_seconds still refuses its 0.01 s)
-    assert not efficiency_table(no_benchmarks(), paired_events(), Timing(min_bytes=0)).query("step == 'prep'")["timed"].item()
-    assert efficiency_table(no_benchmarks(), paired_events(), Timing(min_bytes=0, min_seconds=0.005)).query(
+    assert not efficiency_table(no_benchmarks(), paired_events(), TimedThreshold(min_bytes=0)).query("step == 'prep'")["timed"].item()
+    assert efficiency_table(no_benchmarks(), paired_events(), TimedThreshold(min_bytes=0, min_seconds=0.005)).query(
         "step == 'prep'")["timed"].item()
 
 
@@ -314,7 +314,7 @@ def on_the_line(taken: float) -> float:
 ])
 def test_a_write_is_compared_with_its_replay_at_the_share_of_fresh_pages_the_step_met(step_fresh, taken):
     """On a VM that hands freed memory to its host, a buffered write runs fast into pages freed a moment before:
-    the reference is the replay's seconds at the step's share of them (report.replayreference), on the line
+    the reference is the replay's seconds at the step's share of them (report.pairedreference), on the line
     through its repetitions, the new-file ones (few fresh pages) and the rewrite (many)."""
     reference_s = on_the_line(taken)
     row = replay_row(fresh_pairs(step_fresh))
@@ -346,7 +346,7 @@ def test_reads_are_never_placed_by_fresh_pages():
 
 
 def test_a_step_s_fresh_pages_are_what_each_file_found_up_to_its_own_bytes():
-    from cycleio.report.replayreference import fresh_written_MiB
+    from cycleio.report.pairedreference import fresh_written_MiB
 
     io = pd.DataFrame({"bytes": [100 * MiB, 100 * MiB, 50 * MiB], "fresh_MiB": [300.0, 20.0, None]})
     assert fresh_written_MiB(io) == pytest.approx(120.0)  # the last file was not probed: none counted
@@ -369,7 +369,7 @@ def test_fresh_pages_are_counted_where_the_step_met_them_file_by_file():
 
 def unmatched_job(cycle: str = "c2") -> pd.DataFrame:
     """A paired job whose step met no fresh page (share 0) while every repetition of its replay met fresh pages for
-    all its bytes (share 1): its replay did not meet its step's page state (replayreference.page_state_met)."""
+    all its bytes (share 1): its replay did not meet its step's page state (pairedreference.page_state_met)."""
     events = fresh_pairs(0.0).assign(cycle=cycle)
     events.loc[events["phase"] == "replay", ["fresh_MiB", "seconds"]] = [256.0, 0.25]
     return events
@@ -393,7 +393,7 @@ def test_a_row_whose_every_job_met_another_page_state_than_its_replay_has_no_fai
 
 def test_page_states_are_compared_only_where_they_were_told():
     from cycleio.report.benchtables import paired_jobs
-    from cycleio.report.replayreference import page_state_met
+    from cycleio.report.pairedreference import page_state_met
 
     job = paired_jobs(unmatched_job())
     assert not page_state_met(job)
@@ -404,7 +404,7 @@ def test_page_states_are_compared_only_where_they_were_told():
 
 def test_a_write_on_a_memory_tier_of_a_probed_machine_has_no_fair_reference():
     """tmpfs takes 4 KiB pages, which the probe does not see: on a machine that hands freed memory to its host the
-    replay's writes there say more of the page state than of the step (replayreference.reference_fair)."""
+    replay's writes there say more of the page state than of the step (pairedreference.reference_fair)."""
     row = replay_row(fresh_pairs(130.0, kind="memory"))
     assert row["verdict"] == "reference not fair" and row["timed"]
     assert math.isnan(row["efficiency"]) and math.isnan(row["efficiency_low"]) and math.isnan(row["efficiency_high"])

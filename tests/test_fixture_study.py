@@ -1,7 +1,7 @@
 """The checked-in study of tests/data (conftest's ``tables``, ``efficiency``): its files are what
 tests/data/make_fixtures.py writes, in the production formats, and every table built from its records counts the
 same jobs. Each table's and figure's numbers are worked out by hand in the test module of its report module
-(test_aggregate, test_benchtables, test_figures, test_writefigures, test_benchfigures, test_report_answers,
+(test_aggregate, test_benchtables, test_throughputfigure, test_writefigures, test_benchfigures, test_report_answers,
 test_answerfigures).
 """
 
@@ -13,7 +13,7 @@ import json
 import pandas as pd
 from conftest import FX_DATA as DATA, FX_RECORDS as RECORDS, point_files, read_csv, record_files
 from cycleio.benchmarks.common import COLUMNS
-from cycleio.benchmarks.replay import replay_specs
+from cycleio.benchmarks.pairedspecs import replay_specs
 from cycleio.benchmarks.specs import ReplaySpec
 from cycleio.records import ARRIVALS, RECORD_FIELDS
 

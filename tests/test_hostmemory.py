@@ -111,3 +111,22 @@ def test_a_file_page_probe_looks_once_when_armed_and_not_at_all_for_a_small_file
     probe.arm(MiB)  # smaller than a 2 MiB block: nothing to tell
     probe.look()
     assert probe.take() is None and looks == [40 * MiB]
+
+
+def test_without_probes_the_reference_is_the_plain_one_and_no_page_state_reasoning_runs(monkeypatch):
+    import pandas as pd
+
+    from cycleio.report import pairedreference
+
+    def refuse(*_):
+        raise AssertionError("page-state reasoning ran without a probe")
+
+    monkeypatch.setattr(pairedreference, "met_jobs", refuse)
+    monkeypatch.setattr(pairedreference, "_page_shares", refuse)
+    pairs = pd.DataFrame({"cycle": ["c1", "c1", "c2", "c2"], "op": "write", "repetition": [0, 1, 0, 1],
+                          "step_bytes": 64 * MiB, "replay_bytes": 64 * MiB, "replay_s": [1.0, 3.0, 2.0, 2.0],
+                          "replay_files": "new files", "step_fresh_MiB": float("nan"),
+                          "replay_fresh_MiB": float("nan"), "memory_tier": False})
+    reference = pairedreference.reference_for(pairs, "write")
+    assert reference.fair and reference.met.all() and len(reference.jobs) == 4
+    assert reference.seconds == 4.0  # each job's median repetition: 2 s and 2 s

@@ -23,7 +23,7 @@ def code_columns() -> dict[str, list[str]]:
     from cycleio.report.answerfigures import TIMELINE_COLUMNS
     from cycleio.report.answers import SUMMARY_COLUMNS
     from cycleio.report.benchtables import EFFICIENCY_COLUMNS, IO_GAP_COLUMNS
-    from cycleio.report.replayanswer import REPLAY_COLUMNS
+    from cycleio.report.darshananswer import REPLAY_COLUMNS
     from cycleio.report.scaling import CAPACITY_COLUMNS, FIT_COLUMNS
     from cycleio.report.surrogatelog import COLUMNS as SURROGATE_LOG_COLUMNS
 

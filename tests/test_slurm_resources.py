@@ -10,7 +10,7 @@ import pytest
 
 from cycleio.config.settings import ArmSettings
 from cycleio.workflow.study import load_study
-from cycleio.storage.burstbuffer import FORBIDDEN_SLURM_EXTRA
+from cycleio.storage.bbrequest import FORBIDDEN_SLURM_EXTRA
 from cycleio.workflow.slurm import (
     RESOURCE_KEYS,
     job_bytes,

@@ -14,10 +14,10 @@ import pandas as pd
 import pytest
 
 from conftest import assert_axes_carry_data, assert_png_drawn, point_settings, require_tool, with_changes
-from cycleio.benchmarks import common, replay, tools
+from cycleio.benchmarks import common, pairedspecs, tools
 from cycleio.benchmarks.rows import MiB
 from cycleio.benchmarks.specs import ReplaySpec
-from cycleio.benchmarks.timing import Timing
+from cycleio.benchmarks.threshold import TimedThreshold
 from cycleio.benchmarks import tierbench as tb
 from cycleio.benchmarks.tools import fio, ior, mdtest
 from cycleio.cli import main
@@ -251,7 +251,7 @@ def test_fio_phases_bounded_by_time_last_their_time_and_read_what_was_written(wh
     require_tool("fio", "fio stands for IOR where IOR is absent (apt-get install fio)")
     path = tmp_path / "tier" if where == "disk" else shm_dir
     tier = Tier(name=where, kind="posix" if where == "disk" else "memory", path=str(path))
-    timing = Timing()
+    timing = TimedThreshold()
     for pattern in (tb.IOPattern(name="easy", stonewall_s=0.2, segments=40),
                     tb.IOPattern(name="hard", file_per_proc=False, transfer_size_bytes=47008, block_size_bytes=47008,
                                  segments=40_000, stonewall_s=0.2)):
@@ -305,7 +305,7 @@ def test_replay_plans_each_steps_files_in_size_classes():
         "op": ["write", "write", "read", "write", "write"],
         "bytes": [300_000, 100_000, 50_000, 1_000_000, 9], "seconds": [0.1] * 5,
     })
-    specs = replay.replay_specs(events, "disk", ReplaySpec(transfer_size_bytes=65536, max_files=10))
+    specs = pairedspecs.replay_specs(events, "disk", ReplaySpec(transfer_size_bytes=65536, max_files=10))
     assert [(s["step"], s["op"], s["files"], s["bytes"]) for s in specs] == [
         ("fcst", "read", 1, 50_000), ("fcst", "write", 2, 2 * 196608), ("post", "write", 1, 983040)]
     # a file smaller than the transfer size is one transfer; files of a small step form one class of their
@@ -319,10 +319,10 @@ def test_kept_replay_files_give_way_oldest_first_when_the_tier_has_no_room(tmp_p
     for folder in kept:
         folder.mkdir()
         (folder / "f").write_bytes(b"x")
-    assert replay.room(tmp_path, memory=True) > 0
+    assert pairedspecs.room(tmp_path, memory=True) > 0
     free = iter([100 * MiB, 300 * MiB, 10**12])  # room before and after each removal
-    monkeypatch.setattr(replay, "room", lambda path, memory: next(free))
-    replay.make_room(kept, 50 * MiB, tmp_path, memory=True)  # needs 1.1 x 50 MiB + the 512 MiB margin
+    monkeypatch.setattr(pairedspecs, "room", lambda path, memory: next(free))
+    pairedspecs.make_room(kept, 50 * MiB, tmp_path, memory=True)  # needs 1.1 x 50 MiB + the 512 MiB margin
     assert [f.name for f in kept] == ["rep2"] and not (tmp_path / "rep0").exists() and not (tmp_path / "rep1").exists()
 
 
@@ -333,11 +333,11 @@ def test_replay_reads_from_storage_when_the_steps_reads_did():
         "bytes": [3_000_000, 1_000_000, 1_000_000, 1_000_000], "seconds": [0.1] * 4,
         "cached_fraction": [0.0, 1.0, 0.9, None],
     })
-    plans = {(p["step"], p["op"]): p for p in replay.replay_specs(events, "disk", ReplaySpec())}
+    plans = {(p["step"], p["op"]): p for p in pairedspecs.replay_specs(events, "disk", ReplaySpec())}
     assert plans[("anal", "read")]["cached_fraction"] == pytest.approx(0.25)  # byte-weighted
     assert plans[("anal", "read")]["cold"] and not plans[("post", "read")]["cold"]
     assert plans[("fcst", "write")]["cached_fraction"] is None and not plans[("fcst", "write")]["cold"]
-    unmeasured = replay.replay_specs(events.drop(columns="cached_fraction"), "disk", ReplaySpec())
+    unmeasured = pairedspecs.replay_specs(events.drop(columns="cached_fraction"), "disk", ReplaySpec())
     assert not any(p["cold"] for p in unmeasured)  # records of older studies: the page cache, as before
 
 
@@ -363,14 +363,14 @@ def test_replay_keeps_the_steps_file_sizes_and_cache_states_apart():
         "op": ["write"] * 24 + ["read"] * 24, "bytes": sizes * 2, "seconds": 0.1, "transfers": [10] * 4 + [1] * 20 + [1] * 24,
         "cached_fraction": [None] * 24 + [0.0] * 4 + [1.0] * 20,
     })
-    plans = {p["op"]: p for p in replay.replay_specs(events, "disk", ReplaySpec(max_files=100))}
+    plans = {p["op"]: p for p in pairedspecs.replay_specs(events, "disk", ReplaySpec(max_files=100))}
     write = plans["write"]["classes"]
     assert [(c["files"], c["file_bytes"], c["transfer_bytes"], c["cold"]) for c in write] == [
         (20, small, small, False), (4, big, big // 10 // 8 * 8, False)]
     read = plans["read"]["classes"]
     assert [(c["files"], c["file_bytes"], c["cold"]) for c in read] == [(20, small, False), (4, big, True)]
     assert plans["read"]["cold"] and plans["read"]["cached_fraction"] == pytest.approx(20 * small / sum(sizes))
-    capped = replay.replay_specs(events, "disk", ReplaySpec(max_files=12))
+    capped = pairedspecs.replay_specs(events, "disk", ReplaySpec(max_files=12))
     assert [c["files"] for c in capped[1]["classes"]] == [10, 2]  # in proportion, at least one each
 
 
@@ -380,12 +380,12 @@ def test_replay_merges_size_classes_that_hold_little_of_a_steps_bytes():
     sizes = [2**10] * 3 + [2**14] * 2 + [2**17] * 10 + [2**20] * 10 + [2**22] * 6 + [2**26] * 2 + [2**25] * 8
     events = pd.DataFrame({"arm": "a", "cycle": "2026010100", "tier": "disk", "phase": "run", "step": "fcst",
                            "op": "write", "bytes": sizes, "seconds": 0.1, "transfers": 1})
-    [plan] = replay.replay_specs(events, "disk", ReplaySpec(max_files=100))
+    [plan] = pairedspecs.replay_specs(events, "disk", ReplaySpec(max_files=100))
     assert [c["files"] for c in plan["classes"]] == [31, 8, 2]
     assert plan["files"] == len(sizes)
     assert plan["bytes"] == pytest.approx(sum(sizes), rel=1e-3)  # rounded down to whole transfers
     tiny = events.assign(bytes=events["bytes"] // 64)  # a step of 8 MiB: one class, whatever its spread
-    assert [c["files"] for c in replay.replay_specs(tiny, "disk", ReplaySpec(max_files=100))[0]["classes"]] == [41]
+    assert [c["files"] for c in pairedspecs.replay_specs(tiny, "disk", ReplaySpec(max_files=100))[0]["classes"]] == [41]
 
 
 def test_fio_replay_runs_a_job_per_size_class_and_drops_pages_only_for_cold_reads(tmp_path):
@@ -419,7 +419,7 @@ def test_fio_replay_of_size_classes_adds_up_to_the_steps_bytes(tmp_path):
     subprocess.run(fio.replay_command(fio_path, classes, tmp_path, tmp_path / "w.json", "write"), check=True, capture_output=True)
     subprocess.run(fio.replay_command(fio_path, classes, tmp_path, tmp_path / "r.json", "read"), check=True, capture_output=True)
     for op in ("write", "read"):
-        [total] = [r for r in replay.replay_totals(fio.parse(tmp_path / f"{op[0]}.json"), plan) if r["operation"] == op]
+        [total] = [r for r in pairedspecs.replay_totals(fio.parse(tmp_path / f"{op[0]}.json"), plan) if r["operation"] == op]
         assert total["bytes"] == plan["bytes"] and total["seconds"] > 0
         assert total["bw_MiB_per_s"] == pytest.approx(plan["bytes"] / 2**20 / total["seconds"])
         assert total["transfer_size_bytes"] == plan["bytes"] // (3 * 4 + 2 * 4)

@@ -138,7 +138,7 @@ def test_figures_show_the_tables(smoke, tmp_path, drawn_figures):
     study's tables by the commands the rules run; every axes of those carries data, and the throughput figure has a
     bar per arm and activity with the table's MiB/s."""
     from cycleio.cli import main
-    from cycleio.report.figures import ACTIVITY_ORDER
+    from cycleio.report.throughputfigure import ACTIVITY_ORDER
 
     _, workdir = smoke
     figures, tables = workdir / "results/smoke/figures", workdir / "results/smoke/tables"

@@ -2,7 +2,7 @@
 again on the same tier, a few times, so the efficiency table compares the step with the storage doing
 the same work in the same conditions, and the repetitions give each ratio its band.
 
-What "the same" means (benchmarks.replay.replay_specs): the step's files in size classes (count, mean
+What "the same" means (benchmarks.pairedspecs.replay_specs): the step's files in size classes (count, mean
 size, the step's own transfer size), fsync per written file as the step lands them; reads read files
 fio lays out once per job and reads once (not timed: the step's inputs had been read once too, by staging's
 verify or by the job that wrote them), then, each repetition, from the page cache where the step's reads found
@@ -14,7 +14,7 @@ with free page reporting has partly handed back to its host: first touches, slow
 the files of the repetition before and write where they were (pages the kernel just freed: fast).
 bench/RESULTS.md has both on the README's VM ("fresh pages over reused"). Before each file of the step and each
 write repetition the job measures the fresh pages there are (hostmemory, kept in the records), and
-a write row's reference is its replay at the step's share of them (report.replayreference); its band spans
+a write row's reference is its replay at the step's share of them (report.pairedreference); its band spans
 every repetition. On a machine whose memory does not go back to a host nothing is probed, the two states
 agree and the band is the replay's own noise.
 
@@ -39,9 +39,9 @@ from ..hostmemory import fresh_MiB
 from ..storage.tiers import TierSite
 from ..units import MiB
 from .common import parse_run, run_tool, time_limit
-from .replay import make_room, replay_specs, replay_totals
+from .pairedspecs import make_room, replay_specs, replay_totals
 from .specs import ReplaySpec
-from .timing import Timing
+from .threshold import TimedThreshold
 from .tools import fio, find_tool
 
 log = logging.getLogger("cycleio")
@@ -73,8 +73,8 @@ class PairedReplay:
     max_files: int = schema_default("benchmarks.replay.max_files")
     fio_path: str = ""
     # a step's reads or writes with less than this, or covering fewer seconds, cannot be timed: not replayed
-    min_bytes: int = Timing.min_bytes
-    min_seconds: float = Timing.min_seconds
+    min_bytes: int = TimedThreshold.min_bytes
+    min_seconds: float = TimedThreshold.min_seconds
 
     @classmethod
     def from_settings(cls, settings: dict) -> "PairedReplay | None":
@@ -107,7 +107,7 @@ class PairedReplay:
             return False
         nbytes = sum(r.bytes for r in mine)
         seconds = covered_seconds([r.t_start for r in mine], [r.t_start + r.seconds for r in mine])
-        enough = Timing(min_bytes=self.min_bytes, min_seconds=self.min_seconds).enough(nbytes, seconds)
+        enough = TimedThreshold(min_bytes=self.min_bytes, min_seconds=self.min_seconds).enough(nbytes, seconds)
         if not enough:
             log.info("%s %s %s: %.1f MiB in %.3f s is too little to time (benchmarks.replay.min_bytes, min_seconds): "
                      "not replayed", label, step, op, nbytes / MiB, seconds)

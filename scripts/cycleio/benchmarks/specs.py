@@ -54,7 +54,7 @@ def segments_behind_time_bound(block_size_bytes: int, segments: int, stonewall_s
     Why a cap and not "as many as the tier holds": the bytes behind the bound are what each task may write, and on
     a memory tier that is RAM; they are reserved on the tier before the point runs (TierSite.require_space). A
     tier faster than the cap ends the phase by bytes, after stonewall_s x cap / rate seconds, which is still long
-    enough to time (benchmarks.timing) up to several times the cap."""
+    enough to time (benchmarks.threshold) up to several times the cap."""
     if stonewall_s <= 0:
         return segments
     needed = math.ceil(stonewall_s * max_MiB_per_s_per_task * MiB / block_size_bytes)

@@ -37,7 +37,7 @@ from typing import Callable
 from ..config.keys import ConfigError, persistent_tiers, unknown_choice
 from ..config.sizes import parse_size
 from ..fsutil import landing
-from ..storage.burstbuffer import burst_buffer_request
+from ..storage.bbrequest import burst_buffer_request
 from ..config.tierspec import Tier
 from .common import COLUMNS, BenchmarkError, parse_run, run_tool, time_limit
 from .points import benchmark_folder, context, finish, fresh, log_rows, summarize

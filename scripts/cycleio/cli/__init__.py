@@ -10,7 +10,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from ..logs import setup_logging
+from ..logsetup import setup_logging
 from ..surrogates.grid import RESOLUTIONS
 from ..units import MiB, format_bytes
 
@@ -128,7 +128,7 @@ def cmd_surrogate_vs_log(args) -> None:
 def cmd_figures(args) -> None:
     import pandas as pd
 
-    from ..report.figures import throughput_figure
+    from ..report.throughputfigure import throughput_figure
 
     throughput_figure(pd.read_csv(args.throughput), pd.read_csv(args.summary), [Path(p) for p in args.out], args.title)
 
@@ -263,7 +263,7 @@ def cmd_check_config(args) -> None:
     print(f"study {study.name}: {len(study.cycles)} cycles ({study.cycles[0]} to {study.cycles[-1]}), "
           f"arms: {', '.join(study.arms)}")
     if study.darshan_files:
-        from ..workflow.replayjobs import describe_replay_jobs
+        from ..workflow.darshanjobs import describe_replay_jobs
 
         for line in describe_replay_jobs(study):
             print(line)

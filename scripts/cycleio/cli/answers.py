@@ -26,18 +26,19 @@ def cmd_summary(args) -> None:
 def cmd_summary_md(args) -> None:
     from ..report.answers import summary_markdown_from_csv
 
-    from ..benchmarks.timing import Timing
+    from ..benchmarks.threshold import TimedThreshold
 
     print(summary_markdown_from_csv(Path(args.answers), Path(args.out), args.title,
                                     Path(args.fits) if args.fits else None,
                                     Path(args.capacity) if args.capacity else None,
                                     Path(args.replays) if args.replays else None,
-                                    Timing() if args.min_seconds is None else Timing(min_seconds=args.min_seconds)))
+                                    TimedThreshold() if args.min_seconds is None
+                                    else TimedThreshold(min_seconds=args.min_seconds)))
 
 
 def cmd_replay_jobs(args) -> None:
     from ..fsutil import write_table
-    from ..report.replayanswer import replay_table
+    from ..report.darshananswer import replay_table
 
     write_table(replay_table([Path(p) for p in args.manifests]), Path(args.out))
 

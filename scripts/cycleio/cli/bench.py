@@ -122,11 +122,11 @@ def cmd_bench_tables(args) -> None:
     from ..report.benchtables import write_benchmark_tables
 
     from ..config.sizes import parse_size
-    from ..benchmarks.timing import Timing
+    from ..benchmarks.threshold import TimedThreshold
 
     given = {"min_bytes": None if args.min_bytes is None else parse_size(args.min_bytes, "--min-bytes"),
              "min_seconds": args.min_seconds, "tolerance": args.tolerance}
-    timing = Timing(**{key: value for key, value in given.items() if value is not None})
+    timing = TimedThreshold(**{key: value for key, value in given.items() if value is not None})
     write_benchmark_tables(args.points, Path(args.events), benchmarks_csv=Path(args.benchmarks),
                            benchmarks_parquet=Path(args.benchmarks_parquet), efficiency=Path(args.efficiency),
                            io_gap=Path(args.io_gap), timing=timing)
@@ -191,7 +191,7 @@ def register(sub) -> None:
     tables.add_argument("--benchmarks-parquet", required=True, help="Parquet to write: the same rows")
     tables.add_argument("--efficiency", required=True, help="CSV to write: the steps' MiB/s over their references")
     tables.add_argument("--io-gap", required=True, help="CSV to write: where a step's I/O seconds go")
-    # no defaults here: an option left out takes the config schema's (benchmarks.timing.Timing)
+    # no defaults here: an option left out takes the config schema's (benchmarks.threshold.TimedThreshold)
     tables.add_argument("--min-bytes", help="less per job is not timed (benchmarks.replay.min_bytes)")
     tables.add_argument("--min-seconds", type=float,
                         help="fewer seconds per job is not timed (benchmarks.replay.min_seconds)")

@@ -135,8 +135,8 @@ def sweep_replay_ranks(jobs: dict) -> dict:
 
 def _check_darshan(config: dict) -> None:
     """The replay jobs' names and places in the cycle (each count of a list of ranks a job of its own: the study's
-    arms hold them swept, build_study); a cycle of replay jobs only has no GDAS step to sweep or archive. Their logs are checked by workflow.replayjobs (they
-    are read with pydarshan)."""
+    arms hold them swept, build_study); a cycle of replay jobs only has no GDAS step to sweep or archive. Their logs are
+    checked by workflow.darshanjobs (they are read with pydarshan)."""
     cfg = config["darshan"]
     for name, job in sweep_replay_ranks(cfg["jobs"]).items():
         if DARSHAN_PREFIX + name == DARSHAN_INPUTS:

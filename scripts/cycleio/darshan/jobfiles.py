@@ -1,6 +1,6 @@
 """A replay job of a study's cycle (config ``darshan.jobs.<name>``): its log found and planned, and its files.
 
-A replay job is a step of its own kind (surrogates/replayjob.py runs it): the files its log reads live on the
+A replay job is a step of its own kind (surrogates/darshanjob.py runs it): the files its log reads live on the
 arm's persistent tier under ``darshan/<name>/`` (laid out once per arm by the job ``darshan_inputs``, as the
 cold start is made once), are staged into the job's folder on scratch, the replay runs there, and what it
 wrote is staged out to the cycle's folder, ``gdas.YYYYMMDD/HH/darshan/<name>/`` (which a finished cycle's

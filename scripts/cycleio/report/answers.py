@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..benchmarks.timing import Timing
+from ..benchmarks.threshold import TimedThreshold
 from ..config.calendar import HALF_CYCLE_STEPS
 from ..fsutil import write_table, write_text_atomic
 from .archive import archive_rows, arm_keep_up, beside_archive, beside_sentence, keep_up_markdown, keep_up_table
@@ -316,15 +316,15 @@ def summary_table_from_tables(summary_csv: Path, tiers_csv: Path, events_parquet
 
 def summary_markdown_from_csv(answers_csv: Path, out_md: Path, title: str, fits: Path | None = None,
                               capacity: Path | None = None, replays: Path | None = None,
-                              timing: Timing | None = None) -> str:
+                              timing: TimedThreshold | None = None) -> str:
     """summary.md from summary.csv, with the tiers' model and the capacity plan when given, and the replay jobs'
-    answer (tables/replay_jobs.csv, report.replayanswer); returns the text."""
-    from .replayanswer import replay_markdown
+    answer (tables/replay_jobs.csv, report.darshananswer); returns the text."""
+    from .darshananswer import replay_markdown
 
     table = pd.read_csv(answers_csv)
     plan = pd.read_csv(capacity) if capacity else None
     extra = model_markdown(pd.read_csv(fits, dtype={"tasks_measured": str}) if fits else None, plan)
-    replayed = ("\n".join(replay_markdown(pd.read_csv(replays, dtype={"cycle": str}), timing or Timing()))
+    replayed = ("\n".join(replay_markdown(pd.read_csv(replays, dtype={"cycle": str}), timing or TimedThreshold()))
                 if replays else "")
     text = summary_markdown(table, title, plan) + (f"{replayed}\n" if replayed else "") + (f"\n{extra}" if extra else "")
     write_text_atomic(out_md, text)

@@ -12,13 +12,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
-from ..benchmarks.timing import Timing
+from ..benchmarks.threshold import TimedThreshold
 from ..intervals import covered_per_group
 from ..fsutil import write_table
 from .aggregate import group_codes
 from .closeness import AT_SPEED, FASTER, NOT_FAIR, NOT_TIMED, SLOWER, WITHIN_NOISE
-from .replayreference import (fresh_written_MiB, met_jobs, reference_fair, reference_repetitions,
-                              reference_seconds, step_fresh_share)
+from .pairedreference import fresh_written_MiB, reference_for, reference_repetitions, step_fresh_share
 from ..storage.pagecache import memory_backed
 from ..records import cycle_records, replay_records
 from ..benchmarks.common import COLUMNS
@@ -67,8 +66,8 @@ def load_points(paths: list[str | Path]) -> pd.DataFrame:
 POINT_KEYS = ["tier", "benchmark", "pattern", "api", "tasks", "operation", "source", "job"]
 
 
-def mark_timed(bench: pd.DataFrame, timing: Timing) -> pd.Series:
-    """``timed`` of every benchmarks row (:meth:`Timing.enough`): a repetition by its own bytes and seconds
+def mark_timed(bench: pd.DataFrame, timing: TimedThreshold) -> pd.Series:
+    """``timed`` of every benchmarks row (:meth:`TimedThreshold.enough`): a repetition by its own bytes and seconds
     (a metadata point, without bytes, by its seconds alone; a row without seconds counts as timed, there is
     nothing to judge it by); the max, min and mean rows of a point when every repetition of it is."""
     if bench.empty:
@@ -86,7 +85,7 @@ def mark_timed(bench: pd.DataFrame, timing: Timing) -> pd.Series:
     return own.where(reps, aggregate & own).astype(bool)
 
 
-def benchmark_table(points: pd.DataFrame, timing: Timing = Timing()) -> pd.DataFrame:
+def benchmark_table(points: pd.DataFrame, timing: TimedThreshold = TimedThreshold()) -> pd.DataFrame:
     order = points["aggregate"].map(AGGREGATE_ORDER).fillna(9)
     keys = ["tier", "benchmark", "pattern", "api", "tasks", "operation"]
     table = (points.assign(_order=order).sort_values([*keys, "_order", "repetition"], kind="stable")
@@ -136,7 +135,7 @@ REPLAYED_PHASES = ("run", "archive")
 def paired_jobs(events: pd.DataFrame) -> pd.DataFrame:
     """One row per paired job's step, direction and replay repetition: the step's run-phase bytes and covered
     seconds beside its replay's (records phase ``replay``, benchmarks.paired) bytes and seconds, and the fresh
-    pages each met (``step_fresh_MiB``, ``replay_fresh_MiB``: replayreference). A paired job
+    pages each met (``step_fresh_MiB``, ``replay_fresh_MiB``: pairedreference). A paired job
     (one with a replay ``wall`` record) whose reads or writes were too little to replay has one row for them,
     its replay columns blank."""
     keys = ["study", "arm", "tier", "step", "cycle", "op"]
@@ -152,7 +151,7 @@ def paired_jobs(events: pd.DataFrame) -> pd.DataFrame:
     steps = _per_job(run, keys)
     steps["phase"] = run.groupby(keys, sort=True)["phase"].first()
     steps["nranks"] = run.groupby(keys, sort=True)["nranks"].max()
-    # MiB of the step's writes that found fresh pages, each file as its probe found them (replayreference)
+    # MiB of the step's writes that found fresh pages, each file as its probe found them (pairedreference)
     steps["step_fresh_MiB"] = pd.Series({key: fresh_written_MiB(group) for key, group in run.groupby(keys, sort=True)},
                                         dtype=float).reindex(steps.index)
     kinds = [run[column] if column in run else pd.Series("", run.index) for column in ("tier_kind", "fs_type")]
@@ -173,32 +172,24 @@ def paired_jobs(events: pd.DataFrame) -> pd.DataFrame:
     return steps.merge(reps.reset_index(), on=keys, how="left")
 
 
-def _matched(replayed: pd.DataFrame) -> tuple[pd.DataFrame, pd.Series]:
-    """Of one step and direction's replayed paired jobs, those whose replay met their step's page state (all of
-    them where none did: their row then has no fair reference), and per job whether it did (replayreference)."""
-    if replayed.empty:
-        return replayed, pd.Series(dtype=bool)
-    met = met_jobs(replayed)
-    return (replayed[replayed["cycle"].isin(met.index[met])] if met.any() else replayed), met
-
-
 def _paired_rows(pairs: pd.DataFrame) -> pd.DataFrame:
     """Per arm, tier, step and direction: the step over its paired replays (the efficiency table's ``replay`` rows);
     the reference is the step's bytes over the seconds its replays say the tier takes for them in the page state
-    the step met (replayreference.reference_seconds), summed over the paired jobs; the band spans every
+    the step met (pairedreference.reference_for), summed over the paired jobs; the band spans every
     repetition of every paired job."""
     keys = ["study", "arm", "tier", "step", "op"]
     pairs = pairs.assign(ratio=(pairs["step_bytes"] / pairs["step_covered_s"]) / (pairs["replay_bytes"] / pairs["replay_s"]))
     rows = []
     for key, group in pairs.groupby(keys, sort=True):
-        replayed, met = _matched(group[group["replay_s"].notna()])  # jobs whose I/O was enough to replay
-        jobs = (replayed if not replayed.empty else group).drop_duplicates("cycle")
-        group = replayed
+        reference = reference_for(group[group["replay_s"].notna()], key[4])  # jobs whose I/O was enough to replay
+        met = reference.met
+        jobs = (reference.jobs if not reference.jobs.empty else group).drop_duplicates("cycle")
+        group = reference.jobs
         nbytes, covered = jobs["step_bytes"].sum(), jobs["step_covered_s"].sum()
         surrogate = nbytes / MiB / covered if covered > 0 else float("nan")
-        reference_s = reference_seconds(group).sum() if not group.empty else float("nan")
+        reference_s = reference.seconds
         measured = jobs["step_cached_fraction"].notna()
-        probed = jobs["step_fresh_MiB"].notna() & (key[4] == "write")  # pages a write fills: replayreference
+        probed = jobs["step_fresh_MiB"].notna() & (key[4] == "write")  # pages a write fills: pairedreference
         rows.append({**dict(zip(keys, key)), "phase": jobs["phase"].iloc[0] if "phase" in jobs else "run",
                      "surrogate_jobs": len(jobs), "surrogate_bytes": nbytes,
                      "surrogate_summed_s": jobs["step_summed_s"].sum(), "surrogate_covered_s": covered,
@@ -207,7 +198,7 @@ def _paired_rows(pairs: pd.DataFrame) -> pd.DataFrame:
                      / jobs["step_bytes"][measured].sum() if measured.any() else float("nan"),
                      "surrogate_fresh_share": float((step_fresh_share(jobs) * jobs["step_bytes"])[probed].sum()
                                                     / jobs["step_bytes"][probed].sum()) if probed.any() else float("nan"),
-                     "reference_fair": reference_fair(jobs, key[4]) and (met.empty or bool(met.any())),
+                     "reference_fair": reference.fair,
                      "jobs_unmatched": int((~met).sum()),
                      "reference": "replay", "reference_benchmark": "replay", "reference_pattern": key[3],
                      "reference_operation": key[4], "reference_tool": "fio", "reference_tasks": 1,
@@ -256,9 +247,9 @@ def _references(bench: pd.DataFrame) -> pd.DataFrame:
                                        "reference_max_MiB_per_s", "reference_min_MiB_per_s", "reference_timed"])
 
 
-def _judge(table: pd.DataFrame, timing: Timing) -> pd.DataFrame:
-    """``timed`` and ``verdict`` of every row (see :class:`Timing` and :func:`verdict`); a row against a benchmark
-    point that was itself too small to time is not timed."""
+def _judge(table: pd.DataFrame, timing: TimedThreshold) -> pd.DataFrame:
+    """``timed`` and ``verdict`` of every row (see :class:`TimedThreshold` and :func:`verdict`); a row against a
+    benchmark point that was itself too small to time is not timed."""
     jobs = table["surrogate_jobs"].clip(lower=1)
     reference_s = table["reference_s"].fillna(table["surrogate_bytes"] / jobs / MiB / table["reference_MiB_per_s"])
     # a benchmark point too small to time is no reference either (benchmarks.csv's ``timed``)
@@ -267,14 +258,15 @@ def _judge(table: pd.DataFrame, timing: Timing) -> pd.DataFrame:
                       & (reference_s >= timing.min_seconds) & reference_timed & table["efficiency"].notna()).astype(bool)
     table["verdict"] = [verdict(e, lo, hi, t, timing.tolerance) for e, lo, hi, t in
                         zip(table["efficiency"], table["efficiency_low"], table["efficiency_high"], table["timed"])]
-    if "reference_fair" in table:  # no ratio where the reference is not fair (replayreference.reference_fair)
+    if "reference_fair" in table:  # no ratio where the reference is not fair (pairedreference.reference_fair)
         unfair = table["timed"] & table["reference_fair"].eq(False)  # blank on the pattern rows
         table.loc[unfair, ["efficiency", "efficiency_low", "efficiency_high"]] = float("nan")
         table.loc[unfair, "verdict"] = NOT_FAIR
     return table
 
 
-def efficiency_table(bench: pd.DataFrame, events: pd.DataFrame, timing: Timing = Timing()) -> pd.DataFrame:
+def efficiency_table(bench: pd.DataFrame, events: pd.DataFrame,
+                     timing: TimedThreshold = TimedThreshold()) -> pd.DataFrame:
     """One row per arm x tier x step x I/O activity x reference: the step's MiB/s over the reference's.
 
     Reference ``replay``: the run phase of the paired jobs only, over their paired replays (:func:`paired_jobs`):
@@ -343,7 +335,7 @@ def _best_point(bench: pd.DataFrame, tier: str, operation: str, tasks: int) -> p
     return within.loc[within["bw_MiB_per_s"].idxmax()]
 
 
-def io_gap_table(bench: pd.DataFrame, events: pd.DataFrame, timing: Timing = Timing()) -> pd.DataFrame:
+def io_gap_table(bench: pd.DataFrame, events: pd.DataFrame, timing: TimedThreshold = TimedThreshold()) -> pd.DataFrame:
     """Where a paired step's run-phase I/O seconds go, per job (means over the paired jobs): what the tier's
     best pattern would take for its bytes (``tier_best_s``), what the step's own file pattern adds (its
     replay, at the replay's rate for the step's bytes, minus that: ``pattern_s``), and what cycleio adds (the
@@ -352,12 +344,10 @@ def io_gap_table(bench: pd.DataFrame, events: pd.DataFrame, timing: Timing = Tim
     pairs = pairs[pairs["replay_s"].notna()]
     keys = ["study", "arm", "tier", "step", "op"]
     # the jobs the efficiency table sets against their replay, and per row whether any job's page state met
-    matched = {key: _matched(group) for key, group in pairs.groupby(keys, sort=True)}
-    met_any = {key: bool(met.any()) for key, (_, met) in matched.items()}
-    if matched:
-        pairs = pd.concat([kept for kept, _ in matched.values()])
-    # the reference, for the step's bytes: replayreference (a replay's own bytes say what share fresh pages held)
-    reference = {key: float(reference_seconds(group).sum()) for key, group in pairs.groupby(keys, sort=True)}
+    # the reference, for the step's bytes: pairedreference (a replay's own bytes say what share fresh pages held)
+    references = {key: reference_for(group, key[4]) for key, group in pairs.groupby(keys, sort=True)}
+    if references:
+        pairs = pd.concat([reference.jobs for reference in references.values()])
     # a replay may cover fewer bytes than its step (benchmarks.replay.max_files caps each size class): its seconds
     # at the replay's own rate for the step's bytes, so that step, replay and tier are set against the same bytes
     pairs = pairs.assign(replay_s=(pairs["replay_s"] * pairs["step_bytes"] / pairs["replay_bytes"])
@@ -368,7 +358,8 @@ def io_gap_table(bench: pd.DataFrame, events: pd.DataFrame, timing: Timing = Tim
         n = len(jobs)
         per_rep = group.groupby("repetition")["replay_s"].sum() / n
         step_s, nbytes = jobs["step_covered_s"].sum() / n, jobs["step_bytes"].sum() / n
-        replay_s = reference[(study, arm, tier, step, op)] / n
+        reference = references[(study, arm, tier, step, op)]
+        replay_s = reference.seconds / n
         low, high = float(per_rep.min()), float(per_rep.max())
         best = _best_point(bench, tier, op, int(jobs["nranks"].max()))
         best_s = nbytes / MiB / best["bw_MiB_per_s"] if best is not None else float("nan")
@@ -382,14 +373,15 @@ def io_gap_table(bench: pd.DataFrame, events: pd.DataFrame, timing: Timing = Tim
                      "tier_best_s": best_s, "pattern_s": replay_s - best_s, "pattern_s_low": low - best_s,
                      "pattern_s_high": high - best_s, "cycleio_s": step_s - replay_s, "cycleio_s_low": step_s - high,
                      "cycleio_s_high": step_s - low,
-                     # no split against a reference that is not fair (replayreference.reference_fair)
+                     # no split against a reference that is not fair (pairedreference.reference_fair)
                      "timed": bool(timing.enough(nbytes, step_s) and replay_s >= timing.min_seconds
-                                   and reference_fair(jobs, op) and met_any[(study, arm, tier, step, op)])})
+                                   and reference.fair)})
     return pd.DataFrame(rows, columns=list(IO_GAP_COLUMNS))
 
 
 def write_benchmark_tables(point_files: list[str | Path], events_path: Path, *, benchmarks_csv: Path,
-                           benchmarks_parquet: Path, efficiency: Path, io_gap: Path, timing: Timing = Timing()) -> None:
+                           benchmarks_parquet: Path, efficiency: Path, io_gap: Path,
+                           timing: TimedThreshold = TimedThreshold()) -> None:
     """The benchmarks table (CSV and Parquet), the efficiency table and the I/O gap table, where the caller
     names them."""
     bench = benchmark_table(load_points(point_files), timing)

@@ -3,7 +3,7 @@ the io_gap table's split of a step's seconds (the tier at its best, the file pat
 
 Only timed rows count: a row whose volume or duration is too small to time (``timed`` false) still carries a
 ratio, but it never enters a median, a count of verdicts or a sentence except in the list "not timed: ...".
-A row whose reference is not fair (verdict ``reference not fair``: report.replayreference) gives no ratio and
+A row whose reference is not fair (verdict ``reference not fair``: report.pairedreference) gives no ratio and
 counts nowhere either; the sentences name it apart.
 A table without ``timed`` and ``verdict`` (one an older cycleio wrote) reads as not timed throughout.
 """

@@ -7,7 +7,7 @@ counts into a rising part and a plateau part; where no point lies on the plateau
 reached (``plateau_reached`` False) and is at least the best measured bandwidth.
 
 Only timed points are fitted (benchmarks.csv ``timed``: enough bytes and seconds to time, the threshold of
-benchmarks.timing.Timing); with fewer than MIN_TIMED_POINTS of them no slope, plateau or bound is claimed
+benchmarks.threshold.TimedThreshold); with fewer than MIN_TIMED_POINTS of them no slope, plateau or bound is claimed
 (``fit`` says "too few timed points").
 """
 

@@ -78,7 +78,7 @@ class KernelCounts(Instrument):
 
 class PageProbe(Instrument):
     """A paired step's writes keep the share of fresh pages each file met (hostmemory.FilePageProbe), against which
-    its replay is set (report.replayreference). Made only where the machine hands free pages back to its host."""
+    its replay is set (report.pairedreference). Made only where the machine hands free pages back to its host."""
 
     @contextlib.contextmanager
     def around(self, phase: Phase, job: JobState) -> Iterator[None]:

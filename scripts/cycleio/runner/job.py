@@ -1,7 +1,7 @@
 """One job: stage_in, run, stage_out, verify, cleanup, then the records and the manifest, last.
 
 A job runs one step (the default granularity) or a whole cycle (granularity ``cycle``: inputs staged once, all four
-steps on scratch, outputs staged once), or a replay job of a Darshan log (surrogates.replayjob). Staging happens
+steps on scratch, outputs staged once), or a replay job of a Darshan log (surrogates.darshanjob). Staging happens
 inside the job because node-local disk is seen only by the job's node and a burst-buffer allocation lives only as
 long as the job. Every phase is timed into records; the instruments (runner.instruments) are entered and left
 around each phase; a failed attempt's scratch goes at once and its records are kept apart.
@@ -242,10 +242,10 @@ def gdas_work(settings: ArmSettings, cycle: str, step: str,
 def _run_replay_job(settings: ArmSettings, cycle: str, step: str, records: RecordLog, instruments: list[Instrument],
                     raw_dir: Path, records_path: Path, manifest_path: Path, attempt: int,
                     failed_attempts: Path | None, paired: bool) -> dict:
-    """run_step for a replay job of a Darshan log (surrogates.replayjob): its inputs staged in from where
+    """run_step for a replay job of a Darshan log (surrogates.darshanjob): its inputs staged in from where
     ``darshan_inputs`` laid them out, its outputs landed in the cycle's folder; the manifest carries the replay's
     log, request and timing answer."""
-    from ..surrogates.replayjob import ReplayWork
+    from ..surrogates.darshanjob import ReplayWork
 
     label = f"[{settings.arm} {cycle} {step}]"
     tiers = JobTiers.open(settings)

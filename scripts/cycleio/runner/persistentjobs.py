@@ -55,8 +55,8 @@ def run_coldstart(settings: ArmSettings, records_path: Path, manifest_path: Path
 
 
 def run_darshan_inputs(settings: ArmSettings, records_path: Path, manifest_path: Path) -> dict:
-    """The replay jobs' input files, laid out once per arm on the persistent tier (replayjob.run_replay_inputs)."""
-    from ..surrogates.replayjob import run_replay_inputs
+    """The replay jobs' input files, laid out once per arm on the persistent tier (darshanjob.run_replay_inputs)."""
+    from ..surrogates.darshanjob import run_replay_inputs
 
     return run_replay_inputs(settings, records_path, manifest_path, provenance)
 

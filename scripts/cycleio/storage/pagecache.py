@@ -3,7 +3,7 @@
 A read of a file the page cache holds measures memory, not the tier. Which one a step's read was
 depends on the machine (memory, other jobs; some VMs page out file data untouched for half a
 minute), so each read record says how much of its file was cached when the read began, and a
-replay reads the same way (see benchmarks.replay.replay_specs).
+replay reads the same way (see benchmarks.pairedspecs.replay_specs).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from ..surrogates.inventory import coldstart_files, step_io
 from ..surrogates.kinds import expected_bytes
 from ..config.keys import DARSHAN_INPUTS, DARSHAN_PREFIX
 from .dependencies import jobs_of_cycle
-from .replayjobs import replay_job_files
+from .darshanjobs import replay_job_files
 
 
 def arm_jobs(arm: ArmSettings, cycles: list[str]) -> list[tuple[str, str, list[str]]]:

@@ -9,7 +9,7 @@ from pathlib import Path
 from ..config.settings import ConfigError, Study
 from ..surrogates.grid import Grid
 from .catalog import arm_jobs, inventory_rows
-from .replayjobs import check_replay_ranks, replay_job_files, replay_room_problem
+from .darshanjobs import check_replay_ranks, replay_job_files, replay_room_problem
 from ..config.keys import is_replay_job
 from ..surrogates.inventory import job_files
 from ..surrogates.kinds import expected_bytes

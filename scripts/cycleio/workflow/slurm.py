@@ -54,10 +54,10 @@ from ..surrogates.archive_lists import plan_cycle
 from ..surrogates.inventory import FileSpec, coldstart_files, step_io
 from ..surrogates.kinds import expected_bytes
 from ..storage.archive import tar_bytes
-from ..storage.burstbuffer import burst_buffer_request
+from ..storage.bbrequest import burst_buffer_request
 from ..units import MiB
 from ..config.keys import DARSHAN_INPUTS, DARSHAN_PREFIX, is_replay_job
-from .replayjobs import replay_job_files
+from .darshanjobs import replay_job_files
 
 RESOURCE_KEYS = ("nodes", "tasks", "cpus_per_task", "mem_mb", "runtime", "mpi", "slurm_extra")
 PERSISTENT_ONLY = ("coldstart", "dump", DARSHAN_INPUTS)  # jobs that write the persistent tier and stage nothing

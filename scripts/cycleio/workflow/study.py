@@ -1,6 +1,6 @@
 """A study from its config, every check made before any job: the keys (config.settings), the benchmark
 plan (benchmarks.tierbench), the faults against the study's jobs (workflow.faultcheck), the replay jobs' Darshan
-logs (workflow.replayjobs) and the archive's limits against the tarballs' sizes (surrogates.archive_lists).
+logs (workflow.darshanjobs) and the archive's limits against the tarballs' sizes (surrogates.archive_lists).
 
 The command loads a study here (:func:`load_study`); the Snakefile loads it once per parse as a
 :class:`WorkflowStudy`, which carries everything the rules read. config.settings alone validates the keys and
@@ -20,7 +20,7 @@ from ..storage.archive import ArchiveLimitError
 from ..surrogates.archive_lists import check_archive_limits
 from .dependencies import CycledJobs
 from .faultcheck import check_faults
-from .replayjobs import check_replay_jobs
+from .darshanjobs import check_replay_jobs
 from .slurm import layout_problems
 
 

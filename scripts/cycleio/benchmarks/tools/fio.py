@@ -156,7 +156,7 @@ def replay_command(fio: str, classes: list[dict], directory: Path, json_out: Pat
     file_bytes, transfer_bytes, cold), fsync at close, as the steps land files; or reads (``op`` read)
     files laid out before (``replay_layout_command``) in the same order: from the page cache as a step
     reads what an earlier step just wrote, or for a ``cold`` class from storage (fio drops the files'
-    cached pages first), as the step's reads of such files were (see replay.replay_specs). One fio job
+    cached pages first), as the step's reads of such files were (see pairedspecs.replay_specs). One fio job
     per class, run one at a time (stonewall). ``loops``: reads of pages in memory read each class that many times
     over (see paired.read_loops)."""
     return _replay_argv(fio, directory, json_out) + _replay_jobs(classes, op, one_at_a_time=True, loops=loops)

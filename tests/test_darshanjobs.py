@@ -1,5 +1,5 @@
 """A study's replay jobs (config darshan): their keys, their logs checked before any job with messages naming the config
-key, their files, sizes and ranks (workflow.replayjobs, config.settings' checks, preflight's room)."""
+key, their files, sizes and ranks (workflow.darshanjobs, config.settings' checks, preflight's room)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from cycleio.config.keys import ConfigError
 from cycleio.config.settings import ArmSettings, validate_config
 from cycleio.darshan import logs as darshan_logs
 from cycleio.darshan.jobfiles import find_log
-from cycleio.workflow import replayjobs
+from cycleio.workflow import darshanjobs
 from cycleio.workflow.catalog import arm_jobs, inventory_rows
 from cycleio.workflow.preflight import check_study, study_needs
 from cycleio.workflow.slurm import slurm_resources
@@ -29,9 +29,9 @@ LOGS = Path(darshan.__file__).parent / "examples" / "example_logs"
 
 @pytest.fixture(autouse=True)
 def fresh_cache():
-    replayjobs._planned.cache_clear()
+    darshanjobs._planned.cache_clear()
     yield
-    replayjobs._planned.cache_clear()
+    darshanjobs._planned.cache_clear()
 
 
 def study_config(default_config, tmp_path, jobs=None, **changes):
@@ -176,9 +176,9 @@ def test_files_too_large_for_the_tier_are_refused_naming_the_scale_that_fits(def
     with pytest.raises(ConfigError, match=r"config key 'darshan.jobs.vpic': the replay's files take 20.5 GiB at scale "
                                           r"0.01, and tier 'lustre' \(.*\) has 10.0 GiB free .*; scale 0.004 would fit"):
         check_study(study)
-    assert replayjobs.replay_room_problem(study, "lustre", tmp_path) is not None
+    assert darshanjobs.replay_room_problem(study, "lustre", tmp_path) is not None
     monkeypatch.setattr("cycleio.storage.tiers.free_bytes", lambda path: 10 * 2**40)
-    assert replayjobs.replay_room_problem(study, "lustre", tmp_path) is None
+    assert darshanjobs.replay_room_problem(study, "lustre", tmp_path) is None
 
 
 def test_find_log_reads_example_names_and_paths(tmp_path, monkeypatch):
@@ -202,7 +202,7 @@ def test_check_config_refuses_a_bad_log_in_one_line_before_any_job(tmp_path):
 
 def test_check_config_describes_each_replay_job(default_config, tmp_path):
     _, study = load_study(study_config(default_config, tmp_path))
-    assert replayjobs.describe_replay_jobs(study) == [
+    assert darshanjobs.describe_replay_jobs(study) == [
         "replay job darshan_ior (after first): ior_hdf5_example.darshan (4 ranks) on 2 ranks at scale 0.1 (timing io): "
         "reads 410.4 KiB, writes 409.7 KiB in 138 operations; 1 input files laid out once, 1 output files per cycle; "
         "set apart as not storage (not replayed, not in the job's I/O time): 1 stream (<STDOUT>); 0 bytes read, 2,421 "

@@ -1,4 +1,4 @@
-"""A replay job of the cycle as a step of its own kind (surrogates/replayjob.py through runner.job.run_step): its inputs laid
+"""A replay job of the cycle as a step of its own kind (surrogates/darshanjob.py through runner.job.run_step): its inputs laid
 out once, staged in, replayed under MPI, staged out and verified, recorded, its manifest last."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from cycleio.records import cycle_records
 from cycleio.storage.checksums import checksum_file
 from cycleio.runner.job import run_step
 from cycleio.runner.persistentjobs import run_darshan_inputs
-from cycleio.surrogates.replayjob import ReplayJobError
+from cycleio.surrogates.darshanjob import ReplayJobError
 
 CYCLE = "2026010106"
 JOB = {"log": "example:ior_hdf5_example.darshan", "after": "first", "ranks": 2, "scale": 0.1, "timing": "io",
@@ -141,7 +141,7 @@ def test_each_ranks_records_lie_end_to_end_from_its_start_with_its_metadata_and_
 
     from cycleio.records import RecordLog
     from cycleio.storage.tiers import TierSite
-    from cycleio.surrogates.replayjob import add_replay_records
+    from cycleio.surrogates.darshanjob import add_replay_records
 
     files = [SimpleNamespace(index=0, path="00000-a"), SimpleNamespace(index=1, path="00001-b")]
     plan = SimpleNamespace(files=files, nranks=2)

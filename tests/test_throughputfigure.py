@@ -1,11 +1,11 @@
-"""report.figures: the throughput figure drawn from the tables of the checked-in study of tests/data (conftest's
+"""report.throughputfigure: the throughput figure drawn from the tables of the checked-in study of tests/data (conftest's
 ``tables``), every bar worked out by hand from its records."""
 
 from __future__ import annotations
 
 import pytest
 from conftest import assert_axes_carry_data, assert_png_drawn, bar_sizes, read_csv
-from cycleio.report.figures import throughput_figure
+from cycleio.report.throughputfigure import throughput_figure
 
 
 def test_throughput_figure_draws_the_tables(tables, tmp_path, drawn_figures):

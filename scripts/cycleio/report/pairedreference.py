@@ -1,5 +1,7 @@
 """A paired step's reference: what its replay's repetitions say the tier takes for the step's bytes, in the page
-state the step met.
+state the step met. The tables ask it through one call, :func:`reference_for`; on a machine that does not hand
+free pages to its host nothing is probed (hostmemory.fresh_pages_measurable), and the reference is the plain one:
+none of the page-state reasoning below runs.
 
 On a VM that hands freed memory back to its host (hostmemory), a buffered write runs fast into pages freed a
 moment before and slow into pages the host took back: 1.4-1.7 GB/s against 330-400 MiB/s on this repository's
@@ -24,6 +26,8 @@ the probe found, so a ratio would measure the page state, not the step; such a r
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -86,16 +90,16 @@ def _timed_repetitions(job: pd.DataFrame) -> pd.DataFrame:
     return job[job["replay_s"].notna() & (job["replay_bytes"] > 0)]
 
 
-def seconds_per_MiB(job: pd.DataFrame) -> float:
+def seconds_per_MiB(job: pd.DataFrame, page_states: bool = True) -> float:
     """Seconds per MiB of one paired job's reference for its step (rows of paired_jobs of one job and direction,
     its repetitions): at the step's share of fresh pages where that can be told (the module's docstring), else
-    the reference repetitions' median seconds over their median bytes."""
+    the reference repetitions' median seconds over their median bytes (always without ``page_states``)."""
     reps = _timed_repetitions(job)
     if reps.empty:
         return float("nan")
     ref = reference_repetitions(reps)
     plain = float(ref["replay_s"].median() / (ref["replay_bytes"].median() / MiB))
-    placed = _page_shares(reps)
+    placed = _page_shares(reps) if page_states else None
     if placed is None:
         return plain
     step_share, probed, shares = placed
@@ -134,8 +138,43 @@ def reference_fair(jobs: pd.DataFrame, op: str) -> bool:
     return not (jobs["memory_tier"].astype(bool).any() and jobs["step_fresh_MiB"].notna().any())
 
 
-def reference_seconds(pairs: pd.DataFrame) -> pd.Series:
+def reference_seconds(pairs: pd.DataFrame, page_states: bool = True) -> pd.Series:
     """Per paired job (``cycle``) of one step and direction: the reference's seconds for the step's bytes."""
     jobs = pairs.drop_duplicates("cycle").set_index("cycle")
-    per_MiB = pairs.groupby("cycle").apply(seconds_per_MiB, include_groups=False)
+    per_MiB = pairs.groupby("cycle").apply(seconds_per_MiB, page_states, include_groups=False)
     return jobs["step_bytes"] / MiB * per_MiB.reindex(jobs.index)
+
+
+def page_states_probed(pairs: pd.DataFrame) -> bool:
+    """Whether any step or repetition of ``pairs`` (rows of paired_jobs) was probed for fresh pages: only on a
+    machine that hands free pages to its host (hostmemory.fresh_pages_measurable). Elsewhere none of the page-state
+    reasoning runs."""
+    return any(column in pairs and pairs[column].notna().any() for column in ("step_fresh_MiB", "replay_fresh_MiB"))
+
+
+@dataclass(frozen=True)
+class Reference:
+    """What the efficiency tables ask of one row's paired replays (rows of paired_jobs of one arm, tier, step and
+    direction): the jobs set against their replay, per job (``cycle``) whether its replay met its step's page
+    state, whether the reference is fair, and its seconds for the kept jobs' step bytes."""
+
+    jobs: pd.DataFrame
+    met: pd.Series
+    fair: bool
+    seconds: float
+
+
+def reference_for(pairs: pd.DataFrame, op: str) -> Reference:
+    """The reference of one row's replayed paired jobs (``pairs``, their ``replay_s`` set). Where nothing was probed
+    (:func:`page_states_probed`) it is the plain one: every job kept, every job met, fair, the median repetitions'
+    seconds. Else the jobs whose replay met their step's page state (all of them where none did: the reference is
+    then not fair), each at its step's share of fresh pages."""
+    if pairs.empty:
+        return Reference(pairs, pd.Series(dtype=bool), True, float("nan"))
+    if not page_states_probed(pairs):
+        met = pd.Series(True, index=sorted(pairs["cycle"].unique()))
+        return Reference(pairs, met, True, float(reference_seconds(pairs, page_states=False).sum()))
+    met = met_jobs(pairs)
+    kept = pairs[pairs["cycle"].isin(met.index[met])] if met.any() else pairs
+    fair = reference_fair(kept.drop_duplicates("cycle"), op) and bool(met.any())
+    return Reference(kept, met, fair, float(reference_seconds(kept).sum()))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..benchmarks.timing import Timing
+from ..benchmarks.threshold import TimedThreshold
 from ..units import format_seconds
 
 REPLAY_COLUMNS = ["study", "arm", "tier", "fs_type", "cycle", "step", "log", "log_ranks", "ranks", "scale", "timing",
@@ -47,7 +47,7 @@ def replay_table(manifests: list[Path]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=REPLAY_COLUMNS)
 
 
-def replay_markdown(table: pd.DataFrame, timing: Timing = Timing()) -> list[str]:
+def replay_markdown(table: pd.DataFrame, timing: TimedThreshold = TimedThreshold()) -> list[str]:
     """summary.md's lines on the replay jobs (none without replay jobs): per job, the logged I/O time and the
     replay's on each arm (median over cycles), and where its efficiency is, if anywhere."""
     if table.empty:

@@ -14,7 +14,7 @@ def _default(key: str):
 
 
 @dataclass(frozen=True)
-class Timing:
+class TimedThreshold:
     """Config benchmarks.replay: min_bytes, min_seconds, tolerance; the reasons in docs/performance.md. A step's
     row in ``efficiency`` and ``io_gap`` is timed when the step moved at least ``min_bytes`` per job and both the
     step and its reference took at least ``min_seconds`` per job; a benchmark repetition in ``benchmarks`` when

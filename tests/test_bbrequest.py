@@ -1,4 +1,4 @@
-"""storage.burstbuffer: a tier's burst-buffer directives become one quoted --bb option, checked."""
+"""storage.bbrequest: a tier's burst-buffer directives become one quoted --bb option, checked."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from cycleio.storage.burstbuffer import SlurmResourceError, burst_buffer_request
+from cycleio.storage.bbrequest import SlurmResourceError, burst_buffer_request
 
 
 def test_burst_buffer_directive_is_quoted_for_the_shell_and_checked():

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from cycleio.logs import log, setup_logging
+from cycleio.logsetup import log, setup_logging
 
 
 @pytest.fixture

@@ -1,11 +1,11 @@
-"""The replay jobs' answer (report/replayanswer.py): their manifests to tables/replay_jobs.csv, and summary.md's lines."""
+"""The replay jobs' answer (report/darshananswer.py): their manifests to tables/replay_jobs.csv, and summary.md's lines."""
 
 from __future__ import annotations
 
 import json
 
-from cycleio.benchmarks.timing import Timing
-from cycleio.report.replayanswer import replay_markdown, replay_table
+from cycleio.benchmarks.threshold import TimedThreshold
+from cycleio.report.darshananswer import replay_markdown, replay_table
 
 
 def manifest(tmp_path, arm, cycle, io_s, paired=False, step="darshan_ior"):
@@ -55,5 +55,5 @@ def test_a_replay_too_short_to_time_says_so_and_long_times_read_easily(tmp_path)
     assert "its I/O took 11,220.4 s where it was logged" in line
     assert ("on arm shm (tier shm, tmpfs) too short to time (0.0002 s of I/O, under benchmarks.replay.min_seconds "
             "0.1 s: a larger scale times it; 1 cycle)") in line
-    [longer] = [line for line in replay_markdown(table, Timing(min_seconds=0.0001)) if line.startswith("- ")]
+    [longer] = [line for line in replay_markdown(table, TimedThreshold(min_seconds=0.0001)) if line.startswith("- ")]
     assert "on arm shm (tier shm, tmpfs) 0.0002 s (read" in longer
