@@ -300,6 +300,7 @@ def test_job_layout_spreads_a_jobs_ranks_over_nodes_with_memory_and_cpus_per_nod
         # --mem is per node: one rank's memory; the copy streams are each node's
         assert res["mem_mb"] == mem_mb(arms(write_component={"ranks": 1})["lustre"], "fcst", FULL_CYCLE)
     assert slurm_resources(spread["node_local"], "fcst", FULL_CYCLE)["cpus_per_task"] == 4
+    plugin.validation.validate_slurm_extra(FakeJob(slurm_resources(spread["shm"], "fcst", FULL_CYCLE)))
     line = plugin.submit.get_submit_command(FakeJob(slurm_resources(spread["shm"], "fcst", FULL_CYCLE)), {
         "run_uuid": "u", "slurm_logfile": "l.log", "comment_str": "c", "account": "", "partition": "-p debug",
         "workdir": "/w"})

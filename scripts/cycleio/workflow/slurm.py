@@ -245,7 +245,7 @@ def layout_problem(arm: str, settings, step: str, cycle: str | None = None) -> s
     tasks = job_tasks(settings, step, cycle)
     nodes, per_node = job_layout(settings, step, cycle)
     given = ", ".join(f"job_layout.{key}.{name}={value}" for name, value in entry.items())
-    what = ("the forecast's ranks (write_component.ranks, plus the quilt strategies' writer ranks)" if key == "fcst"
+    what = ("the forecast's ranks: write_component.ranks plus the quilt strategies' writer ranks" if key == "fcst"
             else f"the {key} job's one task")
     if nodes > tasks:
         return f"arm {arm}: {given} asks for {nodes} nodes, but the {step} job has {tasks} tasks ({what}); give at most {tasks} nodes"
