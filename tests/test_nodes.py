@@ -19,7 +19,7 @@ from cycleio.config.forecast import ForecastSettings
 from cycleio.config.settings import ArmSettings
 from cycleio.config.tierspec import Tier
 from cycleio.runner.job import run_step
-from cycleio.runner.nodes import Allocation, per_node_allocation
+from cycleio.runner.nodes import Allocation, allocation_env, per_node_allocation
 from cycleio.storage.stagingtypes import StagingError
 
 NODES = ("n1", "n2", "n3")
@@ -38,7 +38,10 @@ done
 exit $status
 """
 FAKE_SCONTROL = """#!/bin/sh
-echo n1 n2 n3
+case "$2" in
+  job) echo "JobId=77 JobName=x NumNodes=3 NumCPUs=3 NumTasks=3 NtasksPerN(B:S:C)=1:0:*:* NodeList=n[1-3]" ;;
+  *) echo n1 n2 n3 ;;
+esac
 """
 
 
@@ -78,6 +81,17 @@ def test_the_allocation_is_read_from_slurms_variables(three_nodes, tmp_path):
     shared = arm(tmp_path, scratch=Tier("lustre2", "lustre", str(tmp_path / "l2"), persistent=False, shared=True))
     assert per_node_allocation(shared) is None  # every node sees a shared tier: staged as on one node
     assert per_node_allocation(arm(tmp_path)) == Allocation("77", NODES, "n1")
+
+
+def test_the_nodes_the_executors_job_step_hides_are_asked_of_slurm(three_nodes):
+    """The Snakemake Slurm executor runs a job's command without SLURM_* but the job id: scontrol tells its nodes."""
+    assert allocation_env() == {}  # set already
+    stripped = {"SLURM_JOB_ID": "77", "SLURMD_NODENAME": "n1"}
+    found = allocation_env(stripped)
+    assert found == {"SLURM_JOB_NUM_NODES": "3", "SLURM_NNODES": "3", "SLURM_JOB_NODELIST": "n[1-3]",
+                     "SLURM_NODELIST": "n[1-3]", "SLURM_NTASKS_PER_NODE": "1"}
+    assert Allocation.of_job({**stripped, **found}) == Allocation("77", NODES, "n1")
+    assert allocation_env({}) == {}
 
 
 def test_a_job_over_three_nodes_stages_on_each_and_leaves_nothing(three_nodes, tmp_path, lay_cold_start):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -39,7 +40,7 @@ from ..surrogates.inventory import FileSpec, job_files
 from ..surrogates.steps import StepRun, import_libraries, run_gdas_step
 from .instruments import Instrument, JobState, Phase, entered, job_instruments
 from .manifest import finish, keep_failed_attempt, outputs_listing, provenance
-from .nodes import NodeStaging, per_node_allocation
+from .nodes import NodeStaging, allocation_env, per_node_allocation
 from .stagefiles import stage_files, staging_options, verify_in_place
 
 log = logging.getLogger("cycleio")
@@ -193,6 +194,11 @@ def run_step(settings: ArmSettings, cycle: str, step: str, records_path: Path, m
     if is_replay_job(step):
         return _run_replay_job(settings, cycle, step, records, instruments, raw_dir, records_path, manifest_path,
                                attempt, failed_attempts, paired=replay is not None)
+    restored = allocation_env()  # a job over several nodes: its nodes, for its staging and its ranks' srun
+    if restored:
+        os.environ.update(restored)
+        log.info("[%s %s %s] the job's %s nodes: %s", settings.arm, cycle, step, restored["SLURM_JOB_NUM_NODES"],
+                 restored["SLURM_JOB_NODELIST"])
     tiers = JobTiers.open(settings)
     work, inputs, steps = gdas_work(settings, cycle, step, tiers)
     landed, mpi = run_job(settings, cycle, step, work, tiers, records, instruments, raw_dir, attempt, failed_attempts)

@@ -74,6 +74,33 @@ class Allocation:
         return cls(env["SLURM_JOB_ID"], nodes, node_name(env))
 
 
+def allocation_env(env: dict | None = None) -> dict[str, str]:
+    """Slurm's variables that name a job's nodes (``SLURM_JOB_NUM_NODES``, ``SLURM_NNODES``, ``SLURM_JOB_NODELIST``,
+    ``SLURM_NODELIST``, ``SLURM_NTASKS_PER_NODE``), from ``scontrol show job``, for a job over several nodes whose
+    environment lacks them: the Snakemake Slurm executor's job step drops every ``SLURM_*`` variable but the job id
+    before it runs a job's command, and without them the forecast's ``srun -n N`` would not spread its ranks over
+    the job's nodes, nor would the job know them. Empty outside Slurm, on one node, or where they are set."""
+    env = os.environ if env is None else env
+    job_id = env.get("SLURM_JOB_ID")
+    if not job_id or env.get("SLURM_JOB_NUM_NODES"):
+        return {}
+    try:
+        done = run_command(["scontrol", "show", "job", "-o", job_id], timeout=60, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True)
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    words = dict(word.split("=", 1) for word in done.stdout.split() if "=" in word)
+    count = words.get("NumNodes", "1").split("-")[0]
+    if done.returncode != 0 or not count.isdigit() or int(count) <= 1 or not words.get("NodeList"):
+        return {}
+    found = {"SLURM_JOB_NUM_NODES": count, "SLURM_NNODES": count, "SLURM_JOB_NODELIST": words["NodeList"],
+             "SLURM_NODELIST": words["NodeList"]}
+    per_node = words.get("NtasksPerN(B:S:C)", "").split(":")[0]
+    if per_node.isdigit() and int(per_node) > 0:
+        found["SLURM_NTASKS_PER_NODE"] = per_node
+    return found
+
+
 def per_node_allocation(settings: ArmSettings, env: dict | None = None) -> Allocation | None:
     """The allocation a staged job stages on node by node: its scratch tier is not shared across nodes and the
     job has several; else None (the job stages where it runs, as on one node)."""
