@@ -165,7 +165,8 @@ def study_run(nodes):
     workdir = REPO / "results" / f"test-multinode-{os.getpid()}"  # the checkout is on every node (SLURM_NODE_SHARED)
     workdir.mkdir(parents=True)
     configs = [SMOKE, MULTINODE]
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",  # this checkout's cycleio, from any folder
+           "PYTHONPATH": os.pathsep.join([str(REPO / "scripts"), *filter(None, [os.environ.get("PYTHONPATH")])])}
     before = scratch_on_nodes()
     check = subprocess.run([BIN / "python", "-m", "cycleio", "cluster-check", "--profile", PROFILE,
                             REPO / "config" / "config.yaml", *configs], capture_output=True, text=True, timeout=120,
