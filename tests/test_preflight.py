@@ -179,7 +179,7 @@ def test_the_needs_sized_from_the_first_two_cycles_are_those_of_every_cycle(defa
         for row in inventory_rows(arm, study.cycles):
             by_cycle[row["cycle"]] += row["expected_bytes"]
         persistent[arm.persistent.name] += held_bytes([by_cycle[cycle] for cycle in study.cycles], study.keep)
-        if arm.archive and arm.staged:
+        if arm.archive:  # every arm archives its cycles, staged or not
             archived[arm.archive["tier"]["name"]] += sum(tar_bytes(members) for cycle in study.cycles
                                                          for members in cycle_expected_members(cycle, arm).values())
     assert {name: need["persistent_bytes"] for name, need in needs.items() if need["persistent_bytes"]} == {

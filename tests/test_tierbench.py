@@ -286,6 +286,12 @@ def test_fio_hard_pattern_shared_file_and_metadata(tmp_path):
     reps = rows[rows["aggregate"] == "rep"]
     assert list(reps["operation"]) == ["create", "stat", "remove"]
     assert (reps["ops_per_s"] > 0).all() and reps["bw_MiB_per_s"].isna().all()
+    # stat and remove meet the files create made (fio lays out none of its own): every file once each, none left
+    [raw] = [path for path in (tmp_path / "raw-md").rglob("*.json") if not path.name.endswith(".meta.json")
+             and path.name != "settings.json"]
+    ios = {job["jobname"]: job["read"]["total_ios"] + job["write"]["total_ios"] for job in json.loads(raw.read_text())["jobs"]}
+    assert ios == {"create": 100, "stat": 100, "remove": 100}
+    assert not [path for path in (tmp_path / "tier").rglob("*") if path.is_file() and path.name != ".cycleio-owner"]
 
 
 @pytest.mark.tool

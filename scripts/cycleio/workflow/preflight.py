@@ -57,23 +57,27 @@ def study_needs(study: Study) -> dict[str, dict]:
         for row in inventory_rows(arm, sized):
             by_cycle[row["cycle"]] += row["expected_bytes"]
         persistent[arm.persistent.name] += held_bytes(_every_cycle(list(by_cycle.values()), study.cycles), study.keep)
-        if not arm.staged:
-            continue
-        grid = Grid(arm.resolution, arm.levels)
-        for cycle, name, steps in arm_jobs(arm, sized):
-            if is_replay_job(name) and cycle == study.cycles[0]:
-                # a replay job's files in its folder on scratch (the same every cycle)
-                scratch[arm.scratch.name] = max(scratch[arm.scratch.name], replay_job_files(arm, name).room_bytes)
-            if steps:
-                inputs, outputs, _ = job_files(arm, cycle, steps)
-                job = sum(expected_bytes(spec, grid, arm.compression) for spec in inputs + outputs)
-                scratch[arm.scratch.name] = max(scratch[arm.scratch.name], job)
+        if arm.staged:
+            _largest_job_on_scratch(arm, study, scratch)
         if arm.archive:  # the archive keeps every cycle's tarballs (arch's and the earc jobs')
             tarred = [sum(tar_bytes(members) for members in cycle_expected_members(cycle, arm).values())
                       for cycle in sized]
             persistent[arm.archive["tier"]["name"]] += sum(_every_cycle(tarred, study.cycles))
     return {name: {"persistent_bytes": persistent.get(name, 0), "scratch_bytes": scratch.get(name, 0)}
             for name in set(persistent) | set(scratch)}
+
+
+def _largest_job_on_scratch(arm, study: Study, scratch: dict[str, int]) -> None:
+    """The largest job of a staged arm's first two cycles on its scratch tier: its inputs and outputs there at once."""
+    grid = Grid(arm.resolution, arm.levels)
+    for cycle, name, steps in arm_jobs(arm, study.cycles[:2]):
+        if is_replay_job(name) and cycle == study.cycles[0]:
+            # a replay job's files in its folder on scratch (the same every cycle)
+            scratch[arm.scratch.name] = max(scratch[arm.scratch.name], replay_job_files(arm, name).room_bytes)
+        if steps:
+            inputs, outputs, _ = job_files(arm, cycle, steps)
+            job = sum(expected_bytes(spec, grid, arm.compression) for spec in inputs + outputs)
+            scratch[arm.scratch.name] = max(scratch[arm.scratch.name], job)
 
 
 def _every_cycle(first_two: list[int], cycles: list[str]) -> list[int]:
