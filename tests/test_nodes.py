@@ -150,3 +150,17 @@ def test_a_stage_out_that_fails_on_a_node_names_it_and_the_file(three_nodes, tmp
     assert not (out / "fcst.manifest.json").exists()
     for node in NODES:
         assert not list((three_nodes / node).rglob("*.nc")), node
+
+
+def test_a_stage_in_that_fails_on_every_node_names_them_and_leaves_nothing(three_nodes, tmp_path, lay_cold_start):
+    faults = {"corrupt_staged_file": [{"cycle": "2026010100", "step": "fcst", "attempt": 1, "phase": "stage_in"}]}
+    settings = arm(tmp_path, faults=faults)
+    lay_cold_start(settings)
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(StagingError, match=r"stage_in failed on node n1 \(and on n2, n3\): .*checksum"):
+        run_step(settings, "2026010100", "fcst", out / "fcst.records.jsonl", out / "fcst.manifest.json")
+    for node in NODES:
+        assert not list((three_nodes / node).rglob("*.nc")), node
+    for node in NODES[1:]:
+        assert not (three_nodes / node / "scratch" / "77").exists(), node

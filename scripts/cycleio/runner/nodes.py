@@ -177,7 +177,7 @@ class NodeStaging:
                  faults: StagingFaults) -> None:
         """Every node gets every input on its scratch, each copy verified there."""
         self._run("stage_in", step, files=[spec.path for spec in inputs], source=str(source), dest="",
-                  workdir=self._on_scratch(workdir), faults=_faults(faults))
+                  workdir=self._on_scratch(workdir), faults=_faults(faults, workdir))
         log.info("%s stage_in: %d files on each of %d nodes (%s), verified", self.label, len(inputs),
                  len(self.allocation.nodes), ", ".join(self.allocation.nodes))
 
@@ -186,7 +186,7 @@ class NodeStaging:
         """Each node copies back the outputs it holds; returns the landed files and the node that held each.
         An output on no node, or on two with different contents, fails the job naming it."""
         results = self._run("stage_out", step, files=[spec.path for spec in outputs], source="", dest=str(dest),
-                            workdir=self._on_scratch(workdir), faults=_faults(faults))
+                            workdir=self._on_scratch(workdir), faults=_faults(faults, dest))
         landed: dict[str, tuple[int, str]] = {}
         held_on: dict[str, str] = {}
         for node, result in results.items():
@@ -219,8 +219,11 @@ def arm_scratch(settings: ArmSettings) -> Path:
     return expand_tier_path(settings.scratch.name, settings.scratch.path, settings.study) / settings.study / settings.arm
 
 
-def _faults(faults: StagingFaults) -> dict:
-    return {"corrupt": str(faults.corrupt) if faults.corrupt else None, "fail_after_files": faults.fail_after_files}
+def _faults(faults: StagingFaults, dest: Path) -> dict:
+    """A stage's faults for the nodes: the file to corrupt named below the stage's destination, which each node
+    has its own of on scratch."""
+    corrupt = str(Path(faults.corrupt).relative_to(dest)) if faults.corrupt else None
+    return {"corrupt": corrupt, "fail_after_files": faults.fail_after_files}
 
 
 def stage_on_node(plan_path: Path) -> None:
@@ -232,7 +235,8 @@ def stage_on_node(plan_path: Path) -> None:
     result: dict = {"node": node, "landed": {}, "error": None}
     action, step, label = plan["action"], plan["step"], f"{plan['label']} [{node}]"
     workdir = arm_scratch(settings) / plan["workdir"]
-    faults = StagingFaults(corrupt=Path(plan["faults"]["corrupt"]) if plan["faults"].get("corrupt") else None,
+    dest = workdir if action == "stage_in" else Path(plan["dest"] or ".")
+    faults = StagingFaults(corrupt=dest / plan["faults"]["corrupt"] if plan["faults"].get("corrupt") else None,
                            fail_after_files=plan["faults"].get("fail_after_files"))
     try:
         if action == "cleanup":
@@ -255,7 +259,7 @@ def stage_on_node(plan_path: Path) -> None:
             else:
                 files = [spec for spec in files if (workdir / spec.path).is_file()]  # what this node's ranks wrote
                 src, dst = scratch, persistent
-            source, dest = (Path(plan["source"]), workdir) if action == "stage_in" else (workdir, Path(plan["dest"]))
+            source = Path(plan["source"]) if action == "stage_in" else workdir
             result["landed"] = stage_files(files, source, dest, action, step, src, dst, records, options, label,
                                            faults) if files else {}
     except Exception as err:  # noqa: BLE001: whatever fails on a node is its result, for the job to report
