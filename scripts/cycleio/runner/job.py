@@ -4,7 +4,9 @@ A job runs one step (the default granularity) or a whole cycle (granularity ``cy
 steps on scratch, outputs staged once), or a replay job of a Darshan log (surrogates.darshanjob). Staging happens
 inside the job because node-local disk is seen only by the job's node and a burst-buffer allocation lives only as
 long as the job. Every phase is timed into records; the instruments (runner.instruments) are entered and left
-around each phase; a failed attempt's scratch goes at once and its records are kept apart.
+around each phase; a failed attempt's scratch goes at once and its records are kept apart. A job whose Slurm
+allocation spans several nodes of a tier not shared across them stages in, stages out and cleans up on every node
+(runner.nodes).
 
 The kernel counts each phase's I/O beside the records (instruments.KernelCounts, one window each: stage_in, each
 step's run, stage_out, cleanup; unstaged: run and verify). Inside a window: this process's reads and writes, its
