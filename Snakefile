@@ -66,6 +66,7 @@ onstart:
         if workflow.local_exec:
             problem = environment.launcher_problem(STUDY.config["launcher"])
             problem = problem or environment.parallel_launcher_problem(STUDY.study)
+            problem = problem or STUDY.bench.local_run_problem()
             if problem:
                 raise ConfigError(problem)
     except ConfigError as err:

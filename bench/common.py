@@ -70,6 +70,36 @@ def fio_rate(folder: Path, rw: str, file_bytes: int, nfiles: int = 1) -> float:
     return job[rw]["bw_bytes"] / MiB
 
 
+def fio_copy_rate(source: Path, target: Path, file_bytes: int, nfiles: int = 1, jobs: int = 1) -> dict[str, float]:
+    """What the tiers allow a copy: fio reading ``nfiles`` files of ``file_bytes`` in ``source`` and writing as
+    many in ``target`` at the same time, ``jobs`` readers and ``jobs`` writers (one of each per node copying).
+
+    A copy reads one tier and writes the other at once; where both are the same device (node-local
+    disk and the embedded "lustre" here) they share it, which reads and writes measured apart do not
+    show. Each job works through its own files one after the other with the same transfer size,
+    buffered; every written file is created by its job (``create_on_open``, as a copy creates its
+    files) and fsynced at the end (``end_fsync``, inside fio's runtime), no preallocation. The
+    source files are laid out first and made durable, the page cache dropped (as root). Returns
+    MiB/s: ``copy`` (all bytes over the slowest job's runtime), ``read`` and ``write`` (each side's
+    bytes over its slowest job's runtime).
+    """
+    source.mkdir(parents=True, exist_ok=True)
+    target.mkdir(parents=True, exist_ok=True)
+    block = min(MiB, file_bytes)
+    files = [f"--bs={block}", f"--nrfiles={nfiles}", f"--filesize={file_bytes}", f"--size={file_bytes * nfiles}",
+             "--file_service_type=sequential", "--ioengine=psync", "--fallocate=none", f"--numjobs={jobs}"]
+    reader = ["--name=copyread", f"--directory={source}", *files]
+    subprocess.run(["fio", *reader, "--rw=write", "--end_fsync=1"], check=True, capture_output=True)
+    drop_caches()
+    result = subprocess.run(["fio", "--output-format=json", *reader, "--rw=read",
+                             "--name=copywrite", f"--directory={target}", *files, "--rw=write", "--end_fsync=1",
+                             "--create_on_open=1"], check=True, capture_output=True, text=True)
+    runs = json.loads(result.stdout[result.stdout.index("{"):])["jobs"]
+    seconds = {rw: max(job[rw]["runtime"] for job in runs if job[rw]["io_bytes"]) / 1000 for rw in ("read", "write")}
+    mib = jobs * nfiles * file_bytes / MiB
+    return {"copy": mib / max(seconds.values()), "read": mib / seconds["read"], "write": mib / seconds["write"]}
+
+
 def fio_version() -> str:
     try:
         return subprocess.run(["fio", "--version"], capture_output=True, text=True).stdout.strip()

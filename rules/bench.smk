@@ -1,5 +1,5 @@
 # Benchmarks on every tier: IOR/mdtest (or fio's equivalents) and field I/O, one job per tier x
-# pattern x tasks; then the benchmarks, efficiency and I/O gap tables (the steps' paired replays run
+# pattern x nodes x tasks (a job over N nodes for N > 1); then the benchmarks, efficiency and I/O gap tables (the steps' paired replays run
 # inside their jobs, see cycleio.benchmarks.paired) and figures. The plan (points, their settings and CSV paths) lives in cycleio.benchmarks.tierbench; its
 # errors name the key. The rules name the tables and figures.
 # STUDY.bench is that plan, built and checked with the study.
@@ -8,15 +8,16 @@ from cycleio.report.captions import answer_numbers
 
 rule bench_point:
     output:
-        rows=out("bench", "{tier}", "{kind}", "{pattern}.n{ntasks}.csv"),
-        raw=directory(out("bench", "{tier}", "{kind}", "{pattern}.n{ntasks}.raw")),
+        rows=out("bench", "{tier}", "{kind}", "{pattern}.{shape}.csv"),
+        raw=directory(out("bench", "{tier}", "{kind}", "{pattern}.{shape}.raw")),
     log:
-        out("logs", "bench", "{tier}", "{kind}", "{pattern}.n{ntasks}.log"),
+        out("logs", "bench", "{tier}", "{kind}", "{pattern}.{shape}.log"),
     benchmark:
-        out("benchmarks", "bench", "{tier}", "{kind}", "{pattern}.n{ntasks}.tsv")
+        out("benchmarks", "bench", "{tier}", "{kind}", "{pattern}.{shape}.tsv")
     wildcard_constraints:
         kind="io|metadata",
         pattern=r"[A-Za-z0-9][A-Za-z0-9_]*",
+        shape=r"(N[0-9]+\.)?n[0-9]+",
     conda:
         "../envs/cycleio.yaml"
     resources:
@@ -24,10 +25,11 @@ rule bench_point:
         io_lock=1,
     params:
         settings=lambda wildcards: STUDY.bench.point_json(
-            wildcards.kind, wildcards.tier, wildcards.pattern, wildcards.ntasks
+            wildcards.kind, wildcards.tier, wildcards.pattern, wildcards.shape
         ),
+        what=lambda wildcards: STUDY.bench.describe(wildcards.shape),
     message:
-        "{wildcards.kind} benchmark {wildcards.pattern} on tier {wildcards.tier}, {wildcards.ntasks} tasks"
+        "{wildcards.kind} benchmark {wildcards.pattern} on tier {wildcards.tier}, {params.what}"
     shell:
         "python -m cycleio --log {log:q} bench --settings {params.settings:q}"
         " --out {output.rows:q} --raw {output.raw:q}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import pandas as pd
 import pytest
 from conftest import assert_axes_carry_data, assert_png_drawn, bar_sizes
 from cycleio.report.benchfigures import fieldio_figure, scaling_figure
@@ -26,6 +27,21 @@ def test_scaling_figure_draws_the_fixture_points(bench, tmp_path, drawn_figures)
     assert read.get_title() == "read (reads may come from the page cache)"
     # metadata: the mean operations per second of each tier at its largest task count (1)
     assert sorted(bar_sizes(metadata)) == sorted([5500, 22000, 4400, 55000, 110000, 44000])
+
+
+def test_points_over_several_nodes_are_series_of_their_own(bench, tmp_path, drawn_figures):
+    """The fixture's io points again as if measured on 3 nodes (3 times the tasks, 2.5 times the bandwidth): a
+    series per tier, pattern and node count, against the tasks on all nodes, which the axis says."""
+    io = bench[bench["benchmark"] == "io"].copy()
+    io["nodes"], io["tasks"], io["bw_MiB_per_s"] = 3, io["tasks"] * 3, io["bw_MiB_per_s"] * 2.5
+    scaling_figure(pd.concat([bench, io], ignore_index=True), tmp_path / "scaling.png", "fx")
+    (fig,) = drawn_figures
+    write = fig.axes[0]
+    lines = {c.get_label(): (list(c.lines[0].get_xdata()), list(c.lines[0].get_ydata())) for c in write.containers}
+    assert lines["lustre / easy"] == ([1, 2], [128, 256])
+    assert lines["lustre / easy, 3 nodes"] == ([3, 6], [320, 640])
+    assert lines["shm / easy, 3 nodes"] == ([3, 6], [1280, 2560])
+    assert "half-filled: 3 nodes, their tasks on all nodes" in write.get_xlabel()
 
 
 def test_fieldio_figure_draws_the_fixture_points(bench, tmp_path, drawn_figures):

@@ -35,7 +35,7 @@ def _check_schema(rows: list[dict]) -> None:
 
 
 def test_data_present() -> None:
-    assert len(IOR_JSON) == 7 and len(IOR_TEXT) == 2 and len(MDTEST) == 2 and len(FIO_JSON) == 13
+    assert len(IOR_JSON) == 7 and len(IOR_TEXT) == 2 and len(MDTEST) == 2 and len(FIO_JSON) == 14
 
 
 # ---------------------------------------------------------------- IOR JSON

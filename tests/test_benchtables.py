@@ -166,6 +166,25 @@ def test_a_benchmark_point_too_small_to_time_is_no_tiers_best_in_io_gap():
     assert gap[gap["tier"] == "lustre"]["tier_best_s"].notna().all()
 
 
+def test_points_over_several_nodes_are_points_of_their_own_and_no_steps_reference():
+    """The fixture's io points again at 3 nodes (three times the tasks and the bandwidth): rows of their own,
+    sorted by nodes then tasks; the references a step's one-node job is compared with stay the one-node ones."""
+    from cycleio.report.benchtables import io_gap_table
+
+    points = load_points(point_files())
+    io = points[points["benchmark"] == "io"].copy()
+    io["nodes"], io["tasks"], io["bw_MiB_per_s"] = 3, io["tasks"] * 3, io["bw_MiB_per_s"] * 3
+    one = benchmark_table(points)
+    both = benchmark_table(pd.concat([points, io], ignore_index=True))
+    assert len(both) == len(one) + len(io)
+    lustre = both[(both["tier"] == "lustre") & (both["benchmark"] == "io") & (both["operation"] == "write")]
+    assert list(dict.fromkeys(zip(lustre["nodes"], lustre["tasks"]))) == [(1, 1), (1, 2), (3, 3), (3, 6)]
+    assert both["timed"].sum() == one["timed"].sum() + io.shape[0] - (~benchmark_table(io)["timed"]).sum()
+    events = load_events(record_files())
+    assert io_gap_table(both, events).equals(io_gap_table(one, events))
+    assert efficiency_table(both, events).equals(efficiency_table(one, events))
+
+
 # ------------------------------------------------------------------------------------------- paired jobs, by hand
 
 @pytest.mark.parametrize("efficiency, low, high, timed, expected", [

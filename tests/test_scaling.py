@@ -57,7 +57,7 @@ def test_fit_table_uses_every_repetition():
     assert row["slope_MiB_per_s_per_task"] == pytest.approx(100) and row["plateau_MiB_per_s"] == pytest.approx(400)
     # each repetition 10% off its mean
     assert row["rmse_MiB_per_s"] == pytest.approx(math.sqrt(2 * (10**2 + 20**2 + 40**2 + 40**2) / 8))
-    assert fit_lines(fits)[0].startswith("lustre easy write: 100 MiB/s per task, plateau 400 MiB/s from 4.0 tasks")
+    assert fit_lines(fits)[0].startswith("lustre easy write on 2 nodes: 100 MiB/s per task, plateau 400 MiB/s from 4.0 tasks")
 
 
 def test_capacity_plan_numbers():

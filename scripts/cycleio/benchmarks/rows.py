@@ -29,7 +29,8 @@ repetition           int   0-based repetition for "rep" rows, 0 for fio rows,
                            None for max/min/mean rows
 repetitions          int   repetitions the tool ran (IOR -i, mdtest -i); None for fio
 tasks                int   MPI ranks (IOR, mdtest) or fio jobs behind the row
-nodes                int   nodes (fio: always 1)
+nodes                int   client nodes (a fio run: 1; a point over several nodes: their
+                           count, its fio runs merged, benchmarks.multinode)
 file_per_proc        bool  IOR -F; mdtest: not -S; fio: no shared ``filename``
 random               bool  random offsets (IOR -z, fio rand* rw); mdtest None
 transfer_size_bytes  int   IOR -t, fio bs

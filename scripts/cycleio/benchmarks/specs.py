@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import asdict, dataclass, field
 
 from ..config.schema import schema_default
@@ -100,6 +101,11 @@ class PointSettings:
     tool: str = schema_default("benchmarks.tool")
     paths: dict = field(default_factory=dict)
     launcher: str = schema_default("launcher")
+    nodes: int = 1  # client nodes; ``tasks`` counts the ranks (or fio jobs) on all of them
+
+    @property
+    def tasks_per_node(self) -> int:
+        return self.tasks // self.nodes
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
@@ -120,3 +126,27 @@ class PointSettings:
         spec = dict(self.spec)
         spec["patterns"], spec["layouts"] = tuple(spec["patterns"]), tuple(spec["layouts"])
         return FieldIOSpec(**spec)
+
+
+# A point's shape: its task count on one node (an int, or "n4" as its files are named), or "N3.n2": 3 nodes of
+# 2 tasks each (files easy.N3.n2.csv). One node keeps the names of the points from before nodes were swept.
+SHAPE = re.compile(r"^(?:N(?P<nodes>[0-9]+)\.)?n?(?P<tasks>[0-9]+)$")
+
+
+def shape_of(nodes: int, tasks_per_node: int) -> int | str:
+    return int(tasks_per_node) if nodes == 1 else f"N{nodes}.n{tasks_per_node}"
+
+
+def parse_shape(shape: int | str) -> tuple[int, int]:
+    """(nodes, tasks per node) of a point's shape: 4, "4", "n4" (one node) or "N3.n2"."""
+    match = SHAPE.match(str(shape))
+    if not match or int(match["tasks"]) < 1 or (match["nodes"] is not None and int(match["nodes"]) < 1):
+        raise ValueError(f"{shape!r} is not a benchmark point's shape; expected a task count (4, n4) or "
+                         "N<nodes>.n<tasks per node> (N3.n2)")
+    return int(match["nodes"] or 1), int(match["tasks"])
+
+
+def shape_name(shape: int | str) -> str:
+    """The shape as point files name it: n4, N3.n2."""
+    nodes, tasks = parse_shape(shape)
+    return f"n{tasks}" if nodes == 1 else f"N{nodes}.n{tasks}"

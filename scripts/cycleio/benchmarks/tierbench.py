@@ -30,7 +30,7 @@ import json
 import logging
 import shutil
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -39,10 +39,12 @@ from ..config.sizes import parse_size
 from ..fsutil import landing
 from ..storage.bbrequest import burst_buffer_request
 from ..config.tierspec import Tier
+from . import multinode
 from .common import COLUMNS, BenchmarkError, parse_run, run_tool, time_limit
 from .points import benchmark_folder, context, finish, fresh, log_rows, summarize
 from .rows import MiB
-from .specs import FieldIOSpec, IOPattern, MetadataPattern, PointSettings, segments_behind_time_bound
+from .specs import (FieldIOSpec, IOPattern, MetadataPattern, PointSettings, parse_shape, segments_behind_time_bound,
+                    shape_name, shape_of)
 from .tools import NATIVE, choose_tool, fio, ior, mdtest
 
 log = logging.getLogger("cycleio")
@@ -55,11 +57,11 @@ BENCHMARKS = ("io", "metadata", "fieldio")
 # checked here spans keys or needs the tool's rules.
 
 
-def _task_list(value: list[int] | None, fallback: list[int], key: str) -> list[int]:
-    """A pattern's own task counts, or the benchmarks' when it gives none (null)."""
+def _task_list(value: list[int] | None, fallback: list[int], key: str, what: str = "task count") -> list[int]:
+    """A pattern's own task (or node) counts, or the benchmarks' when it gives none (null)."""
     tasks = list(fallback if value is None else value)
     if not tasks:
-        raise ConfigError(f"config key '{key}': expected at least one task count")
+        raise ConfigError(f"config key '{key}': expected at least one {what}")
     return tasks
 
 
@@ -104,7 +106,8 @@ class BenchmarkPlan:
     paths: dict
     launcher: str
     tiers: dict  # name -> Tier
-    points: list = field(default_factory=list)  # (benchmark, tier, pattern, tasks)
+    # (benchmark, tier, pattern, shape): shape is the task count on one node, or "N3.n2" (specs.shape_of)
+    points: list = field(default_factory=list)
     specs: dict = field(default_factory=dict)  # (benchmark, pattern) -> (spec dict, repetitions)
     replay: bool = True
 
@@ -124,7 +127,7 @@ class BenchmarkPlan:
         plan = cls(enabled=bench["enabled"], study=config["study"], tool=bench["tool"],
                    paths={name: bench[f"{name}_path"] for name in ("ior", "mdtest", "fio")},
                    launcher=config["launcher"], tiers=tiers)
-        tasks = list(bench["tasks"])
+        tasks, nodes = list(bench["tasks"]), list(bench["nodes"])
 
         def reps(spec: dict) -> int:
             return bench["repetitions"] if spec["repetitions"] is None else spec["repetitions"]
@@ -137,7 +140,8 @@ class BenchmarkPlan:
             key = f"benchmarks.patterns.{name}"
             pattern = io_pattern_from_config(name, patterns[name], key, bench["stonewall_max_MiB_per_s_per_task"])
             plan._add("io", name, asdict(pattern), reps(patterns[name]),
-                      _task_list(patterns[name]["tasks"], tasks, f"{key}.tasks"))
+                      _task_list(patterns[name]["tasks"], tasks, f"{key}.tasks"),
+                      _nodes(patterns[name]["nodes"], nodes, key))
         metadata = bench["metadata"]
         for index, name in enumerate(bench["metadata_patterns"]):
             if name not in metadata:
@@ -146,7 +150,8 @@ class BenchmarkPlan:
             key = f"benchmarks.metadata.{name}"
             pattern = metadata_pattern_from_config(name, metadata[name], key)
             plan._add("metadata", name, asdict(pattern), reps(metadata[name]),
-                      _task_list(metadata[name]["tasks"], tasks, f"{key}.tasks"))
+                      _task_list(metadata[name]["tasks"], tasks, f"{key}.tasks"),
+                      _nodes(metadata[name]["nodes"], nodes, key))
         fio_cfg = bench["fieldio"]
         if fio_cfg["enabled"] and fio_cfg["patterns"]:
             access = [str(p) for p in fio_cfg["patterns"]]  # the schema takes 1 for "1"
@@ -179,61 +184,126 @@ class BenchmarkPlan:
 
     def _check_tools(self) -> None:
         """Find now, as each job will, the tool of every benchmark that needs one, so that a study whose
-        tools are missing (or cannot run a pattern) stops before its first job."""
-        needs = [(kind, IOPattern(**spec) if kind == "io" else None)
-                 for (kind, _), (spec, _) in self.specs.items() if kind in NATIVE]
+        tools are missing (or cannot run a pattern, or a pattern across nodes) stops before its first job."""
+        needs = [(kind, name, IOPattern(**spec) if kind == "io" else None)
+                 for (kind, name), (spec, _) in self.specs.items() if kind in NATIVE]
         if self.replay:  # the paired replay runs fio
-            needs.append(("replay", None))
-        for kind, pattern in needs:
+            needs.append(("replay", "", None))
+        for kind, name, pattern in needs:
             try:
-                choose_tool("fio" if kind == "replay" else self.tool, kind, self.paths, pattern)
+                tool = choose_tool("fio" if kind == "replay" else self.tool, kind, self.paths, pattern)
             except BenchmarkError as err:
                 raise ConfigError(str(err)) from None
+            if kind != "replay":
+                self._check_across_nodes(kind, name, tool.name)
 
-    def _add(self, benchmark: str, pattern: str, spec: dict, repetitions: int, tasks: list[int]) -> None:
+    def _check_across_nodes(self, kind: str, name: str, tool: str) -> None:
+        """One MPI job of IOR or mdtest across nodes cannot share a file or a folder tree on a tier that each node
+        has its own of (``shared: false``); fio, one per node, can (each node its own folder)."""
+        spec, _ = self.specs[(kind, name)]
+        if tool == "fio" or (tool == "ior" and spec["file_per_proc"]):
+            return
+        why = ("IOR's ranks on every node would write one shared file, of which each node would hold only its own "
+               "ranks' parts" if tool == "ior" else
+               "mdtest's first rank makes the folder tree every rank works in, which the other nodes would not see")
+        for benchmark, tier, pattern, shape in self.points:
+            nodes, _ = parse_shape(shape)
+            if (benchmark, pattern) == (kind, name) and nodes > 1 and not self.tiers[tier].shared:
+                key = f"benchmarks.{'patterns' if kind == 'io' else 'metadata'}.{name}.nodes"
+                raise ConfigError(
+                    f"config key '{key}': {kind} pattern {name} runs over {nodes} nodes on tier '{tier}', which is not "
+                    f"shared across nodes (tiers.{tier}.shared: false): {why}. Set {key} to [1], leave the tier out "
+                    "of benchmarks.tiers, or set benchmarks.tool to fio (one fio per node, each in its own folder)")
+
+    def _add(self, benchmark: str, pattern: str, spec: dict, repetitions: int, tasks: list[int],
+             nodes: list[int] = (1,)) -> None:
         self.specs[(benchmark, pattern)] = (spec, repetitions)
         for tier in self.tiers:
-            for count in tasks:
-                self.points.append((benchmark, tier, pattern, count))
+            for count in nodes:
+                for per_node in tasks:
+                    self.points.append((benchmark, tier, pattern, shape_of(count, per_node)))
 
-    def point_list(self, benchmark: str) -> list[tuple[str, str, int]]:
-        """(tier, pattern, tasks) of every point of one benchmark."""
-        return [(tier, pattern, tasks) for kind, tier, pattern, tasks in self.points if kind == benchmark]
+    def point_list(self, benchmark: str) -> list[tuple[str, str, int | str]]:
+        """(tier, pattern, shape) of every point of one benchmark: its task count on one node, or "N3.n2"."""
+        return [(tier, pattern, shape) for kind, tier, pattern, shape in self.points if kind == benchmark]
 
-    def settings(self, benchmark: str, tier: str, pattern: str, tasks: int) -> PointSettings:
+    def settings(self, benchmark: str, tier: str, pattern: str, shape: int | str) -> PointSettings:
+        """A point's settings; ``shape``: its task count on one node (4, "4", "n4") or "N3.n2" (3 nodes x 2 tasks)."""
         if (benchmark, pattern) not in self.specs or tier not in self.tiers:
             raise ValueError(f"no {benchmark} benchmark {pattern!r} on tier {tier!r} in this study's plan")
         spec, repetitions = self.specs[(benchmark, pattern)]
+        nodes, per_node = parse_shape(shape)
         return PointSettings(study=self.study, benchmark=benchmark, tier=self.tiers[tier], pattern=pattern,
-                             spec=spec, tasks=int(tasks), repetitions=repetitions, tool=self.tool,
-                             paths=dict(self.paths), launcher=self.launcher)
+                             spec=spec, tasks=nodes * per_node, repetitions=repetitions, tool=self.tool,
+                             paths=dict(self.paths), launcher=self.launcher, nodes=nodes)
 
-    def point_json(self, benchmark: str, tier: str, pattern: str, tasks: int | str) -> str:
-        return self.settings(benchmark, tier, pattern, int(tasks)).to_json()
+    def point_json(self, benchmark: str, tier: str, pattern: str, shape: int | str) -> str:
+        return self.settings(benchmark, tier, pattern, shape).to_json()
+
+    def local_run_problem(self) -> str | None:
+        """Why the plan cannot run without a cluster (its points over several nodes need a Slurm job each), or None."""
+        spread = sorted({parse_shape(shape)[0] for *_, shape in self.points if parse_shape(shape)[0] > 1})
+        if not self.enabled or not spread:
+            return None
+        return (f"config key 'benchmarks.nodes': points over {' and '.join(map(str, spread))} nodes run as Slurm jobs "
+                "of as many nodes, but this study runs its jobs here (no cluster executor): run it with a Slurm "
+                "profile (PROFILE=profiles/slurm, docs/cluster.md), or set benchmarks.nodes (and any pattern's "
+                "nodes) to [1]")
+
+    @staticmethod
+    def describe(shape: int | str) -> str:
+        """A point's shape in words: "2 tasks", "3 nodes x 2 tasks"."""
+        nodes, per_node = parse_shape(shape)
+        tasks = f"{per_node} task{'s' if per_node != 1 else ''}"
+        return tasks if nodes == 1 else f"{nodes} nodes x {tasks}"
 
     def rule_resources(self) -> dict[str, Callable]:
-        """Slurm resources of a benchmark job, as functions of its wildcards (``tier``, ``ntasks``):
-        its tasks, one node when the tier is not shared, ``srun`` for MPI, and the tier's burst-buffer
-        request. Local runs ignore them; a site overrides them in its profile."""
+        """Slurm resources of a benchmark job (:func:`point_resources`), as functions of its wildcards (``tier``,
+        and ``shape`` or ``ntasks``). Local runs ignore them; a site overrides them in its profile."""
+        computed: dict[tuple, dict] = {}
 
+        def resource(key: str) -> Callable:
+            def value(wildcards):
+                shape = getattr(wildcards, "shape", None) or getattr(wildcards, "ntasks", 1)
+                point = (wildcards.tier, *parse_shape(shape))
+                if point not in computed:
+                    computed[point] = point_resources(self.tiers[point[0]], *point[1:])
+                return computed[point][key]
 
-        def tasks(wildcards) -> int:
-            return int(getattr(wildcards, "ntasks", 1))
+            return value
 
-        return {
-            "tasks": tasks,
-            "nodes": lambda wildcards: 1 if tasks(wildcards) == 1 or not self.tiers[wildcards.tier].shared else None,
-            "mpi": lambda wildcards: "srun" if tasks(wildcards) > 1 else None,
-            "slurm_extra": lambda wildcards: burst_buffer_request(self.tiers[wildcards.tier]),
-        }
+        return {key: resource(key) for key in RESOURCE_KEYS}
 
     # Paths, built with the workflow's one path provider ``out`` (rules/common.smk).
     def point_files(self, out: Callable) -> list[str]:
         """The CSV of every benchmark point."""
-        files = [out("bench", tier, kind, f"{pattern}.n{tasks}.csv")
-                 for kind in ("io", "metadata") for tier, pattern, tasks in self.point_list(kind)]
+        files = [out("bench", tier, kind, f"{pattern}.{shape_name(shape)}.csv")
+                 for kind in ("io", "metadata") for tier, pattern, shape in self.point_list(kind)]
         files += [out("bench", tier, "fieldio", f"n{tasks}.csv") for tier, _, tasks in self.point_list("fieldio")]
         return files
+
+
+RESOURCE_KEYS = ("nodes", "tasks", "tasks_per_node", "mpi", "slurm_extra")
+
+
+def point_resources(tier: Tier, nodes: int, tasks_per_node: int) -> dict:
+    """Slurm resources of one benchmark job. On one node: its tasks, ``nodes: 1`` when the tier is not shared
+    (Slurm may otherwise spread the ranks), ``srun`` for MPI. Over N nodes: ``nodes: N`` and N x M tasks, given as
+    tasks per node (M > 1; the Slurm plugin takes one of the two) so that every node runs M, and ``srun``: the job's
+    shell starts the ranks (IOR, mdtest) or one fio per node (benchmarks.nodes). Both: the tier's burst-buffer
+    request. None leaves a resource to Slurm (Snakemake drops it)."""
+    if nodes == 1:
+        one = {"nodes": 1 if tasks_per_node == 1 or not tier.shared else None, "tasks": tasks_per_node,
+               "tasks_per_node": None, "mpi": "srun" if tasks_per_node > 1 else None}
+    else:
+        one = {"nodes": nodes, "tasks": nodes if tasks_per_node == 1 else None,
+               "tasks_per_node": tasks_per_node if tasks_per_node > 1 else None, "mpi": "srun"}
+    return {**one, "slurm_extra": burst_buffer_request(tier)}
+
+
+def _nodes(value: list[int] | None, fallback: list[int], key: str) -> list[int]:
+    """A pattern's node counts (``key``.nodes), or benchmarks.nodes when it gives none."""
+    return _task_list(value, fallback, f"{key}.nodes", "node count")
 
 
 # --------------------------------------------------------------------------- running
@@ -255,42 +325,53 @@ def _repetitions(reps: int, name: str, work: Path, one_run: Callable[[str], list
 def run_io(settings: PointSettings, raw_dir: Path) -> list[dict]:
     pattern, tasks, reps = settings.io_pattern(), settings.tasks, settings.repetitions
     tool = choose_tool(settings.tool, "io", settings.paths, pattern)
-    site, work = benchmark_folder(settings.tier, settings.study, f"io-{pattern.name}-n{tasks}")
-    site.require_space(pattern.bytes_per_task * tasks, f"pattern {pattern.name} with {tasks} tasks")
-    label = f"[{settings.tier.name} io {pattern.name} n{tasks} {tool.name}]"
-    name = f"{pattern.name}.n{tasks}"
+    name = f"{pattern.name}.{shape_name(shape_of(settings.nodes, settings.tasks_per_node))}"
+    site, work = benchmark_folder(settings.tier, settings.study, f"io-{name.replace('.', '-')}")
+    nodes = multinode.PointNodes(settings, work, raw_dir, name)
+    site.require_space(pattern.bytes_per_task * nodes.tasks_on_a_folder(tasks),
+                       f"pattern {pattern.name} with {nodes.tasks_on_a_folder(tasks)} tasks")
+    label = f"[{settings.tier.name} io {name} {tool.name}]"
     bound = f"each phase {pattern.stonewall_s:g} s, up to " if pattern.stonewall_s > 0 else ""
-    log.info("%s %s%d MiB per task, transfer %d bytes, %s, %d repetitions", label, bound, pattern.bytes_per_task // MiB,
-             pattern.transfer_size_bytes, "file per process" if pattern.file_per_proc else "one shared file", reps)
+    log.info("%s %s%d MiB per task, transfer %d bytes, %s, %d repetitions%s", label, bound,
+             pattern.bytes_per_task // MiB, pattern.transfer_size_bytes,
+             "file per process" if pattern.file_per_proc else "one shared file", reps,
+             f", {settings.nodes} nodes x {settings.tasks_per_node} tasks" + (", each node its own folder"
+                                                                             if nodes.own else "")
+             if settings.nodes > 1 else "")
     nbytes = 2 * pattern.bytes_per_task * tasks  # written, then read, per repetition
     calls = nbytes / pattern.transfer_size_bytes
     version = tool.version()
     t_start = time.time()
     try:
+        nodes.prepare()
         if tool.name == "ior":
             summary = raw_dir / f"{name}.json"
-            fresh(work)
-            argv = ior.command(tool.path, pattern, tasks, reps, work / "testfile", summary, settings.launcher)
+            # on folders of their own the nodes cannot read each other's files: each task reads its own
+            argv = ior.command(tool.path, replace(pattern, reorder="none") if nodes.own else pattern, tasks, reps,
+                               work / "testfile", summary, settings.launcher)
             run = run_tool(tool.label, argv, raw_dir, name, time_limit(reps * nbytes, reps * calls))
             rows = parse_run(ior.parse_json, summary, tool.label, run, stdout_path=run.stdout)
-            rows = [{**r, "tasks": tasks} for r in rows]
+            rows = [{**r, "tasks": tasks, "nodes": settings.nodes} for r in rows]
         else:
             def one_run(rep_name: str) -> list[dict]:
+                limit = time_limit(nbytes, calls)
+                if settings.nodes > 1:
+                    return _fio_io_across_nodes(tool, pattern, nodes, rep_name, limit)
                 if pattern.stonewall_s > 0:
-                    return _fio_phases_bounded_by_time(tool, pattern, tasks, work, raw_dir, rep_name,
-                                                       time_limit(nbytes, calls))
+                    return _fio_phases_bounded_by_time(tool, pattern, tasks, work, raw_dir, rep_name, limit)
                 argv = fio.io_command(tool.path, pattern, tasks, work, raw_dir / f"{rep_name}.json")
-                run = run_tool(tool.label, argv, raw_dir, rep_name, time_limit(nbytes, calls))
+                run = run_tool(tool.label, argv, raw_dir, rep_name, limit)
                 return parse_run(fio.parse, raw_dir / f"{rep_name}.json", tool.label, run)
 
             # the pattern's parameters, so rows compare across tools
             rows = _repetitions(reps, name, work, one_run, version, {
-                "tasks": tasks, "file_per_proc": pattern.file_per_proc, "block_size_bytes": pattern.block_size_bytes,
-                "segments": pattern.segments, "reorder": pattern.reorder, "fsync": pattern.fsync,
-                "stonewall_s": pattern.stonewall_s, "cold_cache": fio.reads_from_storage(pattern)})
+                "tasks": tasks, "nodes": settings.nodes, "file_per_proc": pattern.file_per_proc,
+                "block_size_bytes": pattern.block_size_bytes, "segments": pattern.segments,
+                "reorder": pattern.reorder, "fsync": pattern.fsync, "stonewall_s": pattern.stonewall_s,
+                "cold_cache": fio.reads_from_storage(pattern)})
     finally:
-        shutil.rmtree(work, ignore_errors=True)
-    rows = finish(rows, context(settings, site), t_start)
+        nodes.clean()
+    rows = finish(rows, nodes.context(settings, site), t_start)
     log_rows(label, rows)
     return rows if tool.name == "ior" else rows + summarize(rows)
 
@@ -308,19 +389,45 @@ def _fio_phases_bounded_by_time(tool, pattern: IOPattern, tasks: int, work: Path
     return [fio.group_jobs(written), *parse_run(fio.parse, read_json, tool.label, run)]
 
 
+def _fio_io_across_nodes(tool, pattern: IOPattern, nodes: multinode.PointNodes, rep_name: str, limit: float) -> list[dict]:
+    """One repetition of an io pattern with one fio per node, each with the node's tasks in its own folder, merged
+    into one point (multinode.merge_nodes); bounded by time, as two runs (the read phase of each node sized to
+    what it wrote), as on one node."""
+    per_node, path = nodes.per_node, tool.path
+    if pattern.stonewall_s <= 0:
+        runs, _ = nodes.fio(tool, lambda node, folder: fio.io_command(
+            path, pattern, per_node, folder, nodes.raw_dir / f"{rep_name}.node{node}.json"), rep_name, limit)
+        return multinode.merge_nodes(runs)
+    write_name, read_name = f"{rep_name}.write", f"{rep_name}.read"
+    written, outputs = nodes.fio(tool, lambda node, folder: fio.io_write_command(
+        path, pattern, per_node, folder, nodes.raw_dir / f"{write_name}.node{node}.json"), write_name, limit)
+    reads, _ = nodes.fio(tool, lambda node, folder: fio.io_read_command(
+        path, pattern, folder, nodes.raw_dir / f"{read_name}.node{node}.json", fio.written_per_job(outputs[node])),
+        read_name, limit, fresh_folders=False)
+    return multinode.merge_nodes([[fio.group_jobs(rows)] for rows in written]) + multinode.merge_nodes(reads)
+
+
 def run_metadata(settings: PointSettings, raw_dir: Path) -> list[dict]:
     pattern, tasks, reps = settings.metadata_pattern(), settings.tasks, settings.repetitions
     tool = choose_tool(settings.tool, "metadata", settings.paths)
-    site, work = benchmark_folder(settings.tier, settings.study, f"md-{pattern.name}-n{tasks}")
-    site.require_space(pattern.files_per_task * tasks * max(pattern.file_size_bytes, 4096), f"metadata {pattern.name}")
-    label = f"[{settings.tier.name} metadata {pattern.name} n{tasks} {tool.name}]"
+    name = f"{pattern.name}.{shape_name(shape_of(settings.nodes, settings.tasks_per_node))}"
+    site, work = benchmark_folder(settings.tier, settings.study, f"md-{name.replace('.', '-')}")
+    nodes = multinode.PointNodes(settings, work, raw_dir, name)
+    if nodes.own and tool.name == "mdtest":
+        raise BenchmarkError(f"mdtest cannot run over {settings.nodes} nodes on tier '{settings.tier.name}', which is "
+                             "not shared across nodes: its first rank makes the folder tree every rank works in "
+                             f"(config key benchmarks.metadata.{pattern.name}.nodes)")
+    on_a_folder = nodes.tasks_on_a_folder(tasks)
+    site.require_space(pattern.files_per_task * on_a_folder * max(pattern.file_size_bytes, 4096),
+                       f"metadata {pattern.name}")
+    label = f"[{settings.tier.name} metadata {name} {tool.name}]"
     log.info("%s %d files per task, %d bytes each, %s", label, pattern.files_per_task, pattern.file_size_bytes,
              "a folder per task" if pattern.unique_dir else "one shared folder")
     if tool.name == "fio" and pattern.file_size_bytes:
         log.info("%s fio's filecreate writes no data: file_size applies to mdtest only", label)
     files = pattern.files_per_task * tasks
     limit = time_limit(2 * files * pattern.file_size_bytes, 4 * files)  # create (write), stat, read, remove
-    name, t_start = f"{pattern.name}.n{tasks}", time.time()
+    t_start = time.time()
     version = tool.version()
 
     def one_run(rep_name: str) -> list[dict]:
@@ -329,17 +436,23 @@ def run_metadata(settings: PointSettings, raw_dir: Path) -> list[dict]:
             run = run_tool(tool.label, argv, raw_dir, rep_name, limit)
             parsed = parse_run(mdtest.parse, run.stdout, tool.label, run)
             return [r for r in parsed if r["aggregate"] == "mean"]  # -i 1: max = min = mean
+        if settings.nodes > 1:
+            runs, _ = nodes.fio(tool, lambda node, folder: fio.metadata_command(
+                tool.path, pattern, settings.tasks_per_node, folder, raw_dir / f"{rep_name}.node{node}.json"),
+                rep_name, limit)
+            return multinode.merge_nodes(runs)
         argv = fio.metadata_command(tool.path, pattern, tasks, work, raw_dir / f"{rep_name}.json")
         run = run_tool(tool.label, argv, raw_dir, rep_name, limit)
         return parse_run(fio.parse, raw_dir / f"{rep_name}.json", tool.label, run)
 
     try:
+        nodes.prepare()
         rows = _repetitions(reps, name, work, one_run, version, {
-            "tasks": tasks, "file_per_proc": pattern.unique_dir, "block_size_bytes": pattern.file_size_bytes,
-            "segments": pattern.files_per_task})
+            "tasks": tasks, "nodes": settings.nodes, "file_per_proc": pattern.unique_dir,
+            "block_size_bytes": pattern.file_size_bytes, "segments": pattern.files_per_task})
     finally:
-        shutil.rmtree(work, ignore_errors=True)
-    rows = finish(rows, context(settings, site), t_start)
+        nodes.clean()
+    rows = finish(rows, nodes.context(settings, site), t_start)
     log_rows(label, rows)
     return rows + summarize(rows)
 

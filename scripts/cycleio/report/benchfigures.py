@@ -38,6 +38,8 @@ def _typed(table: pd.DataFrame) -> pd.DataFrame:
     table = table.copy()
     # tables from before the column: every row counts as timed
     table["timed"] = table["timed"].fillna(True).astype(bool) if "timed" in table else True
+    # client nodes of each point (a blank count, from tables before nodes were swept, is one node)
+    table["nodes"] = pd.to_numeric(table["nodes"], errors="coerce").fillna(1).astype(int) if "nodes" in table else 1
     for column in ("pattern", "job", "tool_version", "api", "tier", "operation", "aggregate", "benchmark"):
         table[column] = table[column].astype("string")
     return table
@@ -46,7 +48,9 @@ def _typed(table: pd.DataFrame) -> pd.DataFrame:
 def scaling_figure(table: pd.DataFrame, paths: list[Path], title: str, fits: pd.DataFrame | None = None) -> None:
     """MiB/s against tasks per tier (write, read; mean over repetitions, bars from min to max) and
     metadata operations per second per tier. ``fits`` (report.scaling.fit_table): each tier and pattern's
-    linear-to-plateau model, drawn thin over its points, its plateau marked where reached."""
+    linear-to-plateau model, drawn thin over its points, its plateau marked where reached. Points over several
+    client nodes are series of their own (``tier / pattern, N nodes``, half-filled markers), against their
+    tasks on all nodes."""
     table = _typed(table)
     sns.set_theme(style="whitegrid", context="notebook")
     fig, axes = plt.subplots(1, 3, figsize=(17, 5.2), gridspec_kw={"width_ratios": [1, 1, 1.2]})
@@ -61,17 +65,19 @@ def scaling_figure(table: pd.DataFrame, paths: list[Path], title: str, fits: pd.
         if rows.empty:
             empty_panel(ax, f"no {operation} benchmark")
             continue
-        stats = rows.pivot_table(index=["tier", "pattern", "tasks"], columns="aggregate", values="bw_MiB_per_s",
-                                 aggfunc="first").reset_index()
-        means = rows[rows["aggregate"] == "mean"].groupby(["tier", "pattern", "tasks"])["timed"].all()
-        stats["timed"] = [bool(means.get(key, True)) for key in zip(stats["tier"], stats["pattern"], stats["tasks"])]
-        for (tier, pattern), group in stats.groupby(["tier", "pattern"], sort=True):
+        index = ["tier", "pattern", "nodes", "tasks"]
+        stats = rows.pivot_table(index=index, columns="aggregate", values="bw_MiB_per_s", aggfunc="first").reset_index()
+        means = rows[rows["aggregate"] == "mean"].groupby(index)["timed"].all()
+        stats["timed"] = [bool(means.get(key, True)) for key in zip(*(stats[column] for column in index))]
+        for (tier, pattern, nodes), group in stats.groupby(["tier", "pattern", "nodes"], sort=True):
             group = group.sort_values("tasks")
             low = (group["mean"] - group.get("min", group["mean"])).clip(lower=0)
             high = (group.get("max", group["mean"]) - group["mean"]).clip(lower=0)
             linestyle, marker = style[pattern]
             ax.errorbar(group["tasks"], group["mean"], yerr=[low, high], color=colors[tier], linestyle="none",
-                        marker=marker, capsize=3, label=f"{tier} / {pattern}")  # the lines: _join
+                        marker=marker, capsize=3, markersize=8 if nodes > 1 else 6,
+                        fillstyle="top" if nodes > 1 else "full", markerfacecoloralt="white",
+                        label=f"{tier} / {pattern}" + (f", {nodes} nodes" if nodes > 1 else ""))  # the lines: _join
             _join(ax, group, colors[tier], linestyle)
             hollow = group[~group["timed"].astype(bool)]
             if not hollow.empty:  # too small to time: drawn, but hollow and pale, and left out of the fits
@@ -87,7 +93,11 @@ def scaling_figure(table: pd.DataFrame, paths: list[Path], title: str, fits: pd.
         ax.minorticks_off()
         ax.set_yscale("log")
         cached = " (reads may come from the page cache)" if operation == "read" and rows["cache_risk"].any() else ""
-        ax.set(xlabel=_mark_oversubscribed(ax, tasks, _host_cores(rows)), ylabel="bandwidth [MiB/s]",
+        one_node = sorted(set(int(t) for t in stats[stats["nodes"] == 1]["tasks"]))
+        xlabel = _mark_oversubscribed(ax, one_node, _host_cores(rows), tasks)
+        if (stats["nodes"] > 1).any():
+            xlabel += f"\nhalf-filled: {_and_nodes(stats['nodes'])}, their tasks on all nodes"
+        ax.set(xlabel=xlabel, ylabel="bandwidth [MiB/s]",
                title=f"{operation}{cached}")
         ax.title.set_fontsize(10 if cached else 12)
     handles, labels = axes[0].get_legend_handles_labels()
@@ -107,7 +117,7 @@ def scaling_figure(table: pd.DataFrame, paths: list[Path], title: str, fits: pd.
         empty_panel(ax, "no metadata benchmark")
     else:
         top = md[md["tasks"] == md.groupby(["tier", "pattern"])["tasks"].transform("max")].copy()
-        top["what"] = top["pattern"] + ": " + top["operation"]
+        top["what"] = top["pattern"] + ": " + top["operation"] + [f" ({n} nodes)" if n > 1 else "" for n in top["nodes"]]
         rank = {op: i for i, op in enumerate(METADATA_ORDER)}
         top["_rank"] = top["operation"].map(lambda op: rank.get(op, len(rank)))
         order = list(dict.fromkeys(top.sort_values(["pattern", "_rank", "operation"])["what"]))
@@ -137,10 +147,16 @@ def _host_cores(rows: pd.DataFrame) -> int | None:
     return int(rows["host_cores"].min())
 
 
-def _mark_oversubscribed(ax, tasks: list[int], cores: int | None) -> str:
-    """Shade the task counts above the machine's cores (those points oversubscribe it: their tasks share cores)
-    and say so; the axis label to use."""
-    if cores is None:
+def _and_nodes(nodes: pd.Series) -> str:
+    counts = sorted({int(n) for n in nodes if n > 1})
+    return (" and ".join(str(n) for n in counts)) + " nodes"
+
+
+def _mark_oversubscribed(ax, tasks: list[int], cores: int | None, shown: list[int] | None = None) -> str:
+    """Shade the task counts on one node above the machine's cores (those points oversubscribe it: their tasks
+    share cores) and say so; the axis label to use. ``shown``: every task count on the axis (several nodes' too)."""
+    shown = shown or tasks
+    if cores is None or not tasks:
         return "tasks"
     over = [t for t in tasks if t > cores]
     n_cores = f"{cores} core{'s' if cores != 1 else ''}"
@@ -149,7 +165,7 @@ def _mark_oversubscribed(ax, tasks: list[int], cores: int | None) -> str:
     within = [t for t in tasks if t <= cores]
     start = (max(within) * min(over)) ** 0.5 if within else min(over) / 2 ** 0.5
     ax.axvspan(start, max(over) * 2 ** 0.5, color="grey", alpha=0.12, zorder=0, linewidth=0)
-    ax.set_xlim(min(tasks) / 2 ** 0.5, max(tasks) * 2 ** 0.5)
+    ax.set_xlim(min(shown) / 2 ** 0.5, max(shown) * 2 ** 0.5)
     ax.text(0.99, 0.02, f"oversubscribed:\nmore tasks than\nthe {n_cores}", transform=ax.transAxes,
             ha="right", va="bottom", fontsize="small", color="dimgrey")
     return f"tasks ({n_cores}; shaded: oversubscribed)"

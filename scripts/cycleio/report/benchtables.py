@@ -63,7 +63,7 @@ def load_points(paths: list[str | Path]) -> pd.DataFrame:
     return table.to_pandas(types_mapper=_PANDAS_TYPES.get)
 
 
-POINT_KEYS = ["tier", "benchmark", "pattern", "api", "tasks", "operation", "source", "job"]
+POINT_KEYS = ["tier", "benchmark", "pattern", "api", "nodes", "tasks", "operation", "source", "job"]
 
 
 def mark_timed(bench: pd.DataFrame, timing: TimedThreshold) -> pd.Series:
@@ -87,7 +87,7 @@ def mark_timed(bench: pd.DataFrame, timing: TimedThreshold) -> pd.Series:
 
 def benchmark_table(points: pd.DataFrame, timing: TimedThreshold = TimedThreshold()) -> pd.DataFrame:
     order = points["aggregate"].map(AGGREGATE_ORDER).fillna(9)
-    keys = ["tier", "benchmark", "pattern", "api", "tasks", "operation"]
+    keys = ["tier", "benchmark", "pattern", "api", "nodes", "tasks", "operation"]
     table = (points.assign(_order=order).sort_values([*keys, "_order", "repetition"], kind="stable")
              .drop(columns="_order").reset_index(drop=True))
     table["timed"] = mark_timed(table, timing)
@@ -215,11 +215,19 @@ def _paired_rows(pairs: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def one_node(bench: pd.DataFrame) -> pd.DataFrame:
+    """The rows of points on one client node (a blank ``nodes``, from a table before nodes were swept, is one)."""
+    if "nodes" not in bench:
+        return bench
+    return bench[pd.to_numeric(bench["nodes"], errors="coerce").fillna(1).astype(float) <= 1]
+
+
 def _references(bench: pd.DataFrame) -> pd.DataFrame:
     """Per tier and operation, the IOR/fio patterns a step compares with besides its replay: every io pattern
     at 1 task (the surrogates' one writer) and at its best task count (what the tier can do), with the
-    fastest and slowest repetition of that point for the band."""
-    aggregates = bench[(bench["benchmark"] == "io") & bench["bw_MiB_per_s"].notna()]
+    fastest and slowest repetition of that point for the band. Points on one node only: a step's job is
+    compared with what one node's tasks can do."""
+    aggregates = one_node(bench[(bench["benchmark"] == "io") & bench["bw_MiB_per_s"].notna()])
     point = ["tier", "pattern", "operation", "tasks"]
     spread = aggregates.pivot_table(index=point, columns="aggregate", values="bw_MiB_per_s", aggfunc="first")
     counts = aggregates[aggregates["aggregate"] == "rep"].groupby(point).size()
@@ -321,9 +329,10 @@ IO_GAP_COLUMNS = (
 def _best_point(bench: pd.DataFrame, tier: str, operation: str, tasks: int) -> pd.Series | None:
     """The tier's best pattern for a job of ``tasks`` tasks: the io pattern named ``easy`` (else every pattern),
     the fastest of its points with at most the job's tasks (a job can always write with fewer), else the one
-    with the fewest tasks; timed points only (a point too small to time is no tier's best)."""
-    means = bench[(bench["benchmark"] == "io") & (bench["aggregate"] == "mean") & (bench["tier"] == tier)
-                  & (bench["operation"] == operation) & bench["bw_MiB_per_s"].notna()]
+    with the fewest tasks; timed points only (a point too small to time is no tier's best), on one node."""
+    means = one_node(bench)
+    means = means[(means["benchmark"] == "io") & (means["aggregate"] == "mean") & (means["tier"] == tier)
+                  & (means["operation"] == operation) & means["bw_MiB_per_s"].notna()]
     if "timed" in means:
         means = means[means["timed"].fillna(True).astype(bool)]
     if means.empty:

@@ -6,6 +6,11 @@ Model: ``bw(n) = min(slope * n, plateau)`` (MiB/s; each task adds ``slope`` unti
 counts into a rising part and a plateau part; where no point lies on the plateau, the plateau is not
 reached (``plateau_reached`` False) and is at least the best measured bandwidth.
 
+Client nodes (config benchmarks.nodes; seed 000 measured Lustre from 4 to 12 client nodes, each with 1 to 32
+tasks): each node count gets its own fit, over its points' tasks on all its nodes (``nodes_measured`` is the
+fit's node count); the plan divides the plateau of the fit at the most nodes by its nodes (a tier that scales with
+its clients, as seed 000 found Lustre to, gives the same per node at every count: the fit lines say how it did).
+
 Only timed points are fitted (benchmarks.csv ``timed``: enough bytes and seconds to time, the threshold of
 benchmarks.threshold.TimedThreshold); with fewer than MIN_TIMED_POINTS of them no slope, plateau or bound is claimed
 (``fit`` says "too few timed points").
@@ -85,13 +90,15 @@ def fit_linear_plateau(tasks, bandwidth) -> PlateauFit:
 
 
 def fit_table(benchmarks: pd.DataFrame) -> pd.DataFrame:
-    """One fit per tier x io pattern x operation, over every timed repetition's bandwidth (rows ``rep``; the
+    """One fit per tier x io pattern x operation x client nodes, over every timed repetition's bandwidth (rows ``rep``; the
     means where a tool gave no repetitions). Points too small to time (``timed`` False; a table without the
     column counts all as timed) are left out and counted (``n_untimed``); with fewer than MIN_TIMED_POINTS
     timed points the row says so in ``fit`` and its model columns are empty."""
-    io = benchmarks[(benchmarks["benchmark"] == "io") & benchmarks["bw_MiB_per_s"].notna()]
+    io = benchmarks[(benchmarks["benchmark"] == "io") & benchmarks["bw_MiB_per_s"].notna()].copy()
+    # a blank count (tables from before nodes were swept) is one node
+    io["_nodes"] = pd.to_numeric(io["nodes"], errors="coerce").fillna(1).astype(int) if "nodes" in io else 1
     rows = []
-    for (tier, pattern, operation), group in io.groupby(["tier", "pattern", "operation"], sort=True):
+    for (tier, pattern, operation, nodes), group in io.groupby(["tier", "pattern", "operation", "_nodes"], sort=True):
         points = group[group["aggregate"] == "rep"]
         if points.empty:
             points = group[group["aggregate"] == "mean"]
@@ -99,12 +106,11 @@ def fit_table(benchmarks: pd.DataFrame) -> pd.DataFrame:
             continue
         timed = points["timed"].astype(bool) if "timed" in points else pd.Series(True, index=points.index)
         measured, points = points, points[timed]
-        nodes = measured["nodes"].dropna()
         row = {"tier": tier, "tier_kind": group["tier_kind"].dropna().iloc[0] if group["tier_kind"].notna().any()
                else None, "pattern": pattern, "operation": operation, "n_points": len(points),
                "n_untimed": int((~timed).sum()),
                "tasks_measured": " ".join(str(int(t)) for t in sorted(set(measured["tasks"]))),
-               "nodes_measured": int(nodes.max()) if not nodes.empty else 1}
+               "nodes_measured": int(nodes)}
         if len(points) < MIN_TIMED_POINTS:
             rows.append({**row, "fit": TOO_FEW})
             continue
@@ -140,7 +146,8 @@ def _and(words: list[str]) -> str:
 
 def fit_lines(fits: pd.DataFrame) -> list[str]:
     """The fits in words, one line each (printed and logged); fits left out for the same want of timed points
-    share a line."""
+    share a line; a fit at more than one node says so, and where a tier was fitted at several node counts a
+    line says how its plateau grew with them (:func:`node_lines`)."""
     lines, unfitted = [], {}
     for row, has_model in zip(fits.itertuples(), fitted(fits)):
         untimed = int(getattr(row, "n_untimed", 0) or 0)
@@ -160,7 +167,9 @@ def fit_lines(fits: pd.DataFrame) -> list[str]:
         else:
             plateau = f"plateau {row.plateau_MiB_per_s:.0f} MiB/s from {row.knee_tasks:.1f} tasks"
         left_out = f", {untimed} too small to time left out" if untimed else ""
-        lines.append(f"{row.tier} {row.pattern} {row.operation}: {row.slope_MiB_per_s_per_task:.0f} MiB/s per task, "
+        nodes = int(getattr(row, "nodes_measured", 1) or 1)
+        on_nodes = f" on {nodes} nodes" if nodes > 1 else ""
+        lines.append(f"{row.tier} {row.pattern} {row.operation}{on_nodes}: {row.slope_MiB_per_s_per_task:.0f} MiB/s per task, "
                      f"{plateau}; error {row.rmse_MiB_per_s:.0f} MiB/s rms ({row.relative_error:.0%}) over "
                      f"{row.n_points} timed points{left_out}")
     for index, line in enumerate(lines):
@@ -170,6 +179,28 @@ def fit_lines(fits: pd.DataFrame) -> list[str]:
             lines[index] = (f"{_named_together(unfitted[line])}: too few timed points, no fit ({timed} of {total} "
                             f"points{each} at {tasks} tasks moved enough bytes for long enough to time, "
                             f"{MIN_TIMED_POINTS} needed)")
+    return lines + node_lines(fits)
+
+
+def node_lines(fits: pd.DataFrame) -> list[str]:
+    """Per tier, pattern and operation fitted at several client node counts: its plateau at each, per node, and
+    what the most nodes gave over the fewest against what linear scaling with the nodes would give."""
+    if "nodes_measured" not in fits:
+        return []
+    lines = []
+    modelled = fits[fitted(fits)]
+    for (tier, pattern, operation), group in modelled.groupby(["tier", "pattern", "operation"], sort=True):
+        if group["nodes_measured"].nunique() < 2:
+            continue
+        group = group.sort_values("nodes_measured")
+        each = ", ".join(f"{int(r.nodes_measured)} node{'s' if r.nodes_measured != 1 else ''} "
+                         f"{r.plateau_MiB_per_s:.0f} MiB/s{'' if r.plateau_reached else ' (not reached)'}"
+                         for r in group.itertuples())
+        first, last = group.iloc[0], group.iloc[-1]
+        gain = last["plateau_MiB_per_s"] / first["plateau_MiB_per_s"] if first["plateau_MiB_per_s"] > 0 else math.nan
+        lines.append(f"{tier} {pattern} {operation} across client nodes: {each}; x{gain:.2f} for "
+                     f"x{last['nodes_measured'] / first['nodes_measured']:.2f} the nodes (linear scaling would give "
+                     "the same factor)")
     return lines
 
 
@@ -213,7 +244,9 @@ def capacity_plan(inventory: pd.DataFrame, fits: pd.DataFrame, *, resolution: st
     """Per tier (write fits of each pattern) and step, plus a ``cycle`` row: the bandwidth that keeps a cycle's
     I/O within ``io_budget_fraction`` of the cycle interval, and the units of the measured tier it takes
     (needed / (plateau per measured unit), rounded up). ``units`` (config ``plan.units``): per tier name,
-    ``name`` and ``measured``, the units the benchmarks ran on; other tiers count the benchmarks' nodes.
+    ``name`` and ``measured``, the units the benchmarks ran on; other tiers count the benchmarks' client nodes:
+    of a tier and pattern fitted at several node counts, the plan takes the fit at the most nodes (with a model
+    where one has it), and assumes the tier gives as much per client node at the scale it plans for.
     ``archive``: add an ``archive`` row, the cycle's tarballs (read off the persistent tier and written to the archive),
     whose budget is the whole cycle interval: the archive runs beside the next cycle and keeps up if it finishes
     within it."""
@@ -232,7 +265,7 @@ def capacity_plan(inventory: pd.DataFrame, fits: pd.DataFrame, *, resolution: st
                           ignore_index=True)
     rows = []
     for fit, has_model in zip(fits.itertuples(), fitted(fits)):
-        if fit.operation != "write":
+        if fit.operation != "write" or fit.Index not in _most_nodes(fits):
             continue
         unit = units.get(fit.tier, {"name": UNIT_NAMES.get(fit.tier_kind, "units as measured"),
                                     "measured": fit.nodes_measured})
@@ -251,6 +284,16 @@ def capacity_plan(inventory: pd.DataFrame, fits: pd.DataFrame, *, resolution: st
                          "fit": FITTED if has_model else TOO_FEW,
                          "unit": unit["name"]})
     return pd.DataFrame(rows, columns=CAPACITY_COLUMNS)
+
+
+def _most_nodes(fits: pd.DataFrame) -> set:
+    """The index of each tier and pattern's write fit at the most client nodes, among those with a model if any."""
+    writes = fits[fits["operation"] == "write"].assign(_model=fitted(fits),
+                                                       _nodes=fits.get("nodes_measured", pd.Series(1, index=fits.index)))
+    chosen = set()
+    for _, group in writes.groupby(["tier", "pattern"], sort=False):
+        chosen.add(group.sort_values(["_model", "_nodes"], kind="stable").index[-1])
+    return chosen
 
 
 def plan_lines(plan: pd.DataFrame) -> list[str]:

@@ -27,7 +27,7 @@ from typing import Callable
 from ..faults import InjectedFault
 from ..units import MiB
 from .checksums import BLOCK_BYTES, verify_file
-from .copyengine import WriteBehind, stage_with_engine, syncfs_makes_durable
+from .copyengine import WriteBehind, small_file_streams, stage_with_engine, syncfs_makes_durable
 from .copytools import stage_with_tool
 from ..fsutil import discard, fsync_dir, is_temporary
 from .libc import libc
@@ -93,8 +93,11 @@ def _give_final_names(copies: list[CopyResult], local_folders: set[Path], stream
     """Rename verified copies into place and sync their folders. On a network filesystem a rename
     is a round trip to a server (about 2 ms on GlusterFS here), so those run on parallel streams;
     local renames in one folder only contend for its lock, so they run one after the other."""
-    local = [copy for copy in copies if copy.dest.parent in local_folders]
-    remote = [copy for copy in copies if copy.dest.parent not in local_folders]
+    local, remote, folders = [], [], set()
+    for copy in copies:  # each .parent is a new Path whose hash is computed anew: once per copy
+        folder = copy.dest.parent
+        folders.add(folder)
+        (local if folder in local_folders else remote).append(copy)
 
     def rename(copy: CopyResult) -> None:
         try:
@@ -111,7 +114,7 @@ def _give_final_names(copies: list[CopyResult], local_folders: set[Path], stream
             discard(copy.temporary)
         raise
     if durable:
-        for folder in {copy.dest.parent for copy in copies}:
+        for folder in folders:
             fsync_dir(folder)
 
 
@@ -131,7 +134,9 @@ def copy_and_verify(pairs: list[tuple[Path, Path]], options: StagingOptions = St
     then do the copies get their final names: on any error every temporary is removed, and no file
     of a batch that failed verification carries a final name.
     """
-    pairs = [(Path(source), Path(dest)) for source, dest in pairs]
+    pairs = [(source if isinstance(source, Path) else Path(source), dest if isinstance(dest, Path) else Path(dest))
+             for source, dest in pairs]
+    in_folder = [dest.parent for _, dest in pairs]  # each .parent is a new Path, hashed anew: once per file
     streams = max(1, options.streams)
     engine = options.method == "cycleio"
     verify_inline = engine and not options.direct_io_verify
@@ -143,13 +148,15 @@ def copy_and_verify(pairs: list[tuple[Path, Path]], options: StagingOptions = St
             sizes.append(os.stat(source).st_size)
         except OSError as err:
             raise os_error("copy", source, dest, err) from err
-    for folder in {dest.parent for _, dest in pairs}:
+    folders = set(in_folder)
+    for folder in folders:
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as err:
             raise StagingError(f"cannot create {folder}: [Errno {err.errno}] {err.strerror or err}") from err
     remove_stale_temporaries([dest for _, dest in pairs])
-    syncfs_folders = {folder for folder in {dest.parent for _, dest in pairs} if syncfs_makes_durable(folder)}
+    syncfs_folders = {folder for folder in folders if syncfs_makes_durable(folder)}
+    batch_synced = [folder in syncfs_folders for folder in in_folder]
     writeback = WriteBehind() if engine and options.durable else None
     counted = {"files": 0, "bytes": 0, "started": 0}
     lock = threading.Lock()
@@ -164,7 +171,7 @@ def copy_and_verify(pairs: list[tuple[Path, Path]], options: StagingOptions = St
                     raise InjectedFault(f"injected fault (config faults.fail_stage_out): the copy of {dest} fails "
                                         f"after {fail_after} of {len(pairs)} files")
         try:
-            batch_sync = dest.parent in syncfs_folders
+            batch_sync = batch_synced[index]
             fsync = options.durable and not batch_sync
             if engine:
                 copies[index], verified[index] = stage_with_engine(
@@ -193,7 +200,8 @@ def copy_and_verify(pairs: list[tuple[Path, Path]], options: StagingOptions = St
         try:
             for index in large:
                 stage_one(index, streams)
-            in_parallel(lambda n: stage_one(small[n], 1), len(small), streams)
+            small_streams = small_file_streams([pairs[i][0] for i in small], streams) if engine else streams
+            in_parallel(lambda n: stage_one(small[n], 1), len(small), small_streams)
         except BaseException:
             if writeback is not None:
                 writeback.close(raise_error=False)
@@ -202,7 +210,7 @@ def copy_and_verify(pairs: list[tuple[Path, Path]], options: StagingOptions = St
             writeback.close()  # raises a write-behind I/O error, naming the file
         t_land, t0 = time.time(), time.perf_counter()
         if options.durable:
-            make_durable([c.temporary for c in copies if c.dest.parent in syncfs_folders])
+            make_durable([c.temporary for c, synced in zip(copies, batch_synced) if synced])
         land_seconds = time.perf_counter() - t0
         if not verify_inline:
             in_parallel(lambda n: verify_one(small[n], 1), len(small), streams)

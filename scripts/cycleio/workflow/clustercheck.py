@@ -38,6 +38,7 @@ from typing import Callable
 
 import yaml
 
+from ..benchmarks.specs import parse_shape
 from ..benchmarks.tierbench import BenchmarkPlan
 from ..process import run_command
 from .dependencies import CycledJobs
@@ -246,10 +247,13 @@ def study_jobs(filled: dict, study, profile: Profile) -> list[JobSize]:
     plan = BenchmarkPlan.from_config(filled)
     if plan.enabled:
         default_mem = int(float(profile.defaults.get("mem_mb") or 0))
-        for kind, tier, pattern, tasks in plan.points:
+        for kind, tier, pattern, shape in plan.points:
+            nodes, tasks = parse_shape(shape)
             shared = plan.tiers[tier].shared
-            add(f"benchmark {kind} {pattern} on tier {tier} with {tasks} tasks", BENCH_RULES.get(kind, "bench_point"),
-                int(tasks), 1, default_mem, 1 if int(tasks) == 1 or not shared else None)
+            # over several nodes: each of its nodes runs its tasks per node (benchmarks.tierbench.point_resources)
+            add(f"benchmark {kind} {pattern} on tier {tier} with {plan.describe(shape)}",
+                BENCH_RULES.get(kind, "bench_point"), tasks, 1, default_mem,
+                1 if tasks == 1 or not shared or nodes > 1 else None)
     return list(jobs.values())
 
 
