@@ -196,7 +196,7 @@ def test_staging_table_per_job_and_direction(study):
     assert len(staging) == 2 * 2 * 2 * 2  # arms x cycles x staged steps x directions
     first = staging.iloc[0].to_dict()
     assert first == {"study": "s", "arm": "a1", "cycle": "2026010100", "step": "fcst", "phase": "stage_in",
-                     "method": "cycleio", "dest_tier": "ssd", "dest_fs_type": "ext4", "n_files": 3, "bytes": 7 * MiB,
+                     "node": "node1", "method": "cycleio", "dest_tier": "ssd", "dest_fs_type": "ext4", "n_files": 3, "bytes": 7 * MiB,
                      "copy_s": 2 * 5.75, "t_start": T0 + 40, "wall_s": 2 * 3.25, "MiB_per_s": 7 / (2 * 3.25)}
 
 
@@ -385,7 +385,7 @@ def test_staging_table_of_the_fixture_by_hand(tables):
     out = row_of(staging, cycle=C1, step="fcst", phase="stage_out").to_dict()
     # two 16 MiB copies side by side [9, 10] and their sync [10, 10.25], from fcst's start T0 + 120
     assert out == {"study": "fx", "arm": "shm", "cycle": C1, "step": "fcst", "phase": "stage_out",
-                   "method": "cycleio", "dest_tier": "lustre", "dest_fs_type": "ext4", "n_files": 2,
+                   "node": "vm", "method": "cycleio", "dest_tier": "lustre", "dest_fs_type": "ext4", "n_files": 2,
                    "bytes": 32 * MiB, "copy_s": 2.25, "t_start": T0 + 129, "wall_s": 1.25, "MiB_per_s": 32 / 1.25}
     into = row_of(staging, cycle=C1, step="fcst", phase="stage_in")
     assert (into["dest_tier"], into["n_files"], into["bytes"], into["copy_s"], into["wall_s"]) == (
@@ -421,3 +421,19 @@ def test_tiers_table_takes_each_arms_first_job_per_role(tables):
     shm = found[("shm", "scratch")]
     assert (shm.tier, shm.fs_type, shm.mount_point, shm.free_bytes, shm.host) == (
         "shm", "tmpfs", "/dev/shm", 20 * 2**30 - 5 * MiB, "vm")
+
+
+def test_staging_table_has_a_row_per_node_of_a_job_over_several():
+    """runner.nodes: each node's copies carry its host; the slowest node is its own row."""
+    from cycleio.report.aggregate import staging_table
+
+    rows = []
+    for node, seconds in (("n1", 1.0), ("n2", 4.0), ("n3", 2.0)):
+        for phase in ("stage_in", "stage_out"):
+            rows.append({"study": "s", "arm": "node_local", "cycle": "2026010100", "step": "fcst", "phase": phase,
+                         "op": "copy", "tool": "cycleio", "tier": "node_local", "fs_type": "tmpfs", "host": node,
+                         "bytes": MiB, "seconds": seconds, "t_start": 10.0, "t_end": 10.0 + seconds})
+    table = staging_table(pd.DataFrame(rows))
+    assert len(table) == 6 and sorted(set(table["node"])) == ["n1", "n2", "n3"]
+    slowest = table.loc[table["wall_s"].idxmax()]
+    assert slowest["node"] == "n2" and slowest["MiB_per_s"] == 1 / 4.0

@@ -211,3 +211,19 @@ def test_a_shared_file_strategy_across_nodes_on_node_local_scratch_is_refused(tm
     # default-resources do not reach a rule that sets nodes itself (1 on node-local scratch)
     assert shared_file(check(tmp_path, default_config, defaults={"slurm_partition": "debug", "nodes": 2},
                              write_strategies=["parallel"])) == []
+
+
+def test_a_job_spread_over_nodes_is_checked_per_node(tmp_path, default_config):
+    """docs/cluster.md's three 2-CPU nodes: the default 2-rank forecast with 2 copy streams does not fit one
+    node, but spread one rank per node it does; more nodes than the partition has are refused."""
+    three = FakeSlurm(nodes="n1|2|4000\nn2|2|4000\nn3|2|4000\n")
+    problems = check(tmp_path, default_config, slurm=three, write_component={"ranks": 2})
+    assert any("fcst asks for 2 tasks x 2 CPUs on one node" in p and "job_layout" in p for p in problems), problems
+    streams = {"staging": {"streams": 2}, "write_component": {"ranks": 2}}
+    assert check(tmp_path, default_config, slurm=three, **streams, job_layout={"fcst": {"nodes": 2}}) == []
+    wide = {"staging": {"streams": 2}, "write_component": {"ranks": 6}, "job_layout": {"fcst": {"nodes": 2}}}
+    problems = check(tmp_path, default_config, slurm=three, **wide)
+    assert len(problems) == 1 and "asks for 3 tasks x 1 CPUs on each of its 2 nodes" in problems[0], problems
+    four = {"write_component": {"ranks": 4}, "staging": {"streams": 1}, "job_layout": {"fcst": {"nodes": 4}}}
+    problems = check(tmp_path, default_config, slurm=three, **four)
+    assert len(problems) == 1 and "asks for 4 nodes, but partition 'debug' has 3" in problems[0], problems

@@ -13,13 +13,17 @@ Without root, Slurm, unshare or mpi4py the module skips with the reason, except 
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shutil
+import signal
 import subprocess
 import sys
 import uuid
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from conftest import REPO, cannot_run_here, slurm_cluster_lock, slurm_installed
@@ -132,3 +136,107 @@ def test_mpi_ranks_form_one_communicator_across_the_nodes(nodes):
         cannot_run_here(f"mpi4py (on the PyPI mpich wheel) is not in this venv: {check.stderr.strip()}")
     out = ok("srun", "-N3", "--ntasks-per-node=1", "--mpi=pmi2", sys.executable, "-c", MPI_PROGRAM)
     assert out.split() == ["3", "6", *NODES]
+
+
+# --------------------------------------------------------------------------- a smoke-sized study over the nodes
+
+BIN = Path(sys.executable).parent
+SMOKE = REPO / "config" / "studies" / "smoke.yaml"
+PROFILE = REPO / "profiles" / "slurm-localhost"
+MULTINODE = REPO / "config" / "studies" / "multinode.yaml"  # docs/cluster.md's multi-node recipe
+STUDY_SECONDS = 300  # a run that takes longer is stopped and the test fails with its log
+
+
+def scratch_on_nodes() -> dict[str, list[str]]:
+    """What each node holds in its /tmp and /dev/shm per-user folders (job folders, files), by node."""
+    out = ok("srun", "-N3", "--ntasks-per-node=1", "sh", "-c",
+             'for f in /tmp/cycleio-* /dev/shm/cycleio-*; do [ -e "$f" ] && find "$f" -mindepth 1 | sed "s|^|$(hostname) |"; '
+             'done; true')
+    found: dict[str, list[str]] = {node: [] for node in NODES}
+    for line in out.splitlines():
+        node, _, path = line.partition(" ")
+        found[node].append(path)
+    return found
+
+
+@pytest.fixture(scope="module")
+def study_run(nodes):
+    """The multi-node study run once through the Snakemake Slurm executor from a folder every node sees."""
+    workdir = REPO / "results" / f"test-multinode-{os.getpid()}"  # the checkout is on every node (SLURM_NODE_SHARED)
+    workdir.mkdir(parents=True)
+    configs = [SMOKE, MULTINODE]
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",  # this checkout's cycleio, from any folder
+           "PYTHONPATH": os.pathsep.join([str(REPO / "scripts"), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    before = scratch_on_nodes()
+    check = subprocess.run([BIN / "python", "-m", "cycleio", "cluster-check", "--profile", PROFILE,
+                            REPO / "config" / "config.yaml", *configs], capture_output=True, text=True, timeout=120,
+                           cwd=workdir, env=env)
+    argv = [BIN / "snakemake", "results/multinode/tables/staging.csv", "-s", REPO / "Snakefile",
+            "--workflow-profile", PROFILE, "--configfile", *configs]
+    log = workdir / "snakemake.out"
+    with open(log, "w") as out:
+        proc = subprocess.Popen([str(a) for a in argv], stdout=out, stderr=subprocess.STDOUT, cwd=workdir, env=env,
+                                start_new_session=True)
+        try:
+            proc.wait(timeout=STUDY_SECONDS)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=60)
+    jobs = "".join(f"\n--- {path.name}\n{path.read_text(errors='replace')[-1500:]}"
+                   for path in sorted((workdir / ".snakemake" / "slurm_logs").rglob("*.log")))
+    done = {"workdir": workdir, "check": check, "returncode": proc.returncode, "before": before,
+            "output": log.read_text(errors="replace")[-4000:] + jobs[-8000:], "after": scratch_on_nodes()}
+    try:
+        yield done
+    finally:
+        if proc.returncode == 0:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def study_records(workdir: Path, arm: str, job: str) -> list[dict]:
+    path = workdir / "results" / "multinode" / "arms" / arm / "2026123112" / f"{job}.records.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_a_smoke_study_runs_its_forecast_over_the_three_nodes(study_run):
+    check = study_run["check"]
+    assert check.returncode == 0, check.stderr  # the cluster check takes the forecast over three 2-CPU nodes
+    assert study_run["returncode"] == 0, study_run["output"]
+    workdir = study_run["workdir"]
+    arms = workdir / "results" / "multinode" / "arms"
+    staging = pd.read_csv(workdir / "results" / "multinode" / "tables" / "staging.csv", dtype={"cycle": str})
+    for arm in ("node_local", "shm", "lustre"):
+        manifest = json.loads((arms / arm / "2026123112" / "fcst.manifest.json").read_text())
+        job = ok("scontrol", "show", "job", manifest["provenance"]["slurm_job_id"])
+        assert "NumNodes=3 " in job and "NumTasks=3 " in job, job
+        records = study_records(workdir, arm, "fcst")
+        # the MPI ranks ran on the three nodes
+        assert {r["host"] for r in records if r["op"] == "write_effective"} == {"n1", "n2"}  # the compute ranks
+        assert {r["host"] for r in records if r["phase"] == "run" and r["op"] == "write"} == {"n3"}  # the writer
+        # every output landed, verified on the persistent tier, and the manifest says which node held it
+        assert manifest["outputs"]
+        for entry in manifest["outputs"]:
+            assert (Path(manifest["root"]) / entry["path"]).stat().st_size == entry["bytes"] > 0
+        if arm == "lustre":  # written by the ranks straight onto the shared tier: no staging
+            assert not [r for r in records if r["phase"] in ("stage_in", "stage_out")]
+            continue
+        assert manifest["provenance"]["nodes"] == NODES
+        assert {entry["node"] for entry in manifest["outputs"]} == {"n3"}  # the quilt writer's node
+        copies = [r for r in records if r["op"] == "copy"]
+        for node in NODES:  # every node's scratch received every input, each copy verified there
+            assert {r["file"] for r in copies if r["phase"] == "stage_in" and r["host"] == node} == set(
+                manifest["inputs"]), (arm, node)
+        verified = {r["file"] for r in records if r["phase"] == "verify" and r["op"] == "checksum"
+                    and r["tier"] == "lustre"}
+        assert verified == {entry["path"] for entry in manifest["outputs"]}
+        rows = staging[(staging["arm"] == arm) & (staging["step"] == "fcst")]
+        assert sorted(rows.loc[rows["phase"] == "stage_in", "node"]) == NODES
+        assert list(rows.loc[rows["phase"] == "stage_out", "node"]) == ["n3"]
+
+
+def test_the_study_leaves_nothing_on_any_node(study_run):
+    assert study_run["returncode"] == 0, study_run["output"]
+    before, after = study_run["before"], study_run["after"]
+    for node in NODES:
+        left = sorted(set(after[node]) - set(before[node]))
+        assert not left, f"{node} kept {left[:5]}"

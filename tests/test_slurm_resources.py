@@ -161,7 +161,7 @@ def test_a_shared_file_strategy_spanning_nodes_on_scratch_no_other_node_sees_is_
         f"arm shm: write strategy '{strategy}' writes each file from many ranks at once, and the fcst job's {ntasks} "
         "ranks may run on 2 nodes (profiles/x/config.yaml set-resources: cycle_step: nodes), but its scratch tier "
         "'shm' is not shared across nodes (tiers.shm.shared: false): each node would hold only its ranks' parts of "
-        "a file. Use a strategy that writes whole files (serial, per_rank, quilt; config key write_strategies) or a "
+        "a file. Use a strategy that writes whole files (serial, quilt; config key write_strategies) or a "
         "scratch tier shared across nodes (config key scratch_tiers), or set profiles/x/config.yaml set-resources: "
         "cycle_step: nodes to 1")
     assert "as many nodes as Slurm chooses" in shared_file_problem("node_local", study["node_local"], "cycle", None,
@@ -169,9 +169,13 @@ def test_a_shared_file_strategy_spanning_nodes_on_scratch_no_other_node_sees_is_
     assert shared_file_problem("shm", shm, "post", 2, FULL_CYCLE) is None  # no forecast in it
     assert shared_file_problem("lustre", study["lustre"], "fcst", None, FULL_CYCLE) is None  # shared tier
     assert shared_file_problem("bb", study["bb"], "fcst", 2, FULL_CYCLE) is None  # a burst buffer is shared
-    for whole_files in ("serial", "per_rank", "quilt"):
+    for whole_files in ("serial", "quilt"):
         other = arms(write_strategies=[whole_files], write_component={"ranks": 4})["shm"]
         assert shared_file_problem("shm", other, "fcst", 2, FULL_CYCLE) is None
+    # per_rank combines each file from every rank's pieces: across nodes the combining rank would miss some
+    per_rank = arms(write_strategies=["per_rank"], write_component={"ranks": 4})["shm"]
+    assert "the rank combining a file would not see the other nodes' pieces" in shared_file_problem(
+        "shm", per_rank, "fcst", 2, FULL_CYCLE)
 
 
 def test_rule_resources_are_functions_of_the_wildcards():
@@ -286,3 +290,56 @@ def test_the_archive_job_of_a_burst_buffer_arm_asks_slurm_for_one_cpu_and_no_bur
     for option in ("-t 10", "--mem 1000", "--nodes=1", "--ntasks=1", "--cpus-per-task=1"):
         assert option in line, (option, line)
     assert "--bb" not in line
+
+
+def test_job_layout_spreads_a_jobs_ranks_over_nodes_with_memory_and_cpus_per_node(plugin):
+    spread = arms(write_component={"ranks": 3}, job_layout={"fcst": {"nodes": 3}})
+    for name in ("node_local", "lustre"):  # on any tier
+        res = slurm_resources(spread[name], "fcst", FULL_CYCLE)
+        assert (res["nodes"], res["tasks"], res["slurm_extra"]) == (3, 3, "--ntasks-per-node=1"), (name, res)
+        # --mem is per node: one rank's memory; the copy streams are each node's
+        assert res["mem_mb"] == mem_mb(arms(write_component={"ranks": 1})["lustre"], "fcst", FULL_CYCLE)
+    assert slurm_resources(spread["node_local"], "fcst", FULL_CYCLE)["cpus_per_task"] == 4
+    plugin.validation.validate_slurm_extra(FakeJob(slurm_resources(spread["shm"], "fcst", FULL_CYCLE)))
+    line = plugin.submit.get_submit_command(FakeJob(slurm_resources(spread["shm"], "fcst", FULL_CYCLE)), {
+        "run_uuid": "u", "slurm_logfile": "l.log", "comment_str": "c", "account": "", "partition": "-p debug",
+        "workdir": "/w"})
+    assert "--nodes=3" in line and "--ntasks=3" in line and "--ntasks-per-node=1" in line, line
+    # tasks per node given: the nodes follow; the other steps keep one node
+    per_node = arms(write_component={"ranks": 4}, job_layout={"fcst": {"tasks_per_node": 2}})["shm"]
+    assert job_nodes(per_node, "fcst", FULL_CYCLE) == 2 and job_nodes(per_node, "post", FULL_CYCLE) == 1
+    assert slurm_resources(per_node, "fcst", FULL_CYCLE)["cpus_per_task"] == 2
+    # a granularity-cycle job takes fcst's layout
+    cycle = arms(write_component={"ranks": 2}, job_layout={"fcst": {"nodes": 2}}, scratch_tiers=["lustre"],
+                 staging={"granularity": ["cycle"]})
+    assert job_nodes(next(iter(cycle.values())), "cycle", FULL_CYCLE) == 2
+
+
+def test_the_default_layout_is_todays():
+    for arm in arms().values():
+        for step in ("prep", "anal", "fcst", "post"):
+            res = slurm_resources(arm, step, FULL_CYCLE)
+            assert "--ntasks-per-node" not in res["slurm_extra"]
+            assert res["nodes"] == (None if step == "fcst" and arm.scratch.shared else 1), (arm.arm, step)
+
+
+@pytest.mark.parametrize("layout, message", [
+    ({"fcst": {"nodes": 3}}, "job_layout.fcst.nodes=3 asks for 3 nodes, but the fcst job has 2 tasks"),
+    ({"fcst": {"nodes": 1, "tasks_per_node": 1}}, "gives 1 nodes x 1 tasks, fewer than the fcst job's 2 tasks"),
+    ({"fcst": {"nodes": 2, "tasks_per_node": 2}}, "leaves a node without tasks"),
+    ({"post": {"nodes": 2}}, "job_layout.post.nodes=2 asks for 2 nodes, but the post job has 1 tasks"),
+])
+def test_a_layout_that_cannot_hold_its_tasks_is_refused_naming_the_key(layout, message):
+    with pytest.raises(Exception) as err:
+        arms(job_layout=layout)
+    assert type(err.value).__name__ == "ConfigError" and message in str(err.value), str(err.value)
+
+
+def test_a_layout_over_nodes_is_refused_where_no_node_would_hold_whole_files():
+    with pytest.raises(Exception) as err:
+        arms(write_strategies=["per_rank"], job_layout={"fcst": {"nodes": 2}})
+    assert "job_layout.fcst.nodes" in str(err.value) and "per_rank" in str(err.value)
+    arms(write_strategies=["per_rank"], job_layout={"fcst": {"nodes": 2}}, scratch_tiers=["lustre"])  # shared: fine
+    with pytest.raises(Exception) as err:
+        arms(job_layout={"fcst": {"nodes": 2}}, scratch_tiers=["node_local"], staging={"granularity": ["cycle"]})
+    assert "granularity-cycle job runs post after the forecast on its first node" in str(err.value)

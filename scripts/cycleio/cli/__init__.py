@@ -50,6 +50,12 @@ def cmd_step(args) -> None:
                  replay=PairedReplay.from_settings(settings.replay))
 
 
+def cmd_stage_node(args) -> None:
+    from ..runner.nodes import stage_on_node
+
+    stage_on_node(Path(args.plan))
+
+
 def cmd_coldstart(args) -> None:
     from ..runner.persistentjobs import run_coldstart
 
@@ -395,6 +401,11 @@ def build_parser() -> argparse.ArgumentParser:
     step.add_argument("--manifest", required=True, help="manifest to write last")
     step.add_argument("--failed-attempts", help="folder that keeps a failed attempt's records (attemptN.PID.records.jsonl)")
     step.set_defaults(func=cmd_step)
+
+    node = sub.add_parser("stage-node", help="one node's part of a job's staging over several nodes (runner.nodes): "
+                          "one task per node, started by the job with srun")
+    node.add_argument("--plan", required=True, help="the job's plan (JSON) for this action")
+    node.set_defaults(func=cmd_stage_node)
 
     cold = sub.add_parser("coldstart", help="write an arm's cold-start initial conditions")
     cold.add_argument("--arm-settings", required=True)

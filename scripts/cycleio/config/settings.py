@@ -245,6 +245,9 @@ class ArmSettings:
     # found, workflow.study fills it in); a replay job's settings hold its own job only
     darshan: dict = field(default_factory=dict)
     darshan_library: str = ""  # config instruments.darshan: every job's processes run under it (darshan.runtime)
+    # config ``job_layout``: step -> {nodes, tasks_per_node} of its batch job (workflow.slurm.job_layout); read when
+    # the jobs are submitted, not by the jobs (they find their nodes in the allocation), so no job's params hold it
+    job_layout: dict = field(default_factory=dict)
 
     @property
     def staged(self) -> bool:
@@ -436,5 +439,6 @@ def build_study(config: dict) -> Study:
             darshan={"only": config["darshan"]["only"],
                      "jobs": sweep_replay_ranks(copy.deepcopy(config["darshan"]["jobs"]))},
             darshan_library=config["instruments"]["darshan"],
+            job_layout={step: dict(entry) for step, entry in config["job_layout"].items()},
         )
     return Study(config["study"], cycles, arms, cyc["keep"])

@@ -30,8 +30,8 @@ CPU_OPS = {"generate": "generate_s", "encode": "codec_s", "decode": "codec_s", "
            "locate": "metadata_s"}
 PHASE_COLUMNS = ("stage_in", "run", "stage_out", "verify", "cleanup", "archive")  # archive: the arch job's
 EVENT_ORDER = ("arm", "cycle", "step", "t_start")
-CYCLE_TABLE_COLUMNS = ["study", "arm", "cycle", "step", "phase", "op", "tool", "tier", "fs_type", "bytes", "seconds",
-                       "t_start", "t_end"]  # what step_summary, phase_throughput and staging_table read
+CYCLE_TABLE_COLUMNS = ["study", "arm", "cycle", "step", "phase", "op", "tool", "tier", "fs_type", "host", "bytes",
+                       "seconds", "t_start", "t_end"]  # what step_summary, phase_throughput and staging_table read
 
 
 def load_events(record_files: list[str | Path]) -> pd.DataFrame:
@@ -137,9 +137,10 @@ def phase_throughput(events: pd.DataFrame) -> pd.DataFrame:
 
 
 def staging_table(events: pd.DataFrame) -> pd.DataFrame:
-    """Per arm, cycle, job and direction: files, bytes, seconds and MiB/s of the copies, by method."""
+    """Per arm, cycle, job, direction and node: files, bytes, seconds and MiB/s of the copies, by method. A job
+    over several nodes stages on each (runner.nodes): a row per node, so the slowest node shows."""
     copies = events[events["phase"].isin(["stage_in", "stage_out"]) & events["op"].isin(["copy", "sync"])]
-    keys = ["study", "arm", "cycle", "step", "phase", "tool", "tier", "fs_type"]
+    keys = ["study", "arm", "cycle", "step", "phase", "host", "tool", "tier", "fs_type"]
     table = copies.groupby(keys, sort=True).agg(
         n_files=("op", lambda ops: int((ops == "copy").sum())), bytes=("bytes", "sum"), copy_s=("seconds", "sum"),
         t_start=("t_start", "min"), t_end=("t_end", "max"),
@@ -148,7 +149,7 @@ def staging_table(events: pd.DataFrame) -> pd.DataFrame:
     # Parallel streams overlap copies: wall time, not the sum, gives the achieved rate.
     table["MiB_per_s"] = (table["bytes"] / MiB / table["wall_s"]).where(table["wall_s"] > 0)
     return table.drop(columns=["t_end"]).reset_index().rename(
-        columns={"tool": "method", "tier": "dest_tier", "fs_type": "dest_fs_type"})
+        columns={"host": "node", "tool": "method", "tier": "dest_tier", "fs_type": "dest_fs_type"})
 
 
 def tiers_table(manifest_files: list[Path]) -> pd.DataFrame:

@@ -4,7 +4,9 @@ A job runs one step (the default granularity) or a whole cycle (granularity ``cy
 steps on scratch, outputs staged once), or a replay job of a Darshan log (surrogates.darshanjob). Staging happens
 inside the job because node-local disk is seen only by the job's node and a burst-buffer allocation lives only as
 long as the job. Every phase is timed into records; the instruments (runner.instruments) are entered and left
-around each phase; a failed attempt's scratch goes at once and its records are kept apart.
+around each phase; a failed attempt's scratch goes at once and its records are kept apart. A job whose Slurm
+allocation spans several nodes of a tier not shared across them stages in, stages out and cleans up on every node
+(runner.nodes).
 
 The kernel counts each phase's I/O beside the records (instruments.KernelCounts, one window each: stage_in, each
 step's run, stage_out, cleanup; unstaged: run and verify). Inside a window: this process's reads and writes, its
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -39,6 +42,7 @@ from ..surrogates.inventory import FileSpec, job_files
 from ..surrogates.steps import StepRun, import_libraries, run_gdas_step
 from .instruments import Instrument, JobState, Phase, entered, job_instruments
 from .manifest import finish, keep_failed_attempt, outputs_listing, provenance
+from .nodes import NodeStaging, allocation_env, per_node_allocation
 from .stagefiles import stage_files, staging_options, verify_in_place
 
 log = logging.getLogger("cycleio")
@@ -82,6 +86,8 @@ class JobWork:
     # an unstaged job that copied its inputs into its folder removes the copies it only read after its verify
     tidy_in_place: Callable[[RecordLog], None] | None = None
     steps: list[str] = field(default_factory=list)
+    held_on: dict[str, str] = field(default_factory=dict)  # over several nodes: each landed output's node
+    nodes: list[str] = field(default_factory=list)  # over several nodes: the job's nodes
 
     @property
     def stages_in(self) -> bool:
@@ -100,15 +106,22 @@ def run_job(settings: ArmSettings, cycle: str, step: str, work: JobWork, tiers: 
     options = staging_options(settings)
     state = JobState(cycle=cycle, records=records, label=label, raw_dir=raw_dir)
     mpi: dict = {}
-    if work.stages_in:
+    allocation = per_node_allocation(settings) if work.stages_in else None
+    nodes = (NodeStaging(settings, allocation, raw_dir.with_name(f"{raw_dir.name}.nodes"), records, label)
+             if allocation is not None else None)
+    if nodes is None and work.stages_in:
         remove_tree(work.workdir)  # leftovers of a killed attempt
         work.workdir.mkdir(parents=True)
     try:
         if work.stages_in:
             phase = Phase("stage_in", step, scratch, work.inputs, work.workdir)
             with entered(instruments, phase, state):
-                stage_files(work.inputs, work.source, work.workdir, "stage_in", step, persistent, scratch, records,
-                            options, label, state.staging_faults)
+                if nodes is not None:
+                    work.nodes = list(allocation.nodes)
+                    nodes.stage_in(work.inputs, work.source, work.workdir, step, state.staging_faults)
+                else:
+                    stage_files(work.inputs, work.source, work.workdir, "stage_in", step, persistent, scratch, records,
+                                options, label, state.staging_faults)
         else:  # the steps write straight onto the persistent tier: sweep a killed attempt's temporaries
             remove_stale_temporaries([work.dest / spec.path for spec in work.outputs])
 
@@ -121,7 +134,8 @@ def run_job(settings: ArmSettings, cycle: str, step: str, work: JobWork, tiers: 
         if work.prepare is not None:
             work.prepare()
         for name in work.steps:
-            state.run = StepRun(folder=work.workdir, cache_cold=cache_cold)
+            state.run = StepRun(folder=work.workdir, cache_cold=cache_cold,
+                                control=nodes.control if nodes is not None else None)
             with entered(instruments, Phase("run", name, scratch, work.reads[name]), state):
                 work.run(name, state.run, records)
             mpi.update(state.run.mpi)
@@ -130,11 +144,18 @@ def run_job(settings: ArmSettings, cycle: str, step: str, work: JobWork, tiers: 
         if settings.staged:
             phase = Phase("stage_out", step, persistent, work.outputs, work.dest)
             with entered(instruments, phase, state):
-                landed = stage_files(work.outputs, work.workdir, work.dest, "stage_out", step, scratch, persistent,
-                                     records, options, label, state.staging_faults)
+                if nodes is not None:
+                    landed, work.held_on = nodes.stage_out(work.outputs, work.workdir, work.dest, step,
+                                                           state.staging_faults)
+                else:
+                    landed = stage_files(work.outputs, work.workdir, work.dest, "stage_out", step, scratch, persistent,
+                                         records, options, label, state.staging_faults)
             with entered(instruments, Phase("cleanup", step, scratch), state):
-                with records.timed(phase="cleanup", op="remove", **scratch.fields()) as event:
-                    event["n_files"] = remove_tree(work.workdir)
+                if nodes is not None:
+                    nodes.cleanup(work.workdir, step)
+                else:
+                    with records.timed(phase="cleanup", op="remove", **scratch.fields()) as event:
+                        event["n_files"] = remove_tree(work.workdir)
         else:
             with entered(instruments, Phase("verify", step, persistent, work.outputs), state):
                 landed = verify_in_place(work.outputs, persistent, records, options, work.workdir)
@@ -145,10 +166,16 @@ def run_job(settings: ArmSettings, cycle: str, step: str, work: JobWork, tiers: 
         if settings.staged:  # a failed attempt's scratch goes now: under Slurm its path holds the job id
             with contextlib.suppress(OSError):
                 remove_tree(work.workdir)
+            if nodes is not None:  # on every node
+                with contextlib.suppress(Exception):
+                    nodes.cleanup(work.workdir, step)
         if failed_attempts is not None:
             keep_failed_attempt(records, failed_attempts, attempt, state.phase, t_job, time.perf_counter() - t0,
                                 scratch)
         raise
+    finally:
+        if nodes is not None:
+            nodes.close()
     return landed, mpi
 
 
@@ -169,6 +196,11 @@ def run_step(settings: ArmSettings, cycle: str, step: str, records_path: Path, m
     if is_replay_job(step):
         return _run_replay_job(settings, cycle, step, records, instruments, raw_dir, records_path, manifest_path,
                                attempt, failed_attempts, paired=replay is not None)
+    restored = allocation_env()  # a job over several nodes: its nodes, for its staging and its ranks' srun
+    if restored:
+        os.environ.update(restored)
+        log.info("[%s %s %s] the job's %s nodes: %s", settings.arm, cycle, step, restored["SLURM_JOB_NUM_NODES"],
+                 restored["SLURM_JOB_NODELIST"])
     tiers = JobTiers.open(settings)
     work, inputs, steps = gdas_work(settings, cycle, step, tiers)
     landed, mpi = run_job(settings, cycle, step, work, tiers, records, instruments, raw_dir, attempt, failed_attempts)
@@ -178,9 +210,10 @@ def run_step(settings: ArmSettings, cycle: str, step: str, records_path: Path, m
         "half_cycle": is_half_cycle(cycle, settings.start),
         "root": str(persistent.root.resolve()),
         "inputs": [spec.path for spec in inputs],
-        "outputs": outputs_listing(landed),
+        "outputs": outputs_listing(landed, work.held_on),
         "provenance": provenance(settings, {"persistent": persistent, "scratch": scratch}, mpi,
-                                 staging=asdict(settings.staging), granularity=settings.granularity),
+                                 staging=asdict(settings.staging), granularity=settings.granularity,
+                                 **({"nodes": work.nodes} if work.nodes else {})),
     }
     return finish(records, records_path, manifest, manifest_path)
 

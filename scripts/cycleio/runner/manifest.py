@@ -47,9 +47,12 @@ def provenance(settings: ArmSettings, tiers: dict[str, TierSite], mpi: dict | No
     }
 
 
-def outputs_listing(landed: dict[str, tuple[int, str]]) -> list[dict]:
-    """A manifest's ``outputs``: each landed file's path, bytes and checksum."""
-    return [{"path": path, "bytes": size, "xxh3_64": checksum} for path, (size, checksum) in landed.items()]
+def outputs_listing(landed: dict[str, tuple[int, str]], held_on: dict[str, str] | None = None) -> list[dict]:
+    """A manifest's ``outputs``: each landed file's path, bytes and checksum; in a job over several nodes
+    (``held_on``) also the node whose scratch held it."""
+    held_on = held_on or {}
+    return [{"path": path, "bytes": size, "xxh3_64": checksum, **({"node": held_on[path]} if path in held_on else {})}
+            for path, (size, checksum) in landed.items()]
 
 
 def finish(records: RecordLog, records_path: Path, manifest: dict, manifest_path: Path) -> dict:

@@ -10,6 +10,9 @@ parents the tier's path makes per user, study or checkout (``cycleio-{user}``), 
 path names literally (``/dev/shm``, ``/tmp``) nor a folder a variable such as ``$BB_STAGE_DIR`` or
 ``$TMPDIR`` names (those belong to the site or the burst buffer, which tears its own down).
 
+A job spread over several nodes (runner.nodes) makes and removes its folder on the other nodes with
+:func:`make_job_folder` and :func:`remove_job_folder`.
+
 Outside a batch job (no job id in the environment) nothing is removed: local runs share one folder
 (``local-{workdir}``) across their jobs. Several commands of one batch job (the local executor inside
 an allocation) share its folder: each holds a shared lock on it, and only the last one removes it.
@@ -106,6 +109,21 @@ def remove_job_folders(folders: Iterable[tuple[Path, list[Path]]]) -> None:
                 parent.rmdir()
             except OSError:  # not empty (another job's folder), or gone already
                 break
+
+
+def make_job_folder(tier: Tier, study: str) -> None:
+    """This batch job's folder on a tier made private, on a node where no :func:`job_scratch` runs: the other
+    nodes of a job spread over several (runner.nodes)."""
+    folders = job_folders(tier, study)
+    if folders is not None:
+        _make(tier, folders[0])
+
+
+def remove_job_folder(tier: Tier, study: str) -> None:
+    """This batch job's folder on a tier and its empty per-user parents removed, on such a node."""
+    folders = job_folders(tier, study)
+    if folders is not None:
+        remove_job_folders([folders])
 
 
 def _hold(folder: Path) -> int | None:

@@ -41,6 +41,8 @@ class StepRun:
     mpi: dict = field(default_factory=dict)  # what the forecast's ranks report of their MPI, for the manifest
     # the kernel's counts in this process that are not the step's own I/O (kernelio.outside_work: the forecast's)
     kernel_outside: list[dict] = field(default_factory=list)
+    # a job over several nodes: a folder every node sees, for the forecast's MPI program's spec and records
+    control: Path | None = None
 
 
 # The instrument's own work inside a step's run: a paired step's page probe (hostmemory) and the eviction of an input's
@@ -110,7 +112,7 @@ def run_gdas_step(settings: ArmSettings, step: str, io, ctx: WriteContext, recor
         info: dict = {}
         for event in run_forecast_mpi(settings, ctx.cycle, run.folder, io.writes, ctx, label=label,
                                       fail_rank=run.fail_rank, info=info, kernel_outside=run.kernel_outside,
-                                      probe_pages=run.page_probe is not None):
+                                      probe_pages=run.page_probe is not None, control=run.control):
             records.add(step=step, phase=_phase_of(event["op"]), **event, **scratch.fields())
         run.mpi.update({**launch_provenance(settings), **info})
     else:

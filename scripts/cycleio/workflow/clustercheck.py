@@ -11,7 +11,8 @@ ask for:
   until a site sets its own;
 - the largest job the study makes (tasks x CPUs per task and memory, as workflow.slurm derives them
   for the steps, and the benchmarks' tasks) fits on a node of its partition, and the profile's
-  default memory does too;
+  default memory does too; a job spread over nodes (config ``job_layout``) fits with its tasks per
+  node on a node, and its nodes in the partition;
 - no forecast writes shared files (``parallel``, ``quilt_parallel``) on a scratch tier that is not shared
   across nodes while its ranks may span nodes (a profile's ``nodes`` above 1, or none given where
   workflow.slurm leaves the placement to Slurm);
@@ -41,7 +42,7 @@ from ..benchmarks.specs import parse_shape
 from ..benchmarks.tierbench import BenchmarkPlan
 from ..process import run_command
 from .dependencies import CycledJobs
-from .slurm import shared_file_problem, slurm_resources
+from .slurm import job_layout, shared_file_problem, slurm_resources
 
 PARTITION_PLACEHOLDER = "SITE_PARTITION"
 SLURM_TIMEOUT_S = 30.0
@@ -184,18 +185,34 @@ def limit(value: str | None) -> int | None:
 
 @dataclass(frozen=True)
 class JobSize:
-    """One job's request: where it comes from (for the message), its rule, tasks, CPUs, memory, nodes."""
+    """One job's request: where it comes from (for the message), its rule, tasks, CPUs, memory (per node), and its
+    nodes with the tasks on each (``nodes`` None: Slurm's choice; ``tasks_per_node`` None: all on one node if
+    ``nodes`` is 1, else Slurm's choice)."""
 
     what: str
     rule: str
     tasks: int
     cpus_per_task: int
     mem_mb: int
-    one_node: bool
+    nodes: int | None = 1
+    tasks_per_node: int | None = None
+
+    @property
+    def one_node(self) -> bool:
+        return self.nodes == 1
+
+    @property
+    def node_tasks(self) -> int:
+        """Tasks on one node: all of them on one node, the layout's tasks per node over several."""
+        return self.tasks if self.one_node else (self.tasks_per_node or 1)
 
     @property
     def cpus(self) -> int:
         return self.tasks * self.cpus_per_task
+
+    @property
+    def node_cpus(self) -> int:
+        return self.node_tasks * self.cpus_per_task
 
 
 def study_jobs(filled: dict, study, profile: Profile) -> list[JobSize]:
@@ -206,11 +223,12 @@ def study_jobs(filled: dict, study, profile: Profile) -> list[JobSize]:
 
     jobs: dict[tuple, JobSize] = {}
 
-    def add(what: str, rule: str, tasks: int, cpus: int, mem: int, one_node: bool) -> None:
+    def add(what: str, rule: str, tasks: int, cpus: int, mem: int, nodes: int | None,
+            per_node: int | None = None) -> None:
         tasks, cpus, mem = override(rule, "tasks", tasks), override(rule, "cpus_per_task", cpus), override(rule, "mem_mb", mem)
-        key = (rule, tasks, cpus, mem, one_node)
+        key = (rule, tasks, cpus, mem, nodes, per_node)
         if key not in jobs:
-            jobs[key] = JobSize(what, rule, tasks, cpus, mem, one_node)
+            jobs[key] = JobSize(what, rule, tasks, cpus, mem, nodes, per_node)
 
     cycled = CycledJobs.of_study(study)
     seen = set()
@@ -223,8 +241,9 @@ def study_jobs(filled: dict, study, profile: Profile) -> list[JobSize]:
         seen.add(sig)
         res = slurm_resources(settings, job.name, job.cycle)
         rule = STEP_RULE.get(job.name, "cycle_step")
-        add(f"arm {job.arm}, {job.name}", rule, res["tasks"], res["cpus_per_task"], res["mem_mb"],
-            job_nodes(profile, rule, res["nodes"])[0] == 1)
+        nodes = job_nodes(profile, rule, res["nodes"])[0]
+        per_node = job_layout(settings, job.name, job.cycle)[1] if nodes == res["nodes"] else None
+        add(f"arm {job.arm}, {job.name}", rule, res["tasks"], res["cpus_per_task"], res["mem_mb"], nodes, per_node)
     plan = BenchmarkPlan.from_config(filled)
     if plan.enabled:
         default_mem = int(float(profile.defaults.get("mem_mb") or 0))
@@ -233,7 +252,8 @@ def study_jobs(filled: dict, study, profile: Profile) -> list[JobSize]:
             shared = plan.tiers[tier].shared
             # over several nodes: each of its nodes runs its tasks per node (benchmarks.tierbench.point_resources)
             add(f"benchmark {kind} {pattern} on tier {tier} with {plan.describe(shape)}",
-                BENCH_RULES.get(kind, "bench_point"), tasks, 1, default_mem, tasks == 1 or not shared or nodes > 1)
+                BENCH_RULES.get(kind, "bench_point"), tasks, 1, default_mem,
+                1 if tasks == 1 or not shared or nodes > 1 else None)
     return list(jobs.values())
 
 
@@ -399,28 +419,42 @@ def _size_problems(profile: Profile, jobs: list[JobSize], usable: dict, partitio
     checks = list(jobs)
     if default_mem:
         checks.append(JobSize("the other rules (aggregate, figures, report tables)", "", 1, 1,
-                              int(float(default_mem)), True))
-    for job in sorted(checks, key=lambda j: (-j.cpus, not j.one_node, -j.mem_mb)):
+                              int(float(default_mem)), 1))
+    for job in sorted(checks, key=lambda j: (-j.node_cpus, not j.one_node, -j.mem_mb)):
         partition = usable.get(job.rule, usable.get(None))
         if partition is None or not nodes_of.get(partition):
             continue
         info, nodes = partitions.get(partition, {}), nodes_of[partition]
         max_cpus = min(max(n.cpus for n in nodes), limit(info.get("MaxCPUsPerNode")) or 10**9)
         max_mem = min(max(n.mem_mb for n in nodes), limit(info.get("MaxMemPerNode")) or 10**12)
+        spread = job.nodes is not None and not job.one_node and job.tasks_per_node is not None
         fits = [n for n in nodes if n.mem_mb >= job.mem_mb and (not job.one_node or n.cpus >= job.cpus)]
         mem_key = profile.key(f"set-resources: {job.rule}: mem_mb" if job.rule else "default-resources: mem_mb")
+        larger = f"set {profile.key('default-resources: slurm_partition')} to a partition with larger nodes"
         if job.mem_mb > max_mem and ("mem", partition) not in reported:
             reported.add(("mem", partition))
             where = (f"lower {mem_key}" if not job.rule else
                      f"lower config key write_component.ranks or resolution, or set {mem_key} to at most {max_mem}")
-            problems.append(f"{job.what} asks for {job.mem_mb} MB of memory ({job.tasks} tasks), but a node of "
+            per = f"{job.node_tasks} tasks on a node" if spread else f"{job.tasks} tasks"
+            problems.append(f"{job.what} asks for {job.mem_mb} MB of memory ({per}), but a node of "
                             f"partition '{partition}' has at most {max_mem} MB; {where}")
         elif job.one_node and job.cpus > max_cpus and ("cpu", partition) not in reported:
             reported.add(("cpu", partition))
             problems.append(f"{job.what} asks for {job.tasks} tasks x {job.cpus_per_task} CPUs on one node, but a "
                             f"node of partition '{partition}' has at most {max_cpus} CPUs; lower config key "
-                            "write_component.ranks (quilt adds its writer ranks) or staging.streams, or set "
-                            f"{profile.key('default-resources: slurm_partition')} to a partition with larger nodes")
+                            "write_component.ranks (quilt adds its writer ranks) or staging.streams, spread the job "
+                            f"over nodes (config key job_layout), or {larger}")
+        elif spread and job.node_cpus > max_cpus and ("cpu", partition) not in reported:
+            reported.add(("cpu", partition))
+            problems.append(f"{job.what} asks for {job.node_tasks} tasks x {job.cpus_per_task} CPUs on each of its "
+                            f"{job.nodes} nodes, but a node of partition '{partition}' has at most {max_cpus} CPUs; "
+                            "lower config key job_layout's tasks_per_node (more nodes) or staging.streams, or "
+                            f"{larger}")
+        elif spread and job.nodes > len(nodes) and ("nodes", partition) not in reported:
+            reported.add(("nodes", partition))
+            problems.append(f"{job.what} asks for {job.nodes} nodes, but partition '{partition}' has "
+                            f"{len(nodes)}; lower config key job_layout's nodes (more tasks per node), or set "
+                            f"{profile.key('default-resources: slurm_partition')} to a larger partition")
         elif not fits and not job.one_node and job.cpus > sum(n.cpus for n in nodes) and ("cpu", partition) not in reported:
             reported.add(("cpu", partition))
             problems.append(f"{job.what} asks for {job.cpus} CPUs, more than partition '{partition}' has "

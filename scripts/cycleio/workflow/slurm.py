@@ -17,13 +17,16 @@ job's shell runs directly in the allocation, so it can start its ranks with ``sr
 - **cpus_per_task** follows the staging of a staged job: one CPU per copy stream
   (``staging.streams``), spread over the job's tasks (the copies run before and after the
   forecast's ranks, never beside them); Snakemake's ``threads`` of the job are the same number;
-- **nodes** is 1 whenever the scratch tier is not shared (node-local disk, memory): the job stages
-  on one node, so all its ranks must see that node's scratch (:func:`job_nodes`). A forecast whose
-  ranks may span nodes (Slurm places them, or a profile sets ``nodes``) cannot write shared files
-  (``parallel``, ``quilt_parallel``) on such a tier: :func:`shared_file_problem` says so, and the
-  cluster check refuses the study before any job;
-- **slurm_extra** carries ``--bb '<directive>'`` when the scratch tier is a job burst buffer
-  (DataWarp ``#DW jobdw ...`` or Slurm's Lua plugin ``#BB_LUA ...``).
+- **nodes** and tasks per node come from config ``job_layout`` (:func:`job_layout`): a step's own
+  ``nodes`` or ``tasks_per_node`` spread its ranks over nodes, whatever the tier (the runner then stages
+  on every node of a tier not shared across them: runner.nodes); left null, a job whose scratch tier is
+  not shared (node-local disk, memory) runs on one node, and one on a shared tier where Slurm places it.
+  ``mem_mb`` is per node (``sbatch --mem``): the ranks of one node. A forecast whose ranks may span
+  nodes cannot write shared files (``parallel``, ``quilt_parallel``) on a tier not shared across nodes:
+  :func:`shared_file_problem` says so, and the cluster check refuses the study before any job;
+- **slurm_extra** carries ``--ntasks-per-node`` for a job over several nodes (the plugin takes ``tasks``
+  or ``tasks_per_node``, not both, and no ``tasks_per_node`` of 1), and ``--bb '<directive>'`` when the
+  scratch tier is a job burst buffer (DataWarp ``#DW jobdw ...`` or Slurm's Lua plugin ``#BB_LUA ...``).
 
 Jobs that write only the persistent tier (``coldstart``, the observation ``dump``) use no scratch
 and ask for no burst buffer. The cycle's archive job (``arch``) uses no scratch either: one task on
@@ -156,18 +159,19 @@ def compute_seconds(settings, step: str, cycle: str | None = None) -> float:
 
 
 def job_threads(settings, step: str) -> int:
-    """CPUs one job keeps busy at once: a staged job's copy streams (each reads, hashes and writes;
-    the write-behind thread and the job's main thread mostly wait on storage), else one."""
+    """CPUs one job keeps busy at once on each of its nodes: a staged job's copy streams (each reads, hashes and
+    writes; the write-behind thread and the job's main thread mostly wait on storage), else one."""
     if not uses_scratch(step) or not settings.staged:
         return 1
     return max(1, settings.staging.streams)
 
 
 def cpus_per_task(settings, step: str, cycle: str | None = None) -> int:
-    """``cpus_per_task`` of one job: its threads spread over its tasks, so the job holds at least as
-    many CPUs as it has copy streams (with ``nodes: 1`` for non-shared scratch, all on the node
-    where it stages)."""
-    return math.ceil(job_threads(settings, step) / job_tasks(settings, step, cycle))
+    """``cpus_per_task`` of one job: its threads spread over the tasks of one node, so each node the job stages
+    on holds at least as many CPUs as it has copy streams."""
+    nodes, per_node = job_layout(settings, step, cycle)
+    tasks = job_tasks(settings, step, cycle)
+    return math.ceil(job_threads(settings, step) / (per_node or tasks))
 
 
 def runtime_minutes(settings, step: str, cycle: str | None = None, attempt: int = 1,
@@ -192,17 +196,72 @@ def mem_mb_per_task(settings, scale: Scale = DEFAULT_SCALE) -> int:
 
 
 def mem_mb(settings, step: str, cycle: str | None = None, attempt: int = 1, scale: Scale = DEFAULT_SCALE) -> int:
-    """Memory of one job (``sbatch --mem``): per-rank memory times its tasks; a retry gets more."""
-    return mem_mb_per_task(settings, scale) * job_tasks(settings, step, cycle) * max(1, attempt)
+    """Memory of one job on each of its nodes (``sbatch --mem``): per-rank memory times the ranks of a node (all of
+    them where Slurm places the ranks); a retry gets more."""
+    nodes, per_node = job_layout(settings, step, cycle)
+    return mem_mb_per_task(settings, scale) * (per_node or job_tasks(settings, step, cycle)) * max(1, attempt)
+
+
+LAYOUT_STEPS = ("fcst", "prep", "anal", "post")  # config job_layout's steps
+
+
+def layout_entry(settings, step: str, cycle: str | None = None) -> tuple[str, dict]:
+    """The config ``job_layout`` entry a job follows and its step: its own step's, fcst's for a cycle's job that
+    runs the forecast; ("", {}) for the jobs it does not cover."""
+    own = settings.job_layout if getattr(settings, "job_layout", None) else {}
+    if step == "cycle" and "fcst" in job_steps(settings, step, cycle):
+        step = "fcst"
+    entry = {key: value for key, value in (own.get(step) or {}).items() if value is not None}
+    return (step, entry) if step in LAYOUT_STEPS else ("", {})
+
+
+def job_layout(settings, step: str, cycle: str | None = None) -> tuple[int | None, int | None]:
+    """(nodes, tasks per node) of one job; None: Slurm's choice.
+
+    Config ``job_layout`` gives a step's nodes, its tasks per node, or both; one given, the other follows from the
+    job's tasks. Neither given: one node for one task, and for a staged job whose scratch tier is not shared
+    (it stages on the node where it starts); otherwise the nodes are Slurm's choice, tasks per node too.
+    """
+    tasks = job_tasks(settings, step, cycle)
+    _, entry = layout_entry(settings, step, cycle)
+    nodes, per_node = entry.get("nodes"), entry.get("tasks_per_node")
+    if nodes is None and per_node is None:
+        scratch_used = uses_scratch(step) and settings.staged
+        shared_scratch = getattr(settings.scratch, "shared", True) if scratch_used else True
+        return (1, None) if tasks == 1 or not shared_scratch else (None, None)
+    if per_node is None:
+        per_node = math.ceil(tasks / nodes)
+    if nodes is None:
+        nodes = math.ceil(tasks / per_node)
+    return nodes, per_node
+
+
+def layout_problem(arm: str, settings, step: str, cycle: str | None = None) -> str | None:
+    """Why a job's ``job_layout`` cannot hold its tasks, or None: more nodes than tasks, fewer task slots than
+    tasks, or more slots than tasks (a node left without a rank)."""
+    key, entry = layout_entry(settings, step, cycle)
+    if not entry:
+        return None
+    tasks = job_tasks(settings, step, cycle)
+    nodes, per_node = job_layout(settings, step, cycle)
+    given = ", ".join(f"job_layout.{key}.{name}={value}" for name, value in entry.items())
+    what = ("the forecast's ranks: write_component.ranks plus the quilt strategies' writer ranks" if key == "fcst"
+            else f"the {key} job's one task")
+    if nodes > tasks:
+        return f"arm {arm}: {given} asks for {nodes} nodes, but the {step} job has {tasks} tasks ({what}); give at most {tasks} nodes"
+    if nodes * per_node < tasks:
+        return (f"arm {arm}: {given} gives {nodes} nodes x {per_node} tasks, fewer than the {step} job's {tasks} tasks "
+                f"({what}); raise job_layout.{key}.nodes or job_layout.{key}.tasks_per_node")
+    if (nodes - 1) * per_node >= tasks:
+        return (f"arm {arm}: {given} leaves a node without tasks: the {step} job has {tasks} tasks ({what}), which "
+                f"fill {math.ceil(tasks / per_node)} nodes of {per_node}; lower job_layout.{key}.nodes")
+    return None
 
 
 def job_nodes(settings, step: str, cycle: str | None = None) -> int | None:
-    """Nodes of one job: 1 for one task, and for a staged job whose scratch tier is not shared (it
-    stages on one node, so all its ranks must see that node's scratch); None otherwise (Slurm places
-    the ranks, perhaps over several nodes). A profile's ``set-resources`` may set another number."""
-    scratch_used = uses_scratch(step) and settings.staged
-    shared_scratch = getattr(settings.scratch, "shared", True) if scratch_used else True
-    return 1 if job_tasks(settings, step, cycle) == 1 or not shared_scratch else None
+    """Nodes of one job (:func:`job_layout`); None: Slurm's choice. A profile's ``set-resources`` may set
+    another number."""
+    return job_layout(settings, step, cycle)[0]
 
 
 def may_span_nodes(nodes: int | None, tasks: int) -> bool:
@@ -215,13 +274,14 @@ def shared_file_problem(arm: str, settings, step: str, nodes: int | None, cycle:
                         nodes_from: str = "") -> str | None:
     """Why a job of an arm cannot run on ``nodes`` nodes (None: Slurm's choice), or None when it can.
 
-    A shared-file strategy (``parallel``, ``quilt_parallel``) has many ranks write parts of one file;
-    on a staged scratch tier that is not shared across nodes (``shared: false``: node-local disk,
-    memory) ranks on different nodes would each write their parts into a different node's copy, so
-    no node holds a whole file to stage out. ``nodes_from`` names where a node count comes from (a
-    profile key), for the message.
+    On a staged scratch tier that is not shared across nodes (``shared: false``: node-local disk, memory) each
+    node holds only what its own ranks wrote. A shared-file strategy (``parallel``, ``quilt_parallel``) has many
+    ranks write parts of one file: no node would hold a whole file to stage out. ``per_rank`` combines each
+    file's pieces, written by every rank, into the file: the rank combining it would not see the other nodes'
+    pieces. A granularity-cycle job runs post after the forecast on its first node, which does not hold the
+    files written on the others. ``nodes_from`` names where a node count comes from (a key), for the message.
     """
-    if settings.strategy not in SHARED_FILE_STRATEGIES or not (uses_scratch(step) and settings.staged):
+    if not (uses_scratch(step) and settings.staged):
         return None
     tier = settings.scratch
     if getattr(tier, "shared", True) or "fcst" not in job_steps(settings, step, cycle):
@@ -231,11 +291,37 @@ def shared_file_problem(arm: str, settings, step: str, nodes: int | None, cycle:
         return None
     spread = f"{nodes} nodes ({nodes_from})" if nodes is not None else "as many nodes as Slurm chooses"
     fix = f", or set {nodes_from} to 1" if nodes_from else ""
-    return (f"arm {arm}: write strategy '{settings.strategy}' writes each file from many ranks at once, and the "
-            f"{step} job's {tasks} ranks may run on {spread}, but its scratch tier '{tier.name}' is not shared "
-            f"across nodes (tiers.{tier.name}.shared: false): each node would hold only its ranks' parts of a file. "
-            "Use a strategy that writes whole files (serial, per_rank, quilt; config key write_strategies) or a "
-            f"scratch tier shared across nodes (config key scratch_tiers){fix}")
+    where = (f"the {step} job's {tasks} ranks may run on {spread}, but its scratch tier '{tier.name}' is not shared "
+             f"across nodes (tiers.{tier.name}.shared: false)")
+    if settings.strategy in SHARED_FILE_STRATEGIES:
+        return (f"arm {arm}: write strategy '{settings.strategy}' writes each file from many ranks at once, and {where}: "
+                "each node would hold only its ranks' parts of a file. Use a strategy that writes whole files (serial, "
+                f"quilt; config key write_strategies) or a scratch tier shared across nodes (config key scratch_tiers){fix}")
+    if settings.strategy == "per_rank":
+        return (f"arm {arm}: write strategy 'per_rank' combines each file from the pieces every rank wrote, and {where}: "
+                "the rank combining a file would not see the other nodes' pieces. Use serial or quilt (config key "
+                f"write_strategies) or a scratch tier shared across nodes (config key scratch_tiers){fix}")
+    if step == "cycle" and nodes is not None:
+        return (f"arm {arm}: a granularity-cycle job runs post after the forecast on its first node, and {where}: "
+                "post would not find the files written on the other nodes. Use staging.granularity: step (each step "
+                f"its own job) or a scratch tier shared across nodes (config key scratch_tiers){fix}")
+    return None
+
+
+def layout_problems(study) -> list[str]:
+    """Every arm's steps whose config ``job_layout`` cannot hold their tasks (:func:`layout_problem`), and arms
+    whose forecast the layout spreads over nodes where it cannot run (:func:`shared_file_problem`); one line each."""
+    problems = []
+    for arm, settings in study.arms.items():
+        for step in ("cycle",) if settings.granularity == "cycle" else LAYOUT_STEPS:
+            problem = layout_problem(arm, settings, step)
+            key, entry = layout_entry(settings, step)
+            if problem is None and entry:
+                problem = shared_file_problem(arm, settings, step, job_nodes(settings, step), None,
+                                              f"job_layout.{key}.nodes")
+            if problem:
+                problems.append(problem)
+    return problems
 
 
 def slurm_resources(settings, step: str, cycle: str | None = None, attempt: int = 1,
@@ -247,14 +333,18 @@ def slurm_resources(settings, step: str, cycle: str | None = None, attempt: int 
     """
     tasks = job_tasks(settings, step, cycle)
     scratch_used = uses_scratch(step) and settings.staged
+    nodes, per_node = job_layout(settings, step, cycle)
+    extra = [f"--ntasks-per-node={per_node}"] if nodes is not None and nodes > 1 else []
+    if scratch_used and burst_buffer_request(settings.scratch):
+        extra.append(burst_buffer_request(settings.scratch))
     return {
-        "nodes": job_nodes(settings, step, cycle),
+        "nodes": nodes,
         "tasks": tasks,
         "cpus_per_task": cpus_per_task(settings, step, cycle),
         "mem_mb": mem_mb(settings, step, cycle, attempt, scale),
         "runtime": runtime_minutes(settings, step, cycle, attempt, scale),
         "mpi": "srun" if tasks > 1 else None,
-        "slurm_extra": burst_buffer_request(settings.scratch) if scratch_used else "",
+        "slurm_extra": " ".join(extra),
     }
 
 

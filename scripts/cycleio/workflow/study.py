@@ -21,6 +21,7 @@ from ..surrogates.archive_lists import check_archive_limits
 from .dependencies import CycledJobs
 from .faultcheck import check_faults
 from .darshanjobs import check_replay_jobs
+from .slurm import layout_problems
 
 
 def validate_study_config(config: dict, schema: dict | None = None) -> dict:
@@ -38,6 +39,9 @@ def _checked_study(filled: dict) -> Study:
     study = build_study(filled)
     check_faults(filled, study)
     check_replay_jobs(study)  # the replay jobs' logs read and planned (none: nothing imported)
+    problems = layout_problems(study)  # config job_layout against each job's tasks
+    if problems:
+        raise ConfigError("\n".join(problems))
     try:
         check_archive_limits(study)  # the archive's limits against the inventory's sizes, before any job
     except ArchiveLimitError as err:

@@ -158,7 +158,7 @@ def _full_tier(workdir: Path) -> str:
 def run_forecast_mpi(settings, cycle: str, workdir: Path, writes: list[FileSpec], ctx: WriteContext, *,
                      timeout: float | None = None, label: str = "", fail_rank: int | None = None,
                      info: dict | None = None, kernel_outside: list | None = None,
-                     probe_pages: bool = False) -> list[dict]:
+                     probe_pages: bool = False, control: Path | None = None) -> list[dict]:
     """Run the forecast's writes as an MPI program under the arm's launcher; return its records.
 
     ``fail_rank``: fault injection (config ``faults.fail_rank``), the rank that fails at its first output hour.
@@ -168,7 +168,9 @@ def run_forecast_mpi(settings, cycle: str, workdir: Path, writes: list[FileSpec]
     ``settings`` is the arm's ArmSettings (strategy, launcher, write_component, compute stand-in).
     ``kernel_outside``, if given, gets the program's kernel counts outside its ranks' I/O work
     (kernelio.outside_work), which the job's count of the run leaves out. ``probe_pages``: a paired job's
-    step; the writing rank tells the fresh pages each file meets (rank.Forecast.arm_probe).
+    step; the writing rank tells the fresh pages each file meets (rank.Forecast.arm_probe). ``control``: where the
+    program's spec, records and errors go when its ranks run on several nodes whose ``workdir`` is each their own
+    (a folder every node sees); by default beside the outputs in ``workdir``.
     Each record is a dict of Record fields (op, file, bytes, t_start, seconds, rank, nranks, n_files);
     the caller adds step, phase and tier. Raises ForecastError with the failing rank's error.
     """
@@ -186,7 +188,7 @@ def run_forecast_mpi(settings, cycle: str, workdir: Path, writes: list[FileSpec]
     timeout = default_timeout(settings, writes, ctx) if timeout is None else timeout
     workdir = Path(workdir).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".mpifcst.", dir=workdir))
+    tmp = Path(tempfile.mkdtemp(prefix=".mpifcst.", dir=control or workdir))
     try:
         (tmp / "errors").mkdir()
         spec = {

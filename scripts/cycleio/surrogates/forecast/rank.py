@@ -18,6 +18,7 @@ import argparse
 import json
 import logging
 import os
+import socket
 import sys
 import time
 import traceback
@@ -133,7 +134,7 @@ class Forecast:
     def record(self, op: str, t_start: float, seconds: float, file: str = "", nbytes: int = 0, n_files: int = 1):
         self.records.append({"op": op, "file": file, "bytes": int(nbytes), "t_start": t_start,
                              "seconds": max(seconds, 0.0), "rank": self.rank, "nranks": self.size,
-                             "n_files": n_files})
+                             "n_files": n_files, "host": HOST})
         if self.layout.write_strategy.shared_file:
             self.records[-1]["mpiio"] = self.layout.mpiio
 
@@ -329,6 +330,9 @@ def mpi_library() -> str:
 
     first = (MPI.Get_library_version().strip().splitlines() or [""])[0]  # MPICH: lines; Open MPI: one, by commas
     return " ".join(first.split(",")[0].split())
+
+
+HOST = socket.gethostname()  # the node this rank runs on: its records say where each file was written
 
 
 def stack_info() -> dict:
