@@ -63,11 +63,11 @@ report: setup
 	@$(RUN) snakemake $(CONFIG_ARGS) $(ARGS) --report results/$(STUDY_NAME)/report.html
 
 # The unit tests on every core (test-fast), then the end-to-end tests, real jobs and MPI programs (Snakemake,
-# Slurm, GlusterFS, mpiexec), two test files at a time (--dist loadfile: a file's tests share its studies and
-# clusters): they mostly wait on Snakemake, Slurm and fsync, so two overlap on two cores (about 8-9 minutes in all).
-# Exit 5 is "none of PYTEST_ARGS's tests is one".
+# Slurm, GlusterFS, mpiexec), two groups of tests at a time (--dist loadgroup: a group's tests share its studies and
+# clusters; tests/conftest.py groups them and starts the longest first): they mostly wait on Snakemake, Slurm and
+# fsync, so two overlap on two cores. Exit 5 is "none of PYTEST_ARGS's tests is one".
 test: test-fast
-	$(RUN) python -m pytest -m "e2e or job or mpi" -n 2 --dist loadfile $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	$(RUN) python -m pytest -m "e2e or job or mpi" -n 2 --dist loadgroup $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 # The unit tests only, one worker per core: no Snakemake runs, Slurm, GlusterFS or MPI program (under a minute).
 test-fast: setup

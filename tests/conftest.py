@@ -41,15 +41,81 @@ UNREGISTERED_TOOLS = {
 }
 
 
+# make test runs the e2e part with --dist loadgroup, in the groups group_of gives (pytest_xdist_make_scheduler: xdist
+# 3.8 groups by xdist_group marks through item._nodeid, which pytest 9 no longer reads). The tests of a group run on
+# one worker, one after the other. A file is a group (its tests share the studies and clusters of its module-scoped
+# fixtures); OWN_GROUP gives a test with a study of its own a group of its own, SAME_GROUP puts files together, and
+# ONE_BY_ONE spreads a file's tests. The groups start longest first, by SECONDS (of setup and calls, from --durations
+# on the 2-core machine under load: only their order counts), then the tests one by one, so that the two workers end
+# together instead of one running a long group alone at the end.
+SAME_GROUP = {
+    "test_slurm.py": "slurm", "test_slurm_multinode.py": "slurm",  # both hold the Slurm lock: the other worker waited
+    "test_parallel_io.py": "parallel-stack", "test_install.py": "parallel-stack",  # both build the stack if missing
+}
+OWN_GROUP = {
+    "test_a_killed_run_resumes_and_redoes_only_what_was_unfinished": "workflow-killed-run",
+    "test_injected_faults_fail_their_attempt_which_is_retried_and_kept_out_of_the_tables": "workflow-faults",
+}
+ONE_BY_ONE = {"test_docs.py"}  # its e2e tests are dry runs that share nothing
+SECONDS = {"slurm": 900, "test_workflow.py": 400, "parallel-stack": 310, "test_archive_workflow.py": 210,
+           "test_bad_input.py": 180, "test_gluster.py": 110, "workflow-faults": 100, "test_two_checkouts.py": 90,
+           "test_darshan_workflow.py": 85, "workflow-killed-run": 45}
+
+
+def group_of(nodeid: str) -> str:
+    """The group of the test with this node id: OWN_GROUP's, SAME_GROUP's, its file's, or (ONE_BY_ONE) its own."""
+    path, _, name = nodeid.partition("::")
+    file = path.rsplit("/", 1)[-1]
+    if name.split("[", 1)[0] in OWN_GROUP:
+        return OWN_GROUP[name.split("[", 1)[0]]
+    return nodeid if file in ONE_BY_ONE else SAME_GROUP.get(file, file)
+
+
+def longest_first(config, items) -> None:
+    """Under --dist loadgroup, the items by group: the groups by SECONDS, longest first, then the tests one by one
+    (small, they fill the end); a group's items in their order. The workers collect in this order and the scheduler
+    hands out groups in it."""
+    # an xdist worker has dist "no" and option.loadgroup set (xdist.remote.setup_config)
+    if config.getoption("dist", "no") != "loadgroup" and not getattr(config.option, "loadgroup", False):
+        return
+    order: dict[str, int] = {}
+    for item in items:
+        order.setdefault(group_of(item.nodeid), len(order))
+
+    def key(item):
+        group = group_of(item.nodeid)
+        return group == item.nodeid, -SECONDS.get(group, 0), order[group]
+
+    items.sort(key=key)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """--dist loadgroup: xdist's scheduler of groups, with group_of's groups, handed out in the order the workers
+    collected them (longest_first), not reordered by their number of tests."""
+    if config.getoption("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class Groups(LoadGroupScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return group_of(nodeid)
+
+    config.option.loadscopereorder = False
+    return Groups(config, log)
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest's own -m selection reads the marks
 def pytest_collection_modifyitems(config, items):
     """Marks every test that uses an MPI fixture ``mpi``. IOR and darshan-util are in no package registry, so CI
     (which installs only from them) cannot have them: there their tests (marked ``ior``, ``darshan``) are
     deselected, counted in pytest's summary and named in a line of their own, not skipped and not dropped unseen;
-    anywhere else a missing tool is a skip (require_tool)."""
+    anywhere else a missing tool is a skip (require_tool). Under --dist loadgroup, orders the tests by group
+    (longest_first)."""
     for item in items:
         if MPI_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.mpi)
+    longest_first(config, items)
     if not IN_CI:
         return
     config._cycleio_deselected = {}
@@ -728,13 +794,25 @@ def columns_of(path: Path) -> list[str]:
     return list(pd.read_csv(path, nrows=0).columns)
 
 
+def written_columns(results: Path) -> dict[str, list[str]]:
+    """Per table the study in results wrote (but the INTERNAL ones), its columns in the file's order."""
+    return {name: columns_of(results / name) for name in sorted(study_tables(results))
+            if not name.startswith(tuple(INTERNAL))}
+
+
 def mismatches(results: Path, not_written: dict[str, str], columns_absent: dict[tuple[str, str], str]) -> list[str]:
     """What differs between the page and the study in results: tables and columns, by name."""
+    return column_mismatches(written_columns(results), not_written, columns_absent)
+
+
+def column_mismatches(written: dict[str, list[str]], not_written: dict[str, str],
+                      columns_absent: dict[tuple[str, str], str]) -> list[str]:
+    """What differs between the page and a study's tables given as {table: its columns}: tables and columns, by
+    name. not_written: documented tables the study does not write; columns_absent: documented columns it lacks."""
     documented = documented_tables()
-    written = study_tables(results)
     problems = []
     internal = {name for name in written if name.startswith(tuple(INTERNAL))}
-    for name in sorted(written - set(documented) - internal):
+    for name in sorted(set(written) - set(documented) - internal):
         problems.append(f"{name}: written by the study, not documented on docs/outputs.md")
     for name, listed in documented.items():
         if name not in written:
@@ -744,7 +822,7 @@ def mismatches(results: Path, not_written: dict[str, str], columns_absent: dict[
             continue
         if name in not_written:
             problems.append(f"{name}: written by the study, but listed as not written ({not_written[name]})")
-        has = columns_of(results / name)
+        has = written[name]
         for column in listed:
             if column not in has and (name, column) not in columns_absent:
                 problems.append(f"{name}: documents `{column}`, which the file does not have")
@@ -761,3 +839,30 @@ def assert_study_matches_page(results: Path) -> None:
     which keeps the study's results)."""
     problems = mismatches(results, NOT_IN_SMOKE, COLUMNS_NOT_IN_SMOKE)
     assert not problems, "docs/outputs.md and the smoke study's tables differ:\n" + "\n".join(problems)
+
+
+# The columns of the smoke study's tables, committed so that test_outputs_doc compares the page with them in seconds;
+# test_workflow checks that the real tables still have exactly these. Written from a smoke study's results by
+# tests/data/outputs_columns.py.
+OUTPUTS_COLUMNS = REPO / "tests" / "data" / "outputs-columns.json"
+OUTPUTS_COLUMNS_COMMAND = "PYTHONPATH=scripts .venv/bin/python tests/data/outputs_columns.py"
+
+
+def snapshot_columns() -> dict[str, list[str]]:
+    """The committed columns of the smoke study's tables: {table: its columns}."""
+    import json
+
+    return json.loads(OUTPUTS_COLUMNS.read_text())["tables"]
+
+
+def assert_study_matches_snapshot(results: Path) -> None:
+    """The smoke study's tables, in results, have the tables and columns of the committed snapshot."""
+    real, snapshot = written_columns(results), snapshot_columns()
+    problems = [f"{name}: in the snapshot, not written" for name in sorted(set(snapshot) - set(real))]
+    problems += [f"{name}: written, not in the snapshot" for name in sorted(set(real) - set(snapshot))]
+    for name in sorted(set(real) & set(snapshot)):
+        if sorted(real[name]) != sorted(snapshot[name]):
+            problems.append(f"{name}: has {sorted(set(real[name]) - set(snapshot[name]))} beyond the snapshot, "
+                            f"lacks {sorted(set(snapshot[name]) - set(real[name]))}")
+    assert not problems, (f"{OUTPUTS_COLUMNS.relative_to(REPO)} and the smoke study's tables differ (write it "
+                          f"again: {OUTPUTS_COLUMNS_COMMAND} {results}):\n" + "\n".join(problems))

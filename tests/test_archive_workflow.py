@@ -1,5 +1,6 @@
 """The archive jobs end to end: the smoke study with archive on two arms (lustre and node_local scratch), cleanup
-keeping one cycle, and a 2-member ensemble (one efcs job, one earc job per full cycle), through Snakemake."""
+keeping one cycle, and a 2-member ensemble (one efcs job, one earc job per full cycle), through Snakemake; the
+cleanup of what the cycles no longer read, and the refusal to redo a job that would read a removed cycle."""
 
 from __future__ import annotations
 
@@ -115,3 +116,36 @@ def test_the_archive_is_timed_in_step_summary_the_timeline_and_the_summary_and_r
             archives = mine[mine["step"].isin(["arch", "earc01"])]
             arch_end = (archives["t_start"] + archives["seconds"]).max()
             assert mine[mine["step"] == "cleanup"]["t_start"].min() >= arch_end
+
+
+def test_cleanup_keeps_only_the_cycles_still_read_and_redoing_a_reader_of_a_removed_cycle_is_refused(archived):
+    """cycles.keep: 1 removes each cycle once the next cycle's anal and fcst (its readers) are done, and its archive
+    (runs last in this file: it deletes a manifest; before, test_workflow ran it on a study of its own)."""
+    persistent = archived / "results/tiers/lustre/smoke/node_local"
+    assert sorted(p.relative_to(persistent).as_posix() for p in persistent.glob("gdas.*/*")) == ["gdas.20270101/00"]
+    results = archived / "results" / "smoke"
+    events = pd.read_parquet(results / "tables" / "io_events.parquet")
+    summary = pd.read_csv(results / "tables" / "step_summary.csv", dtype={"cycle": str})
+    for cycle in CYCLES[:2]:
+        manifest = json.loads((results / f"arms/node_local/{cycle}/cleanup.manifest.json").read_text())
+        assert manifest["removed"] and all(r["files"] > 0 and r["bytes"] > 0 for r in manifest["removed"])
+        # the cleanup's records reach the tables: its removals in io_events, its cleanup phase in step_summary
+        removed = events[(events["arm"] == "node_local") & (events["cycle"] == cycle) & (events["step"] == "cleanup")]
+        assert sorted(removed["file"]) == sorted(r["folder"] for r in manifest["removed"])
+        assert removed["n_files"].sum() == sum(r["files"] for r in manifest["removed"])
+        row = summary[(summary["arm"] == "node_local") & (summary["cycle"] == cycle) & (summary["step"] == "cleanup")]
+        assert len(row) == 1 and row["cleanup_s"].iloc[0] > 0
+    fcst = json.loads((results / f"arms/node_local/{CYCLES[2]}/fcst.manifest.json").read_text())
+    assert all((persistent / o["path"]).stat().st_size == o["bytes"] for o in fcst["outputs"])
+    repo = Path(__file__).resolve().parents[1]
+    assert "Nothing to be done" in snakemake(repo, archived, "-n").stdout
+    # anal of the next cycle reads 2026123112's files, which are gone: redoing it alone is refused up front
+    anal = results / "arms/node_local/2026123118/anal.manifest.json"
+    anal.unlink()
+    refused = snakemake(repo, archived, check=False)
+    assert refused.returncode != 0
+    assert ("cannot start the study: the cleanup already removed the files these jobs read from the "
+            "persistent tier (cycles.keep)") in refused.stderr, refused.stderr[-3000:]
+    assert "arm node_local, cycle 2026123112: this run would redo anal of 2026123118" in refused.stderr
+    assert "anal of 2026123118 in arm node_local (output files have to be generated)" in refused.stderr
+    assert not anal.exists() and not list(archived.glob("results/smoke/arms/node_local/*/*.tmp*"))

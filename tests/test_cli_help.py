@@ -3,10 +3,12 @@ every subcommand the rules call still there under its name."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import re
 import subprocess
-import sys
+from unittest import mock
 
 import pytest
 
@@ -15,10 +17,18 @@ from cycleio.cli import INTERNAL_NOTE, USER_COMMANDS
 
 
 def cycleio(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "COLUMNS": "100",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "scripts"), os.environ.get("PYTHONPATH")]))}
-    return subprocess.run([sys.executable, "-m", "cycleio", *args], capture_output=True, text=True, env=env, cwd=REPO,
-                          timeout=120)
+    """``python -m cycleio ARGS`` run in this process, from the repository, 100 columns wide (each --help as its own
+    Python would print it, without the seconds a second Python spends importing)."""
+    from cycleio.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with mock.patch.dict(os.environ, {"COLUMNS": "100"}), contextlib.chdir(REPO), \
+            contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(args))
+        except SystemExit as done:
+            code = done.code if isinstance(done.code, int) else 1
+    return subprocess.CompletedProcess(["cycleio", *args], code, out.getvalue(), err.getvalue())
 
 
 def rules_commands() -> set[str]:

@@ -200,7 +200,18 @@ def cycleio_words(line: str) -> list[str] | None:
     return None
 
 
-@pytest.mark.parametrize("page,line", [(page, line) for page, line in commands() if cycleio_words(line) is not None])
+def cycleio_lines() -> list[tuple[str, str]]:
+    """(pages, line) of every cycleio line of the docs' bash blocks, each command (its arguments) once with the pages
+    that show it."""
+    lines: dict[tuple[str, ...], tuple[str, list[str]]] = {}
+    for page, line in commands():
+        argv = cycleio_words(line)
+        if argv is not None:
+            lines.setdefault(tuple(argv), (line, []))[1].append(page)
+    return [(", ".join(pages), line) for line, pages in lines.values()]
+
+
+@pytest.mark.parametrize("page,line", cycleio_lines())
 def test_every_cycleio_command_the_docs_show_is_valid_and_runs(page, line):
     """In `make test-fast`: each cycleio command parses as written (a required option left out, an option the
     command does not have, a global option put after the command all fail here), and the quick ones run."""
@@ -215,16 +226,25 @@ def test_every_cycleio_command_the_docs_show_is_valid_and_runs(page, line):
                 raise AssertionError(f"{page}: {line}\n{err.getvalue()}") from None
     chain = [w for w in argv if not w.startswith("-")][:2]
     if (argv and argv[0] in RUN_FOR_REAL) or argv == ["--help"] or "--help" in argv:
-        result = run([sys.executable, "-m", "cycleio", *argv])
-        assert result.returncode == 0, f"{page}: {line}: exit {result.returncode}\n{result.stderr[-1500:]}"
+        code, output = in_process(argv)
+        assert code == 0, f"{page}: {line}: exit {code}\n{output[-1500:]}"
     else:
         code, output = help_text([*chain[:1], "--help"] if chain else ["--help"])
         assert code == 0, output
 
 
+def run_as_written() -> list[tuple[str, str]]:
+    """(pages, line) of every make and snakemake line of the docs' bash blocks that is run, each line once with the
+    pages that show it (a dry run takes seconds)."""
+    pages: dict[str, list[str]] = {}
+    for page, line in commands():
+        if line not in NOT_RUN and cycleio_words(line) is None:
+            pages.setdefault(line, []).append(page)
+    return [(", ".join(shown), line) for line, shown in pages.items()]
+
+
 @pytest.mark.e2e  # Snakemake dry runs: in `make test`, not in `make test-fast`
-@pytest.mark.parametrize("page,line", [(page, line) for page, line in commands()
-                                       if line not in NOT_RUN and cycleio_words(line) is None])
+@pytest.mark.parametrize("page,line", run_as_written())
 def test_every_command_the_docs_show_runs_as_written(page, line):
     """The commands NOT_RUN names (each with its reason) are not parametrized: in CI nothing skips."""
     for words in checks(line):
@@ -236,21 +256,30 @@ def test_every_command_the_docs_show_runs_as_written(page, line):
 def inline_commands() -> list[tuple[str, str]]:
     """(page, code span) of every make, snakemake or cycleio command the docs' prose names inline."""
     found: dict[str, str] = {}
+    # a make line a bash block shows is run as written, make's own dry run included (test_every_command_the_docs_...)
+    run = {" ".join(line.split()) for _, line in run_as_written() if line.startswith("make ")}
     for page in PAGES:
         for span in re.findall(r"`([^`\n]+)`", FENCE.sub("", page.read_text())):
             words = span.split()
             if words[:3] == ["python", "-m", "cycleio"]:
                 words = words[2:]
-            if words and words[0] in ("make", "snakemake", "cycleio"):
+            if words and words[0] in ("make", "snakemake", "cycleio") and " ".join(words) not in run:
                 found.setdefault(" ".join(words), str(page.relative_to(REPO)))  # each span once
     # make and snakemake start a process each (make study also a Python for the study's name): in `make test`
     return [pytest.param(page, span, marks=[pytest.mark.e2e] if span.split()[0] in ("make", "snakemake") else [])
             for span, page in sorted(found.items())]
 
 
+def in_process(argv: list[str]) -> tuple[int, str]:
+    """Exit code and output of ``cycleio ARGV`` run in this process from the repository, as the docs run it there
+    (a second Python would spend its seconds importing what this one has)."""
+    with contextlib.chdir(REPO):
+        return help_text(argv)
+
+
 def help_text(argv: list[str]) -> tuple[int, str]:
-    """Exit code and output of ``cycleio ARGV`` (ARGV ending in --help), in this process: argparse prints the
-    help and exits."""
+    """Exit code and output of ``cycleio ARGV`` in this process (argparse exits after --help or an error: its
+    code)."""
     from cycleio.cli import main
 
     out, err = io.StringIO(), io.StringIO()
@@ -301,8 +330,8 @@ def test_every_study_file_the_docs_show_is_a_valid_config(page, body, tmp_path):
             (tmp_path / "base.yaml").write_text(base)
             files.append(str(tmp_path / "base.yaml"))
     (tmp_path / "example.yaml").write_text(body)
-    result = run([sys.executable, "-m", "cycleio", "check-config", *files, str(tmp_path / "example.yaml")])
-    assert result.returncode == 0, f"{page.relative_to(REPO)}:\n{body}\n{result.stderr[-1500:]}"
+    code, output = in_process(["check-config", *files, str(tmp_path / "example.yaml")])
+    assert code == 0, f"{page.relative_to(REPO)}:\n{body}\n{output[-1500:]}"
 
 
 # The docs state what holds: a date, or "this session", belongs to bench/RESULTS.md, bench/FINDINGS.md or git.

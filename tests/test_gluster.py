@@ -101,7 +101,7 @@ def test_a_study_sweeps_two_persistent_tiers_one_of_them_glusterfs(gluster, tmp_
     workdir.mkdir()
     shm = Path("/dev/shm") / f"cycleio-test-gluster-{os.getpid()}"
     overrides = {
-        "cycles": {"end": "2026123118"},  # the half cycle and one full cycle
+        "cycles": {"end": "2026123112"},  # the half cycle: fcst and post stage out to each persistent tier
         "tiers": {
             "gluster": {"kind": "posix", "path": str(gluster / "persistent"), "persistent": True, "shared": True},
             "shm": {"kind": "memory", "path": str(shm)},

@@ -1,4 +1,4 @@
-"""`make study` hands its ARGS on intact, quotes included, to `make report` and to the study-name lookup.
+"""`make study` hands its ARGS on intact, quotes included, to check-config, `make report` and the study-name lookup.
 Checked with make's own dry run (`make -n`), which prints the recipes, runs the sub-make with -n too and
 runs no job."""
 
@@ -27,24 +27,34 @@ def report_line(run: subprocess.CompletedProcess) -> str:
     return lines[0]
 
 
-@pytest.mark.parametrize("args", [
-    QUOTED,
-    f"{QUOTED} study=quoted_name",
-    "--config scratch_tiers=[lustre,shm] resolution=C96",
-    "--config 'tiers={shm: {path: /mnt/nvme/cycleio}}' --cores 2",
-    "",
-])
-def test_make_study_hands_args_with_quotes_to_make_report(args):
-    line = report_line(make_dry_run("study", f"ARGS={args}"))
-    assert line.split("snakemake", 1)[1].strip().startswith(f"{args} --report".strip()), line
+def quoted(args: str) -> str:
+    """ARGS as the Makefile hands it on: one single-quoted shell word (QUOTED_ARGS)."""
+    return "'" + args.replace("'", "'\\''") + "'"
 
 
-def test_the_study_name_lookup_reads_a_study_given_with_quoted_args():
-    run = make_dry_run("study", "STUDY=config/studies/smoke.yaml", f"ARGS={QUOTED} study=quoted_name")
-    assert "--report results/quoted_name/report.html" in report_line(run)
-    assert "results/quoted_name/summary.md" in run.stdout
-    run = make_dry_run("study", "STUDY=config/studies/smoke.yaml", f"ARGS={QUOTED}")
-    assert "--report results/smoke/report.html" in report_line(run)
+# (ARGS, the study name make study takes from them over config/studies/smoke.yaml)
+CASES = [
+    (QUOTED, "smoke"),
+    (f"{QUOTED} study=quoted_name", "quoted_name"),
+    ("--config scratch_tiers=[lustre,shm] resolution=C96", "smoke"),
+    ("--config 'tiers={shm: {path: /mnt/nvme/cycleio}}' --cores 2", "smoke"),
+    ("--config study=resume_probe", "resume_probe"),
+    ("", "smoke"),
+]
+
+
+@pytest.mark.parametrize("args,name", CASES)
+def test_make_study_hands_args_with_quotes_to_check_config_the_study_name_lookup_and_make_report(args, name):
+    """One dry run per ARGS: check-config gets them as one word, the study-name lookup reads the study they name,
+    make report gets them intact; no cluster-check without PROFILE."""
+    run = make_dry_run("study", "STUDY=config/studies/smoke.yaml", f"ARGS={args}")
+    line = report_line(run)
+    after = " ".join(line.split("snakemake", 1)[1].split())
+    assert after.startswith(" ".join(f"--configfile config/studies/smoke.yaml {args} --report".split())), line
+    assert f"--report results/{name}/report.html" in line and f"results/{name}/summary.md" in run.stdout
+    check, = recipe_lines(run, "cycleio check-config")
+    assert check.endswith(f"--snakemake-args={quoted(args)}"), check
+    assert not recipe_lines(run, "cluster-check")
 
 
 def make_run(*words: str) -> subprocess.CompletedProcess:
@@ -77,15 +87,12 @@ def test_a_profile_is_checked_before_snakemake_runs_with_it():
                  "--configfile config/studies/smoke.yaml" in line)
     assert check < study
     assert "--report results/smoke/report.html" in report_line(run)
-    # a dry run submits nothing: no check; without PROFILE neither
+    # a dry run submits nothing: no check (without PROFILE neither: test_make_study_hands_args...)
     assert not recipe_lines(make_dry_run("study", "PROFILE=profiles/slurm-localhost", "ARGS=-n"), "cluster-check")
-    assert not recipe_lines(make_dry_run("study"), "cluster-check")
 
 
 def test_the_first_line_names_the_study_the_args_run():
-    run = make_dry_run("study", "STUDY=config/studies/smoke.yaml", "ARGS=--config study=resume_probe")
-    check, = recipe_lines(run, "cycleio check-config")
-    assert check.endswith("--snakemake-args='--config study=resume_probe'")
+    """check-config as make study runs it (its ARGS: test_make_study_hands_args...) names the study ARGS set."""
     shown = subprocess.run(["python", "-m", "cycleio", "check-config", "config/config.yaml", "config/studies/smoke.yaml",
                             "--snakemake-args", "--config study=resume_probe"], cwd=REPO, capture_output=True,
                            text=True, timeout=120)

@@ -1,6 +1,7 @@
 """docs/outputs.md, the page alone: every table it documents lists its columns once, the file list names and links
-each, and the comparison with a study's tables (conftest.mismatches, which test_workflow runs on the smoke study's
-real tables) finds what differs."""
+each, it lists exactly the columns of the smoke study's tables as committed in tests/data/outputs-columns.json
+(test_workflow checks the real tables against that file), and the comparison with a study's tables
+(conftest.mismatches, which test_workflow runs on the smoke study's real tables) finds what differs."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import re
 
 import pandas as pd
 import pytest
-from conftest import COLUMNS_NOT_IN_SMOKE, NOT_IN_SMOKE, OUTPUTS_PAGE, REPO, documented_tables, mismatches
+from conftest import (COLUMNS_NOT_IN_SMOKE, NOT_IN_SMOKE, OUTPUTS_COLUMNS, OUTPUTS_PAGE, REPO, column_mismatches,
+                      documented_tables, mismatches, snapshot_columns)
 
 
 @functools.cache
@@ -68,6 +70,14 @@ def test_the_file_list_links_every_documented_table():
     for name in documented_tables():
         assert f"`{name}`" in overview or f"`{name.rsplit('.', 1)[0]}." in overview or \
             f"`.{name.rsplit('.', 1)[1]}`" in overview, f"the file list misses {name}"
+
+
+def test_the_page_lists_exactly_the_columns_of_the_smoke_study_s_tables():
+    """Both ways, in seconds: every table and column of the smoke study's tables (the committed snapshot, which
+    test_workflow holds to a real run) is on the page, and every table and column on the page is in them, but those
+    conftest lists as not in the smoke study, with why."""
+    problems = column_mismatches(snapshot_columns(), NOT_IN_SMOKE, COLUMNS_NOT_IN_SMOKE)
+    assert not problems, f"docs/outputs.md and {OUTPUTS_COLUMNS.name} differ:\n" + "\n".join(problems)
 
 
 def test_the_comparison_finds_a_missing_an_extra_and_an_undocumented_column(tmp_path):

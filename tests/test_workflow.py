@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from conftest import (assert_axes_carry_data, assert_png_drawn, assert_study_matches_page, bar_sizes, require_tool,
-                      snakemake)
+from conftest import (assert_axes_carry_data, assert_png_drawn, assert_study_matches_page,
+                      assert_study_matches_snapshot, bar_sizes, require_tool, snakemake)
 
 from cycleio.report.closeness import as_flag
 from cycleio import fsutil
@@ -220,6 +220,13 @@ def test_every_table_has_the_columns_docs_outputs_md_lists(smoke):
     assert_study_matches_page(workdir / "results" / "smoke")
 
 
+def test_every_table_has_the_columns_of_the_committed_snapshot(smoke):
+    """tests/data/outputs-columns.json, against which test_outputs_doc checks the page in seconds, is still what the
+    smoke study writes."""
+    _, workdir = smoke
+    assert_study_matches_snapshot(workdir / "results" / "smoke")
+
+
 def test_report_renders_offline_in_chromium_with_every_figure(smoke, tmp_path):
     """The report builds, and headless chromium (Debian's) opens it from a file URL with the network off (its own
     network namespace when root, and no proxy or name resolution in any case): it renders the questions'
@@ -317,17 +324,20 @@ def test_snakefmt_check_is_clean(repo):
 
 
 def test_a_killed_run_resumes_and_redoes_only_what_was_unfinished(repo, tmp_path):
-    """kill -9 the whole run in the middle of a job; the next run redoes only unfinished jobs."""
+    """kill -9 the whole run in the middle of a job; the next run redoes only unfinished jobs (the jobs of the cycles,
+    without the benchmarks and the tables, which take no part in it)."""
     import signal
     import time
 
     shm = Path("/dev/shm") / f"cycleio-test-kill-{os.getpid()}"
     (tmp_path / "tiers.yaml").write_text(yaml.safe_dump({
-        "scratch_tiers": ["shm"],
+        "scratch_tiers": ["shm"], "benchmarks": {"enabled": False},
         "tiers": {"shm": {"kind": "memory", "path": str(shm)}},
         "forecast": {"compute_seconds_per_hour": 0.4},  # a forecast job takes about 4 s: time to kill it
     }))
-    cmd = [str(BIN / "snakemake"), "-s", str(repo / "Snakefile"), "--cores", "1",
+    # the arm's jobs up to its last cycle's post: the tables and figures after them take no part
+    last = "results/smoke/arms/shm/2027010100/post.manifest.json"
+    cmd = [str(BIN / "snakemake"), last, "-s", str(repo / "Snakefile"), "--cores", "1",
            "--configfile", str(repo / "config" / "studies" / "smoke.yaml"), str(tmp_path / "tiers.yaml")]
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
     try:
@@ -358,46 +368,6 @@ def test_a_killed_run_resumes_and_redoes_only_what_was_unfinished(repo, tmp_path
         assert not list((shm / "smoke" / "shm").glob(".job.*"))
         persistent = tmp_path / "results/tiers/lustre/smoke/shm"
         assert not [p for p in persistent.rglob("*") if fsutil.is_temporary(p.name)]
-    finally:
-        shutil.rmtree(shm, ignore_errors=True)
-
-
-def test_cleanup_keeps_only_the_cycles_still_read_and_redoing_a_reader_of_a_removed_cycle_is_refused(repo, tmp_path):
-    """cycles.keep: 1 removes each cycle once the next cycle's anal and fcst (its readers) are done."""
-    shm = Path("/dev/shm") / f"cycleio-test-cleanup-{os.getpid()}"
-    (tmp_path / "tiers.yaml").write_text(yaml.safe_dump({
-        "scratch_tiers": ["shm"], "cycles": {"keep": 1}, "benchmarks": {"enabled": False},
-        "tiers": {"shm": {"kind": "memory", "path": str(shm)}},
-    }))
-    try:
-        snakemake(repo, tmp_path)
-        persistent = tmp_path / "results/tiers/lustre/smoke/shm"
-        assert sorted(p.relative_to(persistent).as_posix() for p in persistent.glob("gdas.*/*")) == ["gdas.20270101/00"]
-        tables = tmp_path / "results/smoke/tables"
-        events = pd.read_parquet(tables / "io_events.parquet")
-        summary = pd.read_csv(tables / "step_summary.csv", dtype={"cycle": str})
-        for cycle in ("2026123112", "2026123118"):
-            manifest = json.loads((tmp_path / f"results/smoke/arms/shm/{cycle}/cleanup.manifest.json").read_text())
-            assert manifest["removed"] and all(r["files"] > 0 and r["bytes"] > 0 for r in manifest["removed"])
-            # the cleanup's records reach the tables: its removals in io_events, its cleanup phase in step_summary
-            removed = events[(events["arm"] == "shm") & (events["cycle"] == cycle) & (events["step"] == "cleanup")]
-            assert sorted(removed["file"]) == sorted(r["folder"] for r in manifest["removed"])
-            assert removed["n_files"].sum() == sum(r["files"] for r in manifest["removed"])
-            row = summary[(summary["arm"] == "shm") & (summary["cycle"] == cycle) & (summary["step"] == "cleanup")]
-            assert len(row) == 1 and row["cleanup_s"].iloc[0] > 0
-        fcst = json.loads((tmp_path / "results/smoke/arms/shm/2027010100/fcst.manifest.json").read_text())
-        assert all((persistent / o["path"]).stat().st_size == o["bytes"] for o in fcst["outputs"])
-        assert "Nothing to be done" in snakemake(repo, tmp_path, "-n").stdout
-        # anal of the next cycle reads 2026123112's files, which are gone: redoing it alone is refused up front
-        anal = tmp_path / "results/smoke/arms/shm/2026123118/anal.manifest.json"
-        anal.unlink()
-        refused = snakemake(repo, tmp_path, check=False)
-        assert refused.returncode != 0
-        assert ("cannot start the study: the cleanup already removed the files these jobs read from the "
-                "persistent tier (cycles.keep)") in refused.stderr, refused.stderr[-3000:]
-        assert "arm shm, cycle 2026123112: this run would redo anal of 2026123118" in refused.stderr
-        assert "anal of 2026123118 in arm shm (output files have to be generated)" in refused.stderr
-        assert not anal.exists() and not list(tmp_path.glob("results/smoke/arms/shm/*/*.tmp*"))
     finally:
         shutil.rmtree(shm, ignore_errors=True)
 
