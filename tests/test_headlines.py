@@ -52,7 +52,7 @@ def test_a_question_the_study_cannot_answer_says_why():
 def test_the_capacity_plan_in_a_sentence_with_its_units():
     said = capacity_sentence(capacity())
     assert said == ("C768 every 6 h moves 489.2 GiB per cycle and needs 232 MiB/s to keep its I/O within 10% of the "
-                    "cycle; lustre (easy, 400 MiB/s measured on 1 client nodes) 0.6 client nodes; too few timed points "
+                    "cycle; lustre (easy) needs 0.6 client nodes (plateau 400 MiB/s on 1 client node); too few timed points "
                     "to plan shm (easy).")
 
 

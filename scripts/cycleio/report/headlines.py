@@ -81,11 +81,16 @@ def capacity_sentence(capacity: pd.DataFrame | None) -> str:
             unplanned.append(f"{row.tier} ({row.pattern})")
             continue
         bound = "" if row.plateau_reached else "at most "
-        planned.append(f"{row.tier} ({row.pattern}, {row.measured_plateau_MiB_per_s:.0f} MiB/s measured on "
-                       f"{row.units_measured} {row.unit}) {bound}{row.units_needed} {row.unit}")
+        planned.append(f"{row.tier} ({row.pattern}) needs {bound}{_counted(row.units_needed, row.unit)} (plateau "
+                       f"{row.measured_plateau_MiB_per_s:.0f} MiB/s on {_counted(row.units_measured, row.unit)})")
     said = f"; {', '.join(planned)}" if planned else ""
     missing = f"; too few timed points to plan {', '.join(unplanned)}" if unplanned else ""
     return need + said + missing + "."
+
+
+def _counted(count, unit: str) -> str:
+    """``1 client node``, ``3 client nodes``: the plan's units are named in the plural (report.scaling.UNIT_NAMES)."""
+    return f"{count} {unit.replace('nodes', 'node', 1) if count == 1 else unit}"
 
 
 def strategies_sentence(write_times: pd.DataFrame) -> str:
