@@ -122,12 +122,18 @@ def test_a_job_over_three_nodes_stages_on_each_and_leaves_nothing(three_nodes, t
     assert not list(records_path.parent.glob("*.nodes"))  # the plans and results are gone
 
 
-def test_a_corrupt_copy_on_one_node_fails_the_job_naming_the_node_and_file(three_nodes, tmp_path, lay_cold_start):
-    faults = {"corrupt_staged_file": [{"cycle": "2026010100", "step": "fcst", "attempt": 1, "phase": "stage_out"}]}
+def faulted_arm(tmp_path, lay_cold_start, faults: dict):
+    """An arm with ``faults``, its cold start laid out, and the folder its job's records and manifest go to."""
     settings = arm(tmp_path, faults=faults)
     lay_cold_start(settings)
     out = tmp_path / "out"
     out.mkdir()
+    return settings, out
+
+
+def test_a_corrupt_copy_on_one_node_fails_the_job_naming_the_node_and_file(three_nodes, tmp_path, lay_cold_start):
+    faults = {"corrupt_staged_file": [{"cycle": "2026010100", "step": "fcst", "attempt": 1, "phase": "stage_out"}]}
+    settings, out = faulted_arm(tmp_path, lay_cold_start, faults)
     with pytest.raises(StagingError, match=r"stage_out failed on node n1: .*checksum") as err:
         run_step(settings, "2026010100", "fcst", out / "fcst.records.jsonl", out / "fcst.manifest.json")
     assert ".nc" in str(err.value)
@@ -141,10 +147,7 @@ def test_a_corrupt_copy_on_one_node_fails_the_job_naming_the_node_and_file(three
 
 def test_a_stage_out_that_fails_on_a_node_names_it_and_the_file(three_nodes, tmp_path, lay_cold_start):
     faults = {"fail_stage_out": [{"cycle": "2026010100", "step": "fcst", "attempt": 1, "after_files": 1}]}
-    settings = arm(tmp_path, faults=faults)
-    lay_cold_start(settings)
-    out = tmp_path / "out"
-    out.mkdir()
+    settings, out = faulted_arm(tmp_path, lay_cold_start, faults)
     with pytest.raises(StagingError, match=r"stage_out failed on node n1: .*the copy of .*\.nc fails after 1 of"):
         run_step(settings, "2026010100", "fcst", out / "fcst.records.jsonl", out / "fcst.manifest.json")
     assert not (out / "fcst.manifest.json").exists()
@@ -154,10 +157,7 @@ def test_a_stage_out_that_fails_on_a_node_names_it_and_the_file(three_nodes, tmp
 
 def test_a_stage_in_that_fails_on_every_node_names_them_and_leaves_nothing(three_nodes, tmp_path, lay_cold_start):
     faults = {"corrupt_staged_file": [{"cycle": "2026010100", "step": "fcst", "attempt": 1, "phase": "stage_in"}]}
-    settings = arm(tmp_path, faults=faults)
-    lay_cold_start(settings)
-    out = tmp_path / "out"
-    out.mkdir()
+    settings, out = faulted_arm(tmp_path, lay_cold_start, faults)
     with pytest.raises(StagingError, match=r"stage_in failed on node n1 \(and on n2, n3\): .*checksum"):
         run_step(settings, "2026010100", "fcst", out / "fcst.records.jsonl", out / "fcst.manifest.json")
     for node in NODES:
