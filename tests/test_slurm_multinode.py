@@ -184,8 +184,13 @@ def study_run(nodes):
             proc.wait(timeout=60)
     jobs = "".join(f"\n--- {path.name}\n{path.read_text(errors='replace')[-1500:]}"
                    for path in sorted((workdir / ".snakemake" / "slurm_logs").rglob("*.log")))
+    # the step's own log says why a job failed; the Slurm log only that its command did
+    failed_steps = "".join(f"\n--- {path.relative_to(workdir)}\n{path.read_text(errors='replace')[-3000:]}"
+                           for path in sorted((workdir / "results" / "multinode" / "logs").rglob("*.log"))
+                           if re.search(r"Traceback|ERROR|Error", path.read_text(errors="replace")))
     done = {"workdir": workdir, "check": check, "returncode": proc.returncode, "before": before,
-            "output": log.read_text(errors="replace")[-4000:] + jobs[-8000:], "after": scratch_on_nodes()}
+            "output": failed_steps[-8000:] + log.read_text(errors="replace")[-3000:] + jobs[-4000:],
+            "after": scratch_on_nodes()}
     try:
         yield done
     finally:
