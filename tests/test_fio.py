@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -128,3 +129,46 @@ def test_the_layout_for_a_read_replay_writes_every_class_at_once_and_warms_only_
     assert [word for word in argv if word.startswith("--name=")] == ["--name=write.0", "--name=write.1",
                                                                      "--name=warm.0"]
     assert argv[argv.index("--name=warm.0") + 1] == "--stonewall" and argv[-1] == "--invalidate=0"
+
+
+def test_jobs_crowded_out_of_a_write_phase_fill_up_to_the_busiest_before_the_reads(tmp_path):
+    mib = 2**20
+    # jobs that wrote about as much read alike: a read phase reads each region pass after pass until its time is up
+    assert fio.io_fill_command("fio", pattern(stonewall_s=0.3), tmp_path, OUT, [3 * mib, 2 * mib]) is None
+    fpp = fio.io_fill_command("fio", pattern(stonewall_s=0.3), tmp_path, OUT, [5 * mib + 100, 3 * mib, 0])
+    jobs = [job.split() for job in " ".join(fpp[fpp.index("--name=fill"):]).split("--name=fill")[1:]]
+    # each short job from where it stopped to the busiest job's whole transfers, in its own file
+    assert jobs == [["--filename=cycleio.1", f"--offset={3 * mib}", f"--size={2 * mib}"],
+                    ["--filename=cycleio.2", "--offset=0", f"--size={5 * mib}"]]
+    assert value(fpp, "rw") == "write" and "--end_fsync=1" in fpp and not any(w.startswith("--runtime") for w in fpp)
+    assert fio.filled([5 * mib + 100, 3 * mib, 0], mib) == [5 * mib + 100, 5 * mib, 5 * mib]
+    shared = fio.io_fill_command("fio", pattern(file_per_proc=False, stonewall_s=0.3), tmp_path, OUT,
+                                 [12 * mib, 4 * mib + mib])
+    [job] = [j.split() for j in " ".join(shared[shared.index("--name=fill"):]).split("--name=fill")[1:]]
+    # job 1 wrote its first block whole: from its second block of IOR's segments (offset block + 1 x 2 blocks)
+    assert job[:5] == ["--filename=shared.dat", f"--offset={4 * mib + 8 * mib}", f"--size={8 * mib + 4 * mib}",
+                       f"--io_size={8 * mib}", "--zonemode=strided"]
+
+
+@pytest.mark.tool
+def test_the_fill_writes_every_block_a_crowded_out_job_left_in_the_shared_file(tmp_path):
+    """Real fio: after a write phase in which job 0 wrote 6 blocks of IOR's layout and jobs 1 and 2 one and none,
+    the fill leaves every job's 6 blocks written (no hole reads as zeros), so the read phase reads 6 from each."""
+    from conftest import require_tool
+
+    require_tool("fio", "fio stands for IOR where IOR is absent (apt-get install fio)")
+    block, n = 4096, 3
+    shared = pattern(file_per_proc=False, transfer_size_bytes=block, block_size_bytes=block, segments=6,
+                     stonewall_s=0.3)
+    with open(tmp_path / "shared.dat", "wb") as handle:  # what the crowded write phase left
+        for segment in range(6):
+            handle.seek(segment * n * block)
+            handle.write(b"\x01" * block)
+        handle.seek(1 * block)
+        handle.write(b"\x01" * block)
+    argv = fio.io_fill_command("fio", shared, tmp_path, tmp_path / "fill.json", [6 * block, block, 0])
+    subprocess.run(argv, check=True, capture_output=True)
+    data = (tmp_path / "shared.dat").read_bytes()
+    assert len(data) == 6 * n * block
+    empty = [i for i in range(6 * n) if data[i * block:(i + 1) * block] == bytes(block)]
+    assert not empty, f"blocks left unwritten: {empty}"

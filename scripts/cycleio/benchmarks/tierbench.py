@@ -379,12 +379,21 @@ def run_io(settings: PointSettings, raw_dir: Path) -> list[dict]:
 def _fio_phases_bounded_by_time(tool, pattern: IOPattern, tasks: int, work: Path, raw_dir: Path, rep_name: str,
                                 limit: float) -> list[dict]:
     """One repetition of a pattern bounded by time with fio, as two runs: the write phase, then the read phase
-    sized to what the write phase wrote (fio.io_write_command, fio.io_read_command); its write row and read row."""
+    sized to what the write phase wrote (fio.io_write_command, fio.io_read_command); its write row and read row.
+    Jobs that the others crowded out of the write phase write on untimed to as much as the busiest wrote
+    (fio.io_fill_command, IOR's wear-out), so that every task reads an equal share."""
     write_json, read_json = raw_dir / f"{rep_name}.write.json", raw_dir / f"{rep_name}.read.json"
     run = run_tool(tool.label, fio.io_write_command(tool.path, pattern, tasks, work, write_json), raw_dir,
                    f"{rep_name}.write", limit)
     written = parse_run(fio.parse, write_json, tool.label, run)
-    argv = fio.io_read_command(tool.path, pattern, work, read_json, fio.written_per_job(write_json))
+    per_job = fio.written_per_job(write_json)
+    fill = fio.io_fill_command(tool.path, pattern, work, raw_dir / f"{rep_name}.fill.json", per_job)
+    if fill:
+        log.info("%s %s: the write phase's jobs wrote %s MiB: the others fill up to the most, untimed, before the "
+                 "reads", pattern.name, rep_name, ", ".join(f"{nbytes / MiB:.1f}" for nbytes in per_job))
+        run_tool(tool.label, fill, raw_dir, f"{rep_name}.fill", limit)
+        per_job = fio.filled(per_job, pattern.transfer_size_bytes)
+    argv = fio.io_read_command(tool.path, pattern, work, read_json, per_job)
     run = run_tool(tool.label, argv, raw_dir, f"{rep_name}.read", limit)
     return [fio.group_jobs(written), *parse_run(fio.parse, read_json, tool.label, run)]
 

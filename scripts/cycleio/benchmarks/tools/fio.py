@@ -80,6 +80,48 @@ def io_read_command(fio: str, pattern: IOPattern, directory: Path, json_out: Pat
     return argv
 
 
+CROWDED_OUT = 0.5  # a job of a write phase that wrote less than this share of the busiest job's bytes
+
+
+def io_fill_command(fio: str, pattern: IOPattern, directory: Path, json_out: Path,
+                    written: list[int]) -> list[str] | None:
+    """The wear-out of a write phase bounded by time, untimed (IOR's ``-O stoneWallingWearOut=1``): each job that
+    wrote less than the job that wrote most (``written``, bytes per job) writes on, in its own layout, up to as
+    much, fsynced as the pattern is; None when no job was crowded out (wrote less than ``CROWDED_OUT`` of the
+    busiest). The read phase reads each job's region pass after pass until its time is up, so regions of
+    somewhat different sizes read alike; but a job the others crowded out of a shared file (one of four tasks
+    wrote 9,629 blocks, the others one each, on ext4) would leave the reads to one task. The write phase's rows
+    stay what the time bounded; the fill's output only shows that it was done."""
+    n, block, transfer = len(written), pattern.block_size_bytes, pattern.transfer_size_bytes
+    target = max(written, default=0) // transfer * transfer
+    short = [(job, nbytes // transfer * transfer) for job, nbytes in enumerate(written) if nbytes < target]
+    if n < 2 or not any(nbytes < CROWDED_OUT * target for nbytes in written):
+        return None
+    argv = [word for word in _io_argv(fio, pattern, 1, directory, json_out) if word != "--numjobs=1"]
+    # opened as they are: fio would lay out (rewrite from zero) a file shorter than a job's region
+    argv += [f"--rw={_rw(pattern)[0]}", "--create_on_open=1"] + (["--end_fsync=1"] if pattern.fsync else [])
+    target_blocks = target // block
+    for job, done in short:
+        argv.append("--name=fill")
+        if pattern.file_per_proc:
+            argv += [f"--filename=cycleio.{job}", f"--offset={done}", f"--size={target - done}"]
+        elif target_blocks == 0:  # every job within its one block
+            argv += ["--filename=shared.dat", f"--offset={job * block + done}", f"--size={target - done}"]
+        else:  # its blocks of IOR's segments from the first it did not write whole
+            first = done // block
+            blocks = target_blocks - first
+            argv += ["--filename=shared.dat", f"--offset={job * block + first * n * block}",
+                     f"--size={(blocks - 1) * n * block + block}", f"--io_size={blocks * block}",
+                     "--zonemode=strided", f"--zonerange={block}", f"--zonesize={block}", f"--zoneskip={(n - 1) * block}"]
+    return argv
+
+
+def filled(written: list[int], transfer: int) -> list[int]:
+    """Bytes per job once :func:`io_fill_command` ran (not None): every job as much as the one that wrote most."""
+    target = max(written, default=0) // transfer * transfer
+    return [max(nbytes, target) for nbytes in written]
+
+
 def written_per_job(path: Path) -> list[int]:
     """Bytes each job of a write phase (:func:`io_write_command`'s output) wrote, in job order."""
     data = read_json_object(Path(path), "fio")
