@@ -8,6 +8,7 @@ study ran) gives the same keys with "not measured yet".
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 
 from ..units import format_bytes, format_rate
@@ -243,9 +244,9 @@ def table_numbers(*paths) -> dict[str, str]:
     import pandas as pd
 
     numbers = Numbers()
-    for path in map(Path, paths):
-        if path.name not in TABLE_SENTENCES and path.name != "io_events.parquet":
-            continue
+    # by name first: the aggregate's input is every job's records, thousands of paths in a long study's planning
+    for path in (Path(p) for p in map(str, paths) if os.path.basename(p) in TABLE_SENTENCES
+                 or os.path.basename(p) == "io_events.parquet"):
         if not path.is_file() or path.stat().st_size == 0:
             continue
         try:
