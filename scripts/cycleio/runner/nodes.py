@@ -31,6 +31,7 @@ from pathlib import Path
 from ..config.settings import ArmSettings
 from ..config.tierspec import expand_tier_path
 from ..fsutil import remove_tree, write_json_atomic
+from ..faults import fill
 from ..process import run_command
 from ..records import Record, RecordLog
 from ..storage.jobscratch import make_job_folder, remove_job_folder
@@ -232,7 +233,8 @@ def _faults(faults: StagingFaults, dest: Path) -> dict:
     """A stage's faults for the nodes: the file to corrupt named below the stage's destination, which each node
     has its own of on scratch."""
     corrupt = str(Path(faults.corrupt).relative_to(dest)) if faults.corrupt else None
-    return {"corrupt": corrupt, "fail_after_files": faults.fail_after_files}
+    return {"corrupt": corrupt, "fail_after_files": faults.fail_after_files,
+            "fill_node": list(faults.fill_node) if faults.fill_node else None}
 
 
 def stage_on_node(plan_path: Path) -> None:
@@ -265,6 +267,9 @@ def stage_on_node(plan_path: Path) -> None:
                 remove_tree(workdir)
                 workdir.mkdir(parents=True)
                 src, dst = persistent, scratch
+                full = plan["faults"].get("fill_node")
+                if full and full[0] == node:  # config faults.fill_tier's node: full until the cleanup empties it
+                    fill(workdir / f".cycleio-fill.{node}", full[1])
             else:
                 files = [spec for spec in files if (workdir / spec.path).is_file()]  # what this node's ranks wrote
                 src, dst = scratch, persistent
