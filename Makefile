@@ -48,7 +48,7 @@ endif
 	@$(RUN) python -m cycleio unlock-stale -- $(CONFIG_ARGS)
 	$(RUN) snakemake $(PROFILE_ARGS) $(CONFIG_ARGS) $(ARGS)
 ifeq ($(DRY_RUN),)
-	@$(MAKE) --no-print-directory report STUDY='$(STUDY)' ARGS=$(QUOTED_ARGS)
+	@$(MAKE) --no-print-directory report STUDY='$(STUDY)' ARGS=$(QUOTED_ARGS) STUDY_NAME='$(STUDY_NAME)'
 	@echo
 	@cat results/$(STUDY_NAME)/summary.md
 	@echo

@@ -208,9 +208,8 @@ def cmd_study_name(args) -> None:
 
 def command_line_config(argv: list[str]) -> dict:
     """The values Snakemake's ``--config`` (``-C``) items in a command line give, parsed as Snakemake parses them
-    (``staging={streams: 1}`` a dict, ``resolution=C96`` a string, numbers as numbers)."""
-    from snakemake.cli import parse_config
-
+    (``staging={streams: 1}`` a dict, ``resolution=C96`` a string, numbers as numbers). Snakemake's parser is
+    imported only when there are items: its module takes a second to import, and a plain ``make study`` has none."""
     entries: list[str] = []
     taking = False
     for word in argv:
@@ -220,6 +219,10 @@ def command_line_config(argv: list[str]) -> dict:
             taking = False
         elif taking and "=" in word:
             entries.append(word)
+    if not entries:
+        return {}
+    from snakemake.cli import parse_config
+
     return parse_config(entries)
 
 
@@ -230,10 +233,12 @@ def load_config_files(paths: list[str], snakemake_args: str | None = None):
     from ..workflow.study import load_study
 
     def load(files: list[str]):
-        from snakemake.utils import update_config
-
         config = _read_configs(files)
-        update_config(config, command_line_config(shlex.split(snakemake_args or "")))  # as Snakemake lays them
+        overrides = command_line_config(shlex.split(snakemake_args or ""))
+        if overrides:
+            from snakemake.utils import update_config
+
+            update_config(config, overrides)  # as Snakemake lays them
         return load_study(config)
 
     try:

@@ -354,7 +354,7 @@ def paired_replay(config: dict, cycles: list[str]) -> tuple[dict, tuple]:
     if not (bench["enabled"] and cfg["enabled"] and count):
         return {}, ()
     transfer = cfg["transfer_size"]
-    return ({"repetitions": cfg["repetitions"] or max(3, bench["repetitions"]),
+    return ({"repetitions": cfg["repetitions"] or max(2, bench["repetitions"]),
              "transfer_size_bytes": 0 if transfer == "auto" else parse_size(transfer, "benchmarks.replay.transfer_size"),
              "max_files": cfg["max_files"], "fio_path": bench["fio_path"],
              "min_bytes": parse_size(cfg["min_bytes"], "benchmarks.replay.min_bytes"), "min_seconds": cfg["min_seconds"]},
