@@ -155,3 +155,35 @@ def test_the_timeline_from_the_fixed_records(tables):
     assert shm.loc[("fcst", 0, "output", "f006"), ["seconds", "t_from_arm_start_s"]].tolist() == [1.5, 106.5625]
     assert shm.loc[("fcst", 1, "wait", "f003"), "seconds"] == 1.3125
     assert set(shm.loc["post"].index.get_level_values("what")) == {"stage_in", "run", "verify", "stage_out", "cleanup"}
+
+
+def test_the_timeline_gives_a_job_over_nodes_a_lane_per_node_and_a_job_on_one_node_a_lane_per_rank(tables, tmp_path):
+    """A forecast over three nodes (its ranks and each node's stage-in, stage-out and cleanup task, as runner.nodes
+    records them) gets a lane per node and rank, so the slowest node's stage-out shows; the fx study's jobs, each on
+    one node, keep their lanes and labels."""
+    from cycleio.records import cycle_records
+    from cycleio.report.answerfigures import lane_label, timeline_figure, timeline_lanes, timeline_table
+
+    one_node = timeline_table(cycle_records(pd.read_parquet(tables / "io_events.parquet")))
+    assert {lane[2] for lane in timeline_lanes(one_node)} == {""}  # no node named: lanes as before
+    assert lane_label((C1, "fcst", "", 0)) == f"{C1[-4:]} fcst" and lane_label((C1, "fcst", "", 2)).endswith(" r2")
+
+    def row(host, rank, phase, t_start, seconds):
+        return {"study": "m", "arm": "node_local", "cycle": C1, "step": "fcst", "host": host, "rank": rank,
+                "phase": phase, "op": "copy", "file": "a.nc", "t_start": t_start, "seconds": seconds, "bytes": 1}
+
+    rows = [row("n1", 0, "stage_in", 0.0, 1.0), row("n1", 0, "run", 1.0, 3.0), row("n2", 1, "run", 1.0, 3.0),
+            row("n3", 2, "run", 1.0, 3.0), row("n2", 0, "stage_out", 4.0, 0.5), row("n3", 0, "stage_out", 4.0, 2.5)]
+    rows += [{**r, "step": "post", "host": "n1", "rank": 0} for r in (row("", 0, "stage_in", 7.0, 0.2),)]
+    table = timeline_table(pd.DataFrame(rows))
+    lanes = set(timeline_lanes(table))
+    assert lanes == {(C1, "fcst", "n1", 0), (C1, "fcst", "n2", 1), (C1, "fcst", "n3", 2), (C1, "fcst", "n2", 0),
+                     (C1, "fcst", "n3", 0), (C1, "post", "", 0)}
+    assert lane_label((C1, "fcst", "n3", 0)) == f"{C1[-4:]} fcst n3"
+    assert lane_label((C1, "fcst", "n2", 1)) == f"{C1[-4:]} fcst n2 r1"
+    # cycle_timeline.csv has the stage-out of each node: the slowest is n3's
+    out = table[(table["what"] == "stage_out")].set_index("host")["seconds"]
+    assert out.idxmax() == "n3" and out["n3"] == 2.5
+    paths = [tmp_path / "timeline.png"]
+    timeline_figure(table, paths, "m")
+    assert paths[0].stat().st_size > 0

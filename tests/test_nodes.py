@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from conftest import tmpfs
 
 from cycleio.config.forecast import ForecastSettings
 from cycleio.config.settings import ArmSettings
@@ -103,11 +105,12 @@ def test_a_job_over_three_nodes_stages_on_each_and_leaves_nothing(three_nodes, t
     records = [json.loads(line) for line in records_path.read_text().splitlines()]
     copies = [r for r in records if r["op"] == "copy"]
     inputs = manifest["inputs"]
-    for node in NODES:  # every node got every input; only n1, where the ranks ran, held outputs
-        got = {r["file"] for r in copies if r["phase"] == "stage_in" and r["host"] == node}
-        assert got == set(inputs), node
+    # the inputs went to n1 alone, whose process (the job's) reads them; the ranks only write. Only n1, where the
+    # ranks ran, held outputs
+    assert {r["file"] for r in copies if r["phase"] == "stage_in"} == set(inputs)
+    assert {r["host"] for r in copies if r["phase"] == "stage_in"} == {"n1"}
     assert {r["host"] for r in copies if r["phase"] == "stage_out"} == {"n1"}
-    assert {r["host"] for r in records if r["phase"] == "verify"} == set(NODES)  # each node verified its copies
+    assert {r["host"] for r in records if r["phase"] == "verify"} == {"n1"}
     assert {r["host"] for r in records if r["phase"] == "cleanup" and r["op"] == "remove"} == set(NODES)
     assert manifest["provenance"]["nodes"] == list(NODES)
     assert manifest["outputs"] and {entry["node"] for entry in manifest["outputs"]} == {"n1"}
@@ -145,6 +148,42 @@ def test_a_corrupt_copy_on_one_node_fails_the_job_naming_the_node_and_file(three
     assert manifest["outputs"] and all(entry["node"] == "n1" for entry in manifest["outputs"])
 
 
+@pytest.mark.parametrize("leave, phase", [(0, "stage_in"), ("inputs", "run")])
+def test_a_full_scratch_on_one_node_fails_the_job_naming_the_node_and_file(three_nodes, tmp_path, lay_cold_start,
+                                                                          leave, phase):
+    """faults.fill_tier with a node: n1's scratch (a real 32 MiB tmpfs) filled as its stage-in begins. With nothing
+    left, its stage-in's first copy meets ENOSPC; with room for the inputs only, its rank's first write does. Either
+    way the job fails naming n1 and the file, every node's folder goes, and the plain rerun lands every output."""
+    with tmpfs(three_nodes / "n1", "32m"):
+        settings = arm(tmp_path)
+        lay_cold_start(settings)
+        root = tmp_path / "lustre" / "t" / "node_local"
+        if leave == "inputs":  # the inputs fit, and 64 KiB besides (the job folder's own files)
+            inputs = [p for p in root.rglob("*") if p.is_file()]
+            leave = sum(p.stat().st_size + 4096 for p in inputs) + 64 * 1024
+        fault = {"cycle": "2026010100", "step": "fcst", "attempt": 1, "leave": leave, "node": "n1"}
+        settings = replace(settings, faults={"fill_tier": [fault]})
+        out = tmp_path / "out"
+        out.mkdir()
+        with pytest.raises(Exception) as err:
+            run_step(settings, "2026010100", "fcst", out / "fcst.records.jsonl", out / "fcst.manifest.json")
+        message = str(err.value)
+        assert "No space left on device" in message, message
+        if phase == "stage_in":
+            assert re.search(r"stage_in failed on node n1: .*\.nc", message), message
+        else:
+            assert re.search(r"rank 0 of 1 failed: .*\.nc.* \(on node n1\)", message), message
+        for node in NODES:  # the filler and the failed attempt's scratch are gone on every node
+            assert not list((three_nodes / node).rglob("*.nc")), node
+            assert not list((three_nodes / node).rglob(".cycleio-fill.*")), node
+        assert not (out / "fcst.manifest.json").exists()
+        manifest = run_step(settings, "2026010100", "fcst", out / "fcst.records.jsonl", out / "fcst.manifest.json",
+                            attempt=2)
+        assert manifest["outputs"] and all(entry["node"] == "n1" for entry in manifest["outputs"])
+        for entry in manifest["outputs"]:
+            assert (root / entry["path"]).stat().st_size == entry["bytes"]
+
+
 def test_a_stage_out_that_fails_on_a_node_names_it_and_the_file(three_nodes, tmp_path, lay_cold_start):
     faults = {"fail_stage_out": [{"cycle": "2026010100", "step": "fcst", "attempt": 1, "after_files": 1}]}
     settings, out = faulted_arm(tmp_path, lay_cold_start, faults)
@@ -155,10 +194,11 @@ def test_a_stage_out_that_fails_on_a_node_names_it_and_the_file(three_nodes, tmp
         assert not list((three_nodes / node).rglob("*.nc")), node
 
 
-def test_a_stage_in_that_fails_on_every_node_names_them_and_leaves_nothing(three_nodes, tmp_path, lay_cold_start):
+def test_a_stage_in_that_fails_on_the_reading_node_names_it_and_leaves_nothing(three_nodes, tmp_path,
+                                                                               lay_cold_start):
     faults = {"corrupt_staged_file": [{"cycle": "2026010100", "step": "fcst", "attempt": 1, "phase": "stage_in"}]}
     settings, out = faulted_arm(tmp_path, lay_cold_start, faults)
-    with pytest.raises(StagingError, match=r"stage_in failed on node n1 \(and on n2, n3\): .*checksum"):
+    with pytest.raises(StagingError, match=r"stage_in failed on node n1: .*checksum"):
         run_step(settings, "2026010100", "fcst", out / "fcst.records.jsonl", out / "fcst.manifest.json")
     for node in NODES:
         assert not list((three_nodes / node).rglob("*.nc")), node

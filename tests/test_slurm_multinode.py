@@ -6,7 +6,9 @@ memory: ``srun`` across them runs a task on each, a file one node writes to its 
 another's, ``sbcast`` puts a file in every node's ``/tmp``, and MPI ranks (mpi4py on the PyPI mpich wheel,
 Slurm's pmi2) form one communicator across them. The module holds the localhost Slurm's lock
 (conftest.slurm_cluster_lock) while its nodes are up, so tests/test_slurm.py's one node is not started
-meanwhile; it stops its nodes at the end and starts again a one-node cluster that was up before it.
+meanwhile; it stops its nodes at the end and starts again a one-node cluster that was up before it. On them it runs
+docs/cluster.md's multi-node recipe as a user does, ``make study PROFILE=profiles/slurm-localhost
+STUDY="config/studies/smoke.yaml config/studies/multinode.yaml"``, from a copy of the workflow that every node sees.
 
 Without root, Slurm, unshare or mpi4py the module skips with the reason, except in CI (CI=true), where it fails.
 """
@@ -140,10 +142,8 @@ def test_mpi_ranks_form_one_communicator_across_the_nodes(nodes):
 
 # --------------------------------------------------------------------------- a smoke-sized study over the nodes
 
-BIN = Path(sys.executable).parent
-SMOKE = REPO / "config" / "studies" / "smoke.yaml"
-PROFILE = REPO / "profiles" / "slurm-localhost"
-MULTINODE = REPO / "config" / "studies" / "multinode.yaml"  # docs/cluster.md's multi-node recipe
+MULTINODE_STUDY = "config/studies/smoke.yaml config/studies/multinode.yaml"  # docs/cluster.md's multi-node recipe
+RECIPE = ["make", "study", "PROFILE=profiles/slurm-localhost", f"STUDY={MULTINODE_STUDY}"]
 STUDY_SECONDS = 300  # a run that takes longer is stopped and the test fails with its log
 
 
@@ -161,21 +161,21 @@ def scratch_on_nodes() -> dict[str, list[str]]:
 
 @pytest.fixture(scope="module")
 def study_run(nodes):
-    """The multi-node study run once through the Snakemake Slurm executor from a folder every node sees."""
-    workdir = REPO / "results" / f"test-multinode-{os.getpid()}"  # the checkout is on every node (SLURM_NODE_SHARED)
-    workdir.mkdir(parents=True)
-    configs = [SMOKE, MULTINODE]
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",  # this checkout's cycleio, from any folder
-           "PYTHONPATH": os.pathsep.join([str(REPO / "scripts"), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    """docs/cluster.md's multi-node recipe run once as a user runs it, ``make study PROFILE=... STUDY=...`` (the
+    config check, the cluster check, the study through the Snakemake Slurm executor, its report), in a copy of the
+    workflow (test_slurm.workflow_copy: this venv as its .venv, so make setup has nothing to do) in a folder every
+    node sees (under the checkout: SLURM_NODE_SHARED)."""
+    from test_slurm import workflow_copy
+
+    base = REPO / "results" / f"test-multinode-{os.getpid()}"
+    base.mkdir(parents=True)
+    workdir = workflow_copy(base / "workflow")
+    env = {key: value for key, value in os.environ.items() if key not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    env["PYTHONPATH"] = os.pathsep.join([str(workdir / "scripts"), *filter(None, [os.environ.get("PYTHONPATH")])])
     before = scratch_on_nodes()
-    check = subprocess.run([BIN / "python", "-m", "cycleio", "cluster-check", "--profile", PROFILE,
-                            REPO / "config" / "config.yaml", *configs], capture_output=True, text=True, timeout=120,
-                           cwd=workdir, env=env)
-    argv = [BIN / "snakemake", "results/multinode/tables/staging.csv", "-s", REPO / "Snakefile",
-            "--workflow-profile", PROFILE, "--configfile", *configs]
-    log = workdir / "snakemake.out"
+    log = base / "make-study.out"
     with open(log, "w") as out:
-        proc = subprocess.Popen([str(a) for a in argv], stdout=out, stderr=subprocess.STDOUT, cwd=workdir, env=env,
+        proc = subprocess.Popen(RECIPE, stdout=out, stderr=subprocess.STDOUT, cwd=workdir, env=env,
                                 start_new_session=True)
         try:
             proc.wait(timeout=STUDY_SECONDS)
@@ -188,14 +188,14 @@ def study_run(nodes):
     failed_steps = "".join(f"\n--- {path.relative_to(workdir)}\n{path.read_text(errors='replace')[-3000:]}"
                            for path in sorted((workdir / "results" / "multinode" / "logs").rglob("*.log"))
                            if re.search(r"Traceback|ERROR|Error", path.read_text(errors="replace")))
-    done = {"workdir": workdir, "check": check, "returncode": proc.returncode, "before": before,
-            "output": failed_steps[-8000:] + log.read_text(errors="replace")[-3000:] + jobs[-4000:],
-            "after": scratch_on_nodes()}
+    made = log.read_text(errors="replace")
+    done = {"workdir": workdir, "make": made, "returncode": proc.returncode, "before": before,
+            "output": failed_steps[-8000:] + made[-3000:] + jobs[-4000:], "after": scratch_on_nodes()}
     try:
         yield done
     finally:
         if proc.returncode == 0:
-            shutil.rmtree(workdir, ignore_errors=True)
+            shutil.rmtree(base, ignore_errors=True)
 
 
 def study_records(workdir: Path, arm: str, job: str) -> list[dict]:
@@ -204,12 +204,16 @@ def study_records(workdir: Path, arm: str, job: str) -> list[dict]:
 
 
 def test_a_smoke_study_runs_its_forecast_over_the_three_nodes(study_run):
-    check = study_run["check"]
-    assert check.returncode == 0, check.stderr  # the cluster check takes the forecast over three 2-CPU nodes
+    # the cluster check (make study runs it first) takes the forecast over three 2-CPU nodes: no refusal
+    assert "cluster check:" not in study_run["make"], study_run["make"][-3000:]
     assert study_run["returncode"] == 0, study_run["output"]
     workdir = study_run["workdir"]
+    # it ended as make study ends: the summary printed, the report made, where things are
+    assert "Study 'multinode' is done:" in study_run["make"], study_run["make"][-3000:]
+    assert (workdir / "results" / "multinode" / "report.html").stat().st_size > 0
     arms = workdir / "results" / "multinode" / "arms"
     staging = pd.read_csv(workdir / "results" / "multinode" / "tables" / "staging.csv", dtype={"cycle": str})
+    timeline = pd.read_csv(workdir / "results" / "multinode" / "tables" / "cycle_timeline.csv", dtype={"cycle": str})
     for arm in ("node_local", "shm", "lustre"):
         manifest = json.loads((arms / arm / "2026123112" / "fcst.manifest.json").read_text())
         job = ok("scontrol", "show", "job", manifest["provenance"]["slurm_job_id"])
@@ -228,14 +232,19 @@ def test_a_smoke_study_runs_its_forecast_over_the_three_nodes(study_run):
         assert manifest["provenance"]["nodes"] == NODES
         assert {entry["node"] for entry in manifest["outputs"]} == {"n3"}  # the quilt writer's node
         copies = [r for r in records if r["op"] == "copy"]
-        for node in NODES:  # every node's scratch received every input, each copy verified there
-            assert {r["file"] for r in copies if r["phase"] == "stage_in" and r["host"] == node} == set(
-                manifest["inputs"]), (arm, node)
+        # the first node, whose process (the job's) reads the inputs, received every input, each copy verified
+        # there; the other nodes' ranks read none, so they received none
+        assert {r["file"] for r in copies if r["phase"] == "stage_in"} == set(manifest["inputs"]), arm
+        assert {r["host"] for r in copies if r["phase"] == "stage_in"} == {"n1"}, arm
         verified = {r["file"] for r in records if r["phase"] == "verify" and r["op"] == "checksum"
                     and r["tier"] == "lustre"}
         assert verified == {entry["path"] for entry in manifest["outputs"]}
         rows = staging[(staging["arm"] == arm) & (staging["step"] == "fcst")]
-        assert sorted(rows.loc[rows["phase"] == "stage_in", "node"]) == NODES
+        assert list(rows.loc[rows["phase"] == "stage_in", "node"]) == ["n1"]
+        # the timeline has each node's phases of the job: its cleanup on every node, the stage-out from n3
+        phases = timeline[(timeline["arm"] == arm) & (timeline["step"] == "fcst") & (timeline["kind"] == "phase")]
+        assert sorted(phases.loc[phases["what"] == "cleanup", "host"]) == NODES, arm
+        assert list(phases.loc[phases["what"] == "stage_out", "host"]) == ["n3"], arm
         assert list(rows.loc[rows["phase"] == "stage_out", "node"]) == ["n3"]
 
 

@@ -172,10 +172,20 @@ def test_a_shared_file_strategy_spanning_nodes_on_scratch_no_other_node_sees_is_
     for whole_files in ("serial", "quilt"):
         other = arms(write_strategies=[whole_files], write_component={"ranks": 4})["shm"]
         assert shared_file_problem("shm", other, "fcst", 2, FULL_CYCLE) is None
-    # per_rank combines each file from every rank's pieces: across nodes the combining rank would miss some
-    per_rank = arms(write_strategies=["per_rank"], write_component={"ranks": 4})["shm"]
-    assert "the rank combining a file would not see the other nodes' pieces" in shared_file_problem(
-        "shm", per_rank, "fcst", 2, FULL_CYCLE)
+
+
+@pytest.mark.parametrize("at_end, when", [(False, "after each output hour"), (True, "at the end of the forecast")])
+def test_per_rank_across_nodes_is_refused_whenever_its_pieces_are_combined(at_end, when):
+    """per_rank combines each file from every rank's pieces (the later steps read whole files), after each hour or at
+    the end: across nodes the combining rank would miss the other nodes' pieces either way."""
+    per_rank = arms(write_strategies=["per_rank"], write_component={"ranks": 4, "combine_per_rank": at_end})["shm"]
+    problem = shared_file_problem("shm", per_rank, "fcst", 2, FULL_CYCLE, "job_layout.fcst.nodes")
+    assert problem.startswith("arm shm: write strategy 'per_rank' combines each file from the pieces every rank "
+                              f"wrote ({when}, config key write_component.combine_per_rank: {str(at_end).lower()};")
+    assert ("the rank combining a file would not see the other nodes' pieces" in problem
+            and "scratch tier 'shm' is not shared across nodes (tiers.shm.shared: false)" in problem
+            and "or set job_layout.fcst.nodes to 1" in problem), problem
+    assert shared_file_problem("shm", per_rank, "fcst", 1, FULL_CYCLE) is None  # one node holds every piece
 
 
 def test_rule_resources_are_functions_of_the_wildcards():

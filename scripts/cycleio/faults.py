@@ -86,10 +86,16 @@ class JobFaults:
             raise InjectedFault(f"injected fault (config faults.fail_step): {step} of cycle {cycle} "
                                 f"fails on attempt {self.attempt}")
 
-    def fill_tier(self, step: str) -> int | None:
-        """The bytes ``faults.fill_tier`` leaves free on the tier this step writes to, if it aims here."""
-        entries = self._entries("fill_tier", step=step)
+    def fill_tier(self, step: str, node: str | None = None) -> int | None:
+        """The bytes ``faults.fill_tier`` leaves free on the tier this step writes to, if it aims here: an entry
+        without a node, or (``node``: the job runs on that one node) one naming it."""
+        entries = [e for e in self._entries("fill_tier", step=step) if e.get("node") in (None, node)]
         return size_or_none(entries[0]["leave"]) if entries else None
+
+    def fill_node(self, step: str) -> tuple[str, int] | None:
+        """(node, bytes left free) of a ``faults.fill_tier`` entry naming a node, for a job over several nodes."""
+        entries = [e for e in self._entries("fill_tier", step=step) if e.get("node")]
+        return (entries[0]["node"], size_or_none(entries[0]["leave"])) if entries else None
 
     def slow_tier(self, step: str) -> float | None:
         """The milliseconds ``faults.slow_tier`` delays each operation of this step's run, if it aims here."""
@@ -116,17 +122,22 @@ def filled(folder: Path, leave: int | None) -> Iterator[None]:
     if leave is None:
         yield
         return
-    stat = os.statvfs(folder)
-    size = stat.f_bavail * stat.f_frsize - leave
     path = folder / f".cycleio-fill.{os.getpid()}"
     try:
-        if size > 0:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            try:
-                os.posix_fallocate(fd, 0, size)
-            finally:
-                os.close(fd)
-        log.info("injected fault (config faults.fill_tier): %s filled, %d bytes left free", folder, leave)
+        fill(path, leave)
         yield
     finally:
         path.unlink(missing_ok=True)
+
+
+def fill(path: Path, leave: int) -> None:
+    """Allocate ``path`` until its filesystem has only ``leave`` bytes free; the caller removes it."""
+    stat = os.statvfs(path.parent)
+    size = stat.f_bavail * stat.f_frsize - leave
+    if size > 0:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.posix_fallocate(fd, 0, size)
+        finally:
+            os.close(fd)
+    log.info("injected fault (config faults.fill_tier): %s filled, %d bytes left free", path.parent, leave)

@@ -112,14 +112,33 @@ def busy_clock(starts, ends, gap_share: float = 0.02):
     return to_busy
 
 
+def timeline_lanes(table: pd.DataFrame) -> pd.Series:
+    """Each timeline row's lane: (cycle, step, node, rank), the node named only in a job that ran on several nodes
+    (its ranks, and each node's stage-in, stage-out and cleanup task, runner.nodes), else ""; so a job over nodes
+    has a lane per node and rank, where the slowest node's staging shows, and a job on one node a lane per rank."""
+    if table.empty:
+        return pd.Series([], dtype=object, index=table.index)
+    hosts = table["host"].fillna("").astype(str)
+    several = hosts.groupby([table["arm"], table["cycle"], table["step"]]).transform("nunique") > 1
+    node = hosts.where(several, "")
+    return pd.Series(list(zip(table["cycle"], table["step"], node, table["rank"])), index=table.index)
+
+
+def lane_label(lane: tuple) -> str:
+    """``1200 fcst`` for a job's first rank, ``1200 fcst r2`` for another, ``1200 fcst n2 r1`` on node n2."""
+    cycle, step, node, rank = lane
+    return " ".join(filter(None, [str(cycle)[-4:], step, node, f"r{rank}" if rank else ""]))
+
+
 def timeline_figure(table: pd.DataFrame, paths, title: str) -> None:
-    """Per arm (side by side), one lane per job and rank over the arm's busy time (a wait between its jobs, for a
-    free core or another arm, is cut to a sliver: busy_clock): the job's phases as pale bars, each output hour's
-    writes (red) and the compute ranks' waits for them (orange) on top."""
+    """Per arm (side by side), one lane per job and rank (and node, for a job over several: timeline_lanes) over the
+    arm's busy time (a wait between its jobs, for a free core or another arm, is cut to a sliver: busy_clock): the
+    job's phases as pale bars, each output hour's writes (red) and the compute ranks' waits for them (orange) on
+    top."""
     arms = list(dict.fromkeys(table["arm"])) if not table.empty else []
-    lanes_by_arm = {arm: list(dict.fromkeys(
-        table[table["arm"] == arm].sort_values("t_start")[["cycle", "step", "rank"]].itertuples(index=False)))
-        for arm in arms}
+    table = table.assign(lane=timeline_lanes(table))
+    lanes_by_arm = {arm: list(dict.fromkeys(table[table["arm"] == arm].sort_values("t_start", kind="stable")["lane"]))
+                    for arm in arms}
     n_lanes = max((len(lanes) for lanes in lanes_by_arm.values()), default=1)
     height = min(max(3.5, 0.22 * n_lanes + 2.2), 30)
     fig, axes = plt.subplots(1, max(len(arms), 1), figsize=(max(5.2 * len(arms), 8), height), squeeze=False)
@@ -134,7 +153,7 @@ def timeline_figure(table: pd.DataFrame, paths, title: str) -> None:
         lanes = lanes_by_arm[arm]
         index = {lane: i for i, lane in enumerate(lanes)}
         for row in rows.itertuples():
-            y = index[(row.cycle, row.step, row.rank)]
+            y = index[row.lane]
             if row.kind == "phase":
                 ax.barh(y, max(row.seconds, 1e-3), left=row.x, height=0.8,
                         color=PHASE_COLORS.get(row.what, "#CCCCCC"), edgecolor="none")
@@ -142,13 +161,11 @@ def timeline_figure(table: pd.DataFrame, paths, title: str) -> None:
                 color, half = (OUTPUT_COLOR, 0.22) if row.kind == "output" else (WAIT_COLOR, 0.12)
                 ax.barh(y, max(row.seconds, 1e-3), left=row.x, height=2 * half, color=color,
                         edgecolor="white", linewidth=0.4)
-        labels = [f"{cycle[-4:]} {step}" + (f" r{rank}" if rank else "") for cycle, step, rank in lanes]
-        ax.set_yticks(range(len(lanes)), labels, fontsize=7)
+        ax.set_yticks(range(len(lanes)), [lane_label(lane) for lane in lanes], fontsize=7)
         if "critical" in rows:  # the jobs on their cycle's critical path: bold lanes
-            critical = {tuple(lane) for lane in rows.loc[rows["critical"].astype(bool),
-                                                         ["cycle", "step", "rank"]].itertuples(index=False)}
+            critical = set(rows.loc[rows["critical"].astype(bool), "lane"])
             for label, lane in zip(ax.get_yticklabels(), lanes):
-                if tuple(lane) in critical:
+                if lane in critical:
                     label.set_fontweight("bold")
         ax.set_ylim(len(lanes) - 0.5, -0.5)
         ax.set(xlabel="seconds of the arm's jobs (waits between jobs cut)", title=arm)
@@ -159,7 +176,8 @@ def timeline_figure(table: pd.DataFrame, paths, title: str) -> None:
     handles += [matplotlib.patches.Patch(color=OUTPUT_COLOR, label="output hour written"),
                 matplotlib.patches.Patch(color=WAIT_COLOR, label="compute ranks wait for output")]
     fig.legend(handles=handles, loc="lower center", ncol=(len(handles) + 1) // 2, fontsize="small", frameon=False)
-    fig.suptitle(f"{title}\nlanes: cycle (DDHH), job, rank; bold: on the cycle's critical path")
+    nodes = " node," if any(lane[2] for lanes in lanes_by_arm.values() for lane in lanes) else ""
+    fig.suptitle(f"{title}\nlanes: cycle (DDHH), job,{nodes} rank; bold: on the cycle's critical path")
     fig.tight_layout(rect=(0, 0.9 / height, 1, 1))
     save_figure(fig, paths)
 

@@ -25,6 +25,7 @@ from ..storage.tiers import TierSite
 from ..surrogates.inventory import FileSpec
 from ..surrogates.readers import evict_inputs
 from ..surrogates.steps import StepRun
+from .nodes import node_name
 
 STAGES = ("stage_in", "stage_out")
 
@@ -128,14 +129,18 @@ class FaultInjection(Instrument):
             corrupt = self.faults.corrupt_staged_file(phase.name) and phase.files
             job.staging_faults = StagingFaults(
                 corrupt=phase.dest / phase.files[0].path if corrupt else None,
-                fail_after_files=self.faults.fail_stage_out_after() if phase.name == "stage_out" else None)
+                fail_after_files=self.faults.fail_stage_out_after() if phase.name == "stage_out" else None,
+                fill_node=self.faults.fill_node(phase.step) if phase.name == "stage_in" else None)
             try:
                 yield
             finally:
                 job.staging_faults = StagingFaults()
         elif phase.name == "run" and job.run is not None:
             run, workdir = job.run, job.run.folder
-            with filled(workdir, self.faults.fill_tier(phase.step)), \
+            # a job over several nodes (its run has a control folder) fills a named node as that node's stage-in
+            # begins (runner.nodes); a job on one node fills here, the node named or not
+            here = None if run.control is not None else node_name()
+            with filled(workdir, self.faults.fill_tier(phase.step, here)), \
                     slowed(workdir, self.faults.slow_tier(phase.step)) as folder:
                 run.folder = folder  # a slow tier: the step works through its mount
                 try:

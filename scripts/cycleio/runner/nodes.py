@@ -1,13 +1,15 @@
 """Staging on every node of a job spread over several nodes (config ``job_layout``) on a tier no other node sees.
 
-Node-local disk and memory are each node's own: a forecast whose ranks run on three nodes needs its inputs on each
-of the three, and each node holds the files its own ranks wrote. Inside such a Slurm allocation (more than one node,
-the arm's scratch tier ``shared: false``) the job's stage-in, stage-out and cleanup each run as one task per node,
-``srun --nodes=N --ntasks-per-node=1 python -m cycleio stage-node --plan PLAN``, with the copy engine of a one-node
-job (runner.stagefiles.stage_files): every node copies the inputs onto its scratch and verifies them there; after
-the run every node copies back the outputs it holds, verified on the persistent tier; cleanup empties every node's
-folder, and on the nodes other than the batch script's also the job's own folder (storage.jobscratch), whether the
-job ended well or not. docs/staging.md says why a copy task per node and not ``sbcast``.
+Node-local disk and memory are each node's own: a forecast whose ranks run on three nodes needs its inputs on the
+node that reads them and a folder on each of the three, and each node holds the files its own ranks wrote. Inside
+such a Slurm allocation (more than one node, the arm's scratch tier ``shared: false``) the job's stage-in, stage-out
+and cleanup each run as one task per node, ``srun --nodes=N --ntasks-per-node=1 python -m cycleio stage-node --plan
+PLAN``, with the copy engine of a one-node job (runner.stagefiles.stage_files): the node that reads the inputs (the
+batch script's, where the job's own process reads them; the forecast's ranks only write) copies them onto its
+scratch and verifies them there, and every node makes the job's folder; after the run every node copies back the
+outputs it holds, verified on the persistent tier; cleanup empties every node's folder, and on the nodes other than
+the batch script's also the job's own folder (storage.jobscratch), whether the job ended well or not.
+docs/staging.md says why a copy task per node and not ``sbcast``.
 
 Each node's task writes its result beside the job's records (a folder on the shared results tree): its records,
 whose ``host`` is the node (tables/staging.csv has a row per node and direction), the files it landed, or its
@@ -29,6 +31,7 @@ from pathlib import Path
 from ..config.settings import ArmSettings
 from ..config.tierspec import expand_tier_path
 from ..fsutil import remove_tree, write_json_atomic
+from ..faults import fill
 from ..process import run_command
 from ..records import Record, RecordLog
 from ..storage.jobscratch import make_job_folder, remove_job_folder
@@ -175,11 +178,18 @@ class NodeStaging:
 
     def stage_in(self, inputs: list[FileSpec], source: Path, workdir: Path, step: str,
                  faults: StagingFaults) -> None:
-        """Every node gets every input on its scratch, each copy verified there."""
-        self._run("stage_in", step, files=[spec.path for spec in inputs], source=str(source), dest="",
-                  workdir=self._on_scratch(workdir), faults=_faults(faults, workdir))
-        log.info("%s stage_in: %d files on each of %d nodes (%s), verified", self.label, len(inputs),
-                 len(self.allocation.nodes), ", ".join(self.allocation.nodes))
+        """The inputs go to the node that reads them, each copy verified there; every node gets the job's folder.
+
+        The job's own process reads a step's inputs (surrogates.steps.run_gdas_step, before the forecast's MPI
+        program starts) on the batch script's node; the forecast's ranks only write (and per_rank's combine reads
+        back its own pieces), whatever the strategy. So the other nodes receive no input: their ranks write into
+        the folder their stage-in made."""
+        files = [spec.path for spec in inputs]
+        self._run("stage_in", step, files=files, files_on={self.allocation.here: files}, source=str(source),
+                  dest="", workdir=self._on_scratch(workdir), faults=_faults(faults, workdir))
+        others = [node for node in self.allocation.nodes if node != self.allocation.here]
+        log.info("%s stage_in: %d files on %s (which reads them), verified; the job's folder made on %s", self.label,
+                 len(inputs), self.allocation.here, ", ".join(others) or "no other node")
 
     def stage_out(self, outputs: list[FileSpec], workdir: Path, dest: Path, step: str,
                   faults: StagingFaults) -> tuple[dict[str, tuple[int, str]], dict[str, str]]:
@@ -223,7 +233,8 @@ def _faults(faults: StagingFaults, dest: Path) -> dict:
     """A stage's faults for the nodes: the file to corrupt named below the stage's destination, which each node
     has its own of on scratch."""
     corrupt = str(Path(faults.corrupt).relative_to(dest)) if faults.corrupt else None
-    return {"corrupt": corrupt, "fail_after_files": faults.fail_after_files}
+    return {"corrupt": corrupt, "fail_after_files": faults.fail_after_files,
+            "fill_node": list(faults.fill_node) if faults.fill_node else None}
 
 
 def stage_on_node(plan_path: Path) -> None:
@@ -251,11 +262,14 @@ def stage_on_node(plan_path: Path) -> None:
             persistent = TierSite(settings.persistent, settings.study, settings.arm)
             scratch = TierSite(settings.scratch, settings.study, settings.arm)
             options = staging_options(settings)
-            files = _specs(plan["files"])
+            files = _specs(plan["files_on"].get(node, []) if "files_on" in plan else plan["files"])
             if action == "stage_in":
                 remove_tree(workdir)
                 workdir.mkdir(parents=True)
                 src, dst = persistent, scratch
+                full = plan["faults"].get("fill_node")
+                if full and full[0] == node:  # config faults.fill_tier's node: full until the cleanup empties it
+                    fill(workdir / f".cycleio-fill.{node}", full[1])
             else:
                 files = [spec for spec in files if (workdir / spec.path).is_file()]  # what this node's ranks wrote
                 src, dst = scratch, persistent

@@ -26,10 +26,12 @@ COPY_CHUNK_BYTES = 256 * 2**10
 class StagingFaults:
     """Fault injection (the config's ``faults``), for rehearsing failures: ``corrupt`` flips a byte of
     this destination's copy after it is written and before it is verified; ``fail_after_files``
-    makes the batch raise InjectedFault once that many files are copied."""
+    makes the batch raise InjectedFault once that many files are copied; ``fill_node`` (node, bytes left free):
+    the scratch of that node of a job over several nodes is filled as its stage-in begins (runner.nodes)."""
 
     corrupt: Path | None = None
     fail_after_files: int | None = None
+    fill_node: tuple[str, int] | None = None
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,7 @@ from typing import Callable, Mapping
 
 from ..config.calendar import FULL_CYCLE_STEPS, is_archive_job
 from ..config.settings import SHARED_FILE_STRATEGIES
-from ..surrogates.forecast.layout import forecast_ntasks
+from ..surrogates.forecast.layout import RankLayout, forecast_ntasks
 from ..surrogates.grid import Grid
 from ..config.forecast import Compression, cycle_steps
 from ..surrogates.archive_lists import plan_cycle
@@ -277,8 +277,9 @@ def shared_file_problem(arm: str, settings, step: str, nodes: int | None, cycle:
     On a staged scratch tier that is not shared across nodes (``shared: false``: node-local disk, memory) each
     node holds only what its own ranks wrote. A shared-file strategy (``parallel``, ``quilt_parallel``) has many
     ranks write parts of one file: no node would hold a whole file to stage out. ``per_rank`` combines each
-    file's pieces, written by every rank, into the file: the rank combining it would not see the other nodes'
-    pieces. A granularity-cycle job runs post after the forecast on its first node, which does not hold the
+    file's pieces, written by every rank, into the file (the later steps read whole files), after each output hour
+    or at the end (``write_component.combine_per_rank``): the rank combining it would not see the other nodes'
+    pieces, whichever the key says. A granularity-cycle job runs post after the forecast on its first node, which does not hold the
     files written on the others. ``nodes_from`` names where a node count comes from (a key), for the message.
     """
     if not (uses_scratch(step) and settings.staged):
@@ -298,7 +299,10 @@ def shared_file_problem(arm: str, settings, step: str, nodes: int | None, cycle:
                 "each node would hold only its ranks' parts of a file. Use a strategy that writes whole files (serial, "
                 f"quilt; config key write_strategies) or a scratch tier shared across nodes (config key scratch_tiers){fix}")
     if settings.strategy == "per_rank":
-        return (f"arm {arm}: write strategy 'per_rank' combines each file from the pieces every rank wrote, and {where}: "
+        when = "at the end of the forecast" if combine_at_end(settings) else "after each output hour"
+        return (f"arm {arm}: write strategy 'per_rank' combines each file from the pieces every rank wrote ({when}, "
+                f"config key write_component.combine_per_rank: {str(combine_at_end(settings)).lower()}; the later "
+                f"steps read whole files, so the pieces are combined either way), and {where}: "
                 "the rank combining a file would not see the other nodes' pieces. Use serial or quilt (config key "
                 f"write_strategies) or a scratch tier shared across nodes (config key scratch_tiers){fix}")
     if step == "cycle" and nodes is not None:
@@ -306,6 +310,11 @@ def shared_file_problem(arm: str, settings, step: str, nodes: int | None, cycle:
                 "post would not find the files written on the other nodes. Use staging.granularity: step (each step "
                 f"its own job) or a scratch tier shared across nodes (config key scratch_tiers){fix}")
     return None
+
+
+def combine_at_end(settings) -> bool:
+    """Whether a per_rank arm combines its pieces at the end of the forecast (``write_component.combine_per_rank``)."""
+    return RankLayout.from_settings(settings.strategy, settings.write_component).combine_at_end
 
 
 def layout_problems(study) -> list[str]:

@@ -374,7 +374,8 @@ def rank_main(spec_path: Path) -> int:
         text = traceback.format_exc()
         error_file = Path(spec["errors"]) / f"rank{rank:05d}.txt"
         try:
-            error_file.write_text(f"{type(err).__name__}: {err}\n{text}")
+            node = os.environ.get("SLURMD_NODENAME") or HOST  # as Slurm names it, as runner.nodes does
+            error_file.write_text(f"{type(err).__name__}: {err} (on node {node})\n{text}")
         except OSError:
             pass
         sys.stderr.write(f"cycleio.surrogates.forecast.rank: rank {rank} failed:\n{text}")
