@@ -96,6 +96,7 @@ def test_the_nodes_the_executors_job_step_hides_are_asked_of_slurm(three_nodes):
     assert allocation_env({}) == {}
 
 
+@pytest.mark.job  # the job's stage-node processes on each node: seconds each, in make test
 def test_a_job_over_three_nodes_stages_on_each_and_leaves_nothing(three_nodes, tmp_path, lay_cold_start):
     settings = arm(tmp_path)
     lay_cold_start(settings)
@@ -134,6 +135,7 @@ def faulted_arm(tmp_path, lay_cold_start, faults: dict):
     return settings, out
 
 
+@pytest.mark.job  # the job's stage-node processes on each node: seconds each, in make test
 def test_a_corrupt_copy_on_one_node_fails_the_job_naming_the_node_and_file(three_nodes, tmp_path, lay_cold_start):
     faults = {"corrupt_staged_file": [{"cycle": "2026010100", "step": "fcst", "attempt": 1, "phase": "stage_out"}]}
     settings, out = faulted_arm(tmp_path, lay_cold_start, faults)
@@ -148,6 +150,7 @@ def test_a_corrupt_copy_on_one_node_fails_the_job_naming_the_node_and_file(three
     assert manifest["outputs"] and all(entry["node"] == "n1" for entry in manifest["outputs"])
 
 
+@pytest.mark.job  # the job's stage-node processes on each node: seconds each, in make test
 @pytest.mark.parametrize("leave, phase", [(0, "stage_in"), ("inputs", "run")])
 def test_a_full_scratch_on_one_node_fails_the_job_naming_the_node_and_file(three_nodes, tmp_path, lay_cold_start,
                                                                           leave, phase):
@@ -184,6 +187,7 @@ def test_a_full_scratch_on_one_node_fails_the_job_naming_the_node_and_file(three
             assert (root / entry["path"]).stat().st_size == entry["bytes"]
 
 
+@pytest.mark.job  # the job's stage-node processes on each node: seconds each, in make test
 def test_a_stage_out_that_fails_on_a_node_names_it_and_the_file(three_nodes, tmp_path, lay_cold_start):
     faults = {"fail_stage_out": [{"cycle": "2026010100", "step": "fcst", "attempt": 1, "after_files": 1}]}
     settings, out = faulted_arm(tmp_path, lay_cold_start, faults)
@@ -194,6 +198,7 @@ def test_a_stage_out_that_fails_on_a_node_names_it_and_the_file(three_nodes, tmp
         assert not list((three_nodes / node).rglob("*.nc")), node
 
 
+@pytest.mark.job  # the job's stage-node processes on each node: seconds each, in make test
 def test_a_stage_in_that_fails_on_the_reading_node_names_it_and_leaves_nothing(three_nodes, tmp_path,
                                                                                lay_cold_start):
     faults = {"corrupt_staged_file": [{"cycle": "2026010100", "step": "fcst", "attempt": 1, "phase": "stage_in"}]}
