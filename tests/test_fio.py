@@ -141,13 +141,18 @@ def test_jobs_crowded_out_of_a_write_phase_fill_up_to_the_busiest_before_the_rea
     assert jobs == [["--filename=cycleio.1", f"--offset={3 * mib}", f"--size={2 * mib}"],
                     ["--filename=cycleio.2", "--offset=0", f"--size={5 * mib}"]]
     assert value(fpp, "rw") == "write" and "--end_fsync=1" in fpp and not any(w.startswith("--runtime") for w in fpp)
-    assert fio.filled([5 * mib + 100, 3 * mib, 0], mib) == [5 * mib + 100, 5 * mib, 5 * mib]
+    assert fio.filled(pattern(stonewall_s=0.3), [5 * mib + 100, 3 * mib, 0]) == [5 * mib + 100, 5 * mib, 5 * mib]
     shared = fio.io_fill_command("fio", pattern(file_per_proc=False, stonewall_s=0.3), tmp_path, OUT,
                                  [12 * mib, 4 * mib + mib])
     [job] = [j.split() for j in " ".join(shared[shared.index("--name=fill"):]).split("--name=fill")[1:]]
     # job 1 wrote its first block whole: from its second block of IOR's segments (offset block + 1 x 2 blocks)
     assert job[:5] == ["--filename=shared.dat", f"--offset={4 * mib + 8 * mib}", f"--size={8 * mib + 4 * mib}",
                        f"--io_size={8 * mib}", "--zonemode=strided"]
+    # in a shared file the jobs fill to the busiest job's whole blocks: a job with as many has nothing to fill
+    blocks = pattern(file_per_proc=False, stonewall_s=0.3)
+    assert fio.filled(blocks, [13 * mib, 4 * mib, mib]) == [13 * mib, 12 * mib, 12 * mib]
+    argv = fio.io_fill_command("fio", blocks, tmp_path, OUT, [13 * mib, 12 * mib, mib])
+    assert argv.count("--name=fill") == 1 and f"--offset={2 * 4 * mib}" in argv
 
 
 @pytest.mark.tool

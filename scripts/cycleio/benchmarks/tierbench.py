@@ -392,7 +392,7 @@ def _fio_phases_bounded_by_time(tool, pattern: IOPattern, tasks: int, work: Path
         log.info("%s %s: the write phase's jobs wrote %s MiB: the others fill up to the most, untimed, before the "
                  "reads", pattern.name, rep_name, ", ".join(f"{nbytes / MiB:.1f}" for nbytes in per_job))
         run_tool(tool.label, fill, raw_dir, f"{rep_name}.fill", limit)
-        per_job = fio.filled(per_job, pattern.transfer_size_bytes)
+        per_job = fio.filled(pattern, per_job)
     argv = fio.io_read_command(tool.path, pattern, work, read_json, per_job)
     run = run_tool(tool.label, argv, raw_dir, f"{rep_name}.read", limit)
     return [fio.group_jobs(written), *parse_run(fio.parse, read_json, tool.label, run)]

@@ -93,7 +93,7 @@ def io_fill_command(fio: str, pattern: IOPattern, directory: Path, json_out: Pat
     wrote 9,629 blocks, the others one each, on ext4) would leave the reads to one task. The write phase's rows
     stay what the time bounded; the fill's output only shows that it was done."""
     n, block, transfer = len(written), pattern.block_size_bytes, pattern.transfer_size_bytes
-    target = max(written, default=0) // transfer * transfer
+    target = _fill_target(pattern, written)
     short = [(job, nbytes // transfer * transfer) for job, nbytes in enumerate(written) if nbytes < target]
     if n < 2 or not any(nbytes < CROWDED_OUT * target for nbytes in written):
         return None
@@ -116,10 +116,20 @@ def io_fill_command(fio: str, pattern: IOPattern, directory: Path, json_out: Pat
     return argv
 
 
-def filled(written: list[int], transfer: int) -> list[int]:
+def filled(pattern: IOPattern, written: list[int]) -> list[int]:
     """Bytes per job once :func:`io_fill_command` ran (not None): every job as much as the one that wrote most."""
-    target = max(written, default=0) // transfer * transfer
+    target = _fill_target(pattern, written)
     return [max(nbytes, target) for nbytes in written]
+
+
+def _fill_target(pattern: IOPattern, written: list[int]) -> int:
+    """What every job has once filled: the busiest job's whole transfers; in IOR's blocks of a shared file, its
+    whole blocks (a job's region there is whole blocks apart), unless it wrote less than one."""
+    most = max(written, default=0)
+    block = pattern.block_size_bytes
+    if not pattern.file_per_proc and len(written) > 1 and most >= block:
+        return most // block * block
+    return most // pattern.transfer_size_bytes * pattern.transfer_size_bytes
 
 
 def written_per_job(path: Path) -> list[int]:
