@@ -234,6 +234,9 @@ TABLE_SENTENCES = {
 }
 
 
+TABLE_FILES = frozenset({*TABLE_SENTENCES, "io_events.parquet"})  # the tables a caption reads numbers from
+
+
 def table_numbers(*paths) -> dict[str, str]:
     """One sentence of this study's numbers per table among ``paths`` (a rule's input and output), by key
     (see TABLE_SENTENCES, plus ``io_events``); "not measured yet" for a key whose table is not there.
@@ -245,8 +248,7 @@ def table_numbers(*paths) -> dict[str, str]:
 
     numbers = Numbers()
     # by name first: the aggregate's input is every job's records, thousands of paths in a long study's planning
-    for path in (Path(p) for p in map(str, paths) if os.path.basename(p) in TABLE_SENTENCES
-                 or os.path.basename(p) == "io_events.parquet"):
+    for path in (Path(p) for p in map(str, paths) if os.path.basename(p) in TABLE_FILES):
         if not path.is_file() or path.stat().st_size == 0:
             continue
         try:

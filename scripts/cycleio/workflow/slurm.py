@@ -279,8 +279,8 @@ def shared_file_problem(arm: str, settings, step: str, nodes: int | None, cycle:
     ranks write parts of one file: no node would hold a whole file to stage out. ``per_rank`` combines each
     file's pieces, written by every rank, into the file (the later steps read whole files), after each output hour
     or at the end (``write_component.combine_per_rank``): the rank combining it would not see the other nodes'
-    pieces, whichever the key says. A granularity-cycle job runs post after the forecast on its first node, which does not hold the
-    files written on the others. ``nodes_from`` names where a node count comes from (a key), for the message.
+    pieces, whichever the key says. A granularity-cycle job runs post after the forecast on its first node, which
+    does not hold the files written on the others. ``nodes_from`` names where a node count comes from (a key), for the message.
     """
     if not (uses_scratch(step) and settings.staged):
         return None
@@ -299,9 +299,10 @@ def shared_file_problem(arm: str, settings, step: str, nodes: int | None, cycle:
                 "each node would hold only its ranks' parts of a file. Use a strategy that writes whole files (serial, "
                 f"quilt; config key write_strategies) or a scratch tier shared across nodes (config key scratch_tiers){fix}")
     if settings.strategy == "per_rank":
-        when = "at the end of the forecast" if combine_at_end(settings) else "after each output hour"
+        at_end = combine_at_end(settings)
+        when = "at the end of the forecast" if at_end else "after each output hour"
         return (f"arm {arm}: write strategy 'per_rank' combines each file from the pieces every rank wrote ({when}, "
-                f"config key write_component.combine_per_rank: {str(combine_at_end(settings)).lower()}; the later "
+                f"config key write_component.combine_per_rank: {str(at_end).lower()}; the later "
                 f"steps read whole files, so the pieces are combined either way), and {where}: "
                 "the rank combining a file would not see the other nodes' pieces. Use serial or quilt (config key "
                 f"write_strategies) or a scratch tier shared across nodes (config key scratch_tiers){fix}")
