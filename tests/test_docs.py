@@ -456,3 +456,54 @@ def test_every_module_and_function_the_docs_name_exists(page, name):
             target = getattr(target, attribute)
         return
     raise AssertionError(f"{page}: `{name}` is no module of the package")
+
+
+def test_the_docs_show_no_console_blocks():
+    """A command is shown in a bash block, one line, so the tests above parse and run it; a console block's `$ ...`
+    lines would go unchecked."""
+    assert not blocks("console"), [str(page.relative_to(REPO)) for page, _ in blocks("console")]
+
+
+def test_the_bench_table_names_every_benchmark_make_bench_runs():
+    import ast
+
+    tree = ast.parse((REPO / "bench" / "run.py").read_text())
+    listed = next(node.value for node in ast.walk(tree) if isinstance(node, ast.Assign)
+                  and any(getattr(target, "id", None) == "BENCHMARKS" for target in node.targets))
+    benchmarks = [(number, name) for number, name, _ in ast.literal_eval(listed)]
+    text = (REPO / "docs" / "performance.md").read_text()
+    missing = [f"({n}) {name}" for n, name in benchmarks if f"| ({n}) `{name}` |" not in text]
+    assert not missing, f"docs/performance.md's bench table misses {missing}"
+
+
+def test_the_layout_names_every_rule_file_study_file_and_profile():
+    text = (REPO / "docs" / "design.md").read_text()
+    layout = next(b for _, b in FENCE.findall(text) if b.startswith("Snakefile "))
+    files = [p.name for p in (REPO / "rules").glob("*.smk")] + [p.name for p in (REPO / "config" / "studies").glob("*.yaml")]
+    profiles = [p.name for p in (REPO / "profiles").iterdir() if p.is_dir()]
+    missing = [name for name in files + profiles if not re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", layout)]
+    assert not missing, f"docs/design.md's layout does not name {missing}"
+
+
+def test_the_record_fields_design_md_lists_are_the_records():
+    from cycleio.records import RECORD_FIELDS
+
+    text = (REPO / "docs" / "design.md").read_text()
+    listed = re.search(r"is a \*\*record\*\* \(JSON lines\): `([^`]*)`", text).group(1)
+    assert [f.strip() for f in listed.split(",")] == list(RECORD_FIELDS)
+
+
+# Words of the project's own history or machine that mean nothing to a reader (the generated reference excepted:
+# its text is the schema's and the parser's).
+INTERNAL = re.compile(r"\bseed 0\d\d\b|design card|this VM\b|development machine|\bd[12][0-9] run", re.I)
+
+
+def test_the_docs_use_no_internal_words():
+    found = []
+    for page in PAGES:
+        text = page.read_text()
+        for start, end in ((START, END), (CLI_START, CLI_END)):
+            text = re.sub(re.escape(start) + ".*?" + re.escape(end), "", text, flags=re.S)
+        found += [f"{page.relative_to(REPO)}:{n}: {line.strip()[:100]}"
+                  for n, line in enumerate(text.splitlines(), 1) if INTERNAL.search(line)]
+    assert not found, "\n".join(found)
