@@ -479,7 +479,8 @@ def test_the_bench_table_names_every_benchmark_make_bench_runs():
 def test_the_layout_names_every_rule_file_study_file_and_profile():
     text = (REPO / "docs" / "design.md").read_text()
     layout = next(b for _, b in FENCE.findall(text) if b.startswith("Snakefile "))
-    files = [p.name for p in (REPO / "rules").glob("*.smk")] + [p.name for p in (REPO / "config" / "studies").glob("*.yaml")]
+    files = [p.name for p in (REPO / "rules").glob("*.smk")]
+    files += [p.name for p in (REPO / "config" / "studies").glob("*.yaml")]
     profiles = [p.name for p in (REPO / "profiles").iterdir() if p.is_dir()]
     missing = [name for name in files + profiles if not re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", layout)]
     assert not missing, f"docs/design.md's layout does not name {missing}"
@@ -507,3 +508,30 @@ def test_the_docs_use_no_internal_words():
         found += [f"{page.relative_to(REPO)}:{n}: {line.strip()[:100]}"
                   for n, line in enumerate(text.splitlines(), 1) if INTERNAL.search(line)]
     assert not found, "\n".join(found)
+
+
+def test_the_io500_table_states_the_default_patterns():
+    """docs/benchmarks.md's IO500 table gives each embedded pattern's shape as config/config.yaml sets it."""
+    import yaml
+
+    from cycleio.config.sizes import parse_size
+
+    bench = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["benchmarks"]
+    text = (REPO / "docs" / "benchmarks.md").read_text()
+    table = text[text.index("## The IO500-like patterns"):]
+    rows = {(m.group(1), m.group(2)): m.group(0) for m in re.finditer(r"^\| `(\w+)` \((\w+)\) \|.*$", table, re.M)}
+
+    def mib(size) -> str:
+        return f"{parse_size(size, 'benchmarks.patterns') // 2**20} MiB"
+
+    easy, hard = bench["patterns"]["easy"], bench["patterns"]["hard"]
+    assert f"{mib(easy['transfer_size'])} transfers, {mib(easy['block_size'])} blocks" in rows[("easy", "bandwidth")]
+    hard_transfer = parse_size(hard["transfer_size"], "benchmarks.patterns.hard")
+    assert f"{hard_transfer:,}-byte transfers" in rows[("hard", "bandwidth")]
+    assert f"{hard['segments']} segments" in rows[("hard", "bandwidth")]
+    assert f"`stonewall_s` ({easy['stonewall_s']} s)" in rows[("easy", "bandwidth")]
+    assert f"{hard['stonewall_s']} s instead of" in rows[("hard", "bandwidth")]
+    for name in ("easy", "hard"):
+        meta = bench["metadata"][name]
+        assert f"{meta['files_per_task']} files per task, {meta['tasks'][0]} tasks" in rows[(name, "metadata")]
+    assert f"{bench['metadata']['hard']['file_size']:,} bytes" in rows[("hard", "metadata")]
