@@ -535,3 +535,31 @@ def test_the_io500_table_states_the_default_patterns():
         meta = bench["metadata"][name]
         assert f"{meta['files_per_task']} files per task, {meta['tasks'][0]} tasks" in rows[(name, "metadata")]
     assert f"{bench['metadata']['hard']['file_size']:,} bytes" in rows[("hard", "metadata")]
+
+
+WORDS = {1: "one", 2: "two", 3: "three", 4: "four"}
+
+
+def size_text(value: int) -> str:
+    """A size as the docs write it: 256 KiB, 2 MiB, 64 MiB."""
+    return f"{value // 2**20} MiB" if value >= 2**20 else f"{value // 2**10} KiB"
+
+
+def test_the_copy_engines_numbers_the_docs_quote_are_the_codes():
+    from cycleio.report.answers import NOISE_SIGMAS
+    from cycleio.storage import checksums, copyengine, stagingtypes
+
+    quoted = {
+        "performance.md": [f"in {size_text(stagingtypes.COPY_CHUNK_BYTES)} chunks",
+                           f"each copied {size_text(copyengine.WRITE_BEHIND_BYTES)} range",
+                           f"when {size_text(copyengine.IN_FLIGHT_BYTES)} are on their way",
+                           f"every {size_text(copyengine.SYNCFS_EVERY_BYTES)} of them",
+                           f"A block of {size_text(copyengine.TRAILING_VERIFY_BYTES)} or more",
+                           f"more than {WORDS[int(NOISE_SIGMAS)]} standard errors"],
+        "staging.md": [f"over {size_text(checksums.BLOCK_BYTES)} blocks",
+                       f"each copied {size_text(copyengine.WRITE_BEHIND_BYTES)} range",
+                       f"every {size_text(copyengine.SYNCFS_EVERY_BYTES)}, and"],
+    }
+    missing = [f"docs/{page}: {text!r}" for page, texts in quoted.items()
+               for text in texts if text not in " ".join((REPO / "docs" / page).read_text().split())]
+    assert not missing, "\n".join(missing)
