@@ -563,3 +563,39 @@ def test_the_copy_engines_numbers_the_docs_quote_are_the_codes():
     missing = [f"docs/{page}: {text!r}" for page, texts in quoted.items()
                for text in texts if text not in " ".join((REPO / "docs" / page).read_text().split())]
     assert not missing, "\n".join(missing)
+
+
+def study_shape(*files: str) -> tuple[int, int, str]:
+    """(arms, cycles, resolution) of config/config.yaml with the study files laid over it (top-level keys, and the
+    keys of `cycles`)."""
+    import yaml
+
+    from cycleio.config.calendar import cycles
+
+    config: dict = {}
+    for name in ("config/config.yaml", *files):
+        for key, value in yaml.safe_load((REPO / name).read_text()).items():
+            config[key] = {**config.get(key, {}), **value} if key == "cycles" else value
+    as_list = lambda v: v if isinstance(v, list) else [v]  # noqa: E731
+    arms = len(as_list(config["scratch_tiers"])) * len(as_list(config["persistent_tier"]))
+    n = len(cycles(config["cycles"]["start"], config["cycles"]["end"], config["cycles"].get("interval_hours", 6)))
+    return arms, n, config["resolution"]
+
+
+@pytest.mark.parametrize("page,files,pattern", [
+    ("README.md", (), r"runs the default study \((?P<arms>\w+) arms, (?P<cycles>\w+) cycles at \[(?P<res>C\d+)"),
+    ("docs/archive.md", (), r"The default study \((?P<res>C\d+), (?P<cycles>\w+) cycles, (?P<arms>\w+) arms\)"),
+    ("docs/tutorial.md", ("config/studies/smoke.yaml",),
+     r"(?P<res>C\d+) L\d+, (?P<cycles>\w+) cycles, (?P<arms>\w+) arms"),
+    ("docs/archive.md", ("config/studies/archive.yaml",),
+     r"archive\.yaml` \((?P<arms>\w+) arms, (?P<res>C\d+), (?P<cycles>\w+) cycles"),
+])
+def test_the_studies_the_docs_describe_have_that_shape(page, files, pattern):
+    """A study's arms, cycles and resolution where the docs state them are those of its config files."""
+    numbers = {word: n for n, word in WORDS.items()} | {"five": 5, "six": 6, "seven": 7, "eight": 8}
+    stated = re.search(pattern, " ".join((REPO / page).read_text().split()))
+    assert stated, f"{page}: no {pattern!r}"
+    arms, n, resolution = study_shape(*files)
+    said = (numbers.get(stated["arms"]), numbers.get(stated["cycles"]), stated["res"])
+    assert said == (arms, n, resolution), \
+        f"{page}: {stated.group(0)!r}, but the study has {arms} arms, {n} cycles at {resolution}"
