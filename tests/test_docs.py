@@ -599,3 +599,14 @@ def test_the_studies_the_docs_describe_have_that_shape(page, files, pattern):
     said = (numbers.get(stated["arms"]), numbers.get(stated["cycles"]), stated["res"])
     assert said == (arms, n, resolution), \
         f"{page}: {stated.group(0)!r}, but the study has {arms} arms, {n} cycles at {resolution}"
+
+
+def test_every_figure_the_rules_write_is_in_outputs_md_and_read_in_the_tutorial():
+    rules = "".join(p.read_text() for p in (REPO / "rules").glob("*.smk"))
+    made = set(re.findall(r'out\(\s*"figures",\s*"(\w+)\.png"', rules))
+    outputs = (REPO / "docs" / "outputs.md").read_text()
+    listed = set(re.findall(r"^\| `(\w+)` \|", outputs[outputs.index("## Figures"):], re.M))
+    assert made and listed == made, f"docs/outputs.md's figures: {sorted(listed)}; the rules write {sorted(made)}"
+    tutorial = (REPO / "docs" / "tutorial.md").read_text()
+    unread = [name for name in sorted(made) if f"**`{name}.png`" not in tutorial]
+    assert not unread, f"docs/tutorial.md does not say how to read {unread}"
