@@ -610,3 +610,17 @@ def test_every_figure_the_rules_write_is_in_outputs_md_and_read_in_the_tutorial(
     tutorial = (REPO / "docs" / "tutorial.md").read_text()
     unread = [name for name in sorted(made) if f"**`{name}.png`" not in tutorial]
     assert not unread, f"docs/tutorial.md does not say how to read {unread}"
+
+
+def test_the_license_and_citation_say_mit_and_the_cycleio_developers():
+    import tomllib
+
+    import yaml
+
+    license_text = (REPO / "LICENSE").read_text()
+    assert license_text.startswith("MIT License") and "the cycleio developers" in license_text
+    citation = yaml.safe_load((REPO / "CITATION.cff").read_text())
+    assert {"cff-version", "message", "title", "authors"} <= set(citation)
+    assert citation["license"] == "MIT" and citation["authors"] == [{"name": "the cycleio developers"}]
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert str(citation["version"]) == project["version"]
