@@ -624,3 +624,32 @@ def test_the_license_and_citation_say_mit_and_the_cycleio_developers():
     assert citation["license"] == "MIT" and citation["authors"] == [{"name": "the cycleio developers"}]
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     assert str(citation["version"]) == project["version"]
+
+
+# Paths the docs name in other projects' repositories.
+ELSEWHERE = {"workflow/rocoto/gfs_tasks.py": "global-workflow's, docs/archive.md"}
+
+
+def repository_paths() -> list[tuple[str, str]]:
+    """(page, path) of every code span in the docs' prose that names a file or folder of the repository, or a module
+    by its path in the package (`storage/copyengine.py`); the reader's own files (PLACEHOLDERS) left out."""
+    found: dict[str, str] = {}
+    for page in PAGES:
+        for span in re.findall(r"`([^`\n]+)`", FENCE.sub("", page.read_text())):
+            for word in span.split():
+                if word in PLACEHOLDERS or word in ELSEWHERE:
+                    continue
+                if re.fullmatch(r"(tests|scripts|ci|config|bench|profiles|rules|report|envs)/[\w./-]*[\w/]", word) \
+                        or re.fullmatch(r"([a-z_]+/)+[a-z_0-9]+\.py", word):
+                    found.setdefault(word, str(page.relative_to(REPO)))
+    return sorted((page, path) for path, page in found.items())
+
+
+def test_the_docs_name_repository_paths():
+    assert len(repository_paths()) > 30
+
+
+@pytest.mark.parametrize("page,path", repository_paths())
+def test_every_repository_path_the_docs_name_exists(page, path):
+    assert (REPO / path).exists() or (path.endswith(".py") and (PACKAGE / path).exists()), \
+        f"{page}: `{path}` is neither in the repository nor a module of the package"
