@@ -653,3 +653,15 @@ def test_the_docs_name_repository_paths():
 def test_every_repository_path_the_docs_name_exists(page, path):
     assert (REPO / path).exists() or (path.endswith(".py") and (PACKAGE / path).exists()), \
         f"{page}: `{path}` is neither in the repository nor a module of the package"
+
+
+def test_every_page_the_code_and_config_point_to_exists():
+    """Error messages, comments and captions send the reader to docs pages: each must be there."""
+    sources = [REPO / "Snakefile", REPO / "Makefile", *PACKAGE.rglob("*.py"), *PACKAGE.rglob("*.yaml"),
+               *(REPO / "rules").glob("*.smk"), *(REPO / "config").rglob("*.yaml"), *(REPO / "report").glob("*"),
+               *(REPO / "profiles").rglob("*.yaml")]
+    named = {(str(source.relative_to(REPO)), page) for source in sources if source.is_file()
+             for page in re.findall(r"docs/[\w/-]+\.md", source.read_text(errors="replace"))}
+    assert named
+    missing = sorted(f"{source}: {page}" for source, page in named if not (REPO / page).exists())
+    assert not missing, "\n".join(missing)
