@@ -665,3 +665,9 @@ def test_every_page_the_code_and_config_point_to_exists():
     assert named
     missing = sorted(f"{source}: {page}" for source, page in named if not (REPO / page).exists())
     assert not missing, "\n".join(missing)
+
+
+def test_the_cli_page_names_every_command_a_person_runs():
+    text = (REPO / "docs" / "cli.md").read_text()
+    intro = text[text.index("The commands a person runs:"):text.index(CLI_START)]
+    assert set(re.findall(r"`([a-z-]+)`", intro)) == set(USER_COMMANDS)
