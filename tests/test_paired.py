@@ -83,6 +83,32 @@ def test_the_files_a_read_replays_are_laid_out_once_for_every_repetition(tmp_pat
     assert sorted(p.name for p in (tmp_path / "raw").glob("*.layout.json")) == ["post-read.rep0.layout.json"]
 
 
+@pytest.mark.tool
+def test_a_read_replays_the_steps_own_files_where_they_still_are(tmp_path):
+    """Nothing laid out: fio reads the files the step read (a name with a colon too), whole transfers of each, and
+    leaves them as they were."""
+    require_tool("fio", "the paired replay runs fio")
+    site = TierSite(Tier(name="disk", kind="posix", path=str(tmp_path / "tier")), "s", "a")
+    records = RecordLog(study="s", arm="a", cycle="2026010100", step="anal")
+    inputs = {"obs/a.nc": 3 * MiB + 5, "obs/b:c.nc": 5 * MiB}
+    for name, nbytes in inputs.items():
+        path = site.root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(bytes(range(256)) * (nbytes // 256) + bytes(nbytes % 256))
+        records.add(phase="run", op="read", file=name, bytes=nbytes, t_start=T0, seconds=0.2, transfers=8,
+                    cached_fraction=0.0, **site.fields())
+    before = {name: (site.root / name).read_bytes() for name in inputs}
+    PairedReplay(repetitions=2, min_bytes=0, min_seconds=0).run("anal", records, site, site.root / ".replay",
+                                                                tmp_path / "raw", "[t]")
+    reads = [r for r in records.records if r.phase == "replay" and r.op == "read"]
+    assert [r.repetition for r in reads] == [0, 1] and {r.file for r in reads} == {"files from storage"}
+    assert all(8 * MiB - 1 * MiB < r.bytes <= 8 * MiB for r in reads)  # each file's last partial transfer is left
+    assert not list((tmp_path / "raw").glob("*.layout.json"))
+    [job] = json.loads((tmp_path / "raw" / "anal-read.rep0.json").read_text())["jobs"]
+    assert job["job options"]["filename"] == f"{site.root / 'obs/a.nc'}:{site.root / 'obs/b'}\\:c.nc"
+    assert {name: (site.root / name).read_bytes() for name in inputs} == before
+
+
 def test_reads_or_writes_too_little_to_time_are_not_replayed(tmp_path):
     """No fio runs for them (the row could not be timed anyway); the job still says it was paired."""
     site = TierSite(Tier(name="disk", kind="posix", path=str(tmp_path / "tier")), "s", "a")

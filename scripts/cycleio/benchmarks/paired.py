@@ -3,10 +3,11 @@ again on the same tier, a few times, so the efficiency table compares the step w
 the same work in the same conditions, and the repetitions give each ratio its band.
 
 What "the same" means (benchmarks.pairedspecs.replay_specs): the step's files in size classes (count, mean
-size, the step's own transfer size), fsync per written file as the step lands them; reads read files
-fio lays out once per job and reads once (not timed: the step's inputs had been read once too, by staging's
-verify or by the job that wrote them), then, each repetition, from the page cache where the step's reads found
-their files cached, else from storage (fio ``--invalidate=1`` drops the files' pages first).
+size, the step's own transfer size), fsync per written file as the step lands them; reads read the step's own
+input files where they still are (pairedspecs.own_read_files: the same pages, nothing to lay out), else files fio
+lays out once per job and reads once (not timed: the step's inputs had been read once too, by staging's verify or
+by the job that wrote them); each repetition reads from the page cache where the step's reads found their files
+cached, else from storage (fio ``--invalidate=1`` drops the files' pages first).
 
 Writes alternate between two page states, because on a VM they differ by up to seven times: even
 repetitions write new files beside everything else, as the step did (pages from the free pool, which a VM
@@ -39,7 +40,7 @@ from ..hostmemory import fresh_MiB
 from ..storage.tiers import TierSite
 from ..units import MiB
 from .common import parse_run, run_tool, time_limit
-from .pairedspecs import make_room, replay_specs, replay_totals
+from .pairedspecs import make_room, own_read_files, replay_specs, replay_totals
 from .specs import ReplaySpec
 from .threshold import TimedThreshold
 from .tools import fio, find_tool
@@ -118,10 +119,15 @@ class PairedReplay:
         import pandas as pd
 
         events = pd.DataFrame([{"arm": r.arm, "cycle": r.cycle, "step": r.step, "phase": r.phase, "op": r.op,
-                                "tier": r.tier, "bytes": r.bytes, "transfers": r.transfers,
+                                "tier": r.tier, "bytes": r.bytes, "transfers": r.transfers, "file": r.file,
                                 "cached_fraction": r.cached_fraction} for r in own])
         spec = ReplaySpec(transfer_size_bytes=self.transfer_size_bytes, max_files=self.max_files)
         plans = {plan["op"]: plan for plan in replay_specs(events, scratch.tier.name, spec, phase)}
+        if "read" in plans:  # the step's files are relative to the folder the replay's folder is made in
+            own_files = own_read_files(plans["read"], folder.parent)
+            if own_files is not None:
+                plans["read"] = {**plans["read"], "classes": own_files, "own_files": True,
+                                 "bytes": sum(c["files"] * c["file_bytes"] for c in own_files)}
         path = find_tool("fio", self.fio_path)
         if not path:
             raise RuntimeError(f"{label} the paired replay needs fio: not found on PATH and benchmarks.fio_path is "
@@ -159,7 +165,9 @@ class PairedReplay:
         name = f"{step}-{op}.rep{rep}"
         calls = sum(c["files"] * c["file_bytes"] / c["transfer_bytes"] for c in classes)
         limit = time_limit(plan["bytes"] * (1 + loops if op == "read" else 1), calls * loops)
-        if not target.exists():
+        if plan.get("own_files"):  # the step's files, where they are: nothing to lay out
+            pass
+        elif not target.exists():
             make_room(kept, plan["bytes"], folder.parent, scratch.is_memory)
             scratch.require_space(plan["bytes"], f"the paired replay of {step}")
             target.mkdir(parents=True)
@@ -170,7 +178,10 @@ class PairedReplay:
                           run_tool("fio", layout, raw_dir, f"{name}.layout", limit))
         fresh = fresh_MiB() if op == "write" else None  # the pages this repetition meets (hostmemory)
         t_start = time.time()
-        argv = fio.replay_command(path, classes, target, raw_dir / f"{name}.json", op, loops)
+        if plan.get("own_files"):
+            argv = fio.replay_own_read_command(path, classes, raw_dir / f"{name}.json", loops)
+        else:
+            argv = fio.replay_command(path, classes, target, raw_dir / f"{name}.json", op, loops)
         run = run_tool("fio", argv, raw_dir, name, limit)
         rows = [r for r in replay_totals(parse_run(fio.parse, raw_dir / f"{name}.json", "fio", run), plan)
                 if r["operation"] == op]

@@ -98,8 +98,32 @@ def _size_class(members, jobs: int, spec: ReplaySpec) -> dict:
         transfer = int(members["bytes"].sum() // calls) if calls > 0 else MiB
     word = ior.WORD_BYTES
     transfer = max(word, min(transfer, file_bytes) // word * word)
-    return {"files": files, "files_per_job": files, "file_bytes": max(transfer, file_bytes - file_bytes % transfer),
-            "transfer_bytes": transfer, "cold": bool(members["cold"].iloc[0])}
+    out = {"files": files, "files_per_job": files, "file_bytes": max(transfer, file_bytes - file_bytes % transfer),
+           "transfer_bytes": transfer, "cold": bool(members["cold"].iloc[0])}
+    if "file" in members and jobs == 1:  # one job's records: the paired replay reads its very files (own_read_files)
+        out["file_names"] = list(dict.fromkeys(members["file"]))
+    return out
+
+
+def own_read_files(plan: dict, root: Path) -> list[dict] | None:
+    """A read plan's classes over the step's own files under ``root`` (each class's ``paths``, its transfer no larger
+    than its smallest file, so that fio reads every file), or None where a class names no files or one is gone (the
+    replay then lays files out instead). Reading the step's own files times the same pages the step read: files laid
+    out anew sit elsewhere in memory, and on a memory tier read at 0.7 of the speed of staged ones
+    (docs/performance.md)."""
+    classes = []
+    for group in plan["classes"]:
+        names = group.get("file_names", [])[:group["files"]]
+        paths = [root / name for name in names]
+        if not paths or not all(path.is_file() for path in paths):
+            return None
+        smallest = min(path.stat().st_size for path in paths)
+        transfer = min(group["transfer_bytes"], smallest) // ior.WORD_BYTES * ior.WORD_BYTES
+        if transfer <= 0:
+            return None
+        classes.append({**group, "paths": paths, "transfer_bytes": transfer,
+                        "file_bytes": sum(path.stat().st_size for path in paths) // len(paths), "files": len(paths)})
+    return classes
 
 
 def _cap_files(classes: list[dict], max_files: int) -> None:

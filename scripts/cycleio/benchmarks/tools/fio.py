@@ -216,6 +216,19 @@ def replay_command(fio: str, classes: list[dict], directory: Path, json_out: Pat
     return _replay_argv(fio, directory, json_out) + _replay_jobs(classes, op, one_at_a_time=True, loops=loops)
 
 
+def replay_own_read_command(fio: str, classes: list[dict], json_out: Path, loops: int = 1) -> list[str]:
+    """Reads, as ``replay_command`` does, files that exist already: each class's ``paths`` (pairedspecs.own_read_files),
+    whole transfers of each (fio leaves a file's last partial transfer unread), never creating or extending one."""
+    argv = [fio, "--output-format=json", f"--output={json_out}", "--ioengine=psync", "--file_service_type=sequential",
+            "--openfiles=1", "--allow_file_create=0"]
+    for index, group in enumerate(classes):
+        names = ":".join(str(path).replace(":", "\\:") for path in group["paths"])
+        argv += [f"--name=read.{index}", "--stonewall", "--rw=read", f"--bs={group['transfer_bytes']}",
+                 f"--filename={names}", f"--invalidate={int(group.get('cold', False))}"]
+        argv += [f"--loops={loops}"] if loops > 1 else []
+    return argv
+
+
 def replay_layout_command(fio: str, classes: list[dict], directory: Path, json_out: Path) -> list[str]:
     """Writes the files a read replay reads, all classes at once and fsynced (so a cold class's pages
     can be dropped), then reads the warm classes' files once: none of it is timed.
