@@ -85,12 +85,13 @@ def test_the_files_a_read_replays_are_laid_out_once_for_every_repetition(tmp_pat
 
 @pytest.mark.tool
 def test_a_read_replays_the_steps_own_files_where_they_still_are(tmp_path):
-    """Nothing laid out: fio reads the files the step read (a name with a colon too), whole transfers of each, and
-    leaves them as they were."""
+    """Nothing laid out: fio reads the files the step read (a name with a colon too), whole transfers of each, at the
+    step's transfer size (a file smaller than it is left unread, not read a few bytes at a time), and leaves them as
+    they were."""
     require_tool("fio", "the paired replay runs fio")
     site = TierSite(Tier(name="disk", kind="posix", path=str(tmp_path / "tier")), "s", "a")
     records = RecordLog(study="s", arm="a", cycle="2026010100", step="anal")
-    inputs = {"obs/a.nc": 3 * MiB + 5, "obs/b:c.nc": 5 * MiB}
+    inputs = {"obs/a.nc": 3 * MiB + 5, "obs/b:c.nc": 5 * MiB, "obs/tiny.txt": 100}
     for name, nbytes in inputs.items():
         path = site.root / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -105,7 +106,9 @@ def test_a_read_replays_the_steps_own_files_where_they_still_are(tmp_path):
     assert all(8 * MiB - 1 * MiB < r.bytes <= 8 * MiB for r in reads)  # each file's last partial transfer is left
     assert not list((tmp_path / "raw").glob("*.layout.json"))
     [job] = json.loads((tmp_path / "raw" / "anal-read.rep0.json").read_text())["jobs"]
-    assert job["job options"]["filename"] == f"{site.root / 'obs/a.nc'}:{site.root / 'obs/b'}\\:c.nc"
+    assert sorted(job["job options"]["filename"].replace("\\:", "|").split(":")) == [
+        f"{site.root / 'obs/a.nc'}", f"{site.root / 'obs/b'}|c.nc", f"{site.root / 'obs/tiny.txt'}"]
+    assert int(job["job options"]["bs"]) > 100_000
     assert {name: (site.root / name).read_bytes() for name in inputs} == before
 
 
