@@ -8,7 +8,7 @@ import json
 import pytest
 
 from conftest import require_tool
-from cycleio.benchmarks.paired import MAX_READ_LOOPS, PairedReplay, read_loops
+from cycleio.benchmarks.paired import MAX_READ_LOOPS, PairedReplay, read_loops, write_copies
 from cycleio.records import RecordLog
 from cycleio.config.tierspec import Tier
 from cycleio.storage.tiers import TierSite
@@ -53,6 +53,26 @@ def test_reads_of_pages_in_memory_are_read_again_until_long_enough_to_time_and_r
     assert read_loops({"cold": False}, step_s=0.5, min_seconds=0.1) == 1
     assert read_loops({"cold": False}, step_s=0.001, min_seconds=0.1) == MAX_READ_LOOPS
     assert read_loops({"cold": True}, step_s=0.01, min_seconds=0.1) == 1
+
+
+def test_a_short_write_is_replayed_as_more_files_of_its_sizes_until_long_enough_to_time():
+    assert write_copies(step_s=0.12, min_seconds=0.1) == 2
+    assert write_copies(step_s=0.5, min_seconds=0.1) == 1
+    assert write_copies(step_s=0.001, min_seconds=0.1) == MAX_READ_LOOPS
+
+
+@pytest.mark.tool
+def test_a_write_replay_of_a_short_step_writes_its_files_over_as_new_ones(tmp_path):
+    require_tool("fio", "the paired replay runs fio")
+    site = TierSite(Tier(name="disk", kind="posix", path=str(tmp_path / "tier")), "s", "a")
+    records = RecordLog(study="s", arm="a", cycle="2026010100", step="post")
+    records.add(phase="run", op="write", bytes=4 * MiB, t_start=T0, seconds=0.12, transfers=4, **site.fields())
+    PairedReplay(repetitions=1, min_bytes=0, min_seconds=0.1).run("post", records, site, site.root / ".r",
+                                                                  tmp_path / "raw", "[t]")
+    [write] = [r for r in records.records if r.phase == "replay" and r.op == "write"]
+    assert write.bytes == 2 * 4 * MiB and write.n_files == 2 and write.transfers == 8
+    options = json.loads((tmp_path / "raw" / "post-write.rep0.json").read_text())["jobs"][0]["job options"]
+    assert options["nrfiles"] == "2" and options["filesize"] == str(4 * MiB)
 
 
 def replayed_reads(tmp_path, seconds: float, cached_fraction: float, repetitions: int) -> list:
