@@ -22,7 +22,7 @@ def study_with(default_config, **faults):
     ({"fail_step": [{"cycle": CYCLE, "step": "fcst", "attempt": 0}]},
      r"config key 'faults.fail_step\[0\].attempt': 0 is less than the minimum of 1"),
     ({"fail_step": [{"cycle": "2026020100", "step": "fcst"}]},
-     r"config key 'faults.fail_step\[0\].cycle': 2026020100 is not a cycle of the study \(2026010100 to 2026010118\)"),
+     r"config key 'faults.fail_step\[0\].cycle': 2026020100 is not a cycle of the study \(2026010100 to 2026010112\)"),
     ({"fail_step": [{"cycle": "2026010100", "step": "prep"}]},
      r"config key 'faults.fail_step\[0\].step': 'prep' does not run in cycle 2026010100; expected one of: fcst, post"),
     ({"fail_step": [{"cycle": CYCLE, "step": "fcst", "arm": "nvme"}]},

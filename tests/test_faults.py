@@ -49,12 +49,12 @@ def test_a_fault_reaches_only_the_job_it_aims_at(default_config):
                          fail_step=[{"cycle": CYCLE, "step": "anal", "arm": "shm"}],
                          fail_rank=[{"cycle": 2026010112, "rank": 1, "arm": "node_local", "attempt": 2}],
                          corrupt_staged_file=[{"cycle": CYCLE, "step": "post", "phase": "stage_out"}],
-                         fail_stage_out=[{"cycle": "2026010118", "step": "prep", "after_files": 1, "arm": "shm"}])
+                         fail_stage_out=[{"cycle": "2026010106", "step": "prep", "after_files": 1, "arm": "shm"}])
     jobs = CycledJobs.of_study(plain).step_jobs()
     changed = {(job.arm, job.cycle, job.name) for job in jobs
                if plain.arms[job.arm].job_json(job.name, job.cycle) != faulted.arms[job.arm].job_json(job.name, job.cycle)}
     assert changed == {("shm", CYCLE, "anal"), ("node_local", "2026010112", "fcst"), ("node_local", CYCLE, "post"),
-                       ("shm", CYCLE, "post"), ("shm", "2026010118", "prep")}  # lustre does not stage
+                       ("shm", CYCLE, "post"), ("shm", "2026010106", "prep")}  # lustre does not stage
     settings = json.loads(faulted.arms["node_local"].job_json("fcst", "2026010112"))
     assert settings["faults"] == {"fail_rank": [{"cycle": "2026010112", "rank": 1, "attempt": 2}]}
     # the jobs that read no cycle's settings: unchanged

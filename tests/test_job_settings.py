@@ -64,7 +64,7 @@ def test_a_jobs_settings_round_trip_and_the_rest_take_their_defaults(default_con
     assert ArmSettings.from_json(arm.job_json("post")).staged and not ArmSettings.from_json(arm.job_json("dump")).staged
     # the paired replay reaches the step jobs of the paired cycles only (so only they rerun when it changes)
     paired = arm.paired_cycles[-1]
-    assert paired == "2026010118" and "2026010100" not in arm.paired_cycles
+    assert paired == "2026010112" and "2026010100" not in arm.paired_cycles
     assert ArmSettings.from_json(arm.job_json("fcst", paired)).replay == arm.replay and arm.replay["repetitions"] >= 2
     assert ArmSettings.from_json(arm.job_json("fcst", "2026010100")).replay == {}
     assert "replay" not in json.loads(arm.job_json("cleanup", paired))

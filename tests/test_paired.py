@@ -8,7 +8,7 @@ import json
 import pytest
 
 from conftest import require_tool
-from cycleio.benchmarks.paired import MAX_READ_LOOPS, PairedReplay, read_loops
+from cycleio.benchmarks.paired import MAX_READ_LOOPS, PairedReplay, read_loops, write_copies
 from cycleio.records import RecordLog
 from cycleio.config.tierspec import Tier
 from cycleio.storage.tiers import TierSite
@@ -55,6 +55,26 @@ def test_reads_of_pages_in_memory_are_read_again_until_long_enough_to_time_and_r
     assert read_loops({"cold": True}, step_s=0.01, min_seconds=0.1) == 1
 
 
+def test_a_short_write_is_replayed_as_more_files_of_its_sizes_until_long_enough_to_time():
+    assert write_copies(step_s=0.12, min_seconds=0.1) == 2
+    assert write_copies(step_s=0.5, min_seconds=0.1) == 1
+    assert write_copies(step_s=0.001, min_seconds=0.1) == MAX_READ_LOOPS
+
+
+@pytest.mark.tool
+def test_a_write_replay_of_a_short_step_writes_its_files_over_as_new_ones(tmp_path):
+    require_tool("fio", "the paired replay runs fio")
+    site = TierSite(Tier(name="disk", kind="posix", path=str(tmp_path / "tier")), "s", "a")
+    records = RecordLog(study="s", arm="a", cycle="2026010100", step="post")
+    records.add(phase="run", op="write", bytes=4 * MiB, t_start=T0, seconds=0.12, transfers=4, **site.fields())
+    PairedReplay(repetitions=1, min_bytes=0, min_seconds=0.1).run("post", records, site, site.root / ".r",
+                                                                  tmp_path / "raw", "[t]")
+    [write] = [r for r in records.records if r.phase == "replay" and r.op == "write"]
+    assert write.bytes == 2 * 4 * MiB and write.n_files == 2 and write.transfers == 8
+    options = json.loads((tmp_path / "raw" / "post-write.rep0.json").read_text())["jobs"][0]["job options"]
+    assert options["nrfiles"] == "2" and options["filesize"] == str(4 * MiB)
+
+
 def replayed_reads(tmp_path, seconds: float, cached_fraction: float, repetitions: int) -> list:
     """The replay records of a post step that read 4 MiB in ``seconds`` (min_seconds 0.1), with real fio."""
     require_tool("fio", "the paired replay runs fio")
@@ -85,12 +105,13 @@ def test_the_files_a_read_replays_are_laid_out_once_for_every_repetition(tmp_pat
 
 @pytest.mark.tool
 def test_a_read_replays_the_steps_own_files_where_they_still_are(tmp_path):
-    """Nothing laid out: fio reads the files the step read (a name with a colon too), whole transfers of each, and
-    leaves them as they were."""
+    """Nothing laid out: fio reads the files the step read (a name with a colon too), whole transfers of each, at the
+    step's transfer size (a file smaller than it is left unread, not read a few bytes at a time), and leaves them as
+    they were."""
     require_tool("fio", "the paired replay runs fio")
     site = TierSite(Tier(name="disk", kind="posix", path=str(tmp_path / "tier")), "s", "a")
     records = RecordLog(study="s", arm="a", cycle="2026010100", step="anal")
-    inputs = {"obs/a.nc": 3 * MiB + 5, "obs/b:c.nc": 5 * MiB}
+    inputs = {"obs/a.nc": 3 * MiB + 5, "obs/b:c.nc": 5 * MiB, "obs/tiny.txt": 100}
     for name, nbytes in inputs.items():
         path = site.root / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -105,7 +126,9 @@ def test_a_read_replays_the_steps_own_files_where_they_still_are(tmp_path):
     assert all(8 * MiB - 1 * MiB < r.bytes <= 8 * MiB for r in reads)  # each file's last partial transfer is left
     assert not list((tmp_path / "raw").glob("*.layout.json"))
     [job] = json.loads((tmp_path / "raw" / "anal-read.rep0.json").read_text())["jobs"]
-    assert job["job options"]["filename"] == f"{site.root / 'obs/a.nc'}:{site.root / 'obs/b'}\\:c.nc"
+    assert sorted(job["job options"]["filename"].replace("\\:", "|").split(":")) == [
+        f"{site.root / 'obs/a.nc'}", f"{site.root / 'obs/b'}|c.nc", f"{site.root / 'obs/tiny.txt'}"]
+    assert int(job["job options"]["bs"]) > 100_000
     assert {name: (site.root / name).read_bytes() for name in inputs} == before
 
 

@@ -54,6 +54,15 @@ NEW_FILES, REWRITTEN_FILES = "new files", "rewritten files"
 MAX_READ_LOOPS = 8
 
 
+def write_copies(step_s: float, min_seconds: float) -> int:
+    """How many times over a write replay writes a step's files, each time as new files of the same sizes: enough for
+    about twice ``min_seconds`` (at most ``MAX_READ_LOOPS``), for the reason read_loops gives. A step that wrote 100
+    MiB in 0.12 s is long enough to time, and fio's replay of it, as fast, would not be."""
+    if step_s <= 0:
+        return 1
+    return max(1, min(MAX_READ_LOOPS, math.ceil(2 * min_seconds / step_s)))
+
+
 def read_loops(plan: dict, step_s: float, min_seconds: float) -> int:
     """How many times the replay reads a step's files that were in memory (a memory tier's, or warm pages): enough
     for about twice ``min_seconds``, at most ``MAX_READ_LOOPS``. fio reports whole milliseconds and pays its buffer's
@@ -123,6 +132,13 @@ class PairedReplay:
                                 "cached_fraction": r.cached_fraction} for r in own])
         spec = ReplaySpec(transfer_size_bytes=self.transfer_size_bytes, max_files=self.max_files)
         plans = {plan["op"]: plan for plan in replay_specs(events, scratch.tier.name, spec, phase)}
+        step_s = {op: covered_seconds([r.t_start for r in own if r.op == op],
+                                      [r.t_start + r.seconds for r in own if r.op == op]) for op in plans}
+        if "write" in plans:
+            copies = write_copies(step_s["write"], self.min_seconds)
+            plans["write"] = {**plans["write"], "files": plans["write"]["files"] * copies,
+                              "bytes": plans["write"]["bytes"] * copies,
+                              "classes": [{**c, "files": c["files"] * copies} for c in plans["write"]["classes"]]}
         if "read" in plans:  # the step's files are relative to the folder the replay's folder is made in
             own_files = own_read_files(plans["read"], folder.parent)
             if own_files is not None:
@@ -134,8 +150,6 @@ class PairedReplay:
                                f"{self.fio_path!r}; install fio or set benchmarks.replay.enabled: false")
         raw_dir.mkdir(parents=True, exist_ok=True)
         kept: list[Path] = []
-        step_s = {op: covered_seconds([r.t_start for r in own if r.op == op],
-                                      [r.t_start + r.seconds for r in own if r.op == op]) for op in plans}
         t0 = time.perf_counter()
         try:
             for rep in range(self.repetitions):

@@ -106,19 +106,20 @@ def _size_class(members, jobs: int, spec: ReplaySpec) -> dict:
 
 
 def own_read_files(plan: dict, root: Path) -> list[dict] | None:
-    """A read plan's classes over the step's own files under ``root`` (each class's ``paths``, its transfer no larger
-    than its smallest file, so that fio reads every file), or None where a class names no files or one is gone (the
-    replay then lays files out instead). Reading the step's own files times the same pages the step read: files laid
-    out anew sit elsewhere in memory, and on a memory tier read at 0.7 of the speed of staged ones
-    (docs/performance.md)."""
+    """A read plan's classes over the step's own files under ``root`` (each class's ``paths``), or None where a class
+    names no files or one is gone (the replay then lays files out instead). Reading the step's own files times the
+    same pages the step read: files laid out anew sit elsewhere in memory, and on a memory tier read at 0.7 of the
+    speed of staged ones (docs/performance.md). fio reads whole transfers of a file only, so a file smaller than its
+    class's transfer (a few KiB among files of MiB) is not read; the transfer is cut only where it would leave a
+    class with nothing to read (cutting it to the smallest file would time thousands of tiny reads instead)."""
     classes = []
     for group in plan["classes"]:
         names = group.get("file_names", [])[:group["files"]]
         paths = [root / name for name in names]
         if not paths or not all(path.is_file() for path in paths):
             return None
-        smallest = min(path.stat().st_size for path in paths)
-        transfer = min(group["transfer_bytes"], smallest) // ior.WORD_BYTES * ior.WORD_BYTES
+        largest = max(path.stat().st_size for path in paths)
+        transfer = min(group["transfer_bytes"], largest) // ior.WORD_BYTES * ior.WORD_BYTES
         if transfer <= 0:
             return None
         classes.append({**group, "paths": paths, "transfer_bytes": transfer,
