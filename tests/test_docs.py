@@ -671,3 +671,30 @@ def test_the_cli_page_names_every_command_a_person_runs():
     text = (REPO / "docs" / "cli.md").read_text()
     intro = text[text.index("The commands a person runs:"):text.index(CLI_START)]
     assert set(re.findall(r"`([a-z-]+)`", intro)) == set(USER_COMMANDS)
+
+
+def stated_defaults() -> list[tuple[str, str, str]]:
+    """(page, key, default) of every "`key` ... (default X)" in the docs' prose."""
+    found = []
+    for page in PAGES:
+        text = " ".join(FENCE.sub("", page.read_text()).split())
+        for key, default in re.findall(r"`([a-z_]+(?:\.[a-z_]+)+)`[^`()]{0,40}\(default `?([^`),:]+)`?[),:]", text):
+            found.append((str(page.relative_to(REPO)), key, default.strip()))
+    return found
+
+
+def test_the_docs_state_defaults():
+    assert any(key == "benchmarks.replay.cycles" for _, key, _ in stated_defaults())
+
+
+@pytest.mark.parametrize("page,key,default", stated_defaults())
+def test_every_default_the_docs_state_is_the_schemas(page, key, default):
+    import json
+
+    node = load_schema()
+    for part in key.split("."):
+        node = node["properties"][part]
+    if default.startswith("`") or "." in default and not default[0].isdigit():  # another key's value
+        return
+    assert json.dumps(node["default"]) == default or str(node["default"]) == default, \
+        f"{page}: `{key}` (default {default}), but the schema's default is {node['default']!r}"
