@@ -545,7 +545,8 @@ def size_text(value: int) -> str:
     return f"{value // 2**20} MiB" if value >= 2**20 else f"{value // 2**10} KiB"
 
 
-def test_the_copy_engines_numbers_the_docs_quote_are_the_codes():
+def test_the_numbers_the_docs_quote_from_the_code_are_the_codes():
+    from cycleio.benchmarks.paired import MAX_READ_LOOPS
     from cycleio.report.answers import NOISE_SIGMAS
     from cycleio.storage import checksums, copyengine, stagingtypes
 
@@ -555,7 +556,8 @@ def test_the_copy_engines_numbers_the_docs_quote_are_the_codes():
                            f"when {size_text(copyengine.IN_FLIGHT_BYTES)} are on their way",
                            f"every {size_text(copyengine.SYNCFS_EVERY_BYTES)} of them",
                            f"A block of {size_text(copyengine.TRAILING_VERIFY_BYTES)} or more",
-                           f"more than {WORDS[int(NOISE_SIGMAS)]} standard errors"],
+                           f"more than {WORDS[int(NOISE_SIGMAS)]} standard errors",
+                           f"at most {MAX_READ_LOOPS} times"],
         "staging.md": [f"over {size_text(checksums.BLOCK_BYTES)} blocks",
                        f"each copied {size_text(copyengine.WRITE_BEHIND_BYTES)} range",
                        f"every {size_text(copyengine.SYNCFS_EVERY_BYTES)}, and"],
