@@ -327,6 +327,30 @@ def test_an_io_point_over_three_nodes_runs_one_fio_per_node_and_merges_them(tmp_
     assert any(".made" in call for call in calls)  # made and removed on every node
 
 
+def test_a_node_crowded_out_of_the_write_phase_fills_up_to_the_busiest_job_of_every_node(tmp_path,
+                                                                                          three_stand_in_nodes,
+                                                                                          monkeypatch):
+    """IOR's wear-out spans every rank: where node 1's jobs wrote (as told here) nothing in the time, they alone
+    write on, untimed, to the busiest job's bytes, and its read phase then reads as much as the others'."""
+    real = tb.fio.written_per_job
+
+    def node1_wrote_nothing(path):
+        written = real(path)
+        return [0] * len(written) if ".write.node1." in Path(path).name else written
+
+    monkeypatch.setattr(tb.fio, "written_per_job", node1_wrote_nothing)
+    spec = IOPattern(name="easy", transfer_size_bytes=256 * 1024, block_size_bytes=MIB, segments=2,
+                     stonewall_s=0.2, fsync=False)
+    raw = tmp_path / "raw"
+    tb.run_point(point(tmp_path, "io", spec, shared=False), raw)
+    assert sorted(p.name for p in raw.glob("easy.N3.n2.rep0.fill.node*.json")) == ["easy.N3.n2.rep0.fill.node1.json"]
+    sizes = {node: {job["job options"].get("size") for job in
+                    json.loads((raw / f"easy.N3.n2.rep0.read.node{node}.json").read_text())["jobs"]}
+             for node in range(3)}
+    busiest = max(real(raw / f"easy.N3.n2.rep0.write.node{node}.json")[job] for node in (0, 2) for job in (0, 1))
+    assert sizes[1] == {str(busiest // spec.transfer_size_bytes * spec.transfer_size_bytes)}, sizes
+
+
 def test_a_metadata_point_over_three_nodes_runs_one_fio_per_node(tmp_path, three_stand_in_nodes):
     spec = MetadataPattern(name="easy", files_per_task=20)
     rows = tb.run_point(point(tmp_path, "metadata", spec, shared=True, per_node=1), tmp_path / "raw")

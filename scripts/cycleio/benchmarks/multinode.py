@@ -182,13 +182,28 @@ class PointNodes:
         point = context(settings, site)
         return {**point, "host": ",".join(self.hosts)} if self.hosts else point
 
+    def folders(self) -> list[Path]:
+        """Each node's folder of the point, in node order."""
+        return [node_folder(self.work, node) for node in range(self.count)]
+
+    def _launch(self, tool, commands: Callable[[int, Path], list[str]], run_name: str, limit: float,
+                fresh_folders: bool):
+        folders = self.folders()
+        argv = across_nodes([commands(node, folder) for node, folder in enumerate(folders)], self.raw_dir, run_name,
+                            self.per_node, folders if fresh_folders else None)
+        return run_tool(tool.label, argv, self.raw_dir, run_name, limit)
+
+    def run(self, tool, commands: Callable[[int, Path], list[str]], run_name: str, limit: float) -> None:
+        """Node k's argv ``commands(k, folder)`` on every node at once, in its own folder as it is; fails with the
+        tool's words if a node's command failed."""
+        run = self._launch(tool, commands, run_name, limit, fresh_folders=False)
+        if run.returncode != 0:
+            raise tool_failure(tool.label, run)
+
     def fio(self, tool, commands: Callable[[int, Path], list[str]], run_name: str, limit: float,
             fresh_folders: bool = True) -> tuple[list[list[dict]], list[Path]]:
         """fio on every node at once, node k's argv ``commands(k, folder)`` in its own folder (emptied first unless
         ``fresh_folders`` is false: a read phase reads what the write phase left); each node's rows and output."""
-        folders = [node_folder(self.work, node) for node in range(self.count)]
         outputs = [self.raw_dir / f"{run_name}.node{node}.json" for node in range(self.count)]
-        argv = across_nodes([commands(node, folder) for node, folder in enumerate(folders)], self.raw_dir, run_name,
-                            self.per_node, folders if fresh_folders else None)
-        run = run_tool(tool.label, argv, self.raw_dir, run_name, limit)
+        run = self._launch(tool, commands, run_name, limit, fresh_folders)
         return [parse_run(fio.parse, path, tool.label, run) for path in outputs], outputs

@@ -401,17 +401,27 @@ def _fio_phases_bounded_by_time(tool, pattern: IOPattern, tasks: int, work: Path
 def _fio_io_across_nodes(tool, pattern: IOPattern, nodes: multinode.PointNodes, rep_name: str, limit: float) -> list[dict]:
     """One repetition of an io pattern with one fio per node, each with the node's tasks in its own folder, merged
     into one point (multinode.merge_nodes); bounded by time, as two runs (the read phase of each node sized to
-    what it wrote), as on one node."""
+    what it wrote), with the wear-out of the jobs crowded out of the write phase, as on one node."""
     per_node, path = nodes.per_node, tool.path
     if pattern.stonewall_s <= 0:
         runs, _ = nodes.fio(tool, lambda node, folder: fio.io_command(
             path, pattern, per_node, folder, nodes.raw_dir / f"{rep_name}.node{node}.json"), rep_name, limit)
         return multinode.merge_nodes(runs)
-    write_name, read_name = f"{rep_name}.write", f"{rep_name}.read"
+    write_name, fill_name, read_name = f"{rep_name}.write", f"{rep_name}.fill", f"{rep_name}.read"
     written, outputs = nodes.fio(tool, lambda node, folder: fio.io_write_command(
         path, pattern, per_node, folder, nodes.raw_dir / f"{write_name}.node{node}.json"), write_name, limit)
+    per_job = [fio.written_per_job(output) for output in outputs]
+    target = max(fio.fill_target(pattern, jobs) for jobs in per_job)  # the busiest job of every node (wear-out)
+    fills = [fio.io_fill_command(path, pattern, node_folder, nodes.raw_dir / f"{fill_name}.node{node}.json", jobs,
+                                 target) for node, (jobs, node_folder) in enumerate(zip(per_job, nodes.folders()))]
+    if any(fills):
+        log.info("%s %s: the write phase's jobs wrote %s MiB (per node): the others fill up to the most, untimed, "
+                 "before the reads", pattern.name, rep_name,
+                 "; ".join(", ".join(f"{nbytes / MiB:.1f}" for nbytes in jobs) for jobs in per_job))
+        nodes.run(tool, lambda node, folder: fills[node] or ["true"], fill_name, limit)
+        per_job = [fio.filled(pattern, jobs, target) if fill else jobs for jobs, fill in zip(per_job, fills)]
     reads, _ = nodes.fio(tool, lambda node, folder: fio.io_read_command(
-        path, pattern, folder, nodes.raw_dir / f"{read_name}.node{node}.json", fio.written_per_job(outputs[node])),
+        path, pattern, folder, nodes.raw_dir / f"{read_name}.node{node}.json", per_job[node]),
         read_name, limit, fresh_folders=False)
     return multinode.merge_nodes([[fio.group_jobs(rows)] for rows in written]) + multinode.merge_nodes(reads)
 

@@ -84,18 +84,20 @@ CROWDED_OUT = 0.5  # a job of a write phase that wrote less than this share of t
 
 
 def io_fill_command(fio: str, pattern: IOPattern, directory: Path, json_out: Path,
-                    written: list[int]) -> list[str] | None:
+                    written: list[int], target: int | None = None) -> list[str] | None:
     """The wear-out of a write phase bounded by time, untimed (IOR's ``-O stoneWallingWearOut=1``): each job that
     wrote less than the job that wrote most (``written``, bytes per job) writes on, in its own layout, up to as
     much, fsynced as the pattern is; None when no job was crowded out (wrote less than ``CROWDED_OUT`` of the
     busiest). The read phase reads each job's region pass after pass until its time is up, so regions of
     somewhat different sizes read alike; but a job the others crowded out of a shared file (one of four tasks
     wrote 9,629 blocks, the others one each, on ext4) would leave the reads to one task. The write phase's rows
-    stay what the time bounded; the fill's output only shows that it was done."""
+    stay what the time bounded; the fill's output only shows that it was done. Over several nodes the busiest
+    job of them all sets ``target`` (:func:`fill_target` of each node's jobs, the largest), as IOR's wear-out
+    spans every rank: each node fills its own jobs, in its own folder."""
     n, block, transfer = len(written), pattern.block_size_bytes, pattern.transfer_size_bytes
-    target = _fill_target(pattern, written)
+    target = fill_target(pattern, written) if target is None else target
     short = [(job, nbytes // transfer * transfer) for job, nbytes in enumerate(written) if nbytes < target]
-    if n < 2 or not any(nbytes < CROWDED_OUT * target for nbytes in written):
+    if not written or not any(nbytes < CROWDED_OUT * target for nbytes in written):
         return None
     argv = [word for word in _io_argv(fio, pattern, 1, directory, json_out) if word != "--numjobs=1"]
     # opened as they are: fio would lay out (rewrite from zero) a file shorter than a job's region
@@ -116,13 +118,13 @@ def io_fill_command(fio: str, pattern: IOPattern, directory: Path, json_out: Pat
     return argv
 
 
-def filled(pattern: IOPattern, written: list[int]) -> list[int]:
+def filled(pattern: IOPattern, written: list[int], target: int | None = None) -> list[int]:
     """Bytes per job once :func:`io_fill_command` ran (not None): every job as much as the one that wrote most."""
-    target = _fill_target(pattern, written)
+    target = fill_target(pattern, written) if target is None else target
     return [max(nbytes, target) for nbytes in written]
 
 
-def _fill_target(pattern: IOPattern, written: list[int]) -> int:
+def fill_target(pattern: IOPattern, written: list[int]) -> int:
     """What every job has once filled: the busiest job's whole transfers; in IOR's blocks of a shared file, its
     whole blocks (a job's region there is whole blocks apart), unless it wrote less than one."""
     most = max(written, default=0)
