@@ -134,16 +134,7 @@ class PairedReplay:
         plans = {plan["op"]: plan for plan in replay_specs(events, scratch.tier.name, spec, phase)}
         step_s = {op: covered_seconds([r.t_start for r in own if r.op == op],
                                       [r.t_start + r.seconds for r in own if r.op == op]) for op in plans}
-        if "write" in plans:
-            copies = write_copies(step_s["write"], self.min_seconds)
-            plans["write"] = {**plans["write"], "files": plans["write"]["files"] * copies,
-                              "bytes": plans["write"]["bytes"] * copies,
-                              "classes": [{**c, "files": c["files"] * copies} for c in plans["write"]["classes"]]}
-        if "read" in plans:  # the step's files are relative to the folder the replay's folder is made in
-            own_files = own_read_files(plans["read"], folder.parent)
-            if own_files is not None:
-                plans["read"] = {**plans["read"], "classes": own_files, "own_files": True,
-                                 "bytes": sum(c["files"] * c["file_bytes"] for c in own_files)}
+        plans = self._fitted(plans, step_s, folder.parent)  # the step's files: relative to its folder
         path = find_tool("fio", self.fio_path)
         if not path:
             raise RuntimeError(f"{label} the paired replay needs fio: not found on PATH and benchmarks.fio_path is "
@@ -163,6 +154,20 @@ class PairedReplay:
                  ", ".join(f"{op} {p['files']} files {p['bytes'] / MiB:.1f} MiB" for op, p in plans.items()),
                  self.repetitions, time.perf_counter() - t0)
 
+    def _fitted(self, plans: dict, step_s: dict, root: Path) -> dict:
+        """The plans as this job replays them: a short step's writes written over until long enough to time
+        (write_copies), its reads from its own files under ``root`` where they still are (own_read_files)."""
+        plans = dict(plans)
+        if "write" in plans:
+            write, copies = plans["write"], write_copies(step_s["write"], self.min_seconds)
+            plans["write"] = {**write, "files": write["files"] * copies, "bytes": write["bytes"] * copies,
+                              "classes": [{**c, "files": c["files"] * copies} for c in write["classes"]]}
+        own_files = own_read_files(plans["read"], root) if "read" in plans else None
+        if own_files is not None:
+            plans["read"] = {**plans["read"], "classes": own_files, "own_files": True,
+                             "bytes": sum(c["files"] * c["file_bytes"] for c in own_files)}
+        return plans
+
     @staticmethod
     def _once(path: str, plan: dict, rep: int, records, scratch: TierSite, folder: Path, raw_dir: Path,
               kept: list[Path], step: str, loops: int = 1) -> None:
@@ -179,9 +184,7 @@ class PairedReplay:
         name = f"{step}-{op}.rep{rep}"
         calls = sum(c["files"] * c["file_bytes"] / c["transfer_bytes"] for c in classes)
         limit = time_limit(plan["bytes"] * (1 + loops if op == "read" else 1), calls * loops)
-        if plan.get("own_files"):  # the step's files, where they are: nothing to lay out
-            pass
-        elif not target.exists():
+        if not plan.get("own_files") and not target.exists():  # the step's own files need no layout
             make_room(kept, plan["bytes"], folder.parent, scratch.is_memory)
             scratch.require_space(plan["bytes"], f"the paired replay of {step}")
             target.mkdir(parents=True)
