@@ -456,3 +456,247 @@ def test_every_module_and_function_the_docs_name_exists(page, name):
             target = getattr(target, attribute)
         return
     raise AssertionError(f"{page}: `{name}` is no module of the package")
+
+
+def test_the_docs_show_no_console_blocks():
+    """A command is shown in a bash block, one line, so the tests above parse and run it; a console block's `$ ...`
+    lines would go unchecked."""
+    assert not blocks("console"), [str(page.relative_to(REPO)) for page, _ in blocks("console")]
+
+
+def test_the_bench_table_names_every_benchmark_make_bench_runs():
+    import ast
+
+    tree = ast.parse((REPO / "bench" / "run.py").read_text())
+    listed = next(node.value for node in ast.walk(tree) if isinstance(node, ast.Assign)
+                  and any(getattr(target, "id", None) == "BENCHMARKS" for target in node.targets))
+    benchmarks = [(number, name) for number, name, _ in ast.literal_eval(listed)]
+    text = (REPO / "docs" / "performance.md").read_text()
+    missing = [f"({n}) {name}" for n, name in benchmarks if f"| ({n}) `{name}` |" not in text]
+    assert not missing, f"docs/performance.md's bench table misses {missing}"
+
+
+def test_the_layout_names_every_rule_file_study_file_and_profile():
+    text = (REPO / "docs" / "design.md").read_text()
+    layout = next(b for _, b in FENCE.findall(text) if b.startswith("Snakefile "))
+    files = [p.name for p in (REPO / "rules").glob("*.smk")]
+    files += [p.name for p in (REPO / "config" / "studies").glob("*.yaml")]
+    profiles = [p.name for p in (REPO / "profiles").iterdir() if p.is_dir()]
+    missing = [name for name in files + profiles if not re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", layout)]
+    assert not missing, f"docs/design.md's layout does not name {missing}"
+
+
+def test_the_record_fields_design_md_lists_are_the_records():
+    from cycleio.records import RECORD_FIELDS
+
+    text = (REPO / "docs" / "design.md").read_text()
+    listed = re.search(r"is a \*\*record\*\* \(JSON lines\): `([^`]*)`", text).group(1)
+    assert [f.strip() for f in listed.split(",")] == list(RECORD_FIELDS)
+
+
+# Words of the project's own history or machine that mean nothing to a reader (the generated reference excepted:
+# its text is the schema's and the parser's).
+INTERNAL = re.compile(r"\bseed 0\d\d\b|design card|this VM\b|development machine|\bd[12][0-9] run", re.I)
+
+
+def test_the_docs_use_no_internal_words():
+    found = []
+    for page in PAGES:
+        text = page.read_text()
+        for start, end in ((START, END), (CLI_START, CLI_END)):
+            text = re.sub(re.escape(start) + ".*?" + re.escape(end), "", text, flags=re.S)
+        found += [f"{page.relative_to(REPO)}:{n}: {line.strip()[:100]}"
+                  for n, line in enumerate(text.splitlines(), 1) if INTERNAL.search(line)]
+    assert not found, "\n".join(found)
+
+
+def test_the_io500_table_states_the_default_patterns():
+    """docs/benchmarks.md's IO500 table gives each embedded pattern's shape as config/config.yaml sets it."""
+    import yaml
+
+    from cycleio.config.sizes import parse_size
+
+    bench = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["benchmarks"]
+    text = (REPO / "docs" / "benchmarks.md").read_text()
+    table = text[text.index("## The IO500-like patterns"):]
+    rows = {(m.group(1), m.group(2)): m.group(0) for m in re.finditer(r"^\| `(\w+)` \((\w+)\) \|.*$", table, re.M)}
+
+    def mib(size) -> str:
+        return f"{parse_size(size, 'benchmarks.patterns') // 2**20} MiB"
+
+    easy, hard = bench["patterns"]["easy"], bench["patterns"]["hard"]
+    assert f"{mib(easy['transfer_size'])} transfers, {mib(easy['block_size'])} blocks" in rows[("easy", "bandwidth")]
+    hard_transfer = parse_size(hard["transfer_size"], "benchmarks.patterns.hard")
+    assert f"{hard_transfer:,}-byte transfers" in rows[("hard", "bandwidth")]
+    assert f"{hard['segments']} segments" in rows[("hard", "bandwidth")]
+    assert f"`stonewall_s` ({easy['stonewall_s']} s)" in rows[("easy", "bandwidth")]
+    assert f"{hard['stonewall_s']} s instead of" in rows[("hard", "bandwidth")]
+    for name in ("easy", "hard"):
+        meta = bench["metadata"][name]
+        assert f"{meta['files_per_task']} files per task, {meta['tasks'][0]} tasks" in rows[(name, "metadata")]
+    assert f"{bench['metadata']['hard']['file_size']:,} bytes" in rows[("hard", "metadata")]
+
+
+WORDS = {1: "one", 2: "two", 3: "three", 4: "four"}
+
+
+def size_text(value: int) -> str:
+    """A size as the docs write it: 256 KiB, 2 MiB, 64 MiB."""
+    return f"{value // 2**20} MiB" if value >= 2**20 else f"{value // 2**10} KiB"
+
+
+def test_the_numbers_the_docs_quote_from_the_code_are_the_codes():
+    from cycleio.benchmarks.paired import MAX_READ_LOOPS
+    from cycleio.report.answers import NOISE_SIGMAS
+    from cycleio.storage import checksums, copyengine, stagingtypes
+
+    quoted = {
+        "performance.md": [f"in {size_text(stagingtypes.COPY_CHUNK_BYTES)} chunks",
+                           f"each copied {size_text(copyengine.WRITE_BEHIND_BYTES)} range",
+                           f"when {size_text(copyengine.IN_FLIGHT_BYTES)} are on their way",
+                           f"every {size_text(copyengine.SYNCFS_EVERY_BYTES)} of them",
+                           f"A block of {size_text(copyengine.TRAILING_VERIFY_BYTES)} or more",
+                           f"more than {WORDS[int(NOISE_SIGMAS)]} standard errors",
+                           f"at most {MAX_READ_LOOPS} times"],
+        "staging.md": [f"over {size_text(checksums.BLOCK_BYTES)} blocks",
+                       f"each copied {size_text(copyengine.WRITE_BEHIND_BYTES)} range",
+                       f"every {size_text(copyengine.SYNCFS_EVERY_BYTES)}, and"],
+    }
+    missing = [f"docs/{page}: {text!r}" for page, texts in quoted.items()
+               for text in texts if text not in " ".join((REPO / "docs" / page).read_text().split())]
+    assert not missing, "\n".join(missing)
+
+
+def study_shape(*files: str) -> tuple[int, int, str]:
+    """(arms, cycles, resolution) of config/config.yaml with the study files laid over it (top-level keys, and the
+    keys of `cycles`)."""
+    import yaml
+
+    from cycleio.config.calendar import cycles
+
+    config: dict = {}
+    for name in ("config/config.yaml", *files):
+        for key, value in yaml.safe_load((REPO / name).read_text()).items():
+            config[key] = {**config.get(key, {}), **value} if key == "cycles" else value
+    as_list = lambda v: v if isinstance(v, list) else [v]  # noqa: E731
+    arms = len(as_list(config["scratch_tiers"])) * len(as_list(config["persistent_tier"]))
+    n = len(cycles(config["cycles"]["start"], config["cycles"]["end"], config["cycles"].get("interval_hours", 6)))
+    return arms, n, config["resolution"]
+
+
+@pytest.mark.parametrize("page,files,pattern", [
+    ("README.md", (), r"runs the default study \((?P<arms>\w+) arms, (?P<cycles>\w+) cycles at \[(?P<res>C\d+)"),
+    ("docs/archive.md", (), r"The default study \((?P<res>C\d+), (?P<cycles>\w+) cycles, (?P<arms>\w+) arms\)"),
+    ("docs/tutorial.md", ("config/studies/smoke.yaml",),
+     r"(?P<res>C\d+) L\d+, (?P<cycles>\w+) cycles, (?P<arms>\w+) arms"),
+    ("docs/archive.md", ("config/studies/archive.yaml",),
+     r"archive\.yaml` \((?P<arms>\w+) arms, (?P<res>C\d+), (?P<cycles>\w+) cycles"),
+])
+def test_the_studies_the_docs_describe_have_that_shape(page, files, pattern):
+    """A study's arms, cycles and resolution where the docs state them are those of its config files."""
+    numbers = {word: n for n, word in WORDS.items()} | {"five": 5, "six": 6, "seven": 7, "eight": 8}
+    stated = re.search(pattern, " ".join((REPO / page).read_text().split()))
+    assert stated, f"{page}: no {pattern!r}"
+    arms, n, resolution = study_shape(*files)
+    said = (numbers.get(stated["arms"]), numbers.get(stated["cycles"]), stated["res"])
+    assert said == (arms, n, resolution), \
+        f"{page}: {stated.group(0)!r}, but the study has {arms} arms, {n} cycles at {resolution}"
+
+
+def test_every_figure_the_rules_write_is_in_outputs_md_and_read_in_the_tutorial():
+    rules = "".join(p.read_text() for p in (REPO / "rules").glob("*.smk"))
+    made = set(re.findall(r'out\(\s*"figures",\s*"(\w+)\.png"', rules))
+    outputs = (REPO / "docs" / "outputs.md").read_text()
+    listed = set(re.findall(r"^\| `(\w+)` \|", outputs[outputs.index("## Figures"):], re.M))
+    assert made and listed == made, f"docs/outputs.md's figures: {sorted(listed)}; the rules write {sorted(made)}"
+    tutorial = (REPO / "docs" / "tutorial.md").read_text()
+    unread = [name for name in sorted(made) if f"**`{name}.png`" not in tutorial]
+    assert not unread, f"docs/tutorial.md does not say how to read {unread}"
+
+
+def test_the_license_and_citation_say_mit_and_the_cycleio_developers():
+    import tomllib
+
+    import yaml
+
+    license_text = (REPO / "LICENSE").read_text()
+    assert license_text.startswith("MIT License") and "the cycleio developers" in license_text
+    citation = yaml.safe_load((REPO / "CITATION.cff").read_text())
+    assert {"cff-version", "message", "title", "authors"} <= set(citation)
+    assert citation["license"] == "MIT" and citation["authors"] == [{"name": "the cycleio developers"}]
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert str(citation["version"]) == project["version"]
+
+
+# Paths the docs name in other projects' repositories.
+ELSEWHERE = {"workflow/rocoto/gfs_tasks.py": "global-workflow's, docs/archive.md"}
+
+
+def repository_paths() -> list[tuple[str, str]]:
+    """(page, path) of every code span in the docs' prose that names a file or folder of the repository, or a module
+    by its path in the package (`storage/copyengine.py`); the reader's own files (PLACEHOLDERS) left out."""
+    found: dict[str, str] = {}
+    for page in PAGES:
+        for span in re.findall(r"`([^`\n]+)`", FENCE.sub("", page.read_text())):
+            for word in span.split():
+                if word in PLACEHOLDERS or word in ELSEWHERE:
+                    continue
+                if re.fullmatch(r"(tests|scripts|ci|config|bench|profiles|rules|report|envs)/[\w./-]*[\w/]", word) \
+                        or re.fullmatch(r"([a-z_]+/)+[a-z_0-9]+\.py", word):
+                    found.setdefault(word, str(page.relative_to(REPO)))
+    return sorted((page, path) for path, page in found.items())
+
+
+def test_the_docs_name_repository_paths():
+    assert len(repository_paths()) > 30
+
+
+@pytest.mark.parametrize("page,path", repository_paths())
+def test_every_repository_path_the_docs_name_exists(page, path):
+    assert (REPO / path).exists() or (path.endswith(".py") and (PACKAGE / path).exists()), \
+        f"{page}: `{path}` is neither in the repository nor a module of the package"
+
+
+def test_every_page_the_code_and_config_point_to_exists():
+    """Error messages, comments and captions send the reader to docs pages: each must be there."""
+    sources = [REPO / "Snakefile", REPO / "Makefile", *PACKAGE.rglob("*.py"), *PACKAGE.rglob("*.yaml"),
+               *(REPO / "rules").glob("*.smk"), *(REPO / "config").rglob("*.yaml"), *(REPO / "report").glob("*"),
+               *(REPO / "profiles").rglob("*.yaml")]
+    named = {(str(source.relative_to(REPO)), page) for source in sources if source.is_file()
+             for page in re.findall(r"docs/[\w/-]+\.md", source.read_text(errors="replace"))}
+    assert named
+    missing = sorted(f"{source}: {page}" for source, page in named if not (REPO / page).exists())
+    assert not missing, "\n".join(missing)
+
+
+def test_the_cli_page_names_every_command_a_person_runs():
+    text = (REPO / "docs" / "cli.md").read_text()
+    intro = text[text.index("The commands a person runs:"):text.index(CLI_START)]
+    assert set(re.findall(r"`([a-z-]+)`", intro)) == set(USER_COMMANDS)
+
+
+def stated_defaults() -> list[tuple[str, str, str]]:
+    """(page, key, default) of every "`key` ... (default X)" in the docs' prose."""
+    found = []
+    for page in PAGES:
+        text = " ".join(FENCE.sub("", page.read_text()).split())
+        for key, default in re.findall(r"`([a-z_]+(?:\.[a-z_]+)+)`[^`()]{0,40}\(default `?([^`),:]+)`?[),:]", text):
+            found.append((str(page.relative_to(REPO)), key, default.strip()))
+    return found
+
+
+def test_the_docs_state_defaults():
+    assert any(key == "benchmarks.replay.cycles" for _, key, _ in stated_defaults())
+
+
+@pytest.mark.parametrize("page,key,default", stated_defaults())
+def test_every_default_the_docs_state_is_the_schemas(page, key, default):
+    import json
+
+    node = load_schema()
+    for part in key.split("."):
+        node = node["properties"][part]
+    if default.startswith("`") or "." in default and not default[0].isdigit():  # another key's value
+        return
+    assert json.dumps(node["default"]) == default or str(node["default"]) == default, \
+        f"{page}: `{key}` (default {default}), but the schema's default is {node['default']!r}"
