@@ -1,4 +1,4 @@
-"""A linear model of each tier (seed 000): bandwidth against tasks rises as a line, then stays on a plateau;
+"""A linear model of each tier: bandwidth against tasks rises as a line, then stays on a plateau;
 and the capacity plan it gives for a target resolution and cadence.
 
 Model: ``bw(n) = min(slope * n, plateau)`` (MiB/s; each task adds ``slope`` until the tier saturates at
@@ -6,10 +6,10 @@ Model: ``bw(n) = min(slope * n, plateau)`` (MiB/s; each task adds ``slope`` unti
 counts into a rising part and a plateau part; where no point lies on the plateau, the plateau is not
 reached (``plateau_reached`` False) and is at least the best measured bandwidth.
 
-Client nodes (config benchmarks.nodes; seed 000 measured Lustre from 4 to 12 client nodes, each with 1 to 32
+Client nodes (config benchmarks.nodes; a Lustre is measured from a few to a dozen client nodes, each with 1 to 32
 tasks): each node count gets its own fit, over its points' tasks on all its nodes (``nodes_measured`` is the
 fit's node count); the plan divides the plateau of the fit at the most nodes by its nodes (a tier that scales with
-its clients, as seed 000 found Lustre to, gives the same per node at every count: the fit lines say how it did).
+its clients, as Lustre often does, gives the same per node at every count: the fit lines say how it did).
 
 Only timed points are fitted (benchmarks.csv ``timed``: enough bytes and seconds to time, the threshold of
 benchmarks.threshold.TimedThreshold); with fewer than MIN_TIMED_POINTS of them no slope, plateau or bound is claimed
