@@ -121,15 +121,16 @@ def read_table(tables: Path, name: str) -> pd.DataFrame:
 
 # Per job kind, hand-derived from job_events (scale 1 for prep, 2 for fcst) and the post records.
 PREP = {"wall_s": 12.25, "stage_in_s": 3.25, "run_s": 5.0, "stage_out_s": 1.125, "verify_s": 0.125,
-        "cleanup_s": 0.25, "io_s": 3.25 + 1.0 + 2.5 + 1.125 + 0.125, "run_io_s": 3.5, "compute_s": 3.0,
+        "stage_out_verify_s": 1.125 + 0.125, "cleanup_s": 0.25, "io_s": 3.25 + 1.0 + 2.5 + 1.125 + 0.125, "run_io_s": 3.5, "compute_s": 3.0,
         "codec_s": 0.75, "generate_s": 0.5, "metadata_s": 0.25, "bytes_read": 3 * MiB, "bytes_written": 8 * MiB,
         "bytes_staged_in": 7 * MiB, "bytes_staged_out": 8 * MiB, "write_s": 3.5}
 FCST = {key: value * 2 if key.endswith("_s") else value for key, value in PREP.items()}
-POST = {"wall_s": 1.25, "stage_in_s": 0.0, "run_s": 0.75, "stage_out_s": 0.0, "verify_s": 0.25, "cleanup_s": 0.0,
+POST = {"wall_s": 1.25, "stage_in_s": 0.0, "run_s": 0.75, "stage_out_s": 0.0, "verify_s": 0.25,
+        "stage_out_verify_s": 0.25, "cleanup_s": 0.0,
         "io_s": 1.0, "run_io_s": 0.75, "compute_s": 0.0, "codec_s": 0.0, "generate_s": 0.0, "metadata_s": 0.0,
         "bytes_read": MiB, "bytes_written": MiB, "bytes_staged_in": 0, "bytes_staged_out": 0, "write_s": 0.5}
 STEP_COLUMNS = ["study", "arm", "cycle", "step", "t_start", "wall_s", "stage_in_s", "run_s", "stage_out_s", "verify_s",
-                "cleanup_s", "archive_s", "io_s", "run_io_s", "compute_s", "codec_s", "generate_s", "metadata_s",
+                "cleanup_s", "archive_s", "stage_out_verify_s", "io_s", "run_io_s", "compute_s", "codec_s", "generate_s", "metadata_s",
                 "staging_s", "io_fraction", "bytes_read", "bytes_written", "bytes_staged_in", "bytes_staged_out",
                 "bytes_archived", "write_MiB_per_s", "staging_MiB_per_s", "paired_replay_s"]
 
@@ -228,6 +229,19 @@ def test_io_events_csv_reads_back_as_the_events(study):
     pd.testing.assert_series_equal(back["seconds"], events["seconds"], check_dtype=False)
 
 
+def test_a_stage_out_checking_its_copies_as_it_goes_counts_their_time_once():
+    """Streams copy one file while they checksum another: stage_out_s and verify_s each count their own phase, and
+    stage_out_verify_s their time together once (what_staging_buys.png draws it, so a bar adds up to the job)."""
+    from cycleio.report.aggregate import step_summary
+
+    args = ("a1", "2026010106", "fcst")
+    events = pd.DataFrame([event(*args, "stage_out", "copy", 0.0, 1.0, MiB, persistent=True),
+                           event(*args, "verify", "checksum", 0.5, 1.0, MiB, persistent=True)])
+    events["t_end"] = events["t_start"] + events["seconds"]
+    row = step_summary(events).iloc[0]
+    assert (row["stage_out_s"], row["verify_s"], row["stage_out_verify_s"]) == (1.0, 1.0, 1.5)
+
+
 def test_a_cleanup_jobs_records_reach_io_events_and_step_summary(tmp_path):
     """The cleanup job (cycles.keep) removes a cycle from the persistent tier in its cleanup phase: the rules pass
     its records to aggregate (workflow.dependencies.measured_jobs) and the tables keep them as a job of the cycle."""
@@ -297,7 +311,7 @@ def test_a_jobs_wall_time_leaves_its_paired_replay_out():
 # stage-out copy [3, 3.25], sync [3.25, 3.375]; checksum [3.375, 3.5]; cleanup [3.5, 3.5625].
 SHM_PREP = {
     "t_start": T0 + 110, "wall_s": 3.5625, "stage_in_s": 0.5625, "run_s": 1.5625, "stage_out_s": 0.375,
-    "verify_s": 0.125 + 0.125, "cleanup_s": 0.0625,
+    "verify_s": 0.125 + 0.125, "stage_out_verify_s": 0.375 + 0.125 + 0.125, "cleanup_s": 0.0625,
     "io_s": 0.6875 + 0.375 + 0.5625 + 0.5,  # [0, 0.6875], [1, 1.375], [2, 2.5625], [3, 3.5]
     "run_io_s": 0.375 + 0.5625, "compute_s": 0.5, "codec_s": 0.0, "generate_s": 0.125, "metadata_s": 0.0,
     "staging_s": 0.5625 + 0.375, "io_fraction": 2.125 / 3.5625,
@@ -308,7 +322,7 @@ SHM_PREP = {
 # record is its first read (offset 2).
 LUSTRE_PREP = {
     "t_start": T0 + 112, "wall_s": 7.0 - 2.0, "stage_in_s": 0.0, "run_s": 3.125, "stage_out_s": 0.0,
-    "verify_s": 0.25, "cleanup_s": 0.0, "io_s": 0.75 + 1.125 + 0.25, "run_io_s": 0.75 + 1.125, "compute_s": 1.0,
+    "verify_s": 0.25, "stage_out_verify_s": 0.25, "cleanup_s": 0.0, "io_s": 0.75 + 1.125 + 0.25, "run_io_s": 0.75 + 1.125, "compute_s": 1.0,
     "generate_s": 0.25, "staging_s": 0.0, "io_fraction": 2.125 / 5.0, "bytes_read": 3 * MiB,
     "bytes_written": 4 * MiB, "bytes_staged_in": 0, "bytes_staged_out": 0, "write_MiB_per_s": 4 / 1.0,
 }
@@ -318,7 +332,7 @@ LUSTRE_PREP = {
 # [9, 10.25] plus checksums to 10.75, cleanup to 11.
 SHM_FCST = {
     "wall_s": 11.0, "stage_in_s": 1.125, "run_s": 6.125, "stage_out_s": 1.25, "verify_s": 0.25 + 0.5,
-    "cleanup_s": 0.25, "io_s": 1.375 + 0.75 + 2 * 1.0625 + 1.75, "run_io_s": 0.75 + 2 * 1.0625, "compute_s": 2.0,
+    "stage_out_verify_s": 1.75 + 0.25, "cleanup_s": 0.25, "io_s": 1.375 + 0.75 + 2 * 1.0625 + 1.75, "run_io_s": 0.75 + 2 * 1.0625, "compute_s": 2.0,
     "codec_s": 0.25, "generate_s": 0.5, "metadata_s": 0.25 + 0.25, "bytes_read": 12 * MiB,
     "bytes_written": 32 * MiB, "bytes_staged_in": 12 * MiB, "bytes_staged_out": 32 * MiB,
     "write_MiB_per_s": 32 / 2.0, "staging_MiB_per_s": 44 / 2.375,

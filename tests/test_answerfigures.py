@@ -126,7 +126,7 @@ def test_what_staging_buys_ends_its_axis_where_the_data_do(tmp_path, drawn_figur
     from cycleio.report.answerfigures import staging_figure
 
     cycles = pd.DataFrame([{"arm": arm, "cycle": cycle, "wall_s": wall, "stage_in_s": 0.1, "run_io_s": 0.5,
-                            "compute_s": 0.5, "stage_out_s": 0.2, "verify_s": 0.1}
+                            "compute_s": 0.5, "stage_out_s": 0.2, "verify_s": 0.1, "stage_out_verify_s": 0.25}
                            for arm, walls in (("lustre", (2.3, 2.4)), ("shm", (2.8, 2.8))) for cycle, wall in
                            zip((C1, C2), walls)])
     table = pd.DataFrame([{"arm": "lustre", "n_cycles": 2, "verdict": "baseline", "saved_s": math.nan,

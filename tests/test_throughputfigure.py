@@ -36,3 +36,19 @@ def test_throughput_figure_draws_the_tables(tables, tmp_path, drawn_figures):
     # the legends sit outside the data, and the right one has no stray title
     assert left.get_legend().get_bbox_to_anchor().y0 < left.get_window_extent().y0
     assert right.get_legend().get_title().get_text() == ""
+
+
+def test_a_cycles_parts_add_up_to_its_wall_time_where_ranks_overlap():
+    """Two ranks writing while the other makes data: the run's kinds of time add up to more than the run, and are
+    drawn at their shares of it, so the bar ends at the cycle's wall time."""
+    import pandas as pd
+
+    from cycleio.report.throughputfigure import CYCLE_PARTS, cycle_parts
+
+    job = {"study": "s", "arm": "a", "step": "fcst", "wall_s": 10.0, "stage_in_s": 1.0, "run_s": 6.0,
+           "run_io_s": 5.0, "codec_s": 2.0, "metadata_s": 1.0, "generate_s": 2.0, "compute_s": 0.0,
+           "stage_out_s": 1.0, "verify_s": 1.0, "stage_out_verify_s": 1.5, "cleanup_s": 0.5}
+    summary = pd.DataFrame([{**job, "cycle": cycle} for cycle in ("2026010100", "2026010106", "2026010112")])
+    parts = cycle_parts(summary).iloc[0]
+    assert sum(parts[name] for name in CYCLE_PARTS) == pytest.approx(parts["wall_s"])
+    assert parts["run_io_s"] == pytest.approx(5.0 * 6.0 / 10.0) and parts["run_other_s"] == 0

@@ -92,6 +92,8 @@ def step_summary(events: pd.DataFrame, replays: pd.DataFrame | None = None) -> p
     out["wall_s"] = out["t_end"] - out["t_start"] - paired_replay_s
     for name in PHASE_COLUMNS:
         out[f"{name}_s"] = covered(phase == name)
+    # the stage-out's copies and its checksums run side by side (streams): their time together, counted once
+    out["stage_out_verify_s"] = covered(phase.isin(["stage_out", "verify"]))
     out["io_s"] = covered(op.isin(IO_OPS))
     out["run_io_s"] = covered((phase == "run") & op.isin(IO_OPS))
     out["compute_s"] = covered(op.isin(COMPUTE_OPS))

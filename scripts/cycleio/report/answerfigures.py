@@ -219,7 +219,7 @@ def staging_parts(cycles: pd.DataFrame) -> pd.DataFrame:
     parts["run_io_s"] = cycles["run_io_s"]
     parts["compute_generate_s"] = sum(cycles.get(c, 0.0) for c in ("compute_s", "generate_s", "codec_s",
                                                                    "metadata_s"))
-    parts["stage_out_verify_s"] = cycles["stage_out_s"] + cycles["verify_s"]
+    parts["stage_out_verify_s"] = cycles["stage_out_verify_s"]  # side by side: stage_out_s + verify_s counts twice
     named = parts.drop(columns="arm").sum(axis=1)
     parts["other_s"] = (cycles["wall_s"] - named).clip(lower=0)
     parts["wall_s"] = cycles["wall_s"]

@@ -27,8 +27,8 @@ from .headlines import answer_lines
 
 PAGE_REPORTING_DOC = "docs/performance.md, A fair reference on every tier"
 NOISE_SIGMAS = 2.0  # a difference within this many standard errors of zero is noise
-CYCLE_COLUMNS = ("wall_s", "io_s", "staging_s", "stage_in_s", "stage_out_s", "verify_s", "cleanup_s", "run_io_s",
-                 "compute_s", "generate_s", "codec_s", "metadata_s")
+CYCLE_COLUMNS = ("wall_s", "io_s", "staging_s", "stage_in_s", "stage_out_s", "verify_s", "stage_out_verify_s",
+                 "cleanup_s", "run_io_s", "compute_s", "generate_s", "codec_s", "metadata_s")
 SUMMARY_COLUMNS = [
     "study", "arm", "host", "free_page_reporting", "scratch_tier", "persistent_tier", "strategy", "n_cycles",
     "cycle_wall_s", "cycle_wall_sd_s", "io_share", "cycle_io_s", "cycle_staging_s", "baseline_arm", "saved_s",

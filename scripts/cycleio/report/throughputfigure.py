@@ -26,7 +26,7 @@ CYCLE_PARTS = {"stage_in_s": ("stage in", "#0173B2"), "run_io_s": ("run: storage
                "run_cpu_s": ("run: codec and netCDF metadata (CPU)", "#ECE133"),
                "run_generate_s": ("run: making synthetic data", "#56B4E9"),
                "run_other_s": ("run: compute stand-in and other", "#949494"),
-               "stage_out_s": ("stage out", "#029E73"), "verify_s": ("verify", "#CC78BC"),
+               "stage_out_s": ("stage out", "#029E73"), "verify_beyond_s": ("verify (beyond the stage out)", "#CC78BC"),
                "cleanup_s": ("cleanup", "#CA9161"),
                "job_other_s": ("job start-up and bookkeeping (no phase)", "#EEEEEE")}
 
@@ -41,8 +41,15 @@ def cycle_parts(summary: pd.DataFrame) -> pd.DataFrame:
     jobs, _ = answered_jobs(summary)
     jobs = jobs.assign(run_cpu_s=jobs.get("codec_s", 0.0) + jobs.get("metadata_s", 0.0),
                        run_generate_s=jobs.get("generate_s", 0.0))
-    jobs["run_other_s"] = (jobs["run_s"] - jobs["run_io_s"] - jobs["run_cpu_s"] - jobs["run_generate_s"]).clip(lower=0)
-    phases = jobs[["stage_in_s", "run_s", "stage_out_s", "verify_s", "cleanup_s"]].sum(axis=1)
+    # a forecast's ranks write, encode and make data side by side: where these kinds' times add up to more than the
+    # run's, each is drawn at its share of the run, so the run's parts add up to its time and a bar to the cycle's
+    kinds = ["run_io_s", "run_cpu_s", "run_generate_s"]
+    named = jobs[kinds].sum(axis=1)
+    jobs[kinds] = jobs[kinds].mul((jobs["run_s"] / named).where(named > jobs["run_s"], 1.0), axis=0)
+    jobs["run_other_s"] = (jobs["run_s"] - jobs[kinds].sum(axis=1)).clip(lower=0)
+    # a stage-out verifies its copies as it goes: verify's own part is what it takes beyond the stage-out's time
+    jobs["verify_beyond_s"] = (jobs["stage_out_verify_s"] - jobs["stage_out_s"]).clip(lower=0)
+    phases = jobs[["stage_in_s", "run_s", "stage_out_verify_s", "cleanup_s"]].sum(axis=1)
     jobs["job_other_s"] = (jobs["wall_s"] - phases).clip(lower=0)
     per_cycle = jobs.groupby(["arm", "cycle"], sort=False)[[*CYCLE_PARTS, "wall_s"]].sum()
     return per_cycle.groupby("arm", sort=False).mean()
