@@ -118,12 +118,12 @@ def own_read_files(plan: dict, root: Path) -> list[dict] | None:
         paths = [root / name for name in names]
         if not paths or not all(path.is_file() for path in paths):
             return None
-        largest = max(path.stat().st_size for path in paths)
-        transfer = min(group["transfer_bytes"], largest) // ior.WORD_BYTES * ior.WORD_BYTES
+        sizes = [path.stat().st_size for path in paths]
+        transfer = min(group["transfer_bytes"], max(sizes)) // ior.WORD_BYTES * ior.WORD_BYTES
         if transfer <= 0:
             return None
-        classes.append({**group, "paths": paths, "transfer_bytes": transfer,
-                        "file_bytes": sum(path.stat().st_size for path in paths) // len(paths), "files": len(paths)})
+        classes.append({**group, "paths": paths, "transfer_bytes": transfer, "file_bytes": sum(sizes) // len(sizes),
+                        "files": len(paths)})
     return classes
 
 
