@@ -69,7 +69,7 @@ report: setup
 test: test-fast
 	$(RUN) python -m pytest -m "e2e or job or mpi" -n 2 --dist loadgroup $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
-# The unit tests only, one worker per core: no Snakemake runs, Slurm, GlusterFS or MPI program (under a minute).
+# The unit tests only, one worker per core: no Snakemake runs, Slurm, GlusterFS or MPI program (about 90 s on 2 cores).
 test-fast: setup
 	$(RUN) python -m pytest -m "not e2e and not job and not mpi" -n auto $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
