@@ -171,7 +171,7 @@ def efficiency_rows(tables: list, case: str, verdict_goal: int | None = None) ->
     for index, table in enumerate(tables, start=1):
         goals = efficiency_goals(table)
         close = goals["rows"]
-        if verdict_goal and close["timed_rows"] is not None:
+        if verdict_goal:
             rows.append(row(BENCHMARK, f"{case} run {index}: efficiency cells with a verdict", "cells", "",
                             [close["timed_rows"]], [verdict_goal], [close["timed_rows"] / verdict_goal], 1.0,
                             notes=f"timed rows with a fair reference; goal {verdict_goal} of 24"))
