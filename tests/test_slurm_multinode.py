@@ -64,6 +64,11 @@ def one_node_cluster_up() -> list[str] | None:
 def nodes():
     """Three nodes up for the module, stopped at its end; a one-node cluster that was up before comes back."""
     slurm_installed("unshare", "each node is a slurmd in namespaces of its own (util-linux)")
+    # UCX would join ranks on two of these nodes through shared memory (one machine), but each node has its own
+    # /dev/shm, so MPI start-up failed now and then ("MPIDI_UCX_comm_addr_exchange ... Shared memory error"): the
+    # ranks talk over the network, as on nodes of a cluster. Every srun, sbatch and make below inherits it.
+    ucx_tls = os.environ.get("UCX_TLS")
+    os.environ["UCX_TLS"] = "^sm"
     with slurm_cluster_lock():
         before = one_node_cluster_up()
         # the checkout (and its venv) is on every node, as on a cluster's shared file system, even under /tmp
@@ -83,6 +88,10 @@ def nodes():
         assert stop.returncode == 0, stop.stdout + stop.stderr
         assert "# cycleio ci/slurm/start.sh --nodes" not in Path("/etc/hosts").read_text()
         assert not list(Path("/run/slurm").glob("slurmd-*.pid"))
+    if ucx_tls is None:
+        os.environ.pop("UCX_TLS", None)
+    else:
+        os.environ["UCX_TLS"] = ucx_tls
 
 
 def test_the_nodes_are_idle_and_listed_in_etc_hosts(nodes):
