@@ -61,7 +61,8 @@ def test_the_default_plan_runs_on_one_node_with_its_file_names(default_config):
 
 def test_nodes_sweep_every_pattern_and_tasks_count_per_node(default_config):
     config = with_changes(default_config, benchmarks__nodes=[1, 3], benchmarks__tool="fio",
-                          benchmarks__tasks=[1, 2], benchmarks__tiers=["lustre", "node_local"])
+                          benchmarks__tasks=[1, 2], benchmarks__tiers=["lustre", "node_local"],
+                          benchmarks__metadata_patterns=["easy", "hard"], benchmarks__fieldio__enabled=True)
     plan = tb.BenchmarkPlan.from_config(validate_config(config))
     io = plan.point_list("io")
     assert ("lustre", "easy", 2) in io and ("lustre", "easy", "N3.n2") in io and ("node_local", "hard", "N3.n1") in io

@@ -22,7 +22,7 @@ MiB = 2**20
 
 
 def test_benchmark_table_of_the_fixture_points():
-    bench = benchmark_table(load_points(point_files()))
+    bench = benchmark_table(load_points(point_files()), TimedThreshold(min_bytes=32 * MiB, min_seconds=0.1))
     # per tier: io 2 points x (4 reps + 6 max/min/mean), metadata 6 + 9, field I/O 8 + 12 (the replays are records)
     assert len(bench) == 2 * (2 * 10 + 15 + 20)
     assert list(bench.columns) == [*COLUMNS, "timed"]
@@ -159,7 +159,8 @@ def test_a_benchmark_point_too_small_to_time_is_no_tiers_best_in_io_gap():
     """shm's read points (64 MiB in about 0.06 s) are not timed: its reads get no tier's best, its writes do."""
     from cycleio.report.benchtables import io_gap_table
 
-    gap = io_gap_table(benchmark_table(load_points(point_files())), load_events(record_files()))
+    threshold = TimedThreshold(min_bytes=32 * MiB, min_seconds=0.1)  # the fixture's shm points fall under it
+    gap = io_gap_table(benchmark_table(load_points(point_files()), threshold), load_events(record_files()), threshold)
     shm = gap[gap["tier"] == "shm"].set_index(["step", "direction"])
     assert shm.loc[("fcst", "read"), "best_reference"] == "" and pd.isna(shm.loc[("fcst", "read"), "tier_best_s"])
     assert shm.loc[("fcst", "write"), "best_reference"] == "easy, 2 tasks"

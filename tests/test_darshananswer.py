@@ -54,6 +54,6 @@ def test_a_replay_too_short_to_time_says_so_and_long_times_read_easily(tmp_path)
     [line] = [line for line in replay_markdown(table) if line.startswith("- ")]
     assert "its I/O took 11,220.4 s where it was logged" in line
     assert ("on arm shm (tier shm, tmpfs) too short to time (0.0002 s of I/O, under benchmarks.replay.min_seconds "
-            "0.1 s: a larger scale times it; 1 cycle)") in line
+            "0.05 s: a larger scale times it; 1 cycle)") in line
     [longer] = [line for line in replay_markdown(table, TimedThreshold(min_seconds=0.0001)) if line.startswith("- ")]
     assert "on arm shm (tier shm, tmpfs) 0.0002 s (read" in longer

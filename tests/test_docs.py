@@ -528,10 +528,15 @@ def test_the_io500_table_states_the_default_patterns():
     assert f"{hard['segments']} segments" in rows[("hard", "bandwidth")]
     assert f"`stonewall_s` ({easy['stonewall_s']} s)" in rows[("easy", "bandwidth")]
     assert f"{hard['stonewall_s']} s instead of" in rows[("hard", "bandwidth")]
+    # the metadata patterns run in config/studies/tiers.yaml, not in the default study
+    tiers = yaml.safe_load((REPO / "config" / "studies" / "tiers.yaml").read_text())["benchmarks"]
+    assert not bench["metadata_patterns"] and tiers["metadata_patterns"] == ["easy", "hard"]
     for name in ("easy", "hard"):
-        meta = bench["metadata"][name]
-        assert f"{meta['files_per_task']} files per task, {meta['tasks'][0]} tasks" in rows[(name, "metadata")]
-    assert f"{bench['metadata']['hard']['file_size']:,} bytes" in rows[("hard", "metadata")]
+        meta = tiers["metadata"][name]
+        counts = ", ".join(map(str, meta["tasks"][:-1])) + f" and {meta['tasks'][-1]}"
+        assert f"{meta['files_per_task']} files per task at {counts} tasks (`config/studies/tiers.yaml`)" in rows[
+            (name, "metadata")]
+    assert f"{tiers['metadata']['hard']['file_size']:,} bytes" in rows[("hard", "metadata")]
 
 
 WORDS = {1: "one", 2: "two", 3: "three", 4: "four"}

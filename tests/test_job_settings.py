@@ -132,3 +132,14 @@ def test_every_job_is_passed_the_darshan_library_when_one_is_set(default_config,
     config = validate_config({**default_config, "instruments": {"darshan": str(library)}})
     arm = build_study(config).arms["node_local"]
     assert json.loads(arm.job_json(job))["darshan_library"] == str(library)
+
+
+@pytest.mark.parametrize("end, paired, reads", [("2026010112", 2, 1), ("2026010112", 1, 2), ("2026010106", 2, 2),
+                                                 ("2026010118", 3, 1)])
+def test_the_full_paired_cycles_share_a_reads_repetitions(default_config, end, paired, reads):
+    """Writes repeat in every paired job (each places its step between two page states); a read's band needs
+    `repetitions` reads in all, so each of the full paired cycles (not the cold start's half cycle) reads its share."""
+    config = with_changes(default_config, cycles__end=end, benchmarks__replay__cycles=paired,
+                          benchmarks__replay__repetitions=2)
+    replay = build_study(validate_config(config)).arms["lustre"].replay
+    assert (replay["repetitions"], replay["read_repetitions"]) == (2, reads)

@@ -49,16 +49,16 @@ def test_paired_replay_repeats_the_steps_reads_and_writes_with_fio(tmp_path):
 
 
 def test_reads_of_pages_in_memory_are_read_again_until_long_enough_to_time_and_reads_from_storage_once():
-    assert read_loops({"cold": False}, step_s=0.1, min_seconds=0.1) == 2
-    assert read_loops({"cold": False}, step_s=0.5, min_seconds=0.1) == 1
-    assert read_loops({"cold": False}, step_s=0.001, min_seconds=0.1) == MAX_READ_LOOPS
-    assert read_loops({"cold": True}, step_s=0.01, min_seconds=0.1) == 1
+    assert read_loops({"cold": False}, step_s=0.1, min_seconds=0.05) == 2
+    assert read_loops({"cold": False}, step_s=0.25, min_seconds=0.05) == 1
+    assert read_loops({"cold": False}, step_s=0.001, min_seconds=0.05) == MAX_READ_LOOPS
+    assert read_loops({"cold": True}, step_s=0.01, min_seconds=0.05) == 1
 
 
 def test_a_short_write_is_replayed_as_more_files_of_its_sizes_until_long_enough_to_time():
-    assert write_copies(step_s=0.12, min_seconds=0.1) == 2
-    assert write_copies(step_s=0.5, min_seconds=0.1) == 1
-    assert write_copies(step_s=0.001, min_seconds=0.1) == MAX_READ_LOOPS
+    assert write_copies(step_s=0.12, min_seconds=0.05) == 2
+    assert write_copies(step_s=0.25, min_seconds=0.05) == 1
+    assert write_copies(step_s=0.001, min_seconds=0.05) == MAX_READ_LOOPS
 
 
 @pytest.mark.tool
@@ -67,7 +67,7 @@ def test_a_write_replay_of_a_short_step_writes_its_files_over_as_new_ones(tmp_pa
     site = TierSite(Tier(name="disk", kind="posix", path=str(tmp_path / "tier")), "s", "a")
     records = RecordLog(study="s", arm="a", cycle="2026010100", step="post")
     records.add(phase="run", op="write", bytes=4 * MiB, t_start=T0, seconds=0.12, transfers=4, **site.fields())
-    PairedReplay(repetitions=1, min_bytes=0, min_seconds=0.1).run("post", records, site, site.root / ".r",
+    PairedReplay(repetitions=1, min_bytes=0, min_seconds=0.05).run("post", records, site, site.root / ".r",
                                                                   tmp_path / "raw", "[t]")
     [write] = [r for r in records.records if r.phase == "replay" and r.op == "write"]
     assert write.bytes == 2 * 4 * MiB and write.n_files == 2 and write.transfers == 8
@@ -76,13 +76,13 @@ def test_a_write_replay_of_a_short_step_writes_its_files_over_as_new_ones(tmp_pa
 
 
 def replayed_reads(tmp_path, seconds: float, cached_fraction: float, repetitions: int) -> list:
-    """The replay records of a post step that read 4 MiB in ``seconds`` (min_seconds 0.1), with real fio."""
+    """The replay records of a post step that read 4 MiB in ``seconds`` (min_seconds 0.05), with real fio."""
     require_tool("fio", "the paired replay runs fio")
     site = TierSite(Tier(name="disk", kind="posix", path=str(tmp_path / "tier")), "s", "a")
     records = RecordLog(study="s", arm="a", cycle="2026010100", step="post")
     records.add(phase="run", op="read", bytes=4 * MiB, t_start=T0, seconds=seconds, transfers=4,
                 cached_fraction=cached_fraction, **site.fields())
-    PairedReplay(repetitions=repetitions, min_bytes=0, min_seconds=0.1).run("post", records, site, site.root / ".r",
+    PairedReplay(repetitions=repetitions, min_bytes=0, min_seconds=0.05).run("post", records, site, site.root / ".r",
                                                                             tmp_path / "raw", "[t]")
     return [r for r in records.records if r.phase == "replay" and r.op == "read"]
 
@@ -91,7 +91,7 @@ def replayed_reads(tmp_path, seconds: float, cached_fraction: float, repetitions
 def test_a_warm_read_replay_reads_its_files_again_and_keeps_the_rate(tmp_path):
     """fio's --loops: the record holds every pass's bytes and seconds, so its MiB/s is one pass's."""
     [read] = replayed_reads(tmp_path, seconds=0.12, cached_fraction=1.0, repetitions=1)
-    assert read.bytes == 2 * 4 * MiB and read.transfers == 8  # two passes: 0.12 s of step is under twice 0.1 s
+    assert read.bytes == 2 * 4 * MiB and read.transfers == 8  # two passes: 0.12 s of step is under four times 0.05 s
     options = json.loads((tmp_path / "raw" / "post-read.rep0.json").read_text())["jobs"][0]["job options"]
     assert options["loops"] == "2"
 

@@ -87,7 +87,8 @@ def test_objects_built_without_a_config_take_the_schemas_defaults():
     assert {k: getattr(ForecastSettings(), k) for k in mirrored} == {k: getattr(arm.forecast, k) for k in mirrored}
     tier = validate_config({"tiers": {**config["tiers"], "bb": {"kind": "posix", "path": "/x"}}})["tiers"]["bb"]
     assert Tier(name="bb", **tier) == Tier(name="bb", kind="posix", path="/x")
-    plan = BenchmarkPlan.from_config(with_changes(config, benchmarks__enabled=False))
+    plan = BenchmarkPlan.from_config(with_changes(config, benchmarks__enabled=False, benchmarks__metadata_patterns=["easy"],
+                                                  benchmarks__fieldio__enabled=True))
     # the embedded easy pattern is bounded by time, with the segments its bound needs; a pattern's own default is not
     bound = config["benchmarks"]["patterns"]["easy"]["stonewall_s"]
     segments = segments_behind_time_bound(IOPattern(name="easy").block_size_bytes, 1, bound,

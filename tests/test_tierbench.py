@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from conftest import assert_axes_carry_data, assert_png_drawn, point_settings, require_tool, with_changes
+from conftest import REPO, assert_axes_carry_data, assert_png_drawn, point_settings, require_tool, with_changes
 from cycleio.benchmarks import common, pairedspecs, tools
 from cycleio.benchmarks.rows import MiB
 from cycleio.benchmarks.specs import ReplaySpec
@@ -47,8 +47,14 @@ def test_default_plan_covers_every_study_tier_pattern_and_task_count(default_con
     plan = tb.BenchmarkPlan.from_config(validate_config(default_config))
     assert list(plan.tiers) == ["lustre", "node_local", "shm"]
     assert len(plan.point_list("io")) == 3 * 2 * 3  # tiers x (easy, hard) x tasks 1, 2, 4: three for the fits
-    assert len(plan.point_list("metadata")) == 3 * 2  # tiers x (easy, hard) at 2 tasks: the figure shows the largest count
-    assert sorted({t for _, _, t in plan.point_list("fieldio")}) == [2]
+    # the metadata and field-I/O benchmarks: config/studies/tiers.yaml, at 1, 2 and 4 tasks and at 2
+    assert not plan.point_list("metadata") and not plan.point_list("fieldio")
+    import yaml
+    from snakemake.utils import update_config
+
+    update_config(default_config, yaml.safe_load((REPO / "config" / "studies" / "tiers.yaml").read_text()))
+    tiers = tb.BenchmarkPlan.from_config(validate_config(default_config))
+    assert len(tiers.point_list("metadata")) == 3 * 2 * 3 and sorted({t for _, _, t in tiers.point_list("fieldio")}) == [2]
     easy = plan.settings("io", "shm", "easy", 2)
     # bounded by 0.3 s, with the bytes a task moving 4096 MiB/s would move in it behind the bound: 20 blocks of 64 MiB
     assert easy.io_pattern() == tb.IOPattern(name="easy", transfer_size_bytes=2 * MIB, block_size_bytes=64 * MIB,
@@ -60,7 +66,7 @@ def test_default_plan_covers_every_study_tier_pattern_and_task_count(default_con
     assert again == easy
     files = plan.point_files(lambda *parts: "/".join(parts))
     assert "bench/shm/io/easy.n2.csv" in files and not any("replay" in f for f in files)  # the replay runs in the jobs
-    assert "bench/node_local/fieldio/n2.csv" in files
+    assert "bench/node_local/fieldio/n2.csv" in tiers.point_files(lambda *parts: "/".join(parts))
 
 
 def test_custom_pattern_merges_with_schema_defaults(default_config):
@@ -94,7 +100,7 @@ def test_custom_pattern_merges_with_schema_defaults(default_config):
          r"config key 'benchmarks.patterns.easy.direct_io': direct I/O is an IOR POSIX option"),
         ({"benchmarks__tool": "fio", "benchmarks__patterns__hard__api": "HDF5"},
          r"config key 'benchmarks.patterns.hard.api': HDF5 needs IOR, but benchmarks.tool is fio"),
-        ({"benchmarks__fieldio__tasks": [1, 2]},
+        ({"benchmarks__fieldio__tasks": [1, 2], "benchmarks__fieldio__enabled": True},
          r"config key 'benchmarks.fieldio.tasks\[0\]': 1 task cannot run access pattern 2B"),
         ({"benchmarks__metadata_patterns": ["easy", "nope"]},
          r"config key 'benchmarks.metadata_patterns\[1\]': 'nope' is not a pattern in benchmarks.metadata"),
@@ -446,7 +452,7 @@ def test_bench_cli_tables_and_figures(tmp_path, shm_dir, default_config, drawn_f
                      benchmarks__metadata_patterns=["easy"],
                      benchmarks__patterns__easy={"transfer_size": "1m", "block_size": "2m"},
                      benchmarks__metadata__easy={"files_per_task": 20, "tasks": [1]},
-                     benchmarks__fieldio={"tasks": [2], "fields_per_task": 4, "field_size": "16k",
+                     benchmarks__fieldio={"enabled": True, "tasks": [2], "fields_per_task": 4, "field_size": "16k",
                                           "patterns": ["1"], "layouts": ["appended"]})
     plan = tb.BenchmarkPlan.from_config(validate_config(config))
     points = []

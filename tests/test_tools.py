@@ -48,7 +48,8 @@ def test_tool_ior_without_ior_is_refused_when_the_config_is_loaded(default_confi
 
 def test_tool_ior_needs_mdtest_only_when_metadata_patterns_run(default_config, bare_path):
     ior_path = fake_tool(bare_path, "ior")
-    config = with_changes(default_config, benchmarks__tool="ior", benchmarks__ior_path=str(ior_path))
+    config = with_changes(default_config, benchmarks__tool="ior", benchmarks__ior_path=str(ior_path),
+                          benchmarks__metadata_patterns=["easy"])
     with pytest.raises(ConfigError, match=r"config key 'benchmarks.mdtest_path': benchmarks.tool is 'ior' but mdtest "
                                           r"was not found"):
         load_study(config)

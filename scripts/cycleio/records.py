@@ -18,13 +18,13 @@ import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Iterator
-
-import pyarrow as pa
-import pyarrow.json as arrow_json
+from typing import TYPE_CHECKING, Iterator
 
 from .kernelio import CGROUP_TOOL, KERNEL_TOOL
 from .fsutil import landing
+
+if TYPE_CHECKING:  # Arrow reads records in the tables' jobs; a job that only writes them does not import it
+    import pyarrow as pa
 
 PHASES = ("stage_in", "run", "stage_out", "verify", "cleanup", "archive")
 COUNTER_TOOLS = (KERNEL_TOOL, CGROUP_TOOL)  # records of what the kernel counted, not of cycleio's own events
@@ -126,6 +126,8 @@ def record_schema() -> pa.Schema:
 
     Text is large_string, what pandas' str columns hold, so that to_pandas need not copy it.
     """
+    import pyarrow as pa
+
     arrow_types = {"str": pa.large_string(), "int": pa.int64(), "float": pa.float64(), "bool": pa.bool_(),
                    "float | None": pa.float64()}
     return pa.schema([(f.name, arrow_types[f.type]) for f in fields(Record)])
@@ -156,6 +158,9 @@ def read_record_table(path: str | os.PathLike) -> pa.Table:
     Arrow's JSON reader does the work; its errors name neither the file nor the line, so on an error the
     file is read again line by line, which either names the bad line or reads what Python's json accepts.
     """
+    import pyarrow as pa
+    import pyarrow.json as arrow_json
+
     schema = record_schema()
     options = arrow_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
     try:

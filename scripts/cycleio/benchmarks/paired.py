@@ -52,26 +52,29 @@ NEW_FILES, REWRITTEN_FILES = "new files", "rewritten files"
 
 
 MAX_READ_LOOPS = 8
+# a replay lasts about this many times benchmarks.replay.min_seconds (read_loops gives the reason)
+REPLAY_SPAN = 4
 
 
 def write_copies(step_s: float, min_seconds: float) -> int:
     """How many times over a write replay writes a step's files, each time as new files of the same sizes: enough for
-    about twice ``min_seconds`` (at most ``MAX_READ_LOOPS``), for the reason read_loops gives. A step that wrote 100
-    MiB in 0.12 s is long enough to time, and fio's replay of it, as fast, would not be."""
+    about ``REPLAY_SPAN`` times ``min_seconds`` (at most ``MAX_READ_LOOPS``), for the reason read_loops gives. A step
+    that wrote 100 MiB in 0.12 s is long enough to time, and fio's replay of it, as fast, would not be."""
     if step_s <= 0:
         return 1
-    return max(1, min(MAX_READ_LOOPS, math.ceil(2 * min_seconds / step_s)))
+    return max(1, min(MAX_READ_LOOPS, math.ceil(REPLAY_SPAN * min_seconds / step_s)))
 
 
 def read_loops(plan: dict, step_s: float, min_seconds: float) -> int:
     """How many times the replay reads a step's files that were in memory (a memory tier's, or warm pages): enough
-    for about twice ``min_seconds``, at most ``MAX_READ_LOOPS``. fio reports whole milliseconds and pays its buffer's
-    first page faults in each job, so a reference read of 0.08 s is off by more than the tolerance, where the step,
-    timed per file into a buffer it touched beforehand, is not; read again, pages in memory give the same rate, so
-    the repeats time the tier, not fio's start. Reads from storage are read once: a second pass would read memory."""
+    for about ``REPLAY_SPAN`` times ``min_seconds``, at most ``MAX_READ_LOOPS``. fio reports whole milliseconds and
+    pays its buffer's first page faults in each job, so a reference read of 0.08 s is off by more than the tolerance,
+    where the step, timed per file into a buffer it touched beforehand, is not; read again, pages in memory give the
+    same rate, so the repeats time the tier, not fio's start. Reads from storage are read once: a second pass would
+    read memory."""
     if plan.get("cold") or step_s <= 0:
         return 1
-    return max(1, min(MAX_READ_LOOPS, math.ceil(2 * min_seconds / step_s)))
+    return max(1, min(MAX_READ_LOOPS, math.ceil(REPLAY_SPAN * min_seconds / step_s)))
 
 
 @dataclass(frozen=True)
@@ -79,12 +82,19 @@ class PairedReplay:
     """A job's replay settings (config benchmarks.replay; ArmSettings.replay holds them for a paired job)."""
 
     repetitions: int = 2
+    # reads of each job (None: every repetition); config.settings.paired_replay: the full paired cycles share a read's band
+    read_repetitions: int | None = None
     transfer_size_bytes: int = 0  # 0: each size class's own mean transfer (the schema's auto)
     max_files: int = schema_default("benchmarks.replay.max_files")
     fio_path: str = ""
     # a step's reads or writes with less than this, or covering fewer seconds, cannot be timed: not replayed
     min_bytes: int = TimedThreshold.min_bytes
     min_seconds: float = TimedThreshold.min_seconds
+
+    @property
+    def reads(self) -> int:
+        """How many times each job reads (writes: ``repetitions``)."""
+        return min(self.repetitions, self.read_repetitions or self.repetitions)
 
     @classmethod
     def from_settings(cls, settings: dict) -> "PairedReplay | None":
@@ -145,14 +155,15 @@ class PairedReplay:
         try:
             for rep in range(self.repetitions):
                 for op in ("read", "write"):  # in the step's order
-                    if op in plans:
+                    if op in plans and (op == "write" or rep < self.reads):
                         loops = read_loops(plans[op], step_s[op], self.min_seconds) if op == "read" else 1
                         self._once(path, plans[op], rep, records, scratch, folder, raw_dir, kept, step, loops)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
-        log.info("%s replay of %s: %s, %d repetitions in %.1f s", label, step,
-                 ", ".join(f"{op} {p['files']} files {p['bytes'] / MiB:.1f} MiB" for op, p in plans.items()),
-                 self.repetitions, time.perf_counter() - t0)
+        reps = {"read": self.reads, "write": self.repetitions}
+        log.info("%s replay of %s: %s in %.1f s", label, step,
+                 ", ".join(f"{op} {p['files']} files {p['bytes'] / MiB:.1f} MiB x {reps[op]}" for op, p in plans.items()),
+                 time.perf_counter() - t0)
 
     def _fitted(self, plans: dict, step_s: dict, root: Path) -> dict:
         """The plans as this job replays them: a short step's writes written over until long enough to time

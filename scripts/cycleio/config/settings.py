@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import copy
 import difflib
+import functools
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import jsonschema
 import yaml
 
 from .calendar import cycles as calendar_cycles
-from .calendar import is_archive_job
+from .calendar import is_archive_job, is_half_cycle
 from .forecast import Compression, ForecastSettings, cycle_steps
 from .crosschecks import check_across_keys, sweep_replay_ranks
 from .keys import DARSHAN_INPUTS, DARSHAN_PREFIX, ConfigError, persistent_tiers
@@ -26,6 +27,9 @@ from .schema import load_schema, schema_default
 from .sizes import parse_size
 from .tierspec import Tier
 from ..faults import arm_faults, faults_for_job
+
+if TYPE_CHECKING:  # jsonschema is imported where a config is validated, not by every job that reads settings
+    import jsonschema
 
 
 def read_config_file(path: str | Path) -> dict:
@@ -86,11 +90,14 @@ def _describe(error: jsonschema.ValidationError) -> str:
     return f"config key '{key}': {error.message}" + (f" ({description})" if description else "")
 
 
-def _extend_with_defaults(validator_class):
-    """``validator_class`` whose ``properties`` keyword first sets each absent property that has a default,
+@functools.cache
+def default_filling_validator():
+    """Draft 2020-12's validator whose ``properties`` keyword first sets each absent property that has a default,
     then validates (the jsonschema FAQ's extension): validating a config fills in every default, in objects
     left out entirely and in named entries (tiers, patterns) too."""
-    validate_properties = validator_class.VALIDATORS["properties"]
+    import jsonschema
+
+    validate_properties = jsonschema.Draft202012Validator.VALIDATORS["properties"]
 
     def set_defaults(validator, properties, instance, schema):
         if validator.is_type(instance, "object"):
@@ -99,10 +106,7 @@ def _extend_with_defaults(validator_class):
                     instance.setdefault(name, copy.deepcopy(sub["default"]))
         yield from validate_properties(validator, properties, instance, schema)
 
-    return jsonschema.validators.extend(validator_class, {"properties": set_defaults})
-
-
-DefaultFillingValidator = _extend_with_defaults(jsonschema.Draft202012Validator)
+    return jsonschema.validators.extend(jsonschema.Draft202012Validator, {"properties": set_defaults})
 
 
 _YAML_TYPES = {"boolean": (bool,), "integer": (int,), "number": (int, float), "null": (type(None),),
@@ -137,7 +141,7 @@ def _typed_scalars(value, schema: dict):
 def _fill_and_check(config: dict, schema: dict) -> tuple[dict, list[jsonschema.ValidationError]]:
     """A copy of config with the schema's defaults filled in, and its schema errors, outermost key first."""
     filled = _typed_scalars(copy.deepcopy(config), schema)
-    errors = sorted(DefaultFillingValidator(schema).iter_errors(filled),
+    errors = sorted(default_filling_validator()(schema).iter_errors(filled),
                     key=lambda e: (len(e.absolute_path), _key(e.absolute_path)))
     return filled, errors
 
@@ -347,18 +351,25 @@ def arm_axes(scratch_tiers: list[str], persistent: str | list[str], granularitie
 
 def paired_replay(config: dict, cycles: list[str]) -> tuple[dict, tuple]:
     """The paired replay's settings (benchmarks.paired.PairedReplay's fields) and the cycles whose jobs run
-    it: the last ``benchmarks.replay.cycles`` of the study; none when the benchmarks or the replay are off."""
+    it: the last ``benchmarks.replay.cycles`` of the study; none when the benchmarks or the replay are off.
+
+    Writes repeat ``repetitions`` times in every paired job (each job places its step between the two page states,
+    benchmarks.paired). A read's band needs ``repetitions`` reads in all, and a read has no page state of its own
+    to place, so the full paired cycles share them: each job reads ceil(repetitions / full paired cycles) times."""
     bench = config["benchmarks"]
     cfg = bench["replay"]
     count = len(cycles) if cfg["cycles"] == "all" else cfg["cycles"]
     if not (bench["enabled"] and cfg["enabled"] and count):
         return {}, ()
     transfer = cfg["transfer_size"]
-    return ({"repetitions": cfg["repetitions"] or max(2, bench["repetitions"]),
+    paired = tuple(cycles[-count:])
+    repetitions = cfg["repetitions"] or max(2, bench["repetitions"])
+    full = sum(not is_half_cycle(cycle, cycles[0]) for cycle in paired)
+    return ({"repetitions": repetitions, "read_repetitions": -(-repetitions // max(1, full)),
              "transfer_size_bytes": 0 if transfer == "auto" else parse_size(transfer, "benchmarks.replay.transfer_size"),
              "max_files": cfg["max_files"], "fio_path": bench["fio_path"],
              "min_bytes": parse_size(cfg["min_bytes"], "benchmarks.replay.min_bytes"), "min_seconds": cfg["min_seconds"]},
-            tuple(cycles[-count:]))
+            paired)
 
 
 # global-workflow's NMEM_EARCGRP (parm/config/gfs/config.earc): ensemble members per earc job by the ensemble's
