@@ -29,7 +29,7 @@ def test_file_per_process_writes_then_reads_back_each_tasks_own_file(tmp_path):
     assert argv[0] == "/usr/bin/fio" and value(argv, "ioengine") == "psync" and value(argv, "numjobs") == "3"
     assert value(argv, "size") == str(8 * 2**20) and value(argv, "filename_format") == "cycleio.$jobnum"
     write, read = argv.index("--name=write"), argv.index("--name=read")
-    assert argv[write:read] == ["--name=write", "--rw=write", "--end_fsync=1"]
+    assert argv[write:read] == ["--name=write", "--rw=write", "--invalidate=0", "--end_fsync=1"]
     assert argv[read:] == ["--name=read", "--stonewall", "--rw=read", "--invalidate=0"]
     assert "--direct=1" not in argv and not any(word.startswith("--runtime") for word in argv)
 
@@ -65,6 +65,23 @@ def test_a_pattern_bounded_by_time_writes_until_its_time_is_up_each_job_reportin
     assert value(argv, "runtime") == "300ms" and value(argv, "size") == str(600 * 4 * 2**20)
     assert "--group_reporting" not in argv and "--end_fsync=1" in argv and "--name=read" not in argv
     assert value(argv, "clocksource") == "clock_gettime"
+
+
+@pytest.mark.tool
+def test_every_writer_of_a_shared_file_writes_in_a_phase_bounded_by_time(tmp_path):
+    """With fio's default invalidate=1 the job that opened the shared file second dropped the file's pages while
+    the first wrote, and wrote one block in about half the runs (ext4, 2 jobs, 0.3 s): the phase timed one writer."""
+    from conftest import require_tool
+
+    path = require_tool("fio", "the write phase runs fio")
+    hard = pattern(file_per_proc=False, transfer_size_bytes=47008, block_size_bytes=47008, segments=20000,
+                   stonewall_s=0.3)
+    for run in range(4):
+        out = tmp_path / f"w{run}.json"
+        subprocess.run(fio.io_write_command(path, hard, 2, tmp_path, out), check=True, capture_output=True)
+        written = fio.written_per_job(out)
+        assert len(written) == 2 and min(written) > max(written) / 4, f"run {run}: the jobs wrote {written} bytes"
+        (tmp_path / "shared.dat").unlink()
 
 
 def test_the_read_phase_reads_what_each_job_wrote_pass_after_pass_until_its_time_is_up(tmp_path):

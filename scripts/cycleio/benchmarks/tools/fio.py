@@ -21,6 +21,13 @@ LABEL = "fio"
 ENGINES = {"POSIX": "psync", "MMAP": "mmap"}  # the IOR APIs fio can stand for
 
 
+# A writing job leaves the file's pages alone. fio's default (invalidate=1) drops the pages of a job's whole region as
+# it opens the file; on a file another job is writing (one shared file) that walk follows the other job's new pages
+# and holds the opening job until the other stops: of two jobs writing a shared file on ext4 for 0.3 s, one wrote
+# 600 MiB and the other one block in half the runs, so the phase timed one writer.
+WRITE_NO_INVALIDATE = "--invalidate=0"
+
+
 def io_command(fio: str, pattern: IOPattern, tasks: int, directory: Path, json_out: Path) -> list[str]:
     """fio's equivalent of the IOR pattern bounded by bytes: ``tasks`` jobs write, then (stonewall) read back.
 
@@ -32,7 +39,7 @@ def io_command(fio: str, pattern: IOPattern, tasks: int, directory: Path, json_o
     if pattern.stonewall_s > 0:
         argv.append(f"--runtime={_milliseconds(pattern.stonewall_s)}")
     rw_write, rw_read = _rw(pattern)
-    argv += ["--name=write", f"--rw={rw_write}"] + (["--end_fsync=1"] if pattern.fsync else [])
+    argv += ["--name=write", f"--rw={rw_write}", WRITE_NO_INVALIDATE] + (["--end_fsync=1"] if pattern.fsync else [])
     # IOR's reordering makes a task read what another wrote, so reads miss the writer's page cache
     # (on other nodes); fio stands for it by dropping the files' pages before reading
     argv += ["--name=read", "--stonewall", f"--rw={rw_read}", f"--invalidate={int(reads_from_storage(pattern))}"]
@@ -46,7 +53,8 @@ def io_write_command(fio: str, pattern: IOPattern, tasks: int, directory: Path, 
     :func:`group_jobs` adds them up."""
     argv = [word for word in _io_argv(fio, pattern, tasks, directory, json_out) if word != "--group_reporting"]
     argv += _layout(pattern, tasks, pattern.bytes_per_task)
-    argv += [f"--runtime={_milliseconds(pattern.stonewall_s)}", "--name=write", f"--rw={_rw(pattern)[0]}"]
+    argv += [f"--runtime={_milliseconds(pattern.stonewall_s)}", "--name=write", f"--rw={_rw(pattern)[0]}",
+             WRITE_NO_INVALIDATE]
     return argv + (["--end_fsync=1"] if pattern.fsync else [])
 
 
@@ -89,8 +97,8 @@ def io_fill_command(fio: str, pattern: IOPattern, directory: Path, json_out: Pat
     wrote less than the job that wrote most (``written``, bytes per job) writes on, in its own layout, up to as
     much, fsynced as the pattern is; None when no job was crowded out (wrote less than ``CROWDED_OUT`` of the
     busiest). The read phase reads each job's region pass after pass until its time is up, so regions of
-    somewhat different sizes read alike; but a job the others crowded out of a shared file (one of four tasks
-    wrote 9,629 blocks, the others one each, on ext4) would leave the reads to one task. The write phase's rows
+    somewhat different sizes read alike; but a job the others crowded out of a shared file (a tier that serves
+    its writers unevenly) would leave the reads to one task. The write phase's rows
     stay what the time bounded; the fill's output only shows that it was done. Over several nodes the busiest
     job of them all sets ``target`` (:func:`fill_target` of each node's jobs, the largest), as IOR's wear-out
     spans every rank: each node fills its own jobs, in its own folder."""
@@ -101,7 +109,8 @@ def io_fill_command(fio: str, pattern: IOPattern, directory: Path, json_out: Pat
         return None
     argv = [word for word in _io_argv(fio, pattern, 1, directory, json_out) if word != "--numjobs=1"]
     # opened as they are: fio would lay out (rewrite from zero) a file shorter than a job's region
-    argv += [f"--rw={_rw(pattern)[0]}", "--create_on_open=1"] + (["--end_fsync=1"] if pattern.fsync else [])
+    argv += [f"--rw={_rw(pattern)[0]}", "--create_on_open=1", WRITE_NO_INVALIDATE] + (
+        ["--end_fsync=1"] if pattern.fsync else [])
     target_blocks = target // block
     for job, done in short:
         argv.append("--name=fill")
