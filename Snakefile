@@ -54,7 +54,7 @@ onstart:
     # folders on the tiers seen here are claimed for this checkout (a second checkout is refused).
     # A run that would redo jobs reading a cycle the cleanup removed is refused first.
     try:
-        problem = redone_after_cleanup()
+        problem = STUDY.redone_after_cleanup(job_file)
         if problem:
             raise ConfigError(problem)
         check_study(

@@ -4,7 +4,6 @@ import os
 
 from cycleio.report.captions import answer_numbers, table_numbers
 from cycleio.report.surrogatelog import requests as surrogate_log_requests
-from cycleio.workflow.rerun import CleanedCycle, redone_after_cleanup_problem
 
 
 def out(*parts):
@@ -46,22 +45,6 @@ def job_settings(job=None):
         )
 
     return settings
-
-
-def redone_after_cleanup():
-    """cycleio.workflow.rerun's refusal for the jobs this run would do, or None (from Snakemake's DAG)."""
-    dag = workflow.dag
-    cleaned = [
-        CleanedCycle(job.wildcards.arm, job.wildcards.cycle, tuple(map(str, job.input)))
-        for job in dag.jobs
-        if job.rule.name == "cleanup_cycle" and os.path.exists(job.output.manifest)
-    ]
-    reasons = {
-        str(path): list(dag.reason(job).get_names())
-        for job in dag.needrun_jobs()
-        for path in job.output
-    }
-    return redone_after_cleanup_problem(cleaned, reasons)
 
 
 def step_dependencies(wildcards):

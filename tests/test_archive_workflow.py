@@ -147,5 +147,5 @@ def test_cleanup_keeps_only_the_cycles_still_read_and_redoing_a_reader_of_a_remo
     assert ("cannot start the study: the cleanup already removed the files these jobs read from the "
             "persistent tier (cycles.keep)") in refused.stderr, refused.stderr[-3000:]
     assert "arm node_local, cycle 2026123112: this run would redo anal of 2026123118" in refused.stderr
-    assert "anal of 2026123118 in arm node_local (output files have to be generated)" in refused.stderr
+    assert "anal of 2026123118 in arm node_local (its manifest is missing)" in refused.stderr
     assert not anal.exists() and not list(archived.glob("results/smoke/arms/node_local/*/*.tmp*"))

@@ -143,3 +143,14 @@ def test_the_full_paired_cycles_share_a_reads_repetitions(default_config, end, p
                           benchmarks__replay__repetitions=2)
     replay = build_study(validate_config(config)).arms["lustre"].replay
     assert (replay["repetitions"], replay["read_repetitions"]) == (2, reads)
+
+
+def test_a_jobs_manifest_keeps_the_settings_it_was_given(default_config):
+    """What workflow.rerun compares with the study's settings now: the params as given, not the defaults filled in."""
+    from cycleio.runner.manifest import provenance
+
+    text = build_study(validate_config(default_config)).arms["shm"].job_json("post", "2026010112")
+    given = ArmSettings.from_json(text)
+    assert given.given == json.loads(text) and provenance(given, {})["settings"] == json.loads(text)
+    assert ArmSettings.from_json(given.to_json()).given != given.given  # to_json holds every field
+    assert "settings" not in provenance(Watched(**{f.name: getattr(given, f.name) for f in fields(ArmSettings)}), {})

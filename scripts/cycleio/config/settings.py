@@ -304,7 +304,15 @@ class ArmSettings:
             raw["staging"] = StagingSettings(**raw["staging"])
         if "paired_cycles" in raw:
             raw["paired_cycles"] = tuple(raw["paired_cycles"])
-        return cls(**raw)
+        settings = cls(**raw)
+        object.__setattr__(settings, "_given", json.loads(text))  # not a field: no job reads it as a setting
+        return settings
+
+    @property
+    def given(self) -> dict | None:
+        """The settings as a job was given them (:meth:`from_json`'s JSON, its rule's params), None for settings
+        built otherwise: its manifest keeps them (runner.manifest.provenance), and workflow.rerun compares them."""
+        return self.__dict__.get("_given")
 
 
 @dataclass

@@ -43,6 +43,8 @@ def provenance(settings: ArmSettings, tiers: dict[str, TierSite], mpi: dict | No
         "resolution": settings.resolution,
         "levels": settings.levels,
         "mpi": mpi or {"launcher": "", "python": sys.executable, "note": "this job starts no MPI program"},
+        # what the job ran with (its rule's params): workflow.rerun compares them with the study's now
+        **({"settings": settings.given} if settings.given is not None else {}),
         **job,
     }
 

@@ -12,14 +12,16 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 
 from ..benchmarks.tierbench import BenchmarkPlan
 from ..config.keys import ConfigError
 from ..config.settings import ArmSettings, Study, build_study, validate_config
 from ..storage.archive import ArchiveLimitError
 from ..surrogates.archive_lists import check_archive_limits
-from .dependencies import CycledJobs
+from .dependencies import CycledJobs, Job
 from .faultcheck import check_faults
+from .rerun import Redone
 from .darshanjobs import check_replay_jobs
 from .slurm import layout_problems
 
@@ -89,6 +91,15 @@ class WorkflowStudy:
     def jobs(self) -> CycledJobs:
         """Every job of the study and what it waits for."""
         return CycledJobs.of_study(self.study)
+
+    def settings_given(self, job: Job) -> dict:
+        """The settings the study gives a job now (its params, :meth:`job_json`), as its manifest keeps them."""
+        return json.loads(self.job_json(job.arm, job.name, job.cycle))
+
+    def redone_after_cleanup(self, manifest_of) -> str | None:
+        """The refusal of a run that would redo some readers of a cycle the cleanup removed (workflow.rerun), or
+        None; ``manifest_of(job)``: where a job's manifest is (rules/common.smk's job_file)."""
+        return Redone(self.jobs, lambda job: Path(manifest_of(job)), self.settings_given).problem()
 
     def title(self, what: str | None = None) -> str:
         """A figure's or summary's title: the study, ``what`` it shows (by default its resolution and levels, or its
