@@ -432,3 +432,16 @@ def test_a_write_on_a_memory_tier_of_a_probed_machine_has_no_fair_reference():
     # where nothing was probed (a machine that keeps its freed memory) the two page states agree: a fair reference
     assert replay_row(fresh_pairs(None, kind="memory"))["verdict"] == "at the tier's speed"
     assert not io_gap_table(no_benchmarks(), fresh_pairs(130.0, kind="memory")).iloc[0]["timed"]  # no split either
+
+
+def test_a_write_on_a_memory_tier_of_a_probed_machine_not_replayed_says_its_reference_is_not_fair():
+    """Such writes are not replayed (benchmarks.paired): the job's replay has only its wall record, and the row
+    still says why it has no ratio, where an unreplayed write too short to time says not timed."""
+    events = fresh_pairs(130.0, kind="memory")
+    wall = {**replay_event("fcst", "wall", "c1", 103, 0, 0.01, 0), "tier_kind": "memory", "fs_type": "tmpfs"}
+    unreplayed = pd.concat([events[events["phase"] != "replay"], pd.DataFrame([wall])], ignore_index=True)
+    row = replay_row(unreplayed)
+    assert row["verdict"] == "reference not fair" and row["timed"] and math.isnan(row["efficiency"])
+    short = unreplayed.assign(seconds=unreplayed["seconds"].where(unreplayed["phase"] == "replay", 0.001))
+    assert replay_row(short)["verdict"] == "not timed"
+

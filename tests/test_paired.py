@@ -8,6 +8,7 @@ import json
 import pytest
 
 from conftest import require_tool
+from cycleio.benchmarks import paired
 from cycleio.benchmarks.paired import MAX_READ_LOOPS, PairedReplay, read_loops, write_copies
 from cycleio.records import RecordLog
 from cycleio.config.tierspec import Tier
@@ -183,3 +184,18 @@ def test_a_rewrite_repetition_survives_a_tier_that_let_the_last_ones_files_go(tm
         "fcst", records, site, site.root / ".replay", tmp_path / "raw", "[t]")
     assert [r.file for r in records.records if r.phase == "replay" and r.op == "write"] == ["new files",
                                                                                           "rewritten files"]
+
+
+@pytest.mark.tool
+def test_writes_to_a_memory_tier_of_a_probed_machine_are_not_replayed(tmp_path, monkeypatch):
+    """Their reference would not be fair (report.pairedreference.reference_fair), so none is measured: on a machine
+    that hands freed memory to its host the replay does not write to a memory tier; elsewhere it does."""
+    require_tool("fio", "the paired replay runs fio")
+    site = TierSite(Tier(name="shm", kind="memory", path=str(tmp_path / "shm")), "s", "a")
+    for measurable, replayed in ((True, set()), (False, {"write"})):
+        monkeypatch.setattr(paired, "fresh_pages_measurable", lambda: measurable)
+        records = RecordLog(study="s", arm="a", cycle="2026010100", step="post")
+        records.add(phase="run", op="write", bytes=64 * MiB, t_start=T0, seconds=0.3, transfers=64, **site.fields())
+        PairedReplay(repetitions=2, min_bytes=0, min_seconds=0.05).run("post", records, site, site.root / ".r",
+                                                                       tmp_path / f"raw{measurable}", "[t]")
+        assert {r.op for r in records.records if r.phase == "replay"} == {"wall"} | replayed, measurable

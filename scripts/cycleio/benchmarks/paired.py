@@ -36,7 +36,7 @@ from pathlib import Path
 from ..intervals import covered_seconds
 from ..config.schema import schema_default
 from ..config.tierspec import TierError
-from ..hostmemory import fresh_MiB
+from ..hostmemory import fresh_MiB, fresh_pages_measurable
 from ..storage.tiers import TierSite
 from ..units import MiB
 from .common import parse_run, run_tool, time_limit
@@ -108,6 +108,11 @@ class PairedReplay:
         writes too small or too short to time (``min_bytes``, ``min_seconds``) are not replayed. The archive job
         replays its ``phase`` ``archive`` reads on the persistent tier and its writes on the archive tier apart
         (``ops``)."""
+        if "write" in ops and scratch.is_memory and fresh_pages_measurable():
+            # no fair reference (report.pairedreference.reference_fair: the step's row says so), so none is measured
+            log.info("%s %s write: on a memory tier of a machine that hands freed memory to its host a replay is no "
+                     "fair reference for writes: not replayed", label, step)
+            ops = tuple(op for op in ops if op != "write")
         runs = [r for r in records.records if r.step == step and r.phase == phase and r.op in ops]
         timeable = {op for op in ops if self._timeable([r for r in runs if r.op == op], label, step, op)}
         own = [r for r in runs if r.op in timeable]

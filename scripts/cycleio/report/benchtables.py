@@ -17,7 +17,7 @@ from ..intervals import covered_per_group
 from ..fsutil import write_table
 from .aggregate import group_codes
 from .closeness import AT_SPEED, FASTER, NOT_FAIR, NOT_TIMED, SLOWER, WITHIN_NOISE
-from .pairedreference import fresh_written_MiB, reference_for, reference_repetitions, step_fresh_share
+from .pairedreference import fresh_written_MiB, reference_fair, reference_for, reference_repetitions, step_fresh_share
 from ..storage.pagecache import memory_backed
 from ..records import cycle_records, replay_records
 from ..benchmarks.common import COLUMNS
@@ -182,6 +182,9 @@ def _paired_rows(pairs: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for key, group in pairs.groupby(keys, sort=True):
         reference = reference_for(group[group["replay_s"].notna()], key[4])  # jobs whose I/O was enough to replay
+        # not fair where no replay could be: writes to a memory tier of a machine that hands memory back are not
+        # replayed (benchmarks.paired), and their row says why
+        fair = reference.fair and reference_fair(group.drop_duplicates("cycle"), key[4])
         met = reference.met
         jobs = (reference.jobs if not reference.jobs.empty else group).drop_duplicates("cycle")
         group = reference.jobs
@@ -198,7 +201,7 @@ def _paired_rows(pairs: pd.DataFrame) -> pd.DataFrame:
                      / jobs["step_bytes"][measured].sum() if measured.any() else float("nan"),
                      "surrogate_fresh_share": float((step_fresh_share(jobs) * jobs["step_bytes"])[probed].sum()
                                                     / jobs["step_bytes"][probed].sum()) if probed.any() else float("nan"),
-                     "reference_fair": reference.fair,
+                     "reference_fair": fair,
                      "jobs_unmatched": int((~met).sum()),
                      "reference": "replay", "reference_benchmark": "replay", "reference_pattern": key[3],
                      "reference_operation": key[4], "reference_tool": "fio", "reference_tasks": 1,
@@ -262,12 +265,17 @@ def _judge(table: pd.DataFrame, timing: TimedThreshold) -> pd.DataFrame:
     reference_s = table["reference_s"].fillna(table["surrogate_bytes"] / jobs / MiB / table["reference_MiB_per_s"])
     # a benchmark point too small to time is no reference either (benchmarks.csv's ``timed``)
     reference_timed = table["reference_timed"].fillna(True).astype(bool) if "reference_timed" in table else True
-    table["timed"] = (timing.enough(table["surrogate_bytes"] / jobs, table["surrogate_covered_s"] / jobs)
-                      & (reference_s >= timing.min_seconds) & reference_timed & table["efficiency"].notna()).astype(bool)
+    step_timed = pd.Series(timing.enough(table["surrogate_bytes"] / jobs, table["surrogate_covered_s"] / jobs),
+                           index=table.index).astype(bool)
+    table["timed"] = (step_timed & (reference_s >= timing.min_seconds) & reference_timed
+                      & table["efficiency"].notna()).astype(bool)
     table["verdict"] = [verdict(e, lo, hi, t, timing.tolerance) for e, lo, hi, t in
                         zip(table["efficiency"], table["efficiency_low"], table["efficiency_high"], table["timed"])]
     if "reference_fair" in table:  # no ratio where the reference is not fair (pairedreference.reference_fair)
-        unfair = table["timed"] & table["reference_fair"].eq(False)  # blank on the pattern rows
+        # a step long enough to time whose reference is not fair (blank on the pattern rows), replayed or not (a
+        # write to a memory tier of a machine that hands memory back is not): timed, without a ratio
+        unfair = step_timed & table["reference_fair"].eq(False)
+        table.loc[unfair, "timed"] = True
         table.loc[unfair, ["efficiency", "efficiency_low", "efficiency_high"]] = float("nan")
         table.loc[unfair, "verdict"] = NOT_FAIR
     return table
