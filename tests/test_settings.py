@@ -3,7 +3,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import with_changes
+from conftest import REPO, with_changes
 
 from cycleio.config.calendar import STEP_WILDCARD
 from cycleio.config.settings import ConfigError, build_study, load_schema, validate_config
@@ -190,3 +190,12 @@ def test_a_list_of_replay_ranks_sweeps_a_job_per_count(default_config):
         validate_config(with_changes(default_config, darshan={"jobs": {"ior_n1": {"log": "x.darshan"}}}))
     with pytest.raises(ConfigError, match="darshan.jobs.ior.ranks"):
         validate_config(with_changes(default_config, darshan={"jobs": {"ior": {"log": "x.darshan", "ranks": []}}}))
+
+
+@pytest.mark.parametrize("study", sorted(p.name for p in (REPO / "config" / "studies").glob("*.yaml")))
+def test_every_shipped_study_file_loads_over_the_default_study(study):
+    """make study STUDY=config/studies/<study> passes its config check (a study meant over the smoke study too)."""
+    from cycleio.cli import load_config_files
+
+    _, loaded = load_config_files([str(REPO / "config" / "config.yaml"), str(REPO / "config" / "studies" / study)])
+    assert loaded.cycles and loaded.arms
