@@ -83,8 +83,8 @@ def test_benchmark_figures_say_when_a_benchmark_is_missing(bench, tmp_path, draw
         assert_axes_carry_data(fig)  # every panel says there is nothing to show
     said = [t.get_text() for fig in drawn_figures for ax in fig.axes for t in ax.texts]
     assert said == ["no write benchmark", "no read benchmark",
-                    "no metadata benchmark in this study\n(config/studies/tiers.yaml runs them)",
-                    "no field-I/O benchmark in this study\n(config/studies/tiers.yaml runs it)"]
+                    "no metadata benchmark in this study\n(config/studies/benchmarks.yaml runs them)",
+                    "no field-I/O benchmark in this study\n(config/studies/benchmarks.yaml runs it)"]
 
 
 def test_points_with_more_tasks_than_the_machines_cores_are_shaded_as_oversubscribed(bench, tmp_path, drawn_figures):

@@ -528,13 +528,13 @@ def test_the_io500_table_states_the_default_patterns():
     assert f"{hard['segments']} segments" in rows[("hard", "bandwidth")]
     assert f"`stonewall_s` ({easy['stonewall_s']} s)" in rows[("easy", "bandwidth")]
     assert f"{hard['stonewall_s']} s instead of" in rows[("hard", "bandwidth")]
-    # the metadata patterns run in config/studies/tiers.yaml, not in the default study
-    tiers = yaml.safe_load((REPO / "config" / "studies" / "tiers.yaml").read_text())["benchmarks"]
+    # the metadata patterns run in config/studies/benchmarks.yaml, not in the default study
+    tiers = yaml.safe_load((REPO / "config" / "studies" / "benchmarks.yaml").read_text())["benchmarks"]
     assert not bench["metadata_patterns"] and tiers["metadata_patterns"] == ["easy", "hard"]
     for name in ("easy", "hard"):
         meta = tiers["metadata"][name]
         counts = ", ".join(map(str, meta["tasks"][:-1])) + f" and {meta['tasks'][-1]}"
-        assert f"{meta['files_per_task']} files per task at {counts} tasks (`config/studies/tiers.yaml`)" in rows[
+        assert f"{meta['files_per_task']} files per task at {counts} tasks (`config/studies/benchmarks.yaml`)" in rows[
             (name, "metadata")]
     assert f"{tiers['metadata']['hard']['file_size']:,} bytes" in rows[("hard", "metadata")]
 

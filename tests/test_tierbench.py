@@ -47,12 +47,12 @@ def test_default_plan_covers_every_study_tier_pattern_and_task_count(default_con
     plan = tb.BenchmarkPlan.from_config(validate_config(default_config))
     assert list(plan.tiers) == ["lustre", "node_local", "shm"]
     assert len(plan.point_list("io")) == 3 * 2 * 3  # tiers x (easy, hard) x tasks 1, 2, 4: three for the fits
-    # the metadata and field-I/O benchmarks: config/studies/tiers.yaml, at 1, 2 and 4 tasks and at 2
+    # the metadata and field-I/O benchmarks: config/studies/benchmarks.yaml, at 1, 2 and 4 tasks and at 2
     assert not plan.point_list("metadata") and not plan.point_list("fieldio")
     import yaml
     from snakemake.utils import update_config
 
-    update_config(default_config, yaml.safe_load((REPO / "config" / "studies" / "tiers.yaml").read_text()))
+    update_config(default_config, yaml.safe_load((REPO / "config" / "studies" / "benchmarks.yaml").read_text()))
     tiers = tb.BenchmarkPlan.from_config(validate_config(default_config))
     assert len(tiers.point_list("metadata")) == 3 * 2 * 3 and sorted({t for _, _, t in tiers.point_list("fieldio")}) == [2]
     easy = plan.settings("io", "shm", "easy", 2)

@@ -114,7 +114,7 @@ def scaling_figure(table: pd.DataFrame, paths: list[Path], title: str, fits: pd.
     ax = axes[2]
     md = table[(table["benchmark"] == "metadata") & (table["aggregate"] == "mean") & table["ops_per_s"].notna()]
     if md.empty:
-        empty_panel(ax, "no metadata benchmark in this study\n(config/studies/tiers.yaml runs them)")
+        empty_panel(ax, "no metadata benchmark in this study\n(config/studies/benchmarks.yaml runs them)")
     else:
         top = md[md["tasks"] == md.groupby(["tier", "pattern"])["tasks"].transform("max")].copy()
         top["what"] = top["pattern"] + ": " + top["operation"] + [f" ({n} nodes)" if n > 1 else "" for n in top["nodes"]]
@@ -229,7 +229,7 @@ def fieldio_figure(table: pd.DataFrame, paths: list[Path], title: str) -> None:
     colors = dict(zip(tiers, sns.color_palette("colorblind", max(len(tiers), 1))))
     if fio.empty:
         fig, ax = plt.subplots(figsize=(8, 4))
-        empty_panel(ax, "no field-I/O benchmark in this study\n(config/studies/tiers.yaml runs it)")
+        empty_panel(ax, "no field-I/O benchmark in this study\n(config/studies/benchmarks.yaml runs it)")
         fig.suptitle(title)
         save_figure(fig, paths)
         return
