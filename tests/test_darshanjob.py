@@ -105,7 +105,7 @@ def test_in_a_paired_cycle_the_replay_job_is_paired_with_fio_for_its_efficiency(
     from cycleio.benchmarks.paired import PairedReplay
 
     require_tool("fio", "the paired replay runs fio")
-    settings = arm(tmp_path, "shm")
+    settings = arm(tmp_path, "lustre")  # shm's writes are not replayed where the machine hands memory back
     run_darshan_inputs(settings, tmp_path / "i.jsonl", tmp_path / "i.json")
     paired = PairedReplay(repetitions=2, max_files=10, min_bytes=0, min_seconds=0)
     run_step(settings, CYCLE, "darshan_ior", tmp_path / "r.jsonl", tmp_path / "m.json", replay=paired)
