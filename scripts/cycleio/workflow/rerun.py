@@ -15,7 +15,7 @@ waits for a job redone or finished after it. A rerun Snakemake starts for other 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -84,9 +84,8 @@ class Redone:
     jobs: CycledJobs
     manifest_of: Callable[[Job], Path]
     settings_of: Callable[[Job], dict]
-
-    def __post_init__(self):
-        self._why: dict[Job, str | None] = {}
+    _why: dict[Job, str | None] = field(default_factory=dict, init=False, repr=False)
+    _finished: dict[Job, float] = field(default_factory=dict, init=False, repr=False)  # manifests' mtimes
 
     def why(self, job: Job) -> str | None:
         """Why this run redoes ``job`` (None: it does not). The jobs it waits for are judged first, so that a
@@ -113,7 +112,7 @@ class Redone:
     def _judge(self, job: Job) -> str | None:
         path = self.manifest_of(job)
         try:
-            finished = path.stat().st_mtime
+            finished = self._finished[job] = path.stat().st_mtime
             recorded = json.loads(path.read_text()).get("provenance", {}).get("settings")
         except FileNotFoundError:
             return MISSING
@@ -123,7 +122,7 @@ class Redone:
             if changed:
                 return f"changed: {', '.join(changed)}"
         for dep in self._waits_for(job):
-            if self._why[dep] or self.manifest_of(dep).stat().st_mtime > finished:
+            if self._why[dep] or self._finished[dep] > finished:  # judged first: a manifest found, its mtime kept
                 return FOLLOWS
         return None
 
