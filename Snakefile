@@ -105,6 +105,7 @@ localrules:
     benchmark_tables,
     scaling_fit,
     benchmark_figures,
+    fieldio_figure,
     capacity_plan,
     summary,
     summary_md,

@@ -135,13 +135,6 @@ rule benchmark_figures:
             caption="../report/bench_scaling.rst",
         ),
         scaling_svg=out("figures", "benchmark_scaling.svg"),
-        fieldio=report(
-            out("figures", "fieldio_vs_ior.png"),
-            category=REPORT["efficiency"],
-            subcategory="figures",
-            caption="../report/bench_fieldio.rst",
-        ),
-        fieldio_svg=out("figures", "fieldio_vs_ior.svg"),
     log:
         out("logs", "benchmark_figures.log"),
     conda:
@@ -153,4 +146,28 @@ rule benchmark_figures:
     shell:
         "python -m cycleio --log {log:q} bench-figures --table {input.table:q}"
         " --fits {input.fits:q} --scaling {output.scaling:q} {output.scaling_svg:q}"
-        " --fieldio {output.fieldio:q} {output.fieldio_svg:q} --title {params.title:q}"
+        " --title {params.title:q}"
+
+
+# Only in a study that runs field I/O (benchmarks.fieldio.enabled): rules/common.smk benchmark_outputs
+rule fieldio_figure:
+    input:
+        table=rules.benchmark_tables.output.table,
+    output:
+        png=report(
+            out("figures", "fieldio_vs_ior.png"),
+            category=REPORT["efficiency"],
+            subcategory="figures",
+            caption="../report/bench_fieldio.rst",
+        ),
+        svg=out("figures", "fieldio_vs_ior.svg"),
+    log:
+        out("logs", "fieldio_figure.log"),
+    conda:
+        "../envs/cycleio.yaml"
+    params:
+        title=STUDY.title("field I/O on the tiers"),
+        numbers=numbers,
+    shell:
+        "python -m cycleio --log {log:q} bench-figures --table {input.table:q}"
+        " --fieldio {output.png:q} {output.svg:q} --title {params.title:q}"

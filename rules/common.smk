@@ -134,7 +134,10 @@ def benchmark_outputs():
     """The benchmarks' tables and figures, which the default target asks for."""
     if not STUDY.bench.enabled:
         return []
-    return [*rules.benchmark_tables.output, *rules.benchmark_figures.output]
+    files = [*rules.benchmark_tables.output, *rules.benchmark_figures.output]
+    if STUDY.bench.point_list("fieldio"):
+        files += rules.fieldio_figure.output
+    return files
 
 
 def answer_outputs():

@@ -77,14 +77,21 @@ def test_benchmark_figures_say_when_a_benchmark_is_missing(bench, tmp_path, draw
     replays = bench[bench["benchmark"] == "replay"]
     scaling_figure(replays, tmp_path / "s.png", "fx")
     fieldio_figure(replays, tmp_path / "f.png", "fx")
-    assert_png_drawn(tmp_path / "s.png", (17, 5.2), min_inked=0.001)
+    assert_png_drawn(tmp_path / "s.png", (12, 5.2), min_inked=0.001)  # no metadata points: no metadata panel
     assert_png_drawn(tmp_path / "f.png", (8, 4), min_inked=0.001)
     for fig in drawn_figures:
         assert_axes_carry_data(fig)  # every panel says there is nothing to show
     said = [t.get_text() for fig in drawn_figures for ax in fig.axes for t in ax.texts]
     assert said == ["no write benchmark", "no read benchmark",
-                    "no metadata benchmark in this study\n(config/studies/benchmarks.yaml runs them)",
                     "no field-I/O benchmark in this study\n(config/studies/benchmarks.yaml runs it)"]
+
+
+def test_a_study_without_metadata_points_has_no_metadata_panel(bench, tmp_path, drawn_figures):
+    scaling_figure(bench[bench["benchmark"] == "io"], tmp_path / "s.png", "fx")
+    assert_png_drawn(tmp_path / "s.png", (12, 5.2))
+    (fig,) = drawn_figures
+    assert [ax.get_title().split(" (")[0] for ax in fig.axes] == ["write", "read"]
+    assert_axes_carry_data(fig)
 
 
 def test_points_with_more_tasks_than_the_machines_cores_are_shaded_as_oversubscribed(bench, tmp_path, drawn_figures):

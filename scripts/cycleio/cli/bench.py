@@ -139,10 +139,14 @@ def cmd_bench_figures(args) -> None:
 
     from ..report.benchfigures import fieldio_figure, scaling_figure
 
+    if not (args.scaling or args.fieldio):
+        raise SystemExit("cycleio bench-figures: give --scaling, --fieldio or both")
     table = pd.read_csv(args.table)
-    fits = pd.read_csv(args.fits, dtype={"tasks_measured": str}) if args.fits else None
-    scaling_figure(table, [Path(p) for p in args.scaling], args.title, fits)
-    fieldio_figure(table, [Path(p) for p in args.fieldio], args.title)
+    if args.scaling:
+        fits = pd.read_csv(args.fits, dtype={"tasks_measured": str}) if args.fits else None
+        scaling_figure(table, [Path(p) for p in args.scaling], args.title, fits)
+    if args.fieldio:
+        fieldio_figure(table, [Path(p) for p in args.fieldio], args.title)
 
 
 def register(sub) -> None:
@@ -203,7 +207,7 @@ def register(sub) -> None:
     figures = sub.add_parser("bench-figures", help="scaling and field-I/O figures from the benchmarks table")
     figures.add_argument("--table", required=True, help="benchmarks.csv")
     figures.add_argument("--fits", help="scaling_fit.csv: the tiers' linear-to-plateau models, drawn over the points")
-    figures.add_argument("--scaling", required=True, nargs="+", help=".png and/or .svg: MiB/s against tasks per tier; metadata rates")
-    figures.add_argument("--fieldio", required=True, nargs="+", help=".png and/or .svg: field I/O against IOR-like patterns per tier")
+    figures.add_argument("--scaling", nargs="+", help=".png and/or .svg: MiB/s against tasks per tier; metadata rates")
+    figures.add_argument("--fieldio", nargs="+", help=".png and/or .svg: field I/O against IOR-like patterns per tier")
     figures.add_argument("--title", default="cycleio benchmarks")
     figures.set_defaults(func=cmd_bench_figures)

@@ -53,7 +53,11 @@ def scaling_figure(table: pd.DataFrame, paths: list[Path], title: str, fits: pd.
     tasks on all nodes."""
     table = _typed(table)
     sns.set_theme(style="whitegrid", context="notebook")
-    fig, axes = plt.subplots(1, 3, figsize=(17, 5.2), gridspec_kw={"width_ratios": [1, 1, 1.2]})
+    md = table[(table["benchmark"] == "metadata") & (table["aggregate"] == "mean") & table["ops_per_s"].notna()]
+    if md.empty:  # a study without metadata points (the default's): no empty panel
+        fig, axes = plt.subplots(1, 2, figsize=(12, 5.2))
+    else:
+        fig, axes = plt.subplots(1, 3, figsize=(17, 5.2), gridspec_kw={"width_ratios": [1, 1, 1.2]})
     io = table[table["benchmark"] == "io"]
     tiers = sorted(set(table["tier"].dropna()))
     colors = dict(zip(tiers, sns.color_palette("colorblind", max(len(tiers), 1))))
@@ -109,13 +113,11 @@ def scaling_figure(table: pd.DataFrame, paths: list[Path], title: str, fits: pd.
         order = sorted(range(len(labels)), key=lambda i: (labels[i].startswith("hollow"), labels[i].startswith("model")))
         handles, labels = [handles[i] for i in order], [labels[i] for i in order]
         fig.legend(handles, labels, title="tier / pattern", fontsize="small", title_fontsize="small",
-                   loc="lower center", ncol=min(len(labels), 3), bbox_to_anchor=(0.35, 0.0), frameon=False)
+                   loc="lower center", ncol=min(len(labels), 3), bbox_to_anchor=(0.35 if len(axes) == 3 else 0.5, 0.0),
+                   frameon=False)
 
-    ax = axes[2]
-    md = table[(table["benchmark"] == "metadata") & (table["aggregate"] == "mean") & table["ops_per_s"].notna()]
-    if md.empty:
-        empty_panel(ax, "no metadata benchmark in this study\n(config/studies/benchmarks.yaml runs them)")
-    else:
+    if not md.empty:
+        ax = axes[2]
         top = md[md["tasks"] == md.groupby(["tier", "pattern"])["tasks"].transform("max")].copy()
         top["what"] = top["pattern"] + ": " + top["operation"] + [f" ({n} nodes)" if n > 1 else "" for n in top["nodes"]]
         rank = {op: i for i, op in enumerate(METADATA_ORDER)}
