@@ -62,16 +62,18 @@ endif
 report: setup
 	@$(RUN) snakemake $(CONFIG_ARGS) $(ARGS) --report results/$(STUDY_NAME)/report.html
 
-# The unit tests on every core (test-fast), then the end-to-end tests, real jobs and MPI programs (Snakemake,
-# Slurm, GlusterFS, mpiexec), two groups of tests at a time (--dist loadgroup: a group's tests share its studies and
-# clusters; tests/conftest.py groups them and starts the longest first): they mostly wait on Snakemake, Slurm and
-# fsync, so two overlap on two cores. Exit 5 is "none of PYTEST_ARGS's tests is one".
+# The unit tests on every core (test-fast), then the end-to-end tests, real jobs, MPI and other real programs
+# (Snakemake, Slurm, GlusterFS, mpiexec, fio, make), two groups of tests at a time (--dist loadgroup: a group's tests
+# share its studies and clusters; tests/conftest.py groups them and starts the longest first): they wait on
+# Snakemake, Slurm and fsync, so two overlap on two cores (three slowed every test by a third and ended no sooner).
+# Exit 5 is "none of PYTEST_ARGS's tests is one".
 test: test-fast
-	$(RUN) python -m pytest -m "e2e or job or mpi" -n 2 --dist loadgroup $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	$(RUN) python -m pytest -m "e2e or job or mpi or integration" -n 2 --dist loadgroup $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
-# The unit tests only, one worker per core: no Snakemake runs, Slurm, GlusterFS or MPI program (about 90 s on 2 cores).
+# The unit tests only, one worker per core: no Snakemake runs, Slurm, GlusterFS, MPI program, fio or make (marked
+# e2e, job, mpi or integration).
 test-fast: setup
-	$(RUN) python -m pytest -m "not e2e and not job and not mpi" -n auto $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	$(RUN) python -m pytest -m "not e2e and not job and not mpi and not integration" -n auto $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 lint: setup
 	$(RUN) snakemake --lint

@@ -46,7 +46,7 @@ UNREGISTERED_TOOLS = {
 # one worker, one after the other. A file is a group (its tests share the studies and clusters of its module-scoped
 # fixtures); OWN_GROUP gives a test with a study of its own a group of its own, SAME_GROUP puts files together, and
 # ONE_BY_ONE spreads a file's tests. The groups start longest first, by SECONDS (of setup and calls, from --durations
-# on the 2-core machine under load: only their order counts), then the tests one by one, so that the two workers end
+# on the 2-core machine under load: only their order counts), then the tests one by one, so that the workers end
 # together instead of one running a long group alone at the end.
 SAME_GROUP = {
     "test_slurm.py": "slurm", "test_slurm_multinode.py": "slurm",  # both hold the Slurm lock: the other worker waited

@@ -364,6 +364,7 @@ def test_the_arch_job_plans_with_the_members_actual_sizes_splitting_or_refusing_
         (tmp_path / "c" / "archive" / "t" / "lustre" / FULL).iterdir())
 
 
+@pytest.mark.integration
 def test_a_killed_arch_job_leaves_no_tarball_under_a_final_name_and_its_rerun_lands_it(tmp_path):
     settings = arm_with_archive(tmp_path, tarballs=["gdas"])
     lay_cycle(settings, FULL, big=256 * 2**20)
@@ -467,6 +468,7 @@ def test_the_archive_s_reads_and_writes_get_efficiency_rows_against_their_paired
     assert rows.loc["archive:write", "efficiency"] == pytest.approx(0.5)
 
 
+@pytest.mark.integration
 def test_a_paired_arch_job_replays_its_reads_on_the_persistent_tier_and_its_writes_on_the_archive_tier(tmp_path):
     from conftest import require_tool
 

@@ -301,6 +301,7 @@ def point(tmp_path, benchmark: str, spec, shared: bool, nodes: int = 3, per_node
                             tasks=nodes * per_node, repetitions=2, tool="fio", nodes=nodes)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("stonewall_s", [0.0, 0.2])
 def test_an_io_point_over_three_nodes_runs_one_fio_per_node_and_merges_them(tmp_path, three_stand_in_nodes,
                                                                             stonewall_s):
@@ -328,6 +329,7 @@ def test_an_io_point_over_three_nodes_runs_one_fio_per_node_and_merges_them(tmp_
     assert any(".made" in call for call in calls)  # made and removed on every node
 
 
+@pytest.mark.integration
 def test_a_node_crowded_out_of_the_write_phase_fills_up_to_the_busiest_job_of_every_node(tmp_path,
                                                                                           three_stand_in_nodes,
                                                                                           monkeypatch):
@@ -352,6 +354,7 @@ def test_a_node_crowded_out_of_the_write_phase_fills_up_to_the_busiest_job_of_ev
     assert sizes[1] == {str(busiest // spec.transfer_size_bytes * spec.transfer_size_bytes)}, sizes
 
 
+@pytest.mark.integration
 def test_a_metadata_point_over_three_nodes_runs_one_fio_per_node(tmp_path, three_stand_in_nodes):
     spec = MetadataPattern(name="easy", files_per_task=20)
     rows = tb.run_point(point(tmp_path, "metadata", spec, shared=True, per_node=1), tmp_path / "raw")

@@ -138,6 +138,7 @@ def dry_run_jobs(text: str) -> dict[str, set[str]]:
     return jobs
 
 
+@pytest.mark.integration
 def test_a_dry_run_puts_each_earc_job_after_the_efcs_jobs_and_before_the_cycle_s_cleanup(tmp_path):
     overrides = {"tiers": {"archive": {"kind": "archive", "path": str(tmp_path / "archive")}},
                  "cycles": {"keep": 1}, "archive": {"enabled": True, "members_per_group": 2},

@@ -185,6 +185,7 @@ def test_a_full_tier_fails_the_step_with_enospc_naming_the_file_and_the_retry_su
         assert_second_attempt_lands_verified(settings, tmp_path)
 
 
+@pytest.mark.integration
 def test_a_slow_tier_delays_every_operation_of_the_step_and_its_files_land_right(tmp_path, monkeypatch):
     """slow_tier runs the step's I/O through a real FUSE mount answering each operation 50 ms late:
     every file the step writes takes at least one such wait; the outputs land verified; no mount stays."""

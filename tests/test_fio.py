@@ -67,6 +67,7 @@ def test_a_pattern_bounded_by_time_writes_until_its_time_is_up_each_job_reportin
     assert value(argv, "clocksource") == "clock_gettime"
 
 
+@pytest.mark.integration
 @pytest.mark.tool
 def test_every_writer_of_a_shared_file_writes_in_a_phase_bounded_by_time(tmp_path):
     """With fio's default invalidate=1 the job that opened the shared file second dropped the file's pages while

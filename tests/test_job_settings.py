@@ -90,6 +90,7 @@ def as_passed(settings: ArmSettings, job: str) -> Watched:
     return watched
 
 
+@pytest.mark.integration
 def test_every_job_reads_only_the_settings_its_rule_passes(tmp_path):
     lustre = Tier("lustre", "lustre", str(tmp_path / "lustre"))
     shm = Tier("shm", "memory", str(tmp_path / "shm"), persistent=False, shared=False)

@@ -24,6 +24,7 @@ def arm(tmp_path, scratch="lustre", study="t") -> ArmSettings:
                        write_component={"ranks": 1})  # one MPI rank: the decompositions are test_launcher's
 
 
+@pytest.mark.integration
 def test_anal_without_previous_forecast_names_the_missing_background_file(tmp_path, lay_cold_start):
     settings = arm(tmp_path)
     lay_cold_start(settings)
@@ -35,6 +36,7 @@ def test_anal_without_previous_forecast_names_the_missing_background_file(tmp_pa
     assert not (tmp_path / "m.json").exists()
 
 
+@pytest.mark.integration
 def test_staged_half_cycle_lands_verified_outputs_and_cleans_scratch(tmp_path, lay_cold_start):
     settings = arm(tmp_path, scratch="shm")
     lay_cold_start(settings)
@@ -50,6 +52,7 @@ def test_staged_half_cycle_lands_verified_outputs_and_cleans_scratch(tmp_path, l
     assert manifest["provenance"]["tiers"]["scratch"]["tier_kind"] == "memory"
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("from_storage", [True, False])
 def test_a_steps_reads_come_from_storage_unless_told_otherwise(disk_dir, lay_cold_start, from_storage):
     """staging.reads_from_storage: the inputs the cold start just wrote (in the page cache) are dropped before the
@@ -70,6 +73,7 @@ def test_a_steps_reads_come_from_storage_unless_told_otherwise(disk_dir, lay_col
         assert evicted == []
 
 
+@pytest.mark.integration
 def test_a_memory_tiers_reads_are_memory_reads(tmp_path, lay_cold_start):
     """tmpfs cannot drop its pages (they are its storage): nothing is evicted, the reads run no cache risk."""
     settings = arm(tmp_path, scratch="shm")

@@ -161,6 +161,7 @@ def test_a_real_job_kernel_counts_match_its_records_and_leave_step_summary_alone
     assert not cycle_records(events)["op"].str.startswith("kernel").any()
 
 
+@pytest.mark.integration
 @pytest.mark.usefixtures("proc_io")
 def test_the_forecast_run_leaves_out_its_ranks_start_up(tmp_path, lay_cold_start):
     """The ranks' imports and MPI start-up (several MB per rank) are counted in the job once mpiexec is reaped;

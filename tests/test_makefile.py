@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.integration  # every test runs make, which starts Python and Snakemake's config parser
+
 REPO = Path(__file__).resolve().parents[1]
 
 QUOTED = "--config 'staging={streams: 2, drop_caches: true}'"

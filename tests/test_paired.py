@@ -20,6 +20,7 @@ T0 = 1_800_000_000.0
 
 # ------------------------------------------------------------------------------- the replay itself
 
+@pytest.mark.integration
 @pytest.mark.tool
 def test_paired_replay_repeats_the_steps_reads_and_writes_with_fio(tmp_path):
     require_tool("fio", "the paired replay runs fio")
@@ -88,6 +89,7 @@ def replayed_reads(tmp_path, seconds: float, cached_fraction: float, repetitions
     return [r for r in records.records if r.phase == "replay" and r.op == "read"]
 
 
+@pytest.mark.integration
 @pytest.mark.tool
 def test_a_warm_read_replay_reads_its_files_again_and_keeps_the_rate(tmp_path):
     """fio's --loops: the record holds every pass's bytes and seconds, so its MiB/s is one pass's."""
@@ -97,6 +99,7 @@ def test_a_warm_read_replay_reads_its_files_again_and_keeps_the_rate(tmp_path):
     assert options["loops"] == "2"
 
 
+@pytest.mark.integration
 @pytest.mark.tool
 def test_the_files_a_read_replays_are_laid_out_once_for_every_repetition(tmp_path):
     reads = replayed_reads(tmp_path, seconds=0.2, cached_fraction=0.0, repetitions=3)

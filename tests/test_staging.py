@@ -188,6 +188,7 @@ def test_granularity_sweep_makes_one_arm_per_tier_and_granularity(repo):
     assert study.arms["shm_per_cycle"].granularity == "cycle" and study.arms["lustre"].granularity == "step"
 
 
+@pytest.mark.integration
 def test_per_cycle_job_stages_only_external_inputs_and_all_outputs(tmp_path, lay_cold_start):
     settings = arm_on(tmp_path / "lustre", tmp_path / "scratch")
     lay_cold_start(settings)
@@ -255,6 +256,7 @@ def test_a_baseline_step_rerun_removes_the_temporaries_of_its_killed_attempt(tmp
     assert not stale.exists() and output.exists()
 
 
+@pytest.mark.integration
 def test_a_cold_start_rerun_removes_the_temporaries_of_its_killed_attempt(tmp_path):
     settings = arm_on(tmp_path / "lustre", None)
     manifest = run_coldstart(settings, tmp_path / "c.jsonl", tmp_path / "c.json")

@@ -215,6 +215,7 @@ def test_failed_ior_run_reports_iors_own_error(tmp_path):
 # ------------------------------------------------------------------------- real fio runs
 
 
+@pytest.mark.integration
 @pytest.mark.tool
 @pytest.mark.parametrize("where", ["disk", "shm"])
 def test_fio_easy_pattern_on_two_tiers(where, tmp_path, shm_dir):
@@ -249,6 +250,7 @@ def test_fio_easy_pattern_on_two_tiers(where, tmp_path, shm_dir):
     assert not any(p.is_file() and p.name != OWNER_FILE for p in (path / "t").rglob("*"))  # the claim stays
 
 
+@pytest.mark.integration
 @pytest.mark.tool
 @pytest.mark.parametrize("where", ["disk", "shm"])
 def test_fio_phases_bounded_by_time_last_their_time_and_read_what_was_written(where, tmp_path, shm_dir):
@@ -277,6 +279,7 @@ def test_fio_phases_bounded_by_time_last_their_time_and_read_what_was_written(wh
         assert not (raw / f"{pattern.name}.n2.rep0.read.stdout.txt").read_text().count("Laying out")
 
 
+@pytest.mark.integration
 @pytest.mark.tool
 def test_fio_hard_pattern_shared_file_and_metadata(tmp_path):
     require_tool("fio", "fio stands for IOR and mdtest where they are absent (apt-get install fio)")
@@ -421,6 +424,7 @@ def test_fio_replay_runs_a_job_per_size_class_and_drops_pages_only_for_cold_read
         job.split("--filename_format=")[1].split()[0] for job in reads]
 
 
+@pytest.mark.integration
 @pytest.mark.tool
 def test_fio_replay_of_size_classes_adds_up_to_the_steps_bytes(tmp_path):
     require_tool("fio", "the test runs fio")
@@ -440,6 +444,7 @@ def test_fio_replay_of_size_classes_adds_up_to_the_steps_bytes(tmp_path):
 # ------------------------------------------------------------------------- CLI, tables and figures
 
 
+@pytest.mark.integration
 @pytest.mark.tool
 def test_bench_cli_tables_and_figures(tmp_path, shm_dir, default_config, drawn_figures):
     require_tool("fio", "the benchmark runs fio where IOR is absent")
