@@ -34,6 +34,13 @@ def job_files(jobs, suffix="manifest.json"):
     return [job_file(job, suffix) for job in jobs]
 
 
+def measured_files(suffix):
+    """Every measured job's records or manifest, as an input function: a list of tens of thousands of files
+    given to Snakemake at parse time costs it more than one returned when the one aggregate job is built.
+    """
+    return lambda wildcards: job_files(STUDY.jobs.measured_jobs(), suffix)
+
+
 def job_settings(job=None):
     """params: the settings an arm's job reads (its step from the wildcards unless named here), with
     the faults aimed at its cycle's job, so that a changed setting marks only the jobs that read it

@@ -6,8 +6,8 @@ from cycleio.report.captions import answer_numbers
 
 rule aggregate:
     input:
-        records=job_files(STUDY.jobs.measured_jobs(), "records.jsonl"),
-        manifests=job_files(STUDY.jobs.measured_jobs(), "manifest.json"),
+        records=measured_files("records.jsonl"),
+        manifests=measured_files("manifest.json"),
     output:
         events=report(
             out("tables", "io_events.parquet"),
@@ -67,8 +67,6 @@ rule aggregate:
 rule io_accounting:
     input:
         events=rules.aggregate.output.events,
-        # a function: a list here, beside another rule's output, Snakemake would hash whole once per file in it
-        manifests=lambda wildcards: rules.aggregate.input.manifests,
     output:
         table=report(
             out("tables", "io_accounting.csv"),
@@ -82,11 +80,13 @@ rule io_accounting:
         "../envs/cycleio.yaml"
     params:
         numbers=numbers,
+        # aggregate's inputs: the events table is newer than every one of them
+        manifests=measured_files("manifest.json"),
     message:
         "setting each job's records against the kernel's count of its I/O"
     shell:
         "python -m cycleio --log {log:q} io-accounting --events {input.events:q} --out {output.table:q}"
-        " --manifests {input.manifests:q}"
+        " --manifests {params.manifests:q}"
 
 
 # Real jobs' Darshan logs beside the steps they stand for (config darshan.jobs.<name>.stands_for): SURROGATE_LOGS
