@@ -266,6 +266,14 @@ def test_report_renders_offline_in_chromium_with_every_figure(smoke, tmp_path):
 def test_rerun_does_nothing_and_a_deleted_manifest_reruns_only_it_and_dependants(smoke):
     repo, workdir = smoke
     assert "Nothing to be done" in snakemake(repo, workdir, "-n").stdout
+    # every job's manifest is a target of the default rule, a cold start's too (not only the steps')
+    coldstart = workdir / "results/smoke/arms/lustre/coldstart.manifest.json"
+    kept = coldstart.with_name("kept.json")
+    shutil.copy2(coldstart, kept)
+    coldstart.unlink()
+    assert re.search(r"^coldstart +1$", snakemake(repo, workdir, "-n").stdout, re.MULTILINE)
+    kept.rename(coldstart)  # its mtime kept: nothing to be done again
+    assert "Nothing to be done" in snakemake(repo, workdir, "-n").stdout
     before = manifests(workdir)
     deleted = workdir / "results/smoke/arms/shm/2026123118/anal.manifest.json"
     deleted.unlink()
