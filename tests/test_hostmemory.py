@@ -3,6 +3,8 @@ Linux lays it out (the real one is read in every job's provenance; a study on th
 
 from __future__ import annotations
 
+import contextlib
+
 from cycleio.hostmemory import free_page_reporting
 from cycleio.units import MiB
 
@@ -130,3 +132,61 @@ def test_without_probes_the_reference_is_the_plain_one_and_no_page_state_reasoni
     reference = pairedreference.reference_for(pairs, "write")
     assert reference.fair and reference.met.all() and len(reference.jobs) == 4
     assert reference.seconds == 4.0  # each job's median repetition: 2 s and 2 s
+
+
+def test_a_write_meets_no_more_fresh_pages_than_its_share_the_excess_held(monkeypatch):
+    """hostmemory.fresh_pages_held: where the probe finds more fresh pages than ``share`` + ``margin`` of the bytes,
+    the excess is mapped and touched for as long as the block runs, and the block gets the probe taken then."""
+    from cycleio import hostmemory
+
+    found = iter([800.0, 12.0])
+    held = []
+
+    @contextlib.contextmanager
+    def mapping(length):
+        held.append(length)
+        yield None, length  # the kernel refused it: nothing touched, the first probe stands
+
+    monkeypatch.setattr(hostmemory, "fresh_MiB", lambda: next(found))
+    monkeypatch.setattr(hostmemory, "_huge_mapping", mapping)
+    with hostmemory.fresh_pages_held(100 * MiB, 0.1, 0.1) as fresh:
+        assert fresh == 800.0
+    assert held == [790 * MiB]  # 800 found, 10 to leave
+    found = iter([90.0])  # a step that met fresh pages for most of its bytes: nothing held
+    with hostmemory.fresh_pages_held(100 * MiB, 0.9, 0.1) as fresh:
+        assert fresh == 90.0 and held == [790 * MiB]
+    monkeypatch.setattr(hostmemory, "fresh_MiB", lambda: None)  # not measurable here
+    with hostmemory.fresh_pages_held(100 * MiB, 0.0, 0.1) as fresh:
+        assert fresh is None and len(held) == 1
+
+
+def test_held_fresh_pages_are_not_met_by_the_write_and_go_back_when_it_ends(tmp_path):
+    """The real hold on this machine (elsewhere it says nothing): the pages of a file whose cache was just dropped
+    are fresh; held for a write that should meet none, the probe inside finds at most the margin; after the
+    block they are free again. Three tries, as the probe's own test (another worker may take the pages)."""
+    import os
+
+    from cycleio.hostmemory import fresh_MiB, fresh_pages_held, fresh_pages_measurable
+
+    if not fresh_pages_measurable():
+        with fresh_pages_held(64 * MiB, 0.0, 0.1) as fresh:
+            assert fresh is None
+        return
+    tries = []
+    for attempt in range(3):
+        path = tmp_path / f"dropped{attempt}.bin"
+        with open(path, "wb") as handle:
+            for _ in range(32):  # 256 MiB
+                handle.write(b"\1" * (8 << 20))
+            handle.flush()
+            os.fsync(handle.fileno())
+        descriptor = os.open(path, os.O_RDONLY)
+        os.posix_fadvise(descriptor, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.close(descriptor)
+        with fresh_pages_held(64 * MiB, 0.0, 0.1) as fresh:
+            inside = fresh
+        tries.append((inside, fresh_MiB(limit=1 << 30)))
+        os.unlink(path)
+        if inside <= 6.4 + 4 and tries[-1][1] >= 128:
+            return
+    raise AssertionError(f"no try held the dropped file's pages (inside the block, after it): {tries}")

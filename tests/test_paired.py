@@ -3,6 +3,7 @@ alone. The efficiency and io_gap rows made from its records are test_benchtables
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import pytest
@@ -202,3 +203,43 @@ def test_writes_to_a_memory_tier_of_a_probed_machine_are_not_replayed(tmp_path, 
         PairedReplay(repetitions=2, min_bytes=0, min_seconds=0.05).run("post", records, site, site.root / ".r",
                                                                        tmp_path / f"raw{measurable}", "[t]")
         assert {r.op for r in records.records if r.phase == "replay"} == {"wall"} | replayed, measurable
+
+
+def test_a_new_file_repetition_meets_its_steps_share_of_fresh_pages(tmp_path, monkeypatch):
+    """On a machine that hands freed memory back, a new-file write repetition meets no more fresh pages than its
+    step did, those the reads just before it freed held while it runs (hostmemory.fresh_pages_held); a rewrite
+    meets the pages its delete just freed, as it should."""
+    require_tool("fio", "the paired replay runs fio")
+    site = TierSite(Tier(name="disk", kind="posix", path=str(tmp_path / "tier")), "s", "a")
+    held, probes = [], []
+
+    @contextlib.contextmanager
+    def hold(nbytes, share, margin):
+        held.append(share)
+        yield 4.0
+
+    monkeypatch.setattr(paired, "fresh_pages_held", hold)
+    monkeypatch.setattr(paired, "fresh_MiB", lambda: probes.append(1) or 60.0)
+    records = RecordLog(study="s", arm="a", cycle="2026010100", step="post")
+    for fresh in (2.0, 6.0, None):  # two probed 8 MiB files (one met 2 MiB of fresh pages, one 6) and a small one
+        records.add(phase="run", op="write", bytes=8 * MiB if fresh else MiB, t_start=T0, seconds=0.3,
+                    transfers=8, fresh_MiB=fresh, **site.fields())
+    PairedReplay(repetitions=3, min_bytes=0, min_seconds=0.05).run("post", records, site, site.root / ".r",
+                                                                   tmp_path / "raw", "[t]")
+    writes = [r for r in records.records if r.phase == "replay" and r.op == "write"]
+    assert [(r.file, r.fresh_MiB) for r in writes] == [("new files", 4.0), ("rewritten files", 60.0),
+                                                       ("new files", 4.0)]
+    assert held == [pytest.approx(8 / 17)] * 2 and len(probes) == 1
+
+
+def test_a_steps_share_of_fresh_pages_counts_each_file_up_to_its_size():
+    from cycleio.records import Record
+
+    def write(nbytes, fresh):
+        return Record(study="s", arm="a", cycle="c", step="fcst", phase="run", op="write", tier="d", tier_kind="posix",
+                      fs_type="ext4", bytes=nbytes,
+                      fresh_MiB=fresh)
+
+    assert paired.step_fresh_share([write(4 * MiB, 10.0), write(4 * MiB, 0.0)]) == pytest.approx(0.5)
+    assert paired.step_fresh_share([write(MiB, None)]) is None  # nothing probed: nothing to match
+    assert paired.step_fresh_share([]) is None

@@ -14,9 +14,10 @@ repetitions write new files beside everything else, as the step did (pages from 
 with free page reporting has partly handed back to its host: first touches, slow), odd ones first delete
 the files of the repetition before and write where they were (pages the kernel just freed: fast).
 bench/RESULTS.md has both on the README's VM ("fresh pages over reused"). Before each file of the step and each
-write repetition the job measures the fresh pages there are (hostmemory, kept in the records), and
-a write row's reference is its replay at the step's share of them (report.pairedreference); its band spans
-every repetition. On a machine whose memory does not go back to a host nothing is probed, the two states
+write repetition the job measures the fresh pages there are (hostmemory, kept in the records); a new-file
+repetition meets no more of them than its step did, the rest held while it runs (_page_state), and a write
+row's reference is its replay at the step's share of them (report.pairedreference); its band spans every
+repetition. On a machine whose memory does not go back to a host nothing is probed, the two states
 agree and the band is the replay's own noise.
 
 The replay's results are records (phase ``replay``, tool ``fio``, one per repetition and operation),
@@ -26,6 +27,7 @@ and a job's wall time leaves them out (aggregate.step_summary).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import shutil
@@ -36,7 +38,7 @@ from pathlib import Path
 from ..intervals import covered_seconds
 from ..config.schema import schema_default
 from ..config.tierspec import TierError
-from ..hostmemory import fresh_MiB, fresh_pages_measurable
+from ..hostmemory import fresh_MiB, fresh_pages_held, fresh_pages_measurable
 from ..storage.tiers import TierSite
 from ..units import MiB
 from .common import parse_run, run_tool, time_limit
@@ -52,6 +54,9 @@ NEW_FILES, REWRITTEN_FILES = "new files", "rewritten files"
 
 
 MAX_READ_LOOPS = 8
+# a new-file repetition holds the fresh pages above its step's share by more than this (hostmemory.fresh_pages_held):
+# report.pairedreference takes the reference within 0.25 of the shares its repetitions met
+HOLD_MARGIN = 0.1
 # a replay lasts about this many times benchmarks.replay.min_seconds (read_loops gives the reason)
 REPLAY_SPAN = 4
 
@@ -156,13 +161,15 @@ class PairedReplay:
                                f"{self.fio_path!r}; install fio or set benchmarks.replay.enabled: false")
         raw_dir.mkdir(parents=True, exist_ok=True)
         kept: list[Path] = []
+        share = step_fresh_share([r for r in own if r.op == "write"])
         t0 = time.perf_counter()
         try:
             for rep in range(self.repetitions):
                 for op in ("read", "write"):  # in the step's order
                     if op in plans and (op == "write" or rep < self.reads):
                         loops = read_loops(plans[op], step_s[op], self.min_seconds) if op == "read" else 1
-                        self._once(path, plans[op], rep, records, scratch, folder, raw_dir, kept, step, loops)
+                        self._once(path, plans[op], rep, records, scratch, folder, raw_dir, kept, step, loops,
+                                   share)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
         reps = {"read": self.reads, "write": self.repetitions}
@@ -186,7 +193,7 @@ class PairedReplay:
 
     @staticmethod
     def _once(path: str, plan: dict, rep: int, records, scratch: TierSite, folder: Path, raw_dir: Path,
-              kept: list[Path], step: str, loops: int = 1) -> None:
+              kept: list[Path], step: str, loops: int = 1, step_share: float | None = None) -> None:
         op, classes = plan["op"], plan["classes"]
         rewrite = op == "write" and rep % 2 == 1
         if rewrite:  # into the pages the last repetition's files held: see the module's docstring
@@ -209,13 +216,13 @@ class PairedReplay:
                 layout = fio.replay_layout_command(path, classes, target, raw_dir / f"{name}.layout.json")
                 parse_run(fio.parse, raw_dir / f"{name}.layout.json", "fio",
                           run_tool("fio", layout, raw_dir, f"{name}.layout", limit))
-        fresh = fresh_MiB() if op == "write" else None  # the pages this repetition meets (hostmemory)
-        t_start = time.time()
         if plan.get("own_files"):
             argv = fio.replay_own_read_command(path, classes, raw_dir / f"{name}.json", loops)
         else:
             argv = fio.replay_command(path, classes, target, raw_dir / f"{name}.json", op, loops)
-        run = run_tool("fio", argv, raw_dir, name, limit)
+        with _page_state(op, rewrite, plan["bytes"], step_share) as fresh:  # the pages a write meets (hostmemory)
+            t_start = time.time()
+            run = run_tool("fio", argv, raw_dir, name, limit)
         rows = [r for r in replay_totals(parse_run(fio.parse, raw_dir / f"{name}.json", "fio", run), plan)
                 if r["operation"] == op]
         cold = op == "read" and all(c["cold"] for c in classes)
@@ -228,3 +235,29 @@ class PairedReplay:
                         file=what, t_start=t_start, seconds=float(row["seconds"]), transfers=int(round(calls * loops)),
                         cached_fraction=(0.0 if cold else 1.0) if op == "read" else None, repetition=rep,
                         fresh_MiB=fresh, **scratch.fields())
+
+
+def step_fresh_share(writes: list) -> float | None:
+    """The share of a step's written bytes (its write records) that found fresh pages, as report.pairedreference
+    counts it: each probed file's bytes up to what its probe found, over all the bytes; None where no file was
+    probed (a machine that keeps its memory, files under 2 MiB)."""
+    probed = [r for r in writes if r.fresh_MiB is not None]
+    total = sum(r.bytes for r in writes)
+    if not probed or total <= 0:
+        return None
+    return min(1.0, sum(min(r.fresh_MiB, r.bytes / MiB) for r in probed) / (total / MiB))
+
+
+@contextlib.contextmanager
+def _page_state(op: str, rewrite: bool, nbytes: int, step_share: float | None):
+    """Around one repetition: for a write, the fresh MiB it meets (None for a read or where not measurable). A
+    new-file repetition meets its step's share of fresh pages, the excess held while it runs
+    (hostmemory.fresh_pages_held: the reads just before it dropped their files' pages, which would otherwise give
+    it the fast pages its step did not have); a rewrite meets the pages its delete just freed."""
+    if op != "write":
+        yield None
+    elif rewrite or step_share is None:
+        yield fresh_MiB()
+    else:
+        with fresh_pages_held(nbytes, step_share, HOLD_MARGIN) as fresh:
+            yield fresh
