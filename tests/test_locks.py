@@ -68,6 +68,10 @@ def test_benchmark_tools_a_killed_run_left_behind_are_stopped_before_a_rerun(tmp
     wait = f"{sys.executable} -c 'import time; time.sleep(300)'"
     subprocess.run(["bash", "-c", f"(exec -a fio {wait} --output={raw}/x.json &)"], cwd=tmp_path, check=True)
     by_hand = subprocess.Popen(["bash", "-c", f"exec -a fio {wait}"], cwd=tmp_path)  # a user's own fio stays
+    # a fio working in the folder whose output goes elsewhere (a test's or a bench's, its parent alive or not) stays:
+    # `make study` in a checkout killed such a test's fio
+    elsewhere = tmp_path.parent / f"{tmp_path.name}-elsewhere" / "point.raw"
+    subprocess.run(["bash", "-c", f"(exec -a fio {wait} --output={elsewhere}/x.json &)"], cwd=tmp_path, check=True)
     try:
         deadline = time.time() + 10
         while not orphaned_tools(tmp_path) and time.time() < deadline:
@@ -78,7 +82,11 @@ def test_benchmark_tools_a_killed_run_left_behind_are_stopped_before_a_rerun(tmp
         psutil.wait_procs(orphans, timeout=10)
         assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in orphans)
         assert by_hand.poll() is None
+        left = [p for p in psutil.process_iter(["cmdline"]) if any(str(elsewhere) in w for w in p.info["cmdline"] or [])]
+        assert left and all(p.is_running() for p in left)
     finally:
+        for proc in [p for p in psutil.process_iter(["cmdline"]) if any(str(elsewhere) in w for w in p.info["cmdline"] or [])]:
+            proc.kill()
         by_hand.kill()
         by_hand.wait()
 

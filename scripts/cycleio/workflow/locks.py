@@ -57,16 +57,32 @@ def live_processes(workdir: Path) -> list[tuple[int, str]]:
 BENCHMARK_TOOLS = ("fio", "ior", "mdtest")
 
 
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder + os.sep)
+
+
+def _raw_output_inside(words: list[str], cwd: str, target: str) -> bool:
+    """Whether a tool's command line names a benchmark's ``.raw`` folder inside ``target`` (a word such as
+    ``--output=results/s/bench/disk/easy.raw/x.json``, relative to the tool's ``cwd``)."""
+    for word in words:
+        if ".raw/" in word:
+            path = word.split("=", 1)[-1]
+            if _inside(os.path.realpath(os.path.join(cwd, path)), target):
+                return True
+    return False
+
+
 def orphaned_tools(workdir: Path) -> list[psutil.Process]:
     """Benchmark tools a study started in ``workdir`` (their output goes to a benchmark's ``.raw``
-    folder) whose parent is no longer a tool or workflow process: a fio a user runs by hand is not one."""
+    folder inside it) whose parent is no longer a tool or workflow process: a fio a user runs by hand
+    is not one, nor one that only works there and writes its output elsewhere (a test's, a bench's)."""
     target = os.path.realpath(workdir)
     found = []
     for proc in psutil.process_iter(["name", "cmdline", "cwd", "ppid"]):
         words, cwd = proc.info["cmdline"] or [], proc.info["cwd"] or ""
         if not words or os.path.basename(words[0]) not in BENCHMARK_TOOLS:
             continue
-        if (cwd != target and not cwd.startswith(target + os.sep)) or not any(".raw/" in word for word in words):
+        if not _inside(cwd, target) or not _raw_output_inside(words, cwd, target):
             continue
         try:
             parent = psutil.Process(proc.info["ppid"]).cmdline() if proc.info["ppid"] > 1 else []
