@@ -237,15 +237,20 @@ class PairedReplay:
                         fresh_MiB=fresh, **scratch.fields())
 
 
+def fresh_found_MiB(files) -> float | None:
+    """MiB of written files' bytes that found fresh pages: of each probed file, given as (bytes, fresh MiB its
+    probe found; None or NaN where not probed), its bytes up to what its probe found. None where none was probed
+    (a machine that keeps its memory, files under 2 MiB)."""
+    probed = [(nbytes, found) for nbytes, found in files if found is not None and not math.isnan(found)]
+    return sum(min(found, nbytes / MiB) for nbytes, found in probed) if probed else None
+
+
 def step_fresh_share(writes: list) -> float | None:
-    """The share of a step's written bytes (its write records) that found fresh pages, as report.pairedreference
-    counts it: each probed file's bytes up to what its probe found, over all the bytes; None where no file was
-    probed (a machine that keeps its memory, files under 2 MiB)."""
-    probed = [r for r in writes if r.fresh_MiB is not None]
+    """The share of a step's written bytes (its write records) that found fresh pages (fresh_found_MiB), as
+    report.pairedreference counts it; None where no file was probed."""
+    found = fresh_found_MiB((r.bytes, r.fresh_MiB) for r in writes)
     total = sum(r.bytes for r in writes)
-    if not probed or total <= 0:
-        return None
-    return min(1.0, sum(min(r.fresh_MiB, r.bytes / MiB) for r in probed) / (total / MiB))
+    return None if found is None or total <= 0 else min(1.0, found / (total / MiB))
 
 
 @contextlib.contextmanager

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..benchmarks.paired import NEW_FILES
+from ..benchmarks.paired import NEW_FILES, fresh_found_MiB
 from ..units import MiB
 
 # the repetitions' shares of fresh pages must span this much for a line through them to say anything: the
@@ -58,11 +58,11 @@ def fresh_share(fresh_MiB, nbytes):
 
 def fresh_written_MiB(io: pd.DataFrame) -> float:
     """MiB of a step's writes ``io`` (its write records: ``bytes``, ``fresh_MiB``) that found fresh pages: each
-    file's bytes up to what its probe found (NaN where no file was probed)."""
-    probed = io[io["fresh_MiB"].notna()] if "fresh_MiB" in io else io.iloc[:0]
-    if probed.empty:
+    file's bytes up to what its probe found (benchmarks.paired.fresh_found_MiB; NaN where no file was probed)."""
+    if "fresh_MiB" not in io:
         return float("nan")
-    return float(np.minimum(probed["fresh_MiB"].astype(float), probed["bytes"].astype(float) / MiB).sum())
+    found = fresh_found_MiB(zip(io["bytes"].astype(float), io["fresh_MiB"].astype(float)))
+    return float("nan") if found is None else float(found)
 
 
 def step_fresh_share(jobs: pd.DataFrame) -> pd.Series:
