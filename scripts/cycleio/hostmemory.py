@@ -15,7 +15,8 @@ the two kinds apart by about 40 times (docs/performance.md, "What a fresh page i
 before each file it writes (:func:`fresh_before_write`: pages a neighbour job or the step itself freed a
 moment before show there, where a probe at the step's start cannot see them), its replay before each write
 repetition, so that a write row's reference can be taken at the share of fresh pages its step met
-(report.pairedreference).
+(report.pairedreference); a repetition that writes new files holds what lies beyond that share while it runs
+(:func:`fresh_pages_held`).
 """
 
 from __future__ import annotations
