@@ -107,8 +107,9 @@ def fresh_pages_held(nbytes: int, share: float, margin: float) -> Iterator[float
     cache meets what is left; yields the fresh MiB the write meets, probed again while held (None where not
     measurable).
 
-    Waiting for the host to take them back instead takes too long: 520 MiB freed at once were still 104 MiB fresh
-    8 s later on this repository's VM, and every probe hands back the blocks it touched as newly freed."""
+    Waiting for the host to take them back instead takes too long: of a 512 MiB file's pages dropped at once, 104
+    MiB were still fresh 8 s later on this repository's VM, and every probe hands back the blocks it touched as
+    newly freed."""
     fresh = fresh_MiB()
     excess = 0.0 if fresh is None else fresh - share * nbytes / MiB
     if fresh is None or excess * MiB <= margin * nbytes:
