@@ -36,7 +36,7 @@ def job_files(jobs, suffix="manifest.json"):
 
 def measured_files(suffix):
     """Every measured job's records or manifest, as an input function: a list of tens of thousands of files
-    given to Snakemake at parse time costs it more than one returned when the one aggregate job is built.
+    given to Snakemake at parse time costs it more than one returned when the job asking for it is built.
     """
     return lambda wildcards: job_files(STUDY.jobs.measured_jobs(), suffix)
 

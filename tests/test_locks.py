@@ -59,6 +59,10 @@ def test_a_killed_runs_lock_is_removed_and_a_live_runs_is_kept(tmp_path):
     assert dry.returncode == 0, dry.stderr
 
 
+def writing_to(folder: Path) -> list[psutil.Process]:
+    return [p for p in psutil.process_iter(["cmdline"]) if any(str(folder) in w for w in p.info["cmdline"] or [])]
+
+
 @pytest.mark.e2e
 def test_benchmark_tools_a_killed_run_left_behind_are_stopped_before_a_rerun(tmp_path):
     """fio's job processes are session leaders: a kill of the run's process group leaves them waiting."""
@@ -82,10 +86,10 @@ def test_benchmark_tools_a_killed_run_left_behind_are_stopped_before_a_rerun(tmp
         psutil.wait_procs(orphans, timeout=10)
         assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in orphans)
         assert by_hand.poll() is None
-        left = [p for p in psutil.process_iter(["cmdline"]) if any(str(elsewhere) in w for w in p.info["cmdline"] or [])]
+        left = writing_to(elsewhere)
         assert left and all(p.is_running() for p in left)
     finally:
-        for proc in [p for p in psutil.process_iter(["cmdline"]) if any(str(elsewhere) in w for w in p.info["cmdline"] or [])]:
+        for proc in writing_to(elsewhere):
             proc.kill()
         by_hand.kill()
         by_hand.wait()

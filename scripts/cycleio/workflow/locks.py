@@ -39,6 +39,10 @@ def _is_workflow_process(cmdline: list[str]) -> bool:
     return bool({"snakemake", "cycleio"} & (programs | modules))
 
 
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder + os.sep)
+
+
 def live_processes(workdir: Path) -> list[tuple[int, str]]:
     """(pid, command line) of the workflow processes working in ``workdir``, this process and its
     ancestors (make, the shell) excepted."""
@@ -49,16 +53,12 @@ def live_processes(workdir: Path) -> list[tuple[int, str]]:
         if proc.pid in own:
             continue
         words, cwd = [w for w in proc.info["cmdline"] or [] if w], proc.info["cwd"]
-        if words and cwd and (cwd == target or cwd.startswith(target + os.sep)) and _is_workflow_process(words):
+        if words and cwd and _inside(cwd, target) and _is_workflow_process(words):
             found.append((proc.pid, " ".join(words)))
     return found
 
 
 BENCHMARK_TOOLS = ("fio", "ior", "mdtest")
-
-
-def _inside(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(folder + os.sep)
 
 
 def _raw_output_inside(words: list[str], cwd: str, target: str) -> bool:
