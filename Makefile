@@ -63,12 +63,12 @@ report: setup
 	@$(RUN) snakemake $(CONFIG_ARGS) $(ARGS) --report results/$(STUDY_NAME)/report.html
 
 # The unit tests on every core (test-fast), then the end-to-end tests, real jobs, MPI and other real programs
-# (Snakemake, Slurm, GlusterFS, mpiexec, fio, make), two groups of tests at a time (--dist loadgroup: a group's tests
-# share its studies and clusters; tests/conftest.py groups them and starts the longest first): they wait on
-# Snakemake, Slurm and fsync, so two overlap on two cores (three slowed every test by a third and ended no sooner).
+# (Snakemake, Slurm, GlusterFS, mpiexec, fio, make) by group (--dist loadgroup: a group's tests share its studies
+# and clusters; tests/conftest.py groups them and starts the longest first): two workers take the busy groups, a
+# third the Slurm tests, which mostly wait on Slurm (a third busy worker slowed every test by a third).
 # Exit 5 is "none of PYTEST_ARGS's tests is one".
 test: test-fast
-	$(RUN) python -m pytest -m "e2e or job or mpi or integration" -n 2 --dist loadgroup $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	$(RUN) python -m pytest -m "e2e or job or mpi or integration" -n 3 --dist loadgroup $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 # The unit tests only, one worker per core: no Snakemake runs, Slurm, GlusterFS, MPI program, fio or make (marked
 # e2e, job, mpi or integration).

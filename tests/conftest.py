@@ -57,6 +57,10 @@ OWN_GROUP = {
     "test_injected_faults_fail_their_attempt_which_is_retried_and_kept_out_of_the_tables": "workflow-faults",
 }
 ONE_BY_ONE = {"test_docs.py"}  # its e2e tests are dry runs that share nothing
+# Groups that mostly wait (for Slurm to start a job, for Snakemake's Slurm executor to see it end): with three workers
+# or more the last worker runs these alone and the others every other group, so the waits overlap the busy groups
+# instead of holding one of the two workers a 2-core machine keeps busy.
+WAITING = {"slurm"}
 SECONDS = {"slurm": 900, "test_workflow.py": 400, "parallel-stack": 310, "test_archive_workflow.py": 210,
            "test_bad_input.py": 180, "test_gluster.py": 110, "workflow-faults": 100, "test_two_checkouts.py": 90,
            "test_darshan_workflow.py": 85, "workflow-killed-run": 45}
@@ -100,6 +104,28 @@ def pytest_xdist_make_scheduler(config, log):
     class Groups(LoadGroupScheduling):
         def _split_scope(self, nodeid: str) -> str:
             return group_of(nodeid)
+
+        def _reschedule(self, node) -> None:
+            # a worker holds its last test until it is sent more or shut down: more only then, so that no group
+            # waits behind another worker's tests while a worker is free
+            if not node.shutting_down and self._pending_of(self.assigned_work[node]) <= 1:
+                self._assign_work_unit(node)
+
+        def _assign_work_unit(self, node) -> None:
+            """The next group for this worker (WAITING's alone on the last of three or more workers, every other
+            group on the others, and a WAITING group no waiting worker takes), or its shutdown when none is left."""
+            waiting_worker = len(self.nodes) >= 3 and node is self.nodes[-1]
+            fits = [scope for scope in self.workqueue if (scope in WAITING) == waiting_worker]
+            if not fits and not waiting_worker and not (len(self.nodes) >= 3 and not self.nodes[-1].shutting_down):
+                fits = list(self.workqueue)
+            if not fits:
+                if not node.shutting_down:
+                    node.shutdown()
+                return
+            work_unit = self.workqueue.pop(fits[0])
+            self.assigned_work.setdefault(node, {})[fits[0]] = work_unit
+            collection = self.registered_collections[node]
+            node.send_runtest_some([collection.index(nodeid) for nodeid, done in work_unit.items() if not done])
 
     config.option.loadscopereorder = False
     return Groups(config, log)

@@ -7,8 +7,8 @@ these runs at once and lets each test wait for its own:
 - docs/cluster.md's recipe as written, in a copy of the workflow: ``make study
   PROFILE=profiles/slurm-localhost STUDY=config/studies/smoke.yaml``, which checks the cluster, runs
   every job through the Snakemake Slurm executor and ends as a local ``make study`` does (summary,
-  report); no job may leave its scratch folder on any tier. The same study runs locally beside it
-  (snakemake, ``mpiexec``), and the tables of both must have the same shape;
+  report); no job may leave its scratch folder on any tier. Its jobs, tables and columns must be those
+  the study plans and a local run writes (the columns test_workflow checks a local smoke study against);
 - the cluster check's refusals against this cluster (no Slurm reachable, an unknown partition, a job
   larger than the node), each one line before any job;
 - a one-cycle study whose scratch tier is a Lua burst buffer, run by an unprivileged user (Slurm refuses
@@ -36,7 +36,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import REPO, cannot_run_here, slurm_cluster_lock, slurm_installed
+from conftest import REPO, cannot_run_here, slurm_cluster_lock, slurm_installed, snapshot_columns
 from cycleio.config.tierspec import Tier
 
 pytestmark = [pytest.mark.e2e, pytest.mark.tool]
@@ -50,7 +50,6 @@ BB_DIRECTIVE = "#BB_LUA pool=localpool capacity=10"
 BB_TRACE = Path("/tmp/bb_trace.log")  # appended to by ci/slurm/burst_buffer.lua
 BB_STAGE = Path("/tmp/bb_stage")  # where ci/slurm/burst_buffer.lua makes each job's buffer
 RUN_SECONDS = 600  # a run that takes longer is killed and its test fails
-TABLES = ["results/smoke/tables/step_summary.csv", "results/smoke/tables/io_events.parquet"]
 # The launcher of MPI programs under the Snakemake Slurm executor. --overlap: a 1-task job runs inside
 # the plugin's `srun -n1` step, where a plain `srun` waits forever for CPUs that step holds.
 SRUN = "srun --overlap -n {ntasks}"
@@ -123,31 +122,6 @@ def slurm():
         if not already_up:
             stop = run("bash", SLURM_CI / "stop.sh", timeout=120)
             assert stop.returncode == 0, stop.stdout + stop.stderr
-
-
-def smoke_overrides(workdir: Path, shm: Path, slurm: bool) -> Path:
-    """Tiers private to one run, node-local scratch in a folder per Slurm job (``local`` outside Slurm);
-    under Slurm the forecast's MPI ranks start with srun, inside the job's allocation."""
-    config = {"tiers": {
-        "node_local": {"kind": "node_local", "path": f"{workdir}/node_local/job-${{SLURM_JOB_ID:-local}}",
-                       "persistent": False, "shared": False},
-        "shm": {"kind": "memory", "path": str(shm), "persistent": False, "shared": False},
-    }}
-    if slurm:
-        config["launcher"] = SRUN
-    path = workdir / "overrides.yaml"
-    path.write_text(yaml.safe_dump(config))
-    return path
-
-
-def start_smoke(base: Path, executor: str) -> Background:
-    workdir = base / executor
-    workdir.mkdir()
-    shm = Path("/dev/shm") / f"cycleio-test-{os.getpid()}-{executor}"
-    overrides = smoke_overrides(workdir, shm, executor == "slurm")
-    argv = [BIN / "snakemake", *TABLES, "-s", REPO / "Snakefile", "--configfile", SMOKE, TRY, overrides, "--cores", "2"]
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}  # the jobs run `python -m snakemake`
-    return Background(f"smoke-{executor}", argv, workdir, env)
 
 
 DARSHAN = REPO / "config" / "studies" / "darshan.yaml"
@@ -303,7 +277,7 @@ def runs(slurm, tmp_path_factory):
     base = tmp_path_factory.mktemp("slurm-runs")
     trace_start = BB_TRACE.stat().st_size if BB_TRACE.exists() else 0
     before = scratch_job_folders(pwd.getpwuid(os.geteuid()).pw_name)
-    started = {"slurm": start_recipe(base), "local": start_smoke(base, "local"), "replay": start_replay_jobs(base)}
+    started = {"slurm": start_recipe(base), "replay": start_replay_jobs(base)}
     bb, bb_home, bb_problem = start_burst_buffer_study()
     started["bb"] = bb
     yield {**started, "bb_home": bb_home, "bb_problem": bb_problem, "trace_start": trace_start,
@@ -311,8 +285,7 @@ def runs(slurm, tmp_path_factory):
     for job in started.values():
         if job is not None:
             job.stop()
-    for executor in ("slurm", "local", "replay"):
-        shutil.rmtree(Path("/dev/shm") / f"cycleio-test-{os.getpid()}-{executor}", ignore_errors=True)
+    shutil.rmtree(Path("/dev/shm") / f"cycleio-test-{os.getpid()}-replay", ignore_errors=True)
     shutil.rmtree(bb_home, ignore_errors=True)
 
 
@@ -325,34 +298,48 @@ def records(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def planned_jobs() -> list:
+    """The jobs the recipe's study plans (cold starts, dumps, steps), as the workflow plans them."""
+    from cycleio.cli import load_config_files
+    from cycleio.workflow.dependencies import CycledJobs
+
+    _, study = load_config_files([str(REPO / "config" / "config.yaml"), str(SMOKE), str(TRY)])
+    return CycledJobs.of_study(study).measured_jobs()
+
+
 def test_smoke_study_runs_under_slurm_with_the_tables_of_a_local_run(runs):
-    slurm, local = runs["slurm"], runs["local"]
+    """Its tables have the columns a local run writes (tests/data/outputs-columns.json, which test_workflow holds
+    a local smoke study to), a row per planned step, and the same events wherever the same thing happens: a step's
+    run on every arm, its staging, cleanup and checks on both staged arms."""
+    slurm = runs["slurm"]
     slurm.check()
-    local.check()
-    keys = ["arm", "cycle", "step", "phase"]
-    shapes = {}
-    for name, job in (("slurm", slurm), ("local", local)):
-        tables = job.cwd / "results" / "smoke" / "tables"
-        events = pd.read_parquet(tables / "io_events.parquet")
-        summary = pd.read_csv(tables / "step_summary.csv", dtype={"cycle": str})
-        shapes[name] = (events.astype({"cycle": str}).groupby(keys).size().to_dict(), list(events.columns),
-                        sorted(map(tuple, summary[["arm", "cycle", "step"]].values.tolist())), list(summary.columns))
-    assert shapes["slurm"][0] == shapes["local"][0], "io_events rows per arm/cycle/step/phase differ"
-    assert shapes["slurm"][1:] == shapes["local"][1:]
-    assert {arm for arm, _, _ in shapes["slurm"][2]} == {"lustre", "node_local", "shm"}
-    print(f"\nsmoke study: {slurm.seconds:.0f} s under Slurm, {local.seconds:.0f} s locally")
+    tables = slurm.cwd / "results" / "smoke" / "tables"
+    events = pd.read_parquet(tables / "io_events.parquet").astype({"cycle": str})
+    summary = pd.read_csv(tables / "step_summary.csv", dtype={"cycle": str})
+    local = snapshot_columns()
+    assert list(events.columns) == local["tables/io_events.parquet"]
+    assert list(summary.columns) == local["tables/step_summary.csv"]
+    steps = {(job.arm, job.cycle, job.name) for job in planned_jobs() if job.name in ("prep", "anal", "fcst", "post")}
+    assert {arm for arm, _, _ in steps} == {"lustre", "node_local", "shm"}
+    assert set(map(tuple, summary[["arm", "cycle", "step"]].values.tolist())) == steps
+    counts = events.groupby(["cycle", "step", "phase", "arm"]).size().unstack("arm")
+    assert set(counts.columns) == {"lustre", "node_local", "shm"}
+    runs_ = counts.xs("run", level="phase")
+    assert (runs_.nunique(axis=1) == 1).all() and runs_.notna().all().all(), runs_
+    staged = counts.drop(index="replay", level="phase")[["node_local", "shm"]]  # replays differ: shm's reads warm
+    assert staged.notna().all().all() and (staged["node_local"] == staged["shm"]).all(), staged
+    print(f"\nsmoke study: {slurm.seconds:.0f} s under Slurm")
 
 
 def test_every_step_job_was_a_slurm_job_with_its_own_node_local_scratch(runs):
-    slurm, local = runs["slurm"], runs["local"]
+    slurm = runs["slurm"]
     slurm.check()
-    local.check()
-    under_slurm, run_locally = manifests(slurm.cwd), manifests(local.cwd)
-    assert sorted(under_slurm) == sorted(run_locally)  # cold starts and steps
+    under_slurm = manifests(slurm.cwd)
+    planned = ["/".join(filter(None, job)) + ".manifest.json" for job in planned_jobs()]  # arm/[cycle/]name
+    assert sorted(under_slurm) == sorted(planned)  # cold starts, dumps and steps
     job_ids = {name: m["provenance"]["slurm_job_id"] for name, m in under_slurm.items()}
     assert all(job_id.isdigit() for job_id in job_ids.values()), job_ids
     assert len(set(job_ids.values())) == len(job_ids), "two steps ran in one Slurm job"
-    assert all(m["provenance"]["slurm_job_id"] == "" for m in run_locally.values())
     # node-local and memory scratch followed $SLURM_JOB_ID: a folder per job (the default tiers' paths)
     tiers = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["tiers"]
     for name, manifest in under_slurm.items():
@@ -432,12 +419,11 @@ def test_the_cluster_check_refuses_before_any_job(slurm, tmp_path):
 
 
 def test_forecast_ranks_start_in_their_job(runs):
-    slurm, local = runs["slurm"], runs["local"]
+    slurm = runs["slurm"]
     slurm.check()
-    local.check()
     arms = slurm.cwd / "results" / "smoke" / "arms"
     forecasts = sorted(arms.rglob("fcst.records.jsonl"))
-    assert len(forecasts) == len(list((local.cwd / "results" / "smoke" / "arms").rglob("fcst.records.jsonl")))
+    assert len(forecasts) == sum(job.name == "fcst" for job in planned_jobs())
     for path in forecasts:
         ranks = {(e["rank"], e["nranks"]) for e in records(path) if e["op"] == "write_effective"}
         assert ranks == {(0, 2), (1, 2)}, (path, ranks)  # both ranks of one 2-rank communicator wrote

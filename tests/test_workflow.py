@@ -114,6 +114,7 @@ def test_manifests_list_verified_outputs(smoke):
     root = Path(manifest["root"])
     assert manifest["outputs"] and all((root / o["path"]).stat().st_size == o["bytes"] for o in manifest["outputs"])
     assert manifest["provenance"]["tiers"]["scratch"]["tier"] == "node_local"
+    assert manifest["provenance"]["slurm_job_id"] == ""  # not a Slurm job (test_slurm: one that is)
 
 
 def test_real_outputs_match_the_study_inventory(smoke):
