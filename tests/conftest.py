@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -254,12 +255,13 @@ def with_changes(config: dict, **changes) -> dict:
 # ------------------------------------------------------------------------------------------------ Snakemake runs
 
 
-def snakemake(repo: Path, workdir: Path, *args: str, check: bool = True,
-              study: str = "smoke") -> subprocess.CompletedProcess:
+def snakemake(repo: Path, workdir: Path, *args: str, check: bool = True, study: str = "smoke",
+              targets: Sequence[str] = ()) -> subprocess.CompletedProcess:
     """A study of config/studies (the smoke study unless named; with workdir/tiers.yaml laid over it) through the
-    venv's snakemake, run in workdir."""
+    venv's snakemake, run in workdir; targets instead of rule all's (before the options: --configfile takes every
+    word after it)."""
     bin_dir = Path(sys.executable).parent
-    cmd = [str(bin_dir / "snakemake"), "-s", str(repo / "Snakefile"), "--cores", "2",
+    cmd = [str(bin_dir / "snakemake"), *targets, "-s", str(repo / "Snakefile"), "--cores", "2",
            "--configfile", str(repo / "config" / "studies" / f"{study}.yaml"), str(workdir / "tiers.yaml"), *args]
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
     result = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, env=env, timeout=600)

@@ -20,6 +20,8 @@ from cycleio.surrogates.archive_lists import job_tarballs, tarball_members
 pytestmark = pytest.mark.e2e
 ARMS = ("lustre", "node_local")
 CYCLES = ("2026123112", "2026123118", "2027010100")
+# what the tests read (the jobs, their tables and the summary): not the figures
+TARGETS = [f"results/smoke/{name}" for name in ("summary.md", "tables/cycle_timeline.csv", "tables/io_events.parquet")]
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +38,7 @@ def archived(tmp_path_factory):
         "benchmarks": {"enabled": False},
     }
     (workdir / "tiers.yaml").write_text(yaml.safe_dump(overrides))
-    snakemake(repo, workdir)
+    snakemake(repo, workdir, targets=TARGETS)
     return workdir
 
 
@@ -138,11 +140,11 @@ def test_cleanup_keeps_only_the_cycles_still_read_and_redoing_a_reader_of_a_remo
     fcst = json.loads((results / f"arms/node_local/{CYCLES[2]}/fcst.manifest.json").read_text())
     assert all((persistent / o["path"]).stat().st_size == o["bytes"] for o in fcst["outputs"])
     repo = Path(__file__).resolve().parents[1]
-    assert "Nothing to be done" in snakemake(repo, archived, "-n").stdout
+    assert "Nothing to be done" in snakemake(repo, archived, "-n", targets=TARGETS).stdout
     # anal of the next cycle reads 2026123112's files, which are gone: redoing it alone is refused up front
     anal = results / "arms/node_local/2026123118/anal.manifest.json"
     anal.unlink()
-    refused = snakemake(repo, archived, check=False)
+    refused = snakemake(repo, archived, targets=TARGETS, check=False)
     assert refused.returncode != 0
     assert ("cannot start the study: the cleanup already removed the files these jobs read from the "
             "persistent tier (cycles.keep)") in refused.stderr, refused.stderr[-3000:]
