@@ -12,8 +12,8 @@ import psutil
 import pytest
 
 from cycleio import process
-from cycleio.process import (STALE_SEGMENT_S, launcher_argv, package_folder, rank_program, remove_orphan_segments,
-                             run_command, which)
+from cycleio.process import (STALE_SEGMENT_S, StartupTimeout, launcher_argv, package_folder, rank_program,
+                             remove_orphan_segments, run_command, which)
 from conftest import REPO
 
 
@@ -35,6 +35,18 @@ def test_a_command_past_its_timeout_ends_with_its_children(tmp_path):
     while psutil.pid_exists(child) and psutil.Process(child).status() != psutil.STATUS_ZOMBIE:
         assert time.monotonic() < deadline, "the command's child is still running"
         time.sleep(0.05)
+
+
+def test_a_command_that_does_not_start_in_its_time_ends_with_its_children_and_one_that_does_runs_on(tmp_path):
+    pid_file, marker = tmp_path / "child.pid", tmp_path / "started"
+    with pytest.raises(StartupTimeout):  # never says it started: ended after its start-up time, not its timeout
+        run_command(["sh", "-c", f"sleep 60 & echo $! > {pid_file}; wait"], timeout=120,
+                    started=(marker.exists, 0.5))
+    _, alive = psutil.wait_procs([psutil.Process(int(pid_file.read_text()))], timeout=30)
+    assert not alive or alive[0].status() == psutil.STATUS_ZOMBIE
+    # says it started (the marker), then runs past the start-up time to its end
+    done = run_command(["sh", "-c", f"touch {marker}; sleep 1.5; exit 3"], timeout=120, started=(marker.exists, 0.5))
+    assert done.returncode == 3
 
 
 def test_a_command_that_cannot_start_raises_oserror():

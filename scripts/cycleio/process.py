@@ -17,7 +17,7 @@ import sysconfig
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Callable
 
 import psutil
 
@@ -152,30 +152,51 @@ def _running(proc: psutil.Process) -> bool:
         return False
 
 
+class StartupTimeout(subprocess.TimeoutExpired):
+    """The command did not say it had started (``run_command``'s ``started``) within its start-up time."""
+
+
 def run_command(argv: list[str], *, timeout: float, stdout: int | IO | None = None, stderr: int | IO | None = None,
                 stdin: int | IO | None = subprocess.DEVNULL, cwd: Any = None, env: dict | None = None,
-                text: bool = False) -> subprocess.CompletedProcess:
+                text: bool = False, started: tuple[Callable[[], bool], float] | None = None
+                ) -> subprocess.CompletedProcess:
     """``subprocess.run`` with a timeout that ends the whole tree, then raises ``subprocess.TimeoutExpired``.
 
+    ``started``: (a test that the command has started, the seconds it may take): a command that has not started
+    by then is ended the same way and raises StartupTimeout (an MPI program hung in its start-up).
     The command stays in the caller's process group (no new session), so a signal that Snakemake or
     a terminal sends to the job's group still reaches the tool directly. Starting failures raise
     OSError, as Popen does.
     """
-    started = time.time()
+    began = time.monotonic()
+    started_at = time.time()
     process = subprocess.Popen(argv, stdin=stdin, stdout=stdout, stderr=stderr, cwd=cwd, env=env, text=text)
     try:
-        out, err = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
+        while True:
+            waited = time.monotonic() - began
+            try:
+                out, err = process.communicate(timeout=max(0.0, timeout - waited) if started is None
+                                               else min(1.0, max(0.0, timeout - waited)))
+                break
+            except subprocess.TimeoutExpired:
+                waited = time.monotonic() - began
+                if started is not None and waited >= started[1] and not started[0]():
+                    raise StartupTimeout(argv, started[1]) from None
+                if waited >= timeout:
+                    raise
+    except subprocess.TimeoutExpired as expired:
         stop_tree(process)
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.communicate(timeout=GRACE_S)  # closes the pipes, if any
-        remove_orphan_segments(started)
+        remove_orphan_segments(started_at)
+        if isinstance(expired, StartupTimeout):
+            raise
         raise subprocess.TimeoutExpired(argv, timeout) from None
     except BaseException:
         stop_tree(process)
-        remove_orphan_segments(started)
+        remove_orphan_segments(started_at)
         raise
-    remove_orphan_segments(started if process.returncode != 0 else None)
+    remove_orphan_segments(started_at if process.returncode != 0 else None)
     return subprocess.CompletedProcess(argv, process.returncode, out, err)
 
 

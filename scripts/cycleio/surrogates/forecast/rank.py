@@ -351,6 +351,10 @@ def rank_main(spec_path: Path) -> int:
 
     spec = json.loads(Path(spec_path).read_text())
     rank = MPI.COMM_WORLD.Get_rank()
+    if spec.get("started"):  # every rank past MPI's start-up: the launcher stops waiting for a hung one
+        MPI.COMM_WORLD.Barrier()
+        if rank == 0:
+            Path(spec["started"]).touch()
     try:
         import h5py  # noqa: F401: imported by the first netCDF write otherwise, inside the counted work
 
