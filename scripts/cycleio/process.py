@@ -168,22 +168,18 @@ def run_command(argv: list[str], *, timeout: float, stdout: int | IO | None = No
     a terminal sends to the job's group still reaches the tool directly. Starting failures raise
     OSError, as Popen does.
     """
-    began = time.monotonic()
-    started_at = time.time()
+    started_at, began = time.time(), time.monotonic()
     process = subprocess.Popen(argv, stdin=stdin, stdout=stdout, stderr=stderr, cwd=cwd, env=env, text=text)
     try:
-        while True:
-            waited = time.monotonic() - began
+        if started is not None and started[1] < timeout:
             try:
-                out, err = process.communicate(timeout=max(0.0, timeout - waited) if started is None
-                                               else min(1.0, max(0.0, timeout - waited)))
-                break
+                out, err = process.communicate(timeout=started[1])
             except subprocess.TimeoutExpired:
-                waited = time.monotonic() - began
-                if started is not None and waited >= started[1] and not started[0]():
+                if not started[0]():
                     raise StartupTimeout(argv, started[1]) from None
-                if waited >= timeout:
-                    raise
+                out, err = process.communicate(timeout=timeout - (time.monotonic() - began))
+        else:
+            out, err = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired as expired:
         stop_tree(process)
         with contextlib.suppress(subprocess.TimeoutExpired):
