@@ -115,10 +115,13 @@ def pytest_xdist_make_scheduler(config, log):
         def _assign_work_unit(self, node) -> None:
             """The next group for this worker (WAITING's alone on the last of three or more workers, every other
             group on the others, and a WAITING group no waiting worker takes), or its shutdown when none is left."""
-            waiting_worker = len(self.nodes) >= 3 and node is self.nodes[-1]
-            fits = [scope for scope in self.workqueue if (scope in WAITING) == waiting_worker]
-            if not fits and not waiting_worker and not (len(self.nodes) >= 3 and not self.nodes[-1].shutting_down):
-                fits = list(self.workqueue)
+            waiting_worker = self.nodes[-1] if len(self.nodes) >= 3 else None
+            if node is waiting_worker:
+                fits = [scope for scope in self.workqueue if scope in WAITING]
+            else:
+                fits = [scope for scope in self.workqueue if scope not in WAITING]
+                if not fits and (waiting_worker is None or waiting_worker.shutting_down):
+                    fits = list(self.workqueue)
             if not fits:
                 if not node.shutting_down:
                     node.shutdown()
