@@ -19,6 +19,7 @@ Without root or Slurm the module skips with the reason, except in CI (CI=true), 
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import pwd
@@ -37,6 +38,7 @@ import pytest
 import yaml
 
 from conftest import REPO, cannot_run_here, slurm_cluster_lock, slurm_installed, snapshot_columns
+from cycleio.config.calendar import FULL_CYCLE_STEPS
 from cycleio.config.tierspec import Tier
 
 pytestmark = [pytest.mark.e2e, pytest.mark.tool]
@@ -298,6 +300,7 @@ def records(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+@functools.cache
 def planned_jobs() -> list:
     """The jobs the recipe's study plans (cold starts, dumps, steps), as the workflow plans them."""
     from cycleio.cli import load_config_files
@@ -319,13 +322,13 @@ def test_smoke_study_runs_under_slurm_with_the_tables_of_a_local_run(runs):
     local = snapshot_columns()
     assert list(events.columns) == local["tables/io_events.parquet"]
     assert list(summary.columns) == local["tables/step_summary.csv"]
-    steps = {(job.arm, job.cycle, job.name) for job in planned_jobs() if job.name in ("prep", "anal", "fcst", "post")}
+    steps = {(job.arm, job.cycle, job.name) for job in planned_jobs() if job.name in FULL_CYCLE_STEPS}
     assert {arm for arm, _, _ in steps} == {"lustre", "node_local", "shm"}
     assert set(map(tuple, summary[["arm", "cycle", "step"]].values.tolist())) == steps
     counts = events.groupby(["cycle", "step", "phase", "arm"]).size().unstack("arm")
     assert set(counts.columns) == {"lustre", "node_local", "shm"}
-    runs_ = counts.xs("run", level="phase")
-    assert (runs_.nunique(axis=1) == 1).all() and runs_.notna().all().all(), runs_
+    run_events = counts.xs("run", level="phase")
+    assert (run_events.nunique(axis=1) == 1).all() and run_events.notna().all().all(), run_events
     staged = counts.drop(index="replay", level="phase")[["node_local", "shm"]]  # replays differ: shm's reads warm
     assert staged.notna().all().all() and (staged["node_local"] == staged["shm"]).all(), staged
     print(f"\nsmoke study: {slurm.seconds:.0f} s under Slurm")
