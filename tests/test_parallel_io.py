@@ -86,7 +86,7 @@ def test_the_stack_is_built_for_parallel_io(parallel_python):
 
 
 @pytest.mark.tool
-@pytest.mark.timeout(180)
+@pytest.mark.timeout(400)
 @pytest.mark.parametrize("strategy, ranks, extra", [
     ("parallel", 2, {}),  # collective
     ("parallel", 4, {"mpiio": "independent"}),  # 4 ranks on 2 cores; compressed history collective regardless

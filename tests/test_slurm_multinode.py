@@ -153,7 +153,8 @@ def test_mpi_ranks_form_one_communicator_across_the_nodes(nodes):
 
 MULTINODE_STUDY = "config/studies/smoke.yaml config/studies/multinode.yaml"  # docs/cluster.md's multi-node recipe
 RECIPE = ["make", "study", "PROFILE=profiles/slurm-localhost", f"STUDY={MULTINODE_STUDY}"]
-STUDY_SECONDS = 300  # a run that takes longer is stopped and the test fails with its log
+# a run that takes longer is stopped and the test fails with its log: 75 s alone, 130 s beside two busy loops
+STUDY_SECONDS = 480
 
 
 def scratch_on_nodes() -> dict[str, list[str]]:
@@ -186,11 +187,18 @@ def study_run(nodes):
     with open(log, "w") as out:
         proc = subprocess.Popen(RECIPE, stdout=out, stderr=subprocess.STDOUT, cwd=workdir, env=env,
                                 start_new_session=True)
+        stopped = ""
         try:
             proc.wait(timeout=STUDY_SECONDS)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=60)
+            stopped = f"\n--- stopped: make study had not ended after {STUDY_SECONDS} s\n"
+            os.killpg(proc.pid, signal.SIGTERM)  # Snakemake cancels its Slurm jobs
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                stopped += "--- and was killed: it had not ended 60 s after SIGTERM\n"
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
     jobs = "".join(f"\n--- {path.name}\n{path.read_text(errors='replace')[-1500:]}"
                    for path in sorted((workdir / ".snakemake" / "slurm_logs").rglob("*.log")))
     # the step's own log says why a job failed; the Slurm log only that its command did
@@ -199,7 +207,7 @@ def study_run(nodes):
                            if re.search(r"Traceback|ERROR|Error", path.read_text(errors="replace")))
     made = log.read_text(errors="replace")
     done = {"workdir": workdir, "make": made, "returncode": proc.returncode, "before": before,
-            "output": failed_steps[-8000:] + made[-3000:] + jobs[-4000:], "after": scratch_on_nodes()}
+            "output": failed_steps[-8000:] + made[-3000:] + jobs[-4000:] + stopped, "after": scratch_on_nodes()}
     try:
         yield done
     finally:
