@@ -36,3 +36,34 @@ def test_a_read_counts_the_bytes_its_calls_returned(tmp_path, name, kind, params
     assert size == written.bytes and read.bytes <= size
     if kind == "atm_history":
         assert read.bytes < size  # the file's unused space, which no library reads
+
+
+def test_compressed_chunks_are_read_a_batch_at_a_time_then_decoded(tmp_path, monkeypatch):
+    """Every chunk of a compressed file is read once and inflated once, after its batch is read (the kernel's
+    readahead would otherwise fill the next chunks while one inflates, and their storage time land in decode)."""
+    from cycleio.surrogates import readers
+    from cycleio.surrogates.kinds import Compression
+
+    name = "gdas.t00z.atmf003.nc"
+    spec = FileSpec(name, "atm_history", (("fhour", 3),))
+    write_file(tmp_path / name, spec, WriteContext(Grid("C12", 4), 1, "2026010100", Compression(zlib_level=1)))
+    pieces, _ = readers._stored_pieces(tmp_path / name)
+    compressed = [size for _, size, pipeline, _ in pieces if pipeline]
+    assert len(compressed) > 4
+    order = []
+    monkeypatch.setattr(readers, "_pread_all", lambda fd, view, offset, path: order.append(("read", len(view))))
+    monkeypatch.setattr(readers, "decode_chunk", lambda view, pipeline, itemsize: order.append(("decode", len(view))))
+    batch = sum(sorted(compressed)[-2:])  # room for the two largest chunks: several batches
+    reader = FileReader(buffer_bytes=max(compressed), batch_bytes=batch)
+    read = reader.read(tmp_path / name, "atm_history")
+    decoded = [size for op, size in order if op == "decode"]
+    assert sorted(decoded) == sorted(compressed)
+    assert read.cpu.decode > 0 and read.cpu.locate > 0
+    # within a batch, every read comes before any decode; and no batch held more than its room
+    runs, last = [], None
+    for op, size in order:
+        if op != last:
+            runs.append([op, 0])
+            last = op
+        runs[-1][1] += size
+    assert len(runs) > 2 and all(total <= batch for op, total in runs if op == "decode")
