@@ -14,8 +14,6 @@ rule archive_cycle:
         records=step_file("{arm}", "{cycle}", "{step}", "records.jsonl"),
     log:
         out("logs", "{arm}", "{cycle}", "{step}.log"),
-    benchmark:
-        out("benchmarks", "{arm}", "{cycle}", "{step}.tsv")
     wildcard_constraints:
         step=ARCHIVE_JOB,
     conda:

@@ -11,8 +11,6 @@ rule coldstart:
         records=arm_file("{arm}", "coldstart", "records.jsonl"),
     log:
         out("logs", "{arm}", "coldstart.log"),
-    benchmark:
-        out("benchmarks", "{arm}", "coldstart.tsv")
     conda:
         "../envs/cycleio.yaml"
     resources:
@@ -33,8 +31,6 @@ rule darshan_inputs:
         records=arm_file("{arm}", "darshan_inputs", "records.jsonl"),
     log:
         out("logs", "{arm}", "darshan_inputs.log"),
-    benchmark:
-        out("benchmarks", "{arm}", "darshan_inputs.tsv")
     conda:
         "../envs/cycleio.yaml"
     resources:
@@ -55,8 +51,6 @@ rule obs_dump:
         records=step_file("{arm}", "{cycle}", "dump", "records.jsonl"),
     log:
         out("logs", "{arm}", "{cycle}", "dump.log"),
-    benchmark:
-        out("benchmarks", "{arm}", "{cycle}", "dump.tsv")
     conda:
         "../envs/cycleio.yaml"
     resources:
@@ -79,8 +73,6 @@ rule cycle_step:
         records=step_file("{arm}", "{cycle}", "{step}", "records.jsonl"),
     log:
         out("logs", "{arm}", "{cycle}", "{step}.log"),
-    benchmark:
-        out("benchmarks", "{arm}", "{cycle}", "{step}.tsv")
     conda:
         "../envs/cycleio.yaml"
     threads: rule_threads(STUDY.arms)
@@ -90,15 +82,12 @@ rule cycle_step:
         attempt=lambda wildcards, attempt: attempt,
     params:
         settings=job_settings(),
-        # a failed attempt's records, kept here (not outputs: Snakemake would remove them)
-        failed_attempts=step_file("{arm}", "{cycle}", "{step}", "failed-attempts"),
     message:
         "{wildcards.step} of cycle {wildcards.cycle}, arm {wildcards.arm}"
     shell:
         "python -m cycleio --log {log:q} step --arm-settings {params.settings:q}"
         " --cycle {wildcards.cycle} --step {wildcards.step} --attempt {resources.attempt}"
-        " --records {output.records:q} --manifest {output.manifest:q}"
-        " --failed-attempts {params.failed_attempts:q}"
+        " --records {output.records:q} --manifest {output.manifest:q}"  # a failed attempt's records: beside them
 
 
 rule cleanup_cycle:
@@ -109,8 +98,6 @@ rule cleanup_cycle:
         records=step_file("{arm}", "{cycle}", "cleanup", "records.jsonl"),
     log:
         out("logs", "{arm}", "{cycle}", "cleanup.log"),
-    benchmark:
-        out("benchmarks", "{arm}", "{cycle}", "cleanup.tsv")
     priority: 50
     conda:
         "../envs/cycleio.yaml"

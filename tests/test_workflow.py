@@ -117,6 +117,10 @@ def test_manifests_list_verified_outputs(smoke):
     assert manifest["outputs"] and all((root / o["path"]).stat().st_size == o["bytes"] for o in manifest["outputs"])
     assert manifest["provenance"]["tiers"]["scratch"]["tier"] == "node_local"
     assert manifest["provenance"]["slurm_job_id"] == ""  # not a Slurm job (test_slurm: one that is)
+    # what the job used, in its manifest (no Snakemake benchmark file per cycled job): the forecast's ranks included
+    usage = manifest["usage"]
+    assert usage["max_rss_MiB"] > 50 and usage["children_max_rss_MiB"] > 50 and usage["cpu_user_s"] > 0, usage
+    assert not (workdir / "results/smoke/benchmarks/node_local").exists()
 
 
 def test_real_outputs_match_the_study_inventory(smoke):

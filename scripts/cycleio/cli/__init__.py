@@ -45,9 +45,11 @@ def cmd_step(args) -> None:
 
     settings = _job_settings(args)
     with _arm_job(settings):
-        run_step(settings, args.cycle, args.step, Path(args.records), Path(args.manifest), attempt=args.attempt,
-                 failed_attempts=Path(args.failed_attempts) if args.failed_attempts else None,
-                 replay=PairedReplay.from_settings(settings.replay))
+        manifest = Path(args.manifest)
+        failed_attempts = Path(args.failed_attempts) if args.failed_attempts else \
+            manifest.with_name(manifest.name.removesuffix(".manifest.json") + ".failed-attempts")
+        run_step(settings, args.cycle, args.step, Path(args.records), manifest, attempt=args.attempt,
+                 failed_attempts=failed_attempts, replay=PairedReplay.from_settings(settings.replay))
 
 
 def cmd_stage_node(args) -> None:
@@ -404,7 +406,8 @@ def build_parser() -> argparse.ArgumentParser:
     step.add_argument("--attempt", type=int, default=1)
     step.add_argument("--records", required=True, help="JSON-lines records to write")
     step.add_argument("--manifest", required=True, help="manifest to write last")
-    step.add_argument("--failed-attempts", help="folder that keeps a failed attempt's records (attemptN.PID.records.jsonl)")
+    step.add_argument("--failed-attempts", help="folder that keeps a failed attempt's records (attemptN.PID.records.jsonl); "
+                                                "by default STEP.failed-attempts beside the manifest")
     step.set_defaults(func=cmd_step)
 
     node = sub.add_parser("stage-node", help="one node's part of a job's staging over several nodes (runner.nodes): "

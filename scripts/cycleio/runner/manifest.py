@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import platform
+import resource
 import socket
 import sys
 from pathlib import Path
@@ -57,9 +58,20 @@ def outputs_listing(landed: dict[str, tuple[int, str]], held_on: dict[str, str] 
             for path, (size, checksum) in landed.items()]
 
 
+def usage() -> dict:
+    """What the job's process used so far, and the processes it waited for (its tools, an MPI launcher and the ranks
+    that launcher reaped; not ranks Slurm started): peak resident memory and CPU seconds (getrusage)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return {"max_rss_MiB": round(own.ru_maxrss / 1024, 1), "children_max_rss_MiB": round(children.ru_maxrss / 1024, 1),
+            "cpu_user_s": round(own.ru_utime + children.ru_utime, 3),
+            "cpu_system_s": round(own.ru_stime + children.ru_stime, 3)}
+
+
 def finish(records: RecordLog, records_path: Path, manifest: dict, manifest_path: Path) -> dict:
-    """The job's records, then its manifest, last: its presence means the job is complete."""
+    """The job's records, then its manifest (with what the job used), last: its presence means the job is
+    complete."""
     records.write(records_path)
+    manifest = {**manifest, "usage": usage()}
     write_json_atomic(manifest_path, manifest)
     return manifest
 
