@@ -84,10 +84,11 @@ rule cycle_step:
         settings=job_settings(),
     message:
         "{wildcards.step} of cycle {wildcards.cycle}, arm {wildcards.arm}"
+    # a failed attempt's records go beside the manifest (cycleio step's --failed-attempts default)
     shell:
         "python -m cycleio --log {log:q} step --arm-settings {params.settings:q}"
         " --cycle {wildcards.cycle} --step {wildcards.step} --attempt {resources.attempt}"
-        " --records {output.records:q} --manifest {output.manifest:q}"  # a failed attempt's records: beside them
+        " --records {output.records:q} --manifest {output.manifest:q}"
 
 
 rule cleanup_cycle:
