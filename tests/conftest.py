@@ -344,7 +344,7 @@ FCST_CYCLE = "2026010106"
 FCST_START = "2026010100"
 # A hang bound, not a speed bound: 4 Open MPI ranks on 2 cores beside other CPU-bound work wait in HDF5's collectives
 # (the ranks yield their core when oversubscribed and get little of it back): the 4-rank test forecast took 4.6 s
-# alone and 116-148 s beside three busy loops. A hang at MPI's start-up is caught sooner (launcher.startup_timeout).
+# alone and 116-148 s beside three busy loops. A hang at MPI's start-up is caught sooner (process.startup_timeout).
 FCST_TIMEOUT_S = 300
 
 
@@ -900,3 +900,15 @@ def assert_study_matches_snapshot(results: Path) -> None:
                             f"lacks {sorted(set(snapshot[name]) - set(real[name]))}")
     assert not problems, (f"{OUTPUTS_COLUMNS.relative_to(REPO)} and the smoke study's tables differ (write it "
                           f"again: {OUTPUTS_COLUMNS_COMMAND} {results}):\n" + "\n".join(problems))
+
+
+def hanging_launchers(folder: Path, mpiexec: str) -> tuple[str, str]:
+    """A stand-in for a fault that cannot be caused at will (ranks waiting for ever in PMI, seen on several Slurm
+    nodes of one machine): a launcher that hangs at its first launch and starts the ranks at the next, and one that
+    always hangs."""
+    once, always = folder / "hang-once", folder / "hang-always"
+    once.write_text(f'#!/bin/sh\n[ -e {folder}/hung ] || {{ touch {folder}/hung; exec sleep 300; }}\nexec "$@"\n')
+    always.write_text("#!/bin/sh\nexec sleep 300\n")
+    for script in (once, always):
+        script.chmod(0o755)
+    return f"{once} {mpiexec} -n {{ntasks}}", f"{always} {mpiexec} -n {{ntasks}}"

@@ -17,7 +17,7 @@ from cycleio.cli import main
 from cycleio.darshan.logs import DarshanLogError, read_log
 from cycleio.darshan.replay import Target, fitting_scale, replay
 from cycleio.darshan.report import CSV_COLUMNS, fidelity_rows, write_replay
-from conftest import require_tool
+from conftest import hanging_launchers, require_tool
 
 LOGS = Path(darshan.__file__).parent / "examples" / "example_logs"
 MACSIO = next(LOGS.glob("shane_macsio_*.darshan"))
@@ -186,6 +186,21 @@ def test_the_venvs_mpiexec_starts_the_ranks_whatever_is_first_on_path(mpiexec, t
     assert Path(runs[0].launcher[0]).parent == Path(sys.executable).parent
     assert "--allow-run-as-root" not in runs[0].launcher
     check_fidelity(fidelity_rows(plan, runs[0]), 1.0)
+
+
+def test_a_replay_whose_ranks_hang_in_mpi_start_up_is_launched_again(mpiexec, tmp_path, monkeypatch, caplog):
+    from cycleio import process
+
+    monkeypatch.setattr(process, "startup_timeout", lambda ntasks: 3.0)
+    once, always = hanging_launchers(tmp_path, mpiexec)
+    (tmp_path / "t").mkdir()
+    with caplog.at_level("WARNING"):
+        _, plan, runs = replay(LOGS / "ior_hdf5_example.darshan", [Target("t", tmp_path / "t")], launcher=once)
+    assert "did not all start within 3 s: stopped and launched again" in caplog.text
+    check_fidelity(fidelity_rows(plan, runs[0]), 1.0)
+    # hung twice: an error naming it, not a wait for the replay's whole timeout
+    with pytest.raises(Exception, match="did not start twice: its ranks did not all pass MPI's start-up within 3 s"):
+        replay(LOGS / "ior_hdf5_example.darshan", [Target("t", tmp_path / "t")], launcher=always)
 
 
 def test_a_missing_launcher_is_named(tmp_path):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import require_tool
+from conftest import hanging_launchers, require_tool
 from cycleio.benchmarks import fieldio
 from cycleio.benchmarks.benchparse import BenchmarkOutputError, parse_any, parse_fieldio_json
 from cycleio.benchmarks.common import BenchmarkError
@@ -112,6 +112,27 @@ def test_a_failing_rank_fails_the_run_with_its_reason(tmp_path):
     spec = FieldIOSpec(patterns=("0B",), layouts=("bogus",), fields_per_task=1, field_size_bytes=KIB)
     with pytest.raises(BenchmarkError, match=r"field I/O failed \(exit code \d+\): .*unknown field layout 'bogus'"):
         run(tmp_path, 2, spec)
+
+
+@pytest.mark.tool
+@pytest.mark.mpi  # waits out two hung start-ups: in make test, not make test-fast
+def test_ranks_that_hang_in_mpi_start_up_are_launched_again(tmp_path, monkeypatch, caplog):
+    """A fault that cannot be caused at will, by the stand-in launchers of conftest.hanging_launchers."""
+    from cycleio import process
+
+    mpiexec = require_tool("mpiexec", "field I/O runs its tasks as MPI ranks (pip install mpich)")
+    monkeypatch.setattr(process, "startup_timeout", lambda ntasks: 3.0)
+    once, always = hanging_launchers(tmp_path, mpiexec)
+    spec = FieldIOSpec(patterns=("0B",), layouts=("file_per_field",), fields_per_task=1, field_size_bytes=KIB)
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    with caplog.at_level("WARNING"):
+        rows = fieldio.run_fieldio(tmp_path / "tier", spec, 2, 1, once, raw, "fieldio.n2")
+    assert rows and "field I/O: its ranks did not all start within 3 s: stopped and launched again" in caplog.text
+    assert not list(raw.glob("*.started"))
+    with pytest.raises(BenchmarkError, match="field I/O did not start twice: its ranks did not all pass MPI's "
+                                             "start-up within 3 s"):
+        fieldio.run_fieldio(tmp_path / "tier", spec, 2, 1, always, raw, "fieldio.n2")
 
 
 def test_parser_refuses_other_and_broken_outputs(tmp_path):

@@ -14,8 +14,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from conftest import (FCST_CYCLE, FCST_TIMEOUT_S, assert_same_files, fcst_writes, forecast_arm,
-                      forecast_context, require_tool, run_forecast, sampled_writes)
+from conftest import (FCST_CYCLE, FCST_TIMEOUT_S, assert_same_files, fcst_writes, forecast_arm, forecast_context,
+                      hanging_launchers, require_tool, run_forecast, sampled_writes)
 from cycleio.surrogates.forecast.launcher import launch_provenance, program_stack, run_forecast_mpi
 from cycleio.surrogates.forecast.layout import ForecastError, RankLayout
 from cycleio.surrogates.forecast.plan import hour_groups
@@ -207,25 +207,18 @@ def test_a_forecast_past_its_timeout_is_stopped_with_its_ranks(mpiexec, forecast
 
 def test_a_forecast_whose_ranks_hang_in_mpi_start_up_is_launched_again(mpiexec, forecast_dir, tmp_path, monkeypatch,
                                                                         caplog):
-    """A stand-in for a fault that cannot be caused at will (ranks waiting forever in PMI, seen on several Slurm
-    nodes of one machine): a launcher that hangs on its first launch and starts the ranks on the next."""
-    from cycleio.surrogates.forecast import launcher
+    """A fault that cannot be caused at will, by the stand-in launchers of conftest.hanging_launchers."""
+    from cycleio import process
 
-    hang_once = tmp_path / "hang-once"
-    hang_once.write_text(f'#!/bin/sh\n[ -e {tmp_path}/hung ] || {{ touch {tmp_path}/hung; exec sleep 300; }}\n'
-                         f'exec "$@"\n')
-    hang_once.chmod(0o755)
-    monkeypatch.setattr(launcher, "startup_timeout", lambda ntasks: 5.0)
+    once, always = hanging_launchers(tmp_path, mpiexec)
+    monkeypatch.setattr(process, "startup_timeout", lambda ntasks: 5.0)
     arm = forecast_arm("serial", 2)
-    arm.launcher = f"{hang_once} {mpiexec} -n {{ntasks}}"
+    arm.launcher = once
     with caplog.at_level("WARNING"):
         records = run_forecast_mpi(arm, FCST_CYCLE, forecast_dir, fcst_writes(), forecast_context(arm), label="[t]")
     assert records and "did not all start within 5 s: stopped and launched again" in caplog.text
     # hung twice: an error naming it, not a wait for the forecast's whole timeout
-    hang_always = tmp_path / "hang-always"
-    hang_always.write_text("#!/bin/sh\nexec sleep 300\n")
-    hang_always.chmod(0o755)
-    arm.launcher = f"{hang_always} {mpiexec} -n {{ntasks}}"
+    arm.launcher = always
     with pytest.raises(ForecastError, match="did not start twice: its ranks did not all pass MPI's start-up within 5 s"):
         run_forecast_mpi(arm, FCST_CYCLE, forecast_dir, fcst_writes(), forecast_context(arm), label="[t]")
 

@@ -55,9 +55,46 @@ class RankProgram:
     env: dict[str, str]
 
 
-def rank_program(module: str, *args: str, python: str | None = None, links: Path | None = None) -> RankProgram:
+# The file a rank program's rank 0 touches once every rank is past MPI's start-up (say_ranks_started), named in
+# the ranks' environment by rank_program's ``started``; launch_ranks waits for it.
+STARTED_VARIABLE = "CYCLEIO_RANKS_STARTED"
+
+
+def startup_timeout(ntasks: int) -> float:
+    """The seconds an MPI program's ranks may take to all pass MPI's start-up: a minute, and more for many ranks."""
+    return 60.0 + 0.05 * ntasks
+
+
+def say_ranks_started(comm) -> None:
+    """In a rank program, right after MPI's start-up: once every rank is past it, rank 0 touches the file
+    STARTED_VARIABLE names (if the launcher named one)."""
+    path = os.environ.get(STARTED_VARIABLE)
+    if path:
+        comm.Barrier()
+        if comm.Get_rank() == 0:
+            Path(path).touch()
+
+
+def launch_ranks(argv: list[str], *, ntasks: int, started: Path, timeout: float,
+              relaunching: Callable[[float], None] | None = None, **kwargs) -> subprocess.CompletedProcess:
+    """``run_command`` for a rank program started with ``started`` (rank_program's). Ranks that have not all passed
+    MPI's start-up within startup_timeout(ntasks) are stopped and launched once more (seen on several Slurm nodes
+    of one machine: every rank waiting in PMI for an answer that never comes), after ``relaunching(seconds)`` (the
+    caller's word on it, its clean-up); a second such start raises StartupTimeout (its ``timeout``: the seconds)."""
+    watch = (started.exists, startup_timeout(ntasks))
+    try:
+        return run_command(argv, timeout=timeout, started=watch, **kwargs)
+    except StartupTimeout:
+        if relaunching is not None:
+            relaunching(watch[1])
+        return run_command(argv, timeout=timeout, started=watch, **kwargs)
+
+
+def rank_program(module: str, *args: str, python: str | None = None, links: Path | None = None,
+                 started: Path | None = None) -> RankProgram:
     """``python -m module args`` (``python`` this one by default) started so that every rank imports the cycleio
-    this process imported, from a checkout or an installed package alike.
+    this process imported, from a checkout or an installed package alike; with ``started``, its ranks say there
+    when they have all passed MPI's start-up (say_ranks_started), for launch_ranks.
 
     A checkout's package (the folder holding it: scripts/) goes first on PYTHONPATH. An installed one needs nothing
     for this Python; another Python (the parallel stack's, an environment of its own) gets a folder holding only a
@@ -78,6 +115,8 @@ def rank_program(module: str, *args: str, python: str | None = None, links: Path
                 link.symlink_to(folder / PACKAGE, target_is_directory=True)
             folder = links
     env = dict(os.environ)
+    if started is not None:
+        env[STARTED_VARIABLE] = str(started)
     if folder is not None:
         paths = [str(folder), *(p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != str(folder))]
         env["PYTHONPATH"] = os.pathsep.join(paths)

@@ -6,6 +6,7 @@ its raw output.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import shlex
@@ -17,8 +18,10 @@ from pathlib import Path
 from typing import Callable
 
 from .. import process
-from ..process import run_command, which
+from ..process import StartupTimeout, launch_ranks, run_command, which
 from .rows import ROW_KEYS, BenchmarkOutputError
+
+log = logging.getLogger(__name__)
 
 CONTEXT_COLUMNS = ("study", "benchmark", "pattern", "tier", "tier_kind", "fs_type", "host", "host_cores")
 EXTRA_COLUMNS = ("cache_risk", "t_start")
@@ -65,19 +68,39 @@ class Run:
 
 
 def run_tool(tool: str, argv: list[str], raw_dir: Path, name: str, timeout: float, cwd: Path | None = None,
-             env: dict | None = None) -> Run:
+             env: dict | None = None, ranks: tuple[int, Path] | None = None) -> Run:
     """Run ``tool`` (its name in errors) with stdout and stderr to NAME.stdout.txt / NAME.stderr.txt, and
     its exact command line, exit code and timing to NAME.meta.json, all in ``raw_dir``.
 
     A run that cannot start, or outlives ``timeout`` seconds (its whole process tree is then stopped),
-    raises BenchmarkError; a non-zero exit is the caller's to judge (see :func:`parse_run`).
+    raises BenchmarkError; a non-zero exit is the caller's to judge (see :func:`parse_run`). ``ranks``: (the
+    ranks, the file they touch once past MPI's start-up) of a rank program (process.rank_program's ``started``),
+    launched once more if its start-up hangs (process.launch_ranks).
     """
     stdout, stderr = raw_dir / f"{name}.stdout.txt", raw_dir / f"{name}.stderr.txt"
     t_start, t0 = time.time(), time.perf_counter()
     timed_out = False
     try:
         with open(stdout, "w") as out, open(stderr, "w") as err:
-            returncode = run_command(argv, timeout=timeout, stdout=out, stderr=err, cwd=cwd, env=env).returncode
+            if ranks is None:
+                returncode = run_command(argv, timeout=timeout, stdout=out, stderr=err, cwd=cwd, env=env).returncode
+            else:
+
+                def relaunching(startup_s: float) -> None:
+                    log.warning("%s: its ranks did not all start within %.0f s: stopped and launched again; its last "
+                                "words: %s", tool, startup_s,
+                                " | ".join(_tail(stderr) or _tail(stdout)) or "none")
+                    for handle in (out, err):
+                        handle.seek(0)
+                        handle.truncate()
+
+                returncode = launch_ranks(argv, ntasks=ranks[0], started=ranks[1], timeout=timeout,
+                                          relaunching=relaunching, stdout=out, stderr=err, cwd=cwd, env=env).returncode
+    except StartupTimeout as hung:
+        said = _tail(stderr) or _tail(stdout)
+        raise BenchmarkError(f"{tool} did not start twice: its ranks did not all pass MPI's start-up within "
+                             f"{hung.timeout:.0f} s; its last words: {' | '.join(said) or 'none'} "
+                             f"(command: {shlex.join(argv)})") from None
     except subprocess.TimeoutExpired:
         timed_out, returncode = True, None
     except OSError as err:  # the executable itself cannot start

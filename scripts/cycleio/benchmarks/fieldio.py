@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from ..fsutil import landing
-from ..process import RankProgram, rank_program
+from ..process import RankProgram, rank_program, say_ranks_started
 from .common import BenchmarkError, launcher_argv, run_tool, time_limit, tool_failure
 from .rows import MiB, BenchmarkOutputError, as_int, make_row, read_json_object, read_text
 
@@ -218,6 +218,7 @@ def run_ranks(directory: Path, patterns: list[str], layouts: list[str], fields: 
     from mpi4py import MPI
 
     comm = MPI.COMM_WORLD
+    say_ranks_started(comm)  # the launcher stops waiting for a hung start-up
     rank, size = comm.Get_rank(), comm.Get_size()
     data = payload(rank, field_bytes)
     hosts = comm.gather(socket.gethostname(), root=0)
@@ -301,11 +302,17 @@ def rank_error_file(out: Path, rank: int) -> Path:
     return out.with_name(f"{out.name}.rank{rank}.error.txt")
 
 
+def started_file(out: Path) -> Path:
+    """What rank 0 touches once every rank is past MPI's start-up (process.say_ranks_started)."""
+    return out.with_name(f"{out.name}.started")
+
+
 def rank_command(launcher: list[str], directory: Path, patterns, layouts, fields: int, field_bytes: int,
                  fsync: bool, repetitions: int, out: Path) -> RankProgram:
     program = rank_program("cycleio", "fieldio-rank", "--dir", str(directory), "--patterns", *map(str, patterns),
                            "--layouts", *layouts, "--fields", str(fields), "--field-size", str(field_bytes),
-                           "--fsync" if fsync else "--no-fsync", "--repetitions", str(repetitions), "--out", str(out))
+                           "--fsync" if fsync else "--no-fsync", "--repetitions", str(repetitions), "--out", str(out),
+                           started=started_file(out))
     return RankProgram(argv=[*launcher, *program.argv], env=program.env)
 
 
@@ -320,8 +327,13 @@ def run_fieldio(directory: Path, spec, tasks: int, repetitions: int, launcher: s
              ",".join(spec.patterns), ",".join(spec.layouts), spec.fields_per_task, spec.field_size_bytes,
              spec.fsync, repetitions)
     calls = 2 * tasks * spec.fields_per_task * len(spec.patterns) * len(spec.layouts) * repetitions  # writes, reads
-    run = run_tool("field I/O", command.argv, raw_dir, name, time_limit(calls * spec.field_size_bytes, calls),
-                   env=command.env)
+    started = started_file(out)
+    started.unlink(missing_ok=True)  # an earlier run's
+    try:
+        run = run_tool("field I/O", command.argv, raw_dir, name, time_limit(calls * spec.field_size_bytes, calls),
+                       env=command.env, ranks=(tasks, started))
+    finally:
+        started.unlink(missing_ok=True)
     if run.returncode != 0:
         errors = sorted(out.parent.glob(rank_error_file(out, 0).name.replace(".rank0.", ".rank*.")))
         raise tool_failure("field I/O", run, output=errors[0] if errors else None)

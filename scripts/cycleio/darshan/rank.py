@@ -24,6 +24,7 @@ import numpy as np
 from .runtime import preload_rank
 from ..fsutil import write_json_atomic
 from ..kernelio import read_proc_io
+from ..process import say_ranks_started
 from .plan import FSYNC, OPEN, READ, SEEK, STAT, WRITE
 
 PROGRESS_S = 10.0
@@ -192,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     from mpi4py import MPI
 
     comm = MPI.COMM_WORLD
+    say_ranks_started(comm)  # the launcher stops waiting for a hung start-up
     rank, size = comm.Get_rank(), comm.Get_size()
     plan = Path(args.plan)
     error = None

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..fsutil import fsync_dir, fsync_file
 from ..kernelio import read_proc_io
-from ..process import launcher_argv, rank_program, run_command
+from ..process import StartupTimeout, launch_ranks, launcher_argv, rank_program
 from ..storage.tiers import filesystem_type, free_bytes, nearest_existing
 from ..units import format_bytes
 from .logs import DarshanLogError, JobLog, read_log
@@ -195,7 +195,7 @@ def run_ranks(plan: Plan, target: Target, launcher: str = "mpiexec -n {ntasks}",
         before = read_proc_io()
         write_plan(plan, target, folder)
         planned = read_proc_io()
-        program = rank_program("cycleio.darshan.rank", "--plan", str(folder))
+        program = rank_program("cycleio.darshan.rank", "--plan", str(folder), started=folder / "started")
         argv, env = [*command, *program.argv], program.env
         env["PATH"] = os.pathsep.join(filter(None, [str(Path(sys.executable).parent), env.get("PATH")]))
         log.info("replaying %d operations on %s (%s) with %d ranks: %s", plan.n_ops, target.tier, target.path,
@@ -206,8 +206,21 @@ def run_ranks(plan: Plan, target: Target, launcher: str = "mpiexec -n {ntasks}",
             progress.flush()
         t0 = time.perf_counter()
         with open(output, "w") as err:
+
+            def relaunching(startup_s: float) -> None:
+                log.warning("the replay's ranks on %s did not all start within %.0f s: stopped and launched again; "
+                            "launcher output: %s", target.path, startup_s,
+                            output.read_text(errors="replace")[-1000:].strip())
+                err.seek(0)
+                err.truncate()
+
             try:
-                code = run_command(argv, timeout=timeout, stdout=progress, stderr=err, env=env).returncode
+                code = launch_ranks(argv, ntasks=plan.nranks, started=folder / "started", timeout=timeout,
+                                    relaunching=relaunching, stdout=progress, stderr=err, env=env).returncode
+            except StartupTimeout as hung:
+                raise RuntimeError(f"the replay on {target.path} did not start twice: its ranks did not all pass "
+                                   f"MPI's start-up within {hung.timeout:.0f} s; launcher output: "
+                                   f"{output.read_text(errors='replace')[-1000:].strip()}") from None
             except subprocess.TimeoutExpired:
                 raise RuntimeError(f"the replay on {target.path} did not finish within {timeout:.0f} s and was stopped "
                                    f"(set {TIMEOUT_VARIABLE} to allow longer)") from None

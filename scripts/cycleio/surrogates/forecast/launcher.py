@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from ...kernelio import RANK_WORK_OP, ProcIO, outside_work, read_proc_io
-from ...process import StartupTimeout, launcher_argv, rank_program, run_command
+from ...process import StartupTimeout, launch_ranks, launcher_argv, rank_program, run_command
 from ..inventory import FileSpec
 from ..kinds import expected_bytes
 from ..context import WriteContext
@@ -98,11 +98,6 @@ def default_timeout(settings, writes: list[FileSpec], ctx: WriteContext) -> floa
     compute = settings.compute_seconds_per_hour * settings.forecast.forecast_hours
     nbytes = sum(expected_bytes(spec, ctx.grid, ctx.compression) for spec in writes)
     return 600.0 + 2.0 * compute + nbytes / 2**21
-
-
-def startup_timeout(ntasks: int) -> float:
-    """The seconds an MPI program's ranks may take to all pass MPI's start-up: a minute, and more for many ranks."""
-    return 60.0 + 0.05 * ntasks
 
 
 def _mpich_segments() -> set[Path]:
@@ -206,38 +201,35 @@ def run_forecast_mpi(settings, cycle: str, workdir: Path, writes: list[FileSpec]
             "hours": [[hour, [[s.path, s.kind, [list(p) for p in s.params]] for s in specs]] for hour, specs in groups],
             "buffer_bytes": ctx.buffer_bytes,
             "records": str(tmp / "records.jsonl"), "errors": str(tmp / "errors"), "info": str(tmp / "info.json"),
-            "fail_rank": fail_rank, "probe_pages": probe_pages, "started": str(tmp / "started"),
+            "fail_rank": fail_rank, "probe_pages": probe_pages,
         }
         (tmp / "spec.json").write_text(json.dumps(spec))
         program = rank_program("cycleio.surrogates.forecast.rank", "--spec", str(tmp / "spec.json"), python=python,
-                               links=tmp)
+                               links=tmp, started=tmp / "started")
         argv, env = [*command, *program.argv], program.env
         log.info("%s fcst writes under MPI (%s): %s", label, layout.describe(), shlex.join(argv))
         output = tmp / "launcher.out"
         t0 = time.perf_counter()
         segments = _mpich_segments()
-        startup = (lambda: (tmp / "started").exists(), startup_timeout(layout.ntasks))
         with open(output, "w") as out:
+
+            def relaunching(startup_s: float) -> None:  # slurmstepd said "mpi/pmi2: invalid client request" then
+                _remove_orphaned_segments(segments)
+                log.warning("%s the MPI forecast's ranks did not all start within %.0f s: stopped and launched "
+                            "again; launcher output: %s", label, startup_s,
+                            output.read_text(errors="replace")[-1000:].strip())
+                out.seek(0)
+                out.truncate()
+
             try:
-                try:
-                    returncode = run_command(argv, timeout=timeout, stdout=out, stderr=subprocess.STDOUT, env=env,
-                                             started=startup).returncode
-                except StartupTimeout:
-                    # seen on several Slurm nodes of one machine: every rank waiting in PMI for an answer that
-                    # never comes (slurmstepd: "mpi/pmi2: invalid client request"); a new launch starts
-                    _remove_orphaned_segments(segments)
-                    log.warning("%s the MPI forecast's ranks did not all start within %.0f s: stopped and launched "
-                                "again; launcher output: %s", label, startup[1],
-                                output.read_text(errors="replace")[-1000:].strip())
-                    out.seek(0)
-                    out.truncate()
-                    returncode = run_command(argv, timeout=timeout, stdout=out, stderr=subprocess.STDOUT, env=env,
-                                             started=startup).returncode
-            except StartupTimeout:
+                returncode = launch_ranks(argv, ntasks=layout.ntasks, started=tmp / "started", timeout=timeout,
+                                       relaunching=relaunching, stdout=out, stderr=subprocess.STDOUT,
+                                       env=env).returncode
+            except StartupTimeout as hung:
                 _remove_orphaned_segments(segments)
                 raise ForecastError(
                     f"{label} the MPI forecast ({layout.describe()}) did not start twice: its ranks did not all pass "
-                    f"MPI's start-up within {startup[1]:.0f} s; launcher output: "
+                    f"MPI's start-up within {hung.timeout:.0f} s; launcher output: "
                     f"{output.read_text(errors='replace')[-1000:].strip()}"
                 ) from None
             except subprocess.TimeoutExpired:

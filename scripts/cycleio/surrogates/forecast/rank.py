@@ -32,6 +32,7 @@ from ...darshan.runtime import preload_rank
 from ...faults import InjectedFault
 from ...hostmemory import FilePageProbe
 from ...kernelio import read_proc_io, work_event
+from ...process import say_ranks_started
 from ...fsutil import landing
 from ..compute import COMPUTE_KINDS
 from ..grid import Grid
@@ -351,10 +352,7 @@ def rank_main(spec_path: Path) -> int:
 
     spec = json.loads(Path(spec_path).read_text())
     rank = MPI.COMM_WORLD.Get_rank()
-    if spec.get("started"):  # every rank past MPI's start-up: the launcher stops waiting for a hung one
-        MPI.COMM_WORLD.Barrier()
-        if rank == 0:
-            Path(spec["started"]).touch()
+    say_ranks_started(MPI.COMM_WORLD)  # the launcher stops waiting for a hung start-up
     try:
         import h5py  # noqa: F401: imported by the first netCDF write otherwise, inside the counted work
 
