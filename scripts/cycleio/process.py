@@ -76,7 +76,7 @@ def say_ranks_started(comm) -> None:
 
 
 def launch_ranks(argv: list[str], *, ntasks: int, started: Path, timeout: float,
-              relaunching: Callable[[float], None] | None = None, **kwargs) -> subprocess.CompletedProcess:
+                 relaunching: Callable[[float], None] | None = None, **kwargs) -> subprocess.CompletedProcess:
     """``run_command`` for a rank program started with ``started`` (rank_program's). Ranks that have not all passed
     MPI's start-up within startup_timeout(ntasks) are stopped and launched once more (seen on several Slurm nodes
     of one machine: every rank waiting in PMI for an answer that never comes), after ``relaunching(seconds)`` (the

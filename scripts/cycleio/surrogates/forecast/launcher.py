@@ -223,8 +223,8 @@ def run_forecast_mpi(settings, cycle: str, workdir: Path, writes: list[FileSpec]
 
             try:
                 returncode = launch_ranks(argv, ntasks=layout.ntasks, started=tmp / "started", timeout=timeout,
-                                       relaunching=relaunching, stdout=out, stderr=subprocess.STDOUT,
-                                       env=env).returncode
+                                          relaunching=relaunching, stdout=out, stderr=subprocess.STDOUT,
+                                          env=env).returncode
             except StartupTimeout as hung:
                 _remove_orphaned_segments(segments)
                 raise ForecastError(
