@@ -199,7 +199,7 @@ def test_a_replay_whose_ranks_hang_in_mpi_start_up_is_launched_again(mpiexec, tm
     assert "did not all start within 3 s: stopped and launched again" in caplog.text
     check_fidelity(fidelity_rows(plan, runs[0]), 1.0)
     # hung twice: an error naming it, not a wait for the replay's whole timeout
-    with pytest.raises(Exception, match="did not start twice: its ranks did not all pass MPI's start-up within 3 s"):
+    with pytest.raises(RuntimeError, match="did not start twice: its ranks did not all pass MPI's start-up within 3 s"):
         replay(LOGS / "ior_hdf5_example.darshan", [Target("t", tmp_path / "t")], launcher=always)
 
 
