@@ -33,6 +33,8 @@ from conftest import REPO, cannot_run_here, slurm_cluster_lock, slurm_installed
 pytestmark = [pytest.mark.e2e, pytest.mark.tool]
 SLURM_CI = REPO / "ci" / "slurm"
 NODES = ["n1", "n2", "n3"]
+# the mpich wheel's ranks on these nodes talk over TCP through libfabric (see the fixture `nodes`)
+MPI_OVER_TCP = {"MPIR_CVAR_CH4_NETMOD": "ofi", "FI_PROVIDER": "tcp"}
 SLURM_CONF = Path("/etc/slurm/slurm.conf")
 
 
@@ -64,11 +66,14 @@ def one_node_cluster_up() -> list[str] | None:
 def nodes():
     """Three nodes up for the module, stopped at its end; a one-node cluster that was up before comes back."""
     slurm_installed("unshare", "each node is a slurmd in namespaces of its own (util-linux)")
-    # UCX would join ranks on two of these nodes through shared memory (one machine), but each node has its own
-    # /dev/shm, so MPI start-up failed now and then ("MPIDI_UCX_comm_addr_exchange ... Shared memory error"): the
-    # ranks talk over the network, as on nodes of a cluster. Every srun, sbatch and make below inherits it.
-    ucx_tls = os.environ.get("UCX_TLS")
-    os.environ["UCX_TLS"] = "^sm"
+    # MPI between these nodes over TCP through libfabric (OFI), not the wheel's default UCX. UCX sees one machine and
+    # joined ranks of two nodes through shared memory, but each node has its own /dev/shm ("Shared memory error");
+    # without shared memory, its 4 KiB address per node went through PMI-1 in lines of ~1,080 bytes, and Slurm's pmi2
+    # plugin reads a PMI-1 request in one read of at most 1,024 bytes ("mpi/pmi2: value not properly terminated in
+    # client request", then "invalid bandwidth" or "Destination is unreachable" in MPI_Init), now and then: the lines'
+    # length varies with the address's bytes. OFI's address is a 64-byte line. Every srun, sbatch and make inherits it.
+    saved = {name: os.environ.get(name) for name in MPI_OVER_TCP}
+    os.environ.update(MPI_OVER_TCP)
     with slurm_cluster_lock():
         before = one_node_cluster_up()
         # the checkout (and its venv) is on every node, as on a cluster's shared file system, even under /tmp
@@ -88,10 +93,11 @@ def nodes():
         assert stop.returncode == 0, stop.stdout + stop.stderr
         assert "# cycleio ci/slurm/start.sh --nodes" not in Path("/etc/hosts").read_text()
         assert not list(Path("/run/slurm").glob("slurmd-*.pid"))
-    if ucx_tls is None:
-        os.environ.pop("UCX_TLS", None)
-    else:
-        os.environ["UCX_TLS"] = ucx_tls
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 def test_the_nodes_are_idle_and_listed_in_etc_hosts(nodes):
