@@ -12,7 +12,7 @@ import psutil
 import pytest
 
 from cycleio import process
-from cycleio.process import (STALE_SEGMENT_S, StartupTimeout, launcher_argv, package_folder, rank_program,
+from cycleio.process import (STALE_SEGMENT_S, StartupTimeout, last_words, launcher_argv, package_folder, rank_program,
                              remove_orphan_segments, run_command, which)
 from conftest import REPO
 
@@ -144,3 +144,11 @@ def test_an_installed_package_needs_no_path_for_this_python_and_a_link_alone_for
     assert program.argv[0] == other and program.env["PYTHONPATH"] == f"{tmp_path}{os.pathsep}/elsewhere"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cycleio"]
     assert (tmp_path / "cycleio").resolve() == package_folder() / "cycleio"
+
+
+def test_last_words_are_the_last_lines_of_the_first_file_that_has_any(tmp_path):
+    empty, said = tmp_path / "stderr.txt", tmp_path / "stdout.txt"
+    empty.write_text("\n  \n")
+    said.write_text("".join(f"line {n}\n" for n in range(10)))
+    assert last_words(tmp_path / "missing.txt", empty, said, lines=2) == "line 8 | line 9"
+    assert last_words(tmp_path / "missing.txt", empty) == "none"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import logging
 import os
 import shlex
 import shutil
@@ -21,6 +22,7 @@ from typing import IO, Any, Callable
 
 import psutil
 
+log = logging.getLogger(__name__)
 LAUNCHER_EXAMPLE = "e.g. 'mpiexec -n {ntasks}' or 'srun -n {ntasks}'"
 
 
@@ -75,19 +77,39 @@ def say_ranks_started(comm) -> None:
             Path(path).touch()
 
 
-def launch_ranks(argv: list[str], *, ntasks: int, started: Path, timeout: float,
-                 relaunching: Callable[[float], None] | None = None, **kwargs) -> subprocess.CompletedProcess:
+def launch_ranks(argv: list[str], *, ntasks: int, started: Path, timeout: float, name: str,
+                 outputs: tuple[IO[str], ...] = (), before_relaunch: Callable[[], None] | None = None,
+                 **kwargs) -> subprocess.CompletedProcess:
     """``run_command`` for a rank program started with ``started`` (rank_program's). Ranks that have not all passed
     MPI's start-up within startup_timeout(ntasks) are stopped and launched once more (seen on several Slurm nodes
-    of one machine: every rank waiting in PMI for an answer that never comes), after ``relaunching(seconds)`` (the
-    caller's word on it, its clean-up); a second such start raises StartupTimeout (its ``timeout``: the seconds)."""
+    of one machine: every rank waiting in PMI for an answer that never comes): a warning naming the program
+    (``name``) with the last words of its ``outputs`` (the files its stdout and stderr go to, emptied for the second
+    launch), after ``before_relaunch()`` (the caller's clean-up). A second such start raises StartupTimeout (its
+    ``timeout``: the seconds)."""
     watch = (started.exists, startup_timeout(ntasks))
     try:
         return run_command(argv, timeout=timeout, started=watch, **kwargs)
     except StartupTimeout:
-        if relaunching is not None:
-            relaunching(watch[1])
+        log.warning("%s: its ranks did not all start within %.0f s: stopped and launched again; its last words: %s",
+                    name, watch[1], last_words(*(Path(handle.name) for handle in outputs)))
+        if before_relaunch is not None:
+            before_relaunch()
+        for handle in outputs:
+            handle.seek(0)
+            handle.truncate()
         return run_command(argv, timeout=timeout, started=watch, **kwargs)
+
+
+def last_words(*paths: Path, lines: int = 8) -> str:
+    """The last lines a program wrote to these files (the first that has any), joined by " | "; "none"."""
+    for path in paths:
+        try:
+            said = [line.strip() for line in path.read_text(errors="replace").splitlines() if line.strip()]
+        except OSError:
+            continue
+        if said:
+            return " | ".join(said[-lines:])
+    return "none"
 
 
 def rank_program(module: str, *args: str, python: str | None = None, links: Path | None = None,

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from .. import process
-from ..process import StartupTimeout, launch_ranks, run_command, which
+from ..process import StartupTimeout, last_words, launch_ranks, run_command, which
 from .rows import ROW_KEYS, BenchmarkOutputError
 
 log = logging.getLogger(__name__)
@@ -85,21 +85,11 @@ def run_tool(tool: str, argv: list[str], raw_dir: Path, name: str, timeout: floa
             if ranks is None:
                 returncode = run_command(argv, timeout=timeout, stdout=out, stderr=err, cwd=cwd, env=env).returncode
             else:
-
-                def relaunching(startup_s: float) -> None:
-                    log.warning("%s: its ranks did not all start within %.0f s: stopped and launched again; its last "
-                                "words: %s", tool, startup_s,
-                                " | ".join(_tail(stderr) or _tail(stdout)) or "none")
-                    for handle in (out, err):
-                        handle.seek(0)
-                        handle.truncate()
-
-                returncode = launch_ranks(argv, ntasks=ranks[0], started=ranks[1], timeout=timeout,
-                                          relaunching=relaunching, stdout=out, stderr=err, cwd=cwd, env=env).returncode
+                returncode = launch_ranks(argv, ntasks=ranks[0], started=ranks[1], timeout=timeout, name=tool,
+                                          outputs=(err, out), stdout=out, stderr=err, cwd=cwd, env=env).returncode
     except StartupTimeout as hung:
-        said = _tail(stderr) or _tail(stdout)
         raise BenchmarkError(f"{tool} did not start twice: its ranks did not all pass MPI's start-up within "
-                             f"{hung.timeout:.0f} s; its last words: {' | '.join(said) or 'none'} "
+                             f"{hung.timeout:.0f} s; its last words: {last_words(stderr, stdout)} "
                              f"(command: {shlex.join(argv)})") from None
     except subprocess.TimeoutExpired:
         timed_out, returncode = True, None

@@ -206,17 +206,10 @@ def run_ranks(plan: Plan, target: Target, launcher: str = "mpiexec -n {ntasks}",
             progress.flush()
         t0 = time.perf_counter()
         with open(output, "w") as err:
-
-            def relaunching(startup_s: float) -> None:
-                log.warning("the replay's ranks on %s did not all start within %.0f s: stopped and launched again; "
-                            "launcher output: %s", target.path, startup_s,
-                            output.read_text(errors="replace")[-1000:].strip())
-                err.seek(0)
-                err.truncate()
-
             try:
                 code = launch_ranks(argv, ntasks=plan.nranks, started=folder / "started", timeout=timeout,
-                                    relaunching=relaunching, stdout=progress, stderr=err, env=env).returncode
+                                    name=f"the replay on {target.path}", outputs=(err,), stdout=progress, stderr=err,
+                                    env=env).returncode
             except StartupTimeout as hung:
                 raise RuntimeError(f"the replay on {target.path} did not start twice: its ranks did not all pass "
                                    f"MPI's start-up within {hung.timeout:.0f} s; launcher output: "

@@ -212,19 +212,11 @@ def run_forecast_mpi(settings, cycle: str, workdir: Path, writes: list[FileSpec]
         t0 = time.perf_counter()
         segments = _mpich_segments()
         with open(output, "w") as out:
-
-            def relaunching(startup_s: float) -> None:  # slurmstepd said "mpi/pmi2: invalid client request" then
-                _remove_orphaned_segments(segments)
-                log.warning("%s the MPI forecast's ranks did not all start within %.0f s: stopped and launched "
-                            "again; launcher output: %s", label, startup_s,
-                            output.read_text(errors="replace")[-1000:].strip())
-                out.seek(0)
-                out.truncate()
-
             try:
                 returncode = launch_ranks(argv, ntasks=layout.ntasks, started=tmp / "started", timeout=timeout,
-                                          relaunching=relaunching, stdout=out, stderr=subprocess.STDOUT,
-                                          env=env).returncode
+                                          name=f"{label} the MPI forecast", outputs=(out,),
+                                          before_relaunch=lambda: _remove_orphaned_segments(segments),
+                                          stdout=out, stderr=subprocess.STDOUT, env=env).returncode
             except StartupTimeout as hung:
                 _remove_orphaned_segments(segments)
                 raise ForecastError(
