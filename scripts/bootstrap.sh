@@ -25,12 +25,16 @@ python_ok || { echo "bootstrap: $PYTHON is not Python >= 3.11 with venv; set PYT
 
 stamp="$VENV/.cycleio-installed"
 want=$(cat requirements.lock pyproject.toml | sha256sum | cut -d' ' -f1)
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
-  exit 0
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
+  echo "bootstrap: installing pinned Python packages into $VENV (first time: a few minutes)"
+  "$VENV/bin/python" -m pip install -q --upgrade pip
+  "$VENV/bin/python" -m pip install -q -r requirements.lock
+  "$VENV/bin/python" -m pip install -q --no-deps -e .
+  echo "$want" > "$stamp"
 fi
-[ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
-echo "bootstrap: installing pinned Python packages into $VENV (first time: a few minutes)"
-"$VENV/bin/python" -m pip install -q --upgrade pip
-"$VENV/bin/python" -m pip install -q -r requirements.lock
-"$VENV/bin/python" -m pip install -q --no-deps -e .
-echo "$want" > "$stamp"
+# The checkout's package compiled (pip compiles what it installs, not an editable install's source), also where
+# PYTHONDONTWRITEBYTECODE keeps Python from writing it: every job of a study is a Python that imports the package,
+# and compiling it again cost each 0.2 s here (the smoke study: 105-114 CPU-s with it, 120-121 without).
+# Up to date in 0.05 s.
+"$VENV/bin/python" -m compileall -q scripts/cycleio >/dev/null
