@@ -81,11 +81,11 @@ def launch_ranks(argv: list[str], *, ntasks: int, started: Path, timeout: float,
                  outputs: tuple[IO[str], ...] = (), before_relaunch: Callable[[], None] | None = None,
                  **kwargs) -> subprocess.CompletedProcess:
     """``run_command`` for a rank program started with ``started`` (rank_program's). Ranks that have not all passed
-    MPI's start-up within startup_timeout(ntasks) are stopped and launched once more (seen on several Slurm nodes
-    of one machine: every rank waiting in PMI for an answer that never comes): a warning naming the program
-    (``name``) with the last words of its ``outputs`` (the files its stdout and stderr go to, emptied for the second
-    launch), after ``before_relaunch()`` (the caller's clean-up). A second such start raises StartupTimeout (its
-    ``timeout``: the seconds)."""
+    MPI's start-up within startup_timeout(ntasks) are stopped and launched once more (as when Slurm's pmi2 plugin
+    misreads a PMI-1 request longer than its one read: every rank waits in PMI for an answer that never comes),
+    after a warning naming the program (``name``) with the last words of its ``outputs`` (the files its stdout and
+    stderr go to, then emptied) and ``before_relaunch()`` (the caller's clean-up). A second such start raises
+    StartupTimeout (its ``timeout``: the seconds)."""
     watch = (started.exists, startup_timeout(ntasks))
     try:
         return run_command(argv, timeout=timeout, started=watch, **kwargs)
