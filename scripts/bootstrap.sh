@@ -9,9 +9,14 @@ PYTHON=${PYTHON:-python3}
 SYSTEM_PACKAGES=(fio netcdf-bin rsync fuse3 chromium strace)   # fio: benchmarks where IOR is absent; ncdump; rsync staging; fuse3: faults.slow_tier; chromium: the report's rendering test; strace: make bench's write profile
 python_ok() { "$PYTHON" -c 'import sys, venv, ensurepip; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; }
 
+stamp="$VENV/.cycleio-installed"
+want=$(cat requirements.lock pyproject.toml | sha256sum | cut -d' ' -f1)
+venv_current() { [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; }
+
 source scripts/debian-packages.sh
 mapfile -t missing < <(missing_packages "${SYSTEM_PACKAGES[@]}")
-python_ok || missing+=(python3 python3-venv)
+# Python itself matters only for making the venv (its check starts a Python: 0.2 s of every make command)
+venv_current || python_ok || missing+=(python3 python3-venv)
 if [ ${#missing[@]} -gt 0 ]; then
   if can_apt; then
     echo "bootstrap: installing system packages: ${missing[*]}"
@@ -21,11 +26,9 @@ if [ ${#missing[@]} -gt 0 ]; then
          "tests that need them skip outside CI" >&2
   fi
 fi
-python_ok || { echo "bootstrap: $PYTHON is not Python >= 3.11 with venv; set PYTHON=/path/to/python3.11" >&2; exit 1; }
 
-stamp="$VENV/.cycleio-installed"
-want=$(cat requirements.lock pyproject.toml | sha256sum | cut -d' ' -f1)
-if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+if ! venv_current; then
+  python_ok || { echo "bootstrap: $PYTHON is not Python >= 3.11 with venv; set PYTHON=/path/to/python3.11" >&2; exit 1; }
   [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
   echo "bootstrap: installing pinned Python packages into $VENV (first time: a few minutes)"
   "$VENV/bin/python" -m pip install -q --upgrade pip

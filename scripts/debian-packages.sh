@@ -1,9 +1,10 @@
 # Sourced by the bootstraps: which Debian packages are missing, and installing them with apt as root.
 
-missing_packages() {  # the given packages dpkg does not have installed, one per line
-  local pkg
+missing_packages() {  # the given packages dpkg does not have installed, one per line (one dpkg-query for all)
+  local installed pkg
+  installed=$(dpkg-query -W -f='${Package} ${Status}\n' "$@" 2>/dev/null | awk '/ install ok installed$/ {print $1}')
   for pkg in "$@"; do
-    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || echo "$pkg"
+    grep -qxF "$pkg" <<<"$installed" || echo "$pkg"
   done
 }
 
