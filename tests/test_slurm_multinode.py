@@ -68,10 +68,11 @@ def nodes():
     slurm_installed("unshare", "each node is a slurmd in namespaces of its own (util-linux)")
     # MPI between these nodes over TCP through libfabric (OFI), not the wheel's default UCX. UCX sees one machine and
     # joined ranks of two nodes through shared memory, but each node has its own /dev/shm ("Shared memory error");
-    # without shared memory, its 4 KiB address per node went through PMI-1 in lines of ~1,080 bytes, and Slurm's pmi2
-    # plugin reads a PMI-1 request in one read of at most 1,024 bytes ("mpi/pmi2: value not properly terminated in
-    # client request", then "invalid bandwidth" or "Destination is unreachable" in MPI_Init), now and then: the lines'
-    # length varies with the address's bytes. OFI's address is a 64-byte line. Every srun, sbatch and make inherits it.
+    # without shared memory, its 4 KiB address per node went through PMI-1 in lines of up to ~1,080 bytes, and
+    # Slurm's pmi2 plugin reads a PMI-1 request in one read of at most 1,024 bytes ("mpi/pmi2: value not properly
+    # terminated in client request", then "invalid bandwidth" or "Destination is unreachable" in MPI_Init), now and
+    # then: the lines' length varies with the address's bytes. OFI's address is a 64-byte line. Every srun, sbatch
+    # and make inherits it.
     saved = {name: os.environ.get(name) for name in MPI_OVER_TCP}
     os.environ.update(MPI_OVER_TCP)
     with slurm_cluster_lock():
