@@ -12,8 +12,8 @@ import psutil
 import pytest
 
 from cycleio import process
-from cycleio.process import (STALE_SEGMENT_S, StartupTimeout, last_words, launcher_argv, package_folder, rank_program,
-                             remove_orphan_segments, run_command, which)
+from cycleio.process import (STALE_SEGMENT_S, StartupTimeout, last_lines, last_words, launcher_argv, package_folder,
+                             rank_program, remove_orphan_segments, run_command, which)
 from conftest import REPO
 
 
@@ -150,5 +150,6 @@ def test_last_words_are_the_last_lines_of_the_first_file_that_has_any(tmp_path):
     empty, said = tmp_path / "stderr.txt", tmp_path / "stdout.txt"
     empty.write_text("\n  \n")
     said.write_text("".join(f"line {n}\n" for n in range(10)))
-    assert last_words(tmp_path / "missing.txt", empty, said, lines=2) == "line 8 | line 9"
+    assert last_lines(tmp_path / "missing.txt", empty, said, lines=2) == ["line 8", "line 9"]
+    assert last_words(tmp_path / "missing.txt", empty, said) == " | ".join(f"line {n}" for n in range(4, 10))
     assert last_words(tmp_path / "missing.txt", empty) == "none"

@@ -100,16 +100,21 @@ def launch_ranks(argv: list[str], *, ntasks: int, started: Path, timeout: float,
         return run_command(argv, timeout=timeout, started=watch, **kwargs)
 
 
-def last_words(*paths: Path, lines: int = 8) -> str:
-    """The last lines a program wrote to these files (the first that has any), joined by " | "; "none"."""
+def last_lines(*paths: Path, lines: int = 6) -> list[str]:
+    """The last lines (not blank) a program wrote to these files: of the first that has any; none if none has."""
     for path in paths:
         try:
             said = [line.strip() for line in path.read_text(errors="replace").splitlines() if line.strip()]
         except OSError:
             continue
         if said:
-            return " | ".join(said[-lines:])
-    return "none"
+            return said[-lines:]
+    return []
+
+
+def last_words(*paths: Path) -> str:
+    """last_lines joined by " | ", or "none"."""
+    return " | ".join(last_lines(*paths)) or "none"
 
 
 def rank_program(module: str, *args: str, python: str | None = None, links: Path | None = None,

@@ -6,7 +6,6 @@ its raw output.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import re
 import shlex
@@ -18,10 +17,8 @@ from pathlib import Path
 from typing import Callable
 
 from .. import process
-from ..process import StartupTimeout, last_words, launch_ranks, run_command, which
+from ..process import StartupTimeout, last_lines, last_words, launch_ranks, run_command, which
 from .rows import ROW_KEYS, BenchmarkOutputError
-
-log = logging.getLogger(__name__)
 
 CONTEXT_COLUMNS = ("study", "benchmark", "pattern", "tier", "tier_kind", "fs_type", "host", "host_cores")
 EXTRA_COLUMNS = ("cache_risk", "t_start")
@@ -101,20 +98,11 @@ def run_tool(tool: str, argv: list[str], raw_dir: Path, name: str, timeout: floa
             "timeout_s": timeout, "timed_out": timed_out}
     (raw_dir / f"{name}.meta.json").write_text(json.dumps(meta, indent=2) + "\n")
     if timed_out:
-        said = _tail(stderr) or _tail(stdout)
         raise BenchmarkError(
             f"{tool} did not finish within {timeout:.0f} s and was stopped with its child processes (set "
-            f"{TIMEOUT_VARIABLE} to allow longer); its last words: {' | '.join(said) or 'none'} "
+            f"{TIMEOUT_VARIABLE} to allow longer); its last words: {last_words(stderr, stdout)} "
             f"(command: {shlex.join(argv)})")
     return Run(argv, returncode, seconds, stdout, stderr)
-
-
-def _tail(path: Path, lines: int = 6) -> list[str]:
-    try:
-        text = path.read_text(errors="replace")
-    except OSError:
-        return []
-    return [line.strip() for line in text.splitlines() if line.strip()][-lines:]
 
 
 def tool_failure(tool: str, run: Run, detail: str = "", output: Path | None = None) -> BenchmarkError:
@@ -128,7 +116,7 @@ def tool_failure(tool: str, run: Run, detail: str = "", output: Path | None = No
                 if re.search(r"\bERROR\b|^fio: |\berror: ", line) and line not in said:
                     said.append(line)
     if not said:
-        said = _tail(run.stderr) or _tail(run.stdout)
+        said = last_lines(run.stderr, run.stdout)
     message = f"{tool} failed (exit code {run.returncode}): " + (" | ".join(said) or "it printed nothing")
     if detail:
         message += f"; {detail}"
