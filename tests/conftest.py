@@ -255,6 +255,32 @@ def with_changes(config: dict, **changes) -> dict:
     return out
 
 
+# ------------------------------------------------------------------------------------------------ cycleio here
+
+
+def cycleio_in_process(argv: Sequence[str]) -> subprocess.CompletedProcess:
+    """``cycleio ARGV`` run in this process (a second Python would spend its seconds importing what this one has):
+    its exit code (argparse's after --help or an error) and output. The logging a command sets up is undone after."""
+    import io
+    import logging
+
+    from cycleio.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    root = logging.getLogger()
+    handlers, level, excepthook = root.handlers[:], root.level, sys.excepthook
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(list(argv))
+    except SystemExit as done:
+        code = done.code if isinstance(done.code, int) else 1
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
+        sys.excepthook = excepthook
+    return subprocess.CompletedProcess(list(argv), code, out.getvalue(), err.getvalue())
+
+
 # ------------------------------------------------------------------------------------------------ Snakemake runs
 
 

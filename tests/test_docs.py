@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import cycleio_in_process
 
 from cycleio.cli import USER_COMMANDS, build_parser
 from cycleio.cli.clidocs import END as CLI_END, START as CLI_START, cli_markdown
@@ -278,17 +279,9 @@ def in_process(argv: list[str]) -> tuple[int, str]:
 
 
 def help_text(argv: list[str]) -> tuple[int, str]:
-    """Exit code and output of ``cycleio ARGV`` in this process (argparse exits after --help or an error: its
-    code)."""
-    from cycleio.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(argv)
-        except SystemExit as done:
-            code = done.code if isinstance(done.code, int) else 1
-    return code, out.getvalue() + err.getvalue()
+    """Exit code and output of ``cycleio ARGV`` in this process."""
+    done = cycleio_in_process(argv)
+    return done.returncode, done.stdout + done.stderr
 
 
 def inline_check(span: str) -> tuple[int, str, str]:
