@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import shutil
@@ -137,12 +138,12 @@ TINY = ForecastSettings(obs_scale=1.0, pgrb2_fields=6, sflux_fields=3, product_g
 @pytest.mark.usefixtures("proc_io")
 @pytest.mark.job
 def test_a_real_job_kernel_counts_match_its_records_and_leave_step_summary_alone(tmp_path):
-    """prep at C48's observation volume (obs_scale 1): stage-in and run read 1.4 to 2.9 MiB each, known bytes."""
+    """prep at 0.5 of C48's observation volume (obs_scale 1): stage-in and run read MiBs, known bytes."""
     lustre = Tier("lustre", "lustre", str(tmp_path / "lustre"))
     scratch = Tier("local", "node_local", str(tmp_path / "scratch"), persistent=False, shared=False)
     settings = ArmSettings(study="t", arm="local", start="2026010100", seed=3, resolution="C12", levels=4,
-                           persistent=lustre, scratch=scratch, staging=StagingSettings(), forecast=TINY,
-                           write_component={"ranks": 1})
+                           persistent=lustre, scratch=scratch, staging=StagingSettings(),
+                           forecast=dataclasses.replace(TINY, obs_scale=0.5), write_component={"ranks": 1})
     cycle = "2026010106"
     run_arrival(settings, cycle, "dump", tmp_path / "d.jsonl", tmp_path / "d.json")
     run_step(settings, cycle, "prep", tmp_path / "r.jsonl", tmp_path / "m.json")
