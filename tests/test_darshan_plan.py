@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 from pathlib import Path
 
 import darshan
@@ -17,6 +18,12 @@ LOGS = Path(darshan.__file__).parent / "examples" / "example_logs"
 MACSIO = next(LOGS.glob("shane_macsio_*.darshan"))
 
 
+@functools.cache
+def log_of(path: Path):
+    """The log at ``path``, read once (0.1-0.2 s each): a test that changes a log changes a deep copy of it."""
+    return read_log(path)
+
+
 def totals(plan, kind):
     return int(sum((r["kind"] == kind).sum() for r in plan.ranks)), plan.bytes("read" if kind == READ else "write")
 
@@ -28,7 +35,7 @@ def logged(plan, direction):
 @pytest.mark.parametrize("name, ranks", [("ior_hdf5_example.darshan", 1), ("ior_hdf5_example.darshan", 4),
                                          ("dxt.darshan", 1), (MACSIO.name, 4), ("noposix.darshan", 4)])
 def test_at_scale_1_the_plan_issues_what_the_log_counted(name, ranks):
-    plan = make_plan(read_log(LOGS / name), ranks)
+    plan = make_plan(log_of(LOGS / name), ranks)
     for kind, direction in ((READ, "read"), (WRITE, "write")):
         assert totals(plan, kind) == logged(plan, direction)
     for file in plan.files:  # per file as well
@@ -39,7 +46,7 @@ def test_at_scale_1_the_plan_issues_what_the_log_counted(name, ranks):
 
 
 def test_dxt_keeps_the_logged_offsets_lengths_and_each_ranks_order():
-    job = read_log(LOGS / "ior_hdf5_example.darshan")
+    job = log_of(LOGS / "ior_hdf5_example.darshan")
     plan = make_plan(job, 4)
     assert {f.source for f in plan.files} == {"dxt"}
     for trace in job.dxt["DXT_POSIX"]:
@@ -53,7 +60,7 @@ def test_dxt_keeps_the_logged_offsets_lengths_and_each_ranks_order():
 
 
 def test_ranks_are_dealt_over_the_replays():
-    job = read_log(LOGS / "ior_hdf5_example.darshan")
+    job = log_of(LOGS / "ior_hdf5_example.darshan")
     one, two = make_plan(job, 1), make_plan(job, 2)
     assert len(one.ranks) == 1 and len(two.ranks) == 2
     per_log_rank = {t["rank"]: len(t["read_segments"]) + len(t["write_segments"]) for t in job.dxt["DXT_POSIX"]}
@@ -63,17 +70,17 @@ def test_ranks_are_dealt_over_the_replays():
 
 
 def test_a_shared_files_counters_are_cut_into_one_piece_per_replay_rank():
-    plan = make_plan(read_log(LOGS / "example.darshan"), 4, scale=1e-5)
+    plan = make_plan(log_of(LOGS / "example.darshan"), 4, scale=1e-5)
     writes = [int((r["kind"] == WRITE).sum()) for r in plan.ranks]
     assert sum(writes) == 16402 and max(writes) - min(writes) <= 1
     opens = [int((r["kind"] == OPEN).sum()) for r in plan.ranks]
-    assert sum(opens) == int(read_log(LOGS / "example.darshan").counters["POSIX"]["POSIX_OPENS"].sum())
+    assert sum(opens) == int(log_of(LOGS / "example.darshan").counters["POSIX"]["POSIX_OPENS"].sum())
 
 
 @pytest.mark.parametrize("scale", [0.5, 0.01, 1e-5, 20])  # above 1: a small job made long enough to time
 def test_scaled_bytes_stay_within_a_byte_per_stream_of_scale_times_logged(scale):
     for name in ("ior_hdf5_example.darshan", "example.darshan", "dxt.darshan"):
-        plan = make_plan(read_log(LOGS / name), 1, scale=scale)
+        plan = make_plan(log_of(LOGS / name), 1, scale=scale)
         for direction, kind in (("read", READ), ("write", WRITE)):
             ops, nbytes = logged(plan, direction)
             assert totals(plan, kind)[0] == ops  # scaling keeps every call
@@ -105,18 +112,18 @@ def test_counter_synthesis_offsets_consecutive_then_gapped_then_rewinding():
 
 
 def test_fsyncs_follow_writes_and_logged_timing_keeps_the_gaps():
-    plan = make_plan(read_log(MACSIO), 1, timing="logged")
+    plan = make_plan(log_of(MACSIO), 1, timing="logged")
     rank = plan.ranks[0]
     for index in np.flatnonzero(rank["kind"] == FSYNC):
         assert index > 0
     assert rank["gap_s"].sum() > 0
-    assert make_plan(read_log(MACSIO), 1, timing="io").ranks[0]["gap_s"].sum() == 0
-    half = make_plan(read_log(MACSIO), 1, scale=0.5, timing="logged").ranks[0]["gap_s"].sum()
+    assert make_plan(log_of(MACSIO), 1, timing="io").ranks[0]["gap_s"].sum() == 0
+    half = make_plan(log_of(MACSIO), 1, scale=0.5, timing="logged").ranks[0]["gap_s"].sum()
     assert half == pytest.approx(rank["gap_s"].sum() * 0.5)
 
 
 def test_a_truncated_dxt_trace_is_replayed_from_the_counters_and_says_so():
-    job = read_log(LOGS / "dxt.darshan")
+    job = log_of(LOGS / "dxt.darshan")
     partial = copy.deepcopy(job)
     partial.modules["DXT_POSIX"]["partial"] = True
     plan = make_plan(partial, 1)
@@ -135,7 +142,7 @@ def test_a_truncated_dxt_trace_is_replayed_from_the_counters_and_says_so():
 
 
 def test_bad_requests_are_refused_before_any_replay():
-    job = read_log(LOGS / "ior_hdf5_example.darshan")
+    job = log_of(LOGS / "ior_hdf5_example.darshan")
     with pytest.raises(DarshanLogError, match=r"--ranks 5: the log's job ran 4 ranks"):
         make_plan(job, 5)
     with pytest.raises(DarshanLogError, match=r"--ranks 0"):
@@ -150,7 +157,7 @@ def test_bad_requests_are_refused_before_any_replay():
 
 
 def test_the_mpiio_layer_deals_collective_calls_round_robin_and_counts_the_rounds():
-    job = read_log(LOGS / "example.darshan")
+    job = log_of(LOGS / "example.darshan")
     plan = make_plan(job, 4, scale=1e-5, layer="mpiio")
     (index, how), = plan.mpiio.items()
     assert plan.files[index].module == "MPI-IO" and how["collective"] == {"read": 0, "write": 16384}
@@ -164,7 +171,7 @@ def test_the_mpiio_layer_deals_collective_calls_round_robin_and_counts_the_round
 
 def test_a_100000_operation_dxt_trace_is_planned_whole():
     """Its time is bench 9's (bench/bench_darshan.py: planning it against 10 s), not a unit test's."""
-    job = copy.deepcopy(read_log(LOGS / "ior_hdf5_example.darshan"))
+    job = copy.deepcopy(log_of(LOGS / "ior_hdf5_example.darshan"))
     n = 25_000  # per rank, 4 ranks
     for trace in job.dxt["DXT_POSIX"]:
         start = np.linspace(0, 100, n)
