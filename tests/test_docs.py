@@ -21,7 +21,7 @@ from conftest import cycleio_in_process
 from cycleio.cli import USER_COMMANDS, build_parser
 from cycleio.cli.clidocs import END as CLI_END, START as CLI_START, cli_markdown
 from cycleio.config.docs import END, START, schema_markdown
-from cycleio.config.settings import load_schema
+from cycleio.config.schema import load_schema
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"

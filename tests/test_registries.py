@@ -3,7 +3,7 @@
 from cycleio.benchmarks import fieldio
 from cycleio.benchmarks.tools import CHOICES, ior
 from cycleio.config.calendar import FULL_CYCLE_STEPS
-from cycleio.config.settings import load_schema
+from cycleio.config.schema import load_schema
 from cycleio.storage import copytools
 from cycleio.storage.tiers import TIER_KINDS
 from cycleio.surrogates.compute import COMPUTE_KINDS

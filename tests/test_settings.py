@@ -6,7 +6,8 @@ import pytest
 from conftest import REPO, with_changes
 
 from cycleio.config.calendar import STEP_WILDCARD
-from cycleio.config.settings import ConfigError, build_study, load_schema, validate_config
+from cycleio.config.schema import load_schema
+from cycleio.config.settings import ConfigError, build_study, validate_config
 
 
 @pytest.mark.parametrize(

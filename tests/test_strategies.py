@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cycleio.config.settings import load_schema
+from cycleio.config.schema import load_schema
 from cycleio.surrogates.forecast.layout import RankLayout
 from cycleio.surrogates.forecast.strategies import STRATEGIES, WriteStrategy
 

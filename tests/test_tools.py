@@ -10,7 +10,8 @@ import pytest
 from conftest import with_changes
 from cycleio.benchmarks import fieldio, tools
 from cycleio.benchmarks.tools import ior
-from cycleio.config.settings import ConfigError, load_schema
+from cycleio.config.schema import load_schema
+from cycleio.config.settings import ConfigError
 from cycleio.workflow.study import load_study
 from cycleio.workflow.study import validate_study_config as validate_config
 

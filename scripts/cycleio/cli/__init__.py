@@ -301,7 +301,7 @@ def _print_or_update(text: str, update: str | None, update_page, what: str) -> N
 
 
 def cmd_config_docs(args) -> None:
-    from ..config.settings import load_schema
+    from ..config.schema import load_schema
     from ..config.docs import schema_markdown, update_readme
 
     _print_or_update(schema_markdown(load_schema()), args.update, update_readme, "the configuration table")

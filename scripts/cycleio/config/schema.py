@@ -31,12 +31,14 @@ def load_schema(path: str | Path | Traversable | None = None) -> dict:
 
 
 @functools.cache
-def _study_schema() -> dict:
+def study_schema() -> dict:
+    """The package's schema, read once per process (30 ms each read) and shared: read it, never change it
+    (load_schema gives a copy of one's own)."""
     return load_schema()
 
 
 def _sub_schema(key: str) -> dict:
-    sub = _study_schema()
+    sub = study_schema()
     for part in key.split("."):
         sub = sub["additionalProperties"] if part == "<name>" else sub["properties"][part]
     return sub

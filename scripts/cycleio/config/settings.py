@@ -23,7 +23,7 @@ from .calendar import is_archive_job, is_half_cycle
 from .forecast import Compression, ForecastSettings, cycle_steps
 from .crosschecks import check_across_keys, sweep_replay_ranks
 from .keys import DARSHAN_INPUTS, DARSHAN_PREFIX, ConfigError, persistent_tiers
-from .schema import load_schema, schema_default
+from .schema import schema_default, study_schema
 from .sizes import parse_size
 from .tierspec import Tier
 from ..faults import arm_faults, faults_for_job
@@ -156,7 +156,7 @@ def validate_config(config: dict, schema: dict | None = None) -> dict:
     """Validate and fill defaults; raise ConfigError naming the first problem (by key path).
 
     The keys' own checks: workflow.study.load_study adds those of the benchmark plan and the faults."""
-    schema = load_schema() if schema is None else schema
+    schema = study_schema() if schema is None else schema
     filled, errors = _fill_and_check(config, schema)
     if errors:
         raise ConfigError(_describe(errors[0]))
