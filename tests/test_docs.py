@@ -21,7 +21,7 @@ from conftest import cycleio_in_process
 from cycleio.cli import USER_COMMANDS, build_parser
 from cycleio.cli.clidocs import END as CLI_END, START as CLI_START, cli_markdown
 from cycleio.config.docs import END, START, schema_markdown
-from cycleio.config.schema import load_schema
+from cycleio.config.schema import load_schema, study_schema
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
@@ -358,7 +358,7 @@ def schema_has(schema: dict, parts: list[str]) -> bool:
 
 def config_keys() -> list[tuple[str, str]]:
     """(page, key) of every code span in the docs' prose that starts with a top-level config key and a dot."""
-    top = set(load_schema()["properties"])
+    top = set(study_schema()["properties"])
     found: dict[str, str] = {}
     for page in PAGES:
         for span in re.findall(r"`([^`\n]+)`", FENCE.sub("", page.read_text())):
@@ -375,7 +375,7 @@ def test_the_docs_name_config_keys():
 
 @pytest.mark.parametrize("page,key", config_keys())
 def test_every_config_key_the_docs_name_exists(page, key):
-    assert schema_has(load_schema(), key.split(".")), f"{page}: `{key}` is no key of config/schemas/config.schema.yaml"
+    assert schema_has(study_schema(), key.split(".")), f"{page}: `{key}` is no key of config/schemas/config.schema.yaml"
 
 
 PACKAGE = REPO / "scripts" / "cycleio"
@@ -688,7 +688,7 @@ def test_the_docs_state_defaults():
 def test_every_default_the_docs_state_is_the_schemas(page, key, default):
     import json
 
-    node = load_schema()
+    node = study_schema()
     for part in key.split("."):
         node = node["properties"][part]
     if default.startswith("`") or "." in default and not default[0].isdigit():  # another key's value
