@@ -68,12 +68,17 @@ report: setup
 # third the Slurm tests, which mostly wait on Slurm (a third busy worker slowed every test by a third).
 # Exit 5 is "none of PYTEST_ARGS's tests is one".
 test: test-fast
-	$(RUN) python -m pytest -m "e2e or job or mpi or integration" -n 3 --dist loadgroup $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	$(RUN) $(PYTEST) -m "e2e or job or mpi or integration" -n 3 --dist loadgroup $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 # The unit tests only, one worker per core: no Snakemake runs, Slurm, GlusterFS, MPI program, fio or make (marked
 # e2e, job, mpi or integration).
 test-fast: setup
-	$(RUN) python -m pytest -m "not e2e and not job and not mpi and not integration" -n auto $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	$(RUN) $(PYTEST) -m "not e2e and not job and not mpi and not integration" -n auto $(PYTEST_ARGS) || [ $$? -eq 5 ]
+
+# pytest keeps each test module with its assertions rewritten as bytecode (tests/__pycache__), unless the environment
+# sets PYTHONDONTWRITEBYTECODE (some do): then every worker of every session rewrites every module again, about 8
+# CPU-s a worker here
+PYTEST = PYTHONDONTWRITEBYTECODE= python -m pytest
 
 lint: setup
 	$(RUN) snakemake --lint
