@@ -275,20 +275,28 @@ def files_of(log: JobLog, module: str) -> pd.DataFrame:
 def set_apart(log: JobLog) -> pd.DataFrame:
     """One row per module and file the log recorded that is not storage (streams, pipes, sockets, devices, /proc,
     /sys): ``module, file, kind, bytes_read, bytes_written, ops, meta_s``. None of it is replayed or timed."""
-    rows = []
+    columns = ["module", "file", "kind", "bytes_read", "bytes_written", "ops", "meta_s"]
+    parts = []
     for module in FILE_MODULES:
         table = log.counters.get(module)
         if table is None:
             continue
         kinds = _kinds(table)
         apart = table[kinds.notna().to_numpy()]
-        for name, records in apart.groupby("file", sort=True):
-            rows.append({"module": module, "file": name, "kind": kinds[records.index[0]],
-                         "bytes_read": int(bytes_of(records, module, "read").sum()),
-                         "bytes_written": int(bytes_of(records, module, "write").sum()),
-                         "ops": int(sum(ops_of(records, module, d).sum() for d in DIRECTIONS)),
-                         "meta_s": float(seconds_of(records, module, "meta").sum())})
-    return pd.DataFrame(rows, columns=["module", "file", "kind", "bytes_read", "bytes_written", "ops", "meta_s"])
+        if apart.empty:
+            continue
+        # each record's measures, then summed per file (a log may hold thousands of records of streams and pipes)
+        per_record = pd.DataFrame({"file": apart["file"], "kind": kinds[apart.index],
+                                   "bytes_read": bytes_of(apart, module, "read"),
+                                   "bytes_written": bytes_of(apart, module, "write"),
+                                   "ops": sum(ops_of(apart, module, d) for d in DIRECTIONS),
+                                   "meta_s": seconds_of(apart, module, "meta")})
+        per_file = per_record.groupby("file", sort=True).agg(
+            kind=("kind", "first"), bytes_read=("bytes_read", "sum"), bytes_written=("bytes_written", "sum"),
+            ops=("ops", "sum"), meta_s=("meta_s", "sum")).reset_index()
+        parts.append(per_file.assign(module=module).astype(
+            {"bytes_read": "int64", "bytes_written": "int64", "ops": "int64", "meta_s": float}))
+    return pd.concat(parts, ignore_index=True)[columns] if parts else pd.DataFrame(columns=columns)
 
 
 def set_apart_note(log: JobLog) -> str:
