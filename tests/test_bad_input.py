@@ -2,8 +2,8 @@
 docs/failures.md's "Inputs refused before any job" lists these cases; keep the two in step.
 
 `make study` checks the config files first (`cycleio check-config`) and stops there when they are refused: one case
-goes through `make study` to hold it to that, the others through that check in this process (a `make study` is
-about 2 CPU-seconds of start-up, 40 cases 80). The cases the check lets through are refused by the workflow as it
+goes through `make study` to hold it to that, the others through that check in this process (every case through
+`make study` took 48 CPU-s, this way 31). The cases the check lets through are refused by the workflow as it
 starts (a tier path known only where the jobs run, a study larger than the disk): they go through `make study`."""
 
 from __future__ import annotations
