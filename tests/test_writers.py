@@ -132,3 +132,27 @@ def test_a_paired_step_s_page_probe_looks_once_per_file_after_its_data_are_made_
     assert probe.phase == REPLAY and probe.seconds >= hour and probe.fresh_MiB is None
     steps.timed_write(tmp_path / "g.nc", spec, ctx, records, tier, "post")  # not paired: no probe
     assert made_before_look == [True] and [r for r in records.records if r.op == "write"][-1].fresh_MiB is None
+
+
+def test_a_restart_tile_written_again_from_its_template_is_the_file_hdf5_writes(tmp_path):
+    """A forecast writes each restart tile at every restart hour with the same structure: the second file of a
+    structure is the first one's image with its chunks replaced, byte for byte what netCDF-4 and HDF5 write from
+    the same data, and holds its own data."""
+    from cycleio.surrogates import h5chunks
+
+    ctx = WriteContext(Grid("C12", 4), 1, "2026010100")
+    for kind in ("fv_core.res", "sfc_data"):
+        first, second = (FileSpec(f"RESTART/20260101.{hh}0000.{kind}.tile1.nc", kind, (("tile", 1),))
+                         for hh in ("03", "06"))
+        h5chunks._templates.clear()
+        write_file(tmp_path / "direct" / second.path, second, ctx)
+        h5chunks._templates.clear()
+        write_file(tmp_path / "first" / first.path, first, ctx)
+        assert len(h5chunks._templates) == 1
+        write_file(tmp_path / "again" / second.path, second, ctx)
+        assert len(h5chunks._templates) == 1  # the template served it
+        again = (tmp_path / "again" / second.path).read_bytes()
+        assert again == (tmp_path / "direct" / second.path).read_bytes()
+        with xr.open_dataset(tmp_path / "again" / second.path) as a, xr.open_dataset(tmp_path / "first" / first.path) as b:
+            assert set(a.data_vars) == set(b.data_vars)
+            assert all(not np.array_equal(a[v].values, b[v].values) for v in a.data_vars)
