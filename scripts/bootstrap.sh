@@ -30,10 +30,13 @@ fi
 if ! venv_current; then
   python_ok || { echo "bootstrap: $PYTHON is not Python >= 3.11 with venv; set PYTHON=/path/to/python3.11" >&2; exit 1; }
   [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
-  echo "bootstrap: installing pinned Python packages into $VENV (first time: a few minutes)"
-  "$VENV/bin/python" -m pip install -q --upgrade pip
-  "$VENV/bin/python" -m pip install -q -r requirements.lock
-  "$VENV/bin/python" -m pip install -q --no-deps -e .
+  echo "bootstrap: installing pinned Python packages into $VENV (first time: about a minute)"
+  # uv (pinned in the lock, installed by the venv's own pip) installs the lock: 48 s with pip and a warm cache here,
+  # 28 s with uv; --compile-bytecode as pip does, for environments that set PYTHONDONTWRITEBYTECODE
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check "$(grep -m1 '^uv==' requirements.lock)"
+  uv_install() { UV_LINK_MODE=copy "$VENV/bin/uv" pip install -q --python "$VENV/bin/python" "$@"; }
+  uv_install --compile-bytecode -r requirements.lock
+  uv_install --no-deps -e .
   echo "$want" > "$stamp"
 fi
 # The checkout's package compiled (pip compiles what it installs, not an editable install's source), also where
