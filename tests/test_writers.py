@@ -135,15 +135,15 @@ def test_a_paired_step_s_page_probe_looks_once_per_file_after_its_data_are_made_
 
 
 def test_a_restart_tile_written_again_from_its_template_is_the_file_hdf5_writes(tmp_path):
-    """A forecast writes each restart tile at every restart hour with the same structure: the second file of a
-    structure is the first one's image with its chunks replaced, byte for byte what netCDF-4 and HDF5 write from
+    """A forecast writes six tiles of each restart kind, at every restart hour, with one structure: the second file
+    of a structure is the first one's image with its chunks replaced, byte for byte what netCDF-4 and HDF5 write from
     the same data, and holds its own data."""
     from cycleio.surrogates import h5chunks
 
     ctx = WriteContext(Grid("C12", 4), 1, "2026010100")
     for kind in ("fv_core.res", "sfc_data"):
-        first, second = (FileSpec(f"RESTART/20260101.{hh}0000.{kind}.tile1.nc", kind, (("tile", 1),))
-                         for hh in ("03", "06"))
+        first, second = (FileSpec(f"RESTART/20260101.{hh}0000.{kind}.tile{tile}.nc", kind, (("tile", tile),))
+                         for hh, tile in (("03", 1), ("06", 2)))
         h5chunks._templates.clear()
         write_file(tmp_path / "direct" / second.path, second, ctx)
         h5chunks._templates.clear()

@@ -220,12 +220,12 @@ def _tile_axes(n: int, levels: int) -> tuple[dict, list[Coordinate], dict[str, t
 
 
 def layout_tile_restart(spec: FileSpec, ctx: WriteContext) -> NetcdfLayout:
-    """One tile of a restart kind (fv_core.res, fv_tracer.res, sfc_data, ...), double precision."""
-    tile = spec.param("tile")
+    """One tile of a restart kind (fv_core.res, fv_tracer.res, sfc_data, ...), double precision. The tile is in
+    the file's name only, as FV3 names them: the six tiles of a kind have one structure (h5chunks.FileTemplate)."""
     dims, coords, shapes = _tile_axes(ctx.grid.n, ctx.grid.levels)
     fields_ = [Field(name, "f8", shapes[shape], _attrs(long_name=name, units="none"),
                      (ctx.seed, ctx.cycle, spec.path, name), 1.0, 10.0) for name, shape in TILE_LAYOUTS[spec.kind]]
-    return NetcdfLayout(_global_attributes(f"FV3 {spec.kind} restart, tile {tile}", ctx), dims, coords, fields_)
+    return NetcdfLayout(_global_attributes(f"FV3 {spec.kind} restart", ctx), dims, coords, fields_)
 
 
 def layout_dtfanl(spec: FileSpec, ctx: WriteContext) -> NetcdfLayout:
