@@ -65,7 +65,8 @@ report: setup
 # The unit tests on every core (test-fast), then the end-to-end tests, real jobs, MPI and other real programs
 # (Snakemake, Slurm, GlusterFS, mpiexec, fio, make) by group (--dist loadgroup: a group's tests share its studies
 # and clusters; tests/conftest.py groups them and starts the longest first): two workers take the busy groups, a
-# third the Slurm tests, which mostly wait on Slurm (a third busy worker slowed every test by a third).
+# third the Slurm tests, which mostly wait on Slurm (a third busy worker from the start slowed every test by a third),
+# then what is left of the others'.
 # Exit 5 is "none of PYTEST_ARGS's tests is one".
 test: test-fast
 	$(RUN) $(PYTEST) -m "e2e or job or mpi or integration" -n 3 --dist loadgroup $(PYTEST_ARGS) || [ $$? -eq 5 ]
