@@ -87,7 +87,7 @@ def test_a_failed_runs_and_stale_orphan_segments_go_and_mapped_ones_stay(tmp_pat
     for path in (orphan, mapped):
         path.write_bytes(b"\0" * 4096)
     with open(mapped, "r+b") as handle, mmap.mmap(handle.fileno(), 4096) as _:
-        removed = remove_orphan_segments(since, pattern=str(tmp_path / "mpich_shm_*"))
+        removed = remove_orphan_segments(since, pattern=str(tmp_path / "mpich_shm_*"), settle_s=0.3)
         assert removed == [str(orphan)]
     assert not orphan.exists() and mapped.exists() and older.exists()
     assert remove_orphan_segments(time.time() + 60, pattern=str(tmp_path / "mpich_shm_*")) == []  # none made since
@@ -97,6 +97,25 @@ def test_a_failed_runs_and_stale_orphan_segments_go_and_mapped_ones_stay(tmp_pat
     later = time.time() + STALE_SEGMENT_S + 5
     monkeypatch.setattr(time, "time", lambda: later)
     assert sorted(remove_orphan_segments(None, pattern=pattern)) == sorted([str(mapped), str(older)])
+
+
+def test_a_failed_runs_segment_still_mapped_by_a_rank_that_ends_a_moment_later_goes(tmp_path):
+    """An aborted run's ranks may outlive its launcher by a moment (more so on a busy machine), still mapping their
+    segment when the launcher has ended: the cleanup looks again until they are gone."""
+    segment = tmp_path / "mpich_shm_late_0"
+    since = time.time()
+    segment.write_bytes(b"\0" * 4096)
+    holder = ("import mmap, sys, time\n"
+              "with open(sys.argv[1], 'r+b') as f, mmap.mmap(f.fileno(), 4096):\n"
+              "    print('mapped', flush=True); time.sleep(0.5)\n")
+    rank = subprocess.Popen([sys.executable, "-c", holder, str(segment)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert rank.stdout.readline().strip() == "mapped"
+        assert remove_orphan_segments(since, pattern=str(tmp_path / "mpich_shm_*")) == [str(segment)]
+        assert not segment.exists()
+    finally:
+        rank.kill()
+        rank.wait()
 
 
 def test_an_aborted_mpi_run_leaves_no_shared_memory_segment(tmp_path):

@@ -269,28 +269,48 @@ MPICH_SEGMENTS = "/dev/shm/mpich_shm_*"
 STALE_SEGMENT_S = 60.0
 
 
-def remove_orphan_segments(since: float | None, pattern: str = MPICH_SEGMENTS) -> list[str]:
+# The ranks of an aborted run may outlive its launcher by a moment, still mapping their segment
+RANKS_GONE_S = 2.0
+
+
+def remove_orphan_segments(since: float | None, pattern: str = MPICH_SEGMENTS,
+                           settle_s: float = RANKS_GONE_S) -> list[str]:
     """Remove this user's MPICH segments that no process maps any more, made since ``since`` (epoch seconds: the
     failed run's own) or over STALE_SEGMENT_S ago (a killed run's); the paths removed. A segment a run still uses
-    is mapped by its ranks and stays."""
+    is mapped by its ranks and stays; one made since ``since`` is looked at again for up to ``settle_s``, as the
+    aborted run's ranks end after its launcher."""
     uid, now = os.getuid(), time.time()
-    candidates = []
+    fresh, stale = [], []
     for path in glob.glob(pattern):
         with contextlib.suppress(OSError):
             info = os.stat(path)
-            made_since = since is not None and info.st_ctime >= since - 1.0  # ctime ticks coarser than time.time()
-            if info.st_uid == uid and (made_since or info.st_ctime < now - STALE_SEGMENT_S):
-                candidates.append(path)
-    if not candidates:
-        return []
+            if info.st_uid != uid:
+                continue
+            if since is not None and info.st_ctime >= since - 1.0:  # ctime ticks coarser than time.time()
+                fresh.append(path)
+            elif info.st_ctime < now - STALE_SEGMENT_S:
+                stale.append(path)
+    removed: list[str] = []
+    deadline = time.monotonic() + settle_s
+    while fresh or stale:
+        mapped = _mapped_paths()
+        for candidates in (fresh, stale):
+            for path in [p for p in candidates if p not in mapped]:
+                candidates.remove(path)
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
+                    removed.append(path)
+        stale.clear()  # a stale segment still mapped belongs to a run that is still going
+        if not fresh or time.monotonic() >= deadline:
+            break
+        time.sleep(0.1)
+    return removed
+
+
+def _mapped_paths() -> set[str]:
+    """Every file some process of the machine maps."""
     mapped: set[str] = set()
     for proc in psutil.process_iter():
         with contextlib.suppress(psutil.Error, OSError):
             mapped.update(region.path for region in proc.memory_maps(grouped=True))
-    removed = []
-    for path in candidates:
-        if path not in mapped:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
-                removed.append(path)
-    return removed
+    return mapped
