@@ -26,11 +26,12 @@ TEMPLATE_BUDGET_BYTES = 512 * 2**20
 class FileTemplate:
     """A small file as written once: its whole image, and where each transfer's chunk sits in it (offset, bytes).
 
-    A forecast writes each restart tile at every restart hour with the same structure and new data. netCDF-4
+    A forecast writes the six tiles of each restart kind, at every restart hour, with one structure. netCDF-4
     and HDF5 take about 40 ms to build a file's structure (dimensions, variables, attributes, B-trees) in
     memory, which the job would book as ``define`` at every hour; with no filter on any variable the chunks are
     raw bytes at fixed addresses, so the next file of the same structure is the image with its chunks replaced:
-    the same bytes HDF5 writes (tests/test_writers.py checks it), from the same data, in one transfer.
+    the bytes HDF5 writes from the same data (tests/test_writers.py checks it), in one transfer, but for the root
+    group's time stamps (and its header's checksum), which stay the first file's, seconds older.
     """
 
     image: bytes
@@ -114,7 +115,7 @@ def write_netcdf(path: Path, layout: NetcdfLayout, source, times: Overheads, buf
     if check:
         check(path)
     in_memory = diskless or layout.data_bytes() <= buffer_bytes
-    key = structure_key(layout, buffer_bytes) if in_memory and layout.data_bytes() <= buffer_bytes else None
+    key = structure_key(layout, buffer_bytes) if layout.data_bytes() <= buffer_bytes else None
     if key in _templates:
         return _from_template(path, layout, source, times, buffer_bytes, _templates[key])
     t0 = time.perf_counter()
@@ -201,7 +202,7 @@ def _from_template(path: Path, layout: NetcdfLayout, source, times: Overheads, b
     """write_netcdf of a small file whose structure this process wrote before: its image with the new chunks."""
     t0 = time.perf_counter()
     image = bytearray(template.image)
-    bytes_ = np.frombuffer(image, np.uint8)
+    view = np.frombuffer(image, np.uint8)
     times.define += time.perf_counter() - t0
     chunk_shapes = {}
     for (f, levels), (offset, size) in zip(layout.blocks(buffer_bytes), template.chunks, strict=True):
@@ -212,7 +213,7 @@ def _from_template(path: Path, layout: NetcdfLayout, source, times: Overheads, b
         chunk = _whole_chunk(data, levels, shape, records).view(np.uint8).reshape(-1)
         if chunk.size != size:
             raise RuntimeError(f"{path.name}: a chunk of {f.name} has {chunk.size} bytes, its template's {size}")
-        bytes_[offset:offset + size] = chunk
+        view[offset:offset + size] = chunk
         times.define += time.perf_counter() - t0
     storage = _land_image(path, image, times, buffer_bytes)
     return path.stat().st_size, storage
