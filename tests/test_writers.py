@@ -170,6 +170,7 @@ def test_a_restart_tile_written_again_from_its_template_is_the_file_hdf5_writes(
         direct = (tmp_path / "direct" / second.path).read_bytes()
         assert len(again) == len(direct)
         assert {i for i, (a, b) in enumerate(zip(again, direct)) if a != b} <= root_group_stamps(direct)
-        with xr.open_dataset(tmp_path / "again" / second.path) as a, xr.open_dataset(tmp_path / "first" / first.path) as b:
+        with xr.open_dataset(tmp_path / "again" / second.path) as a, \
+                xr.open_dataset(tmp_path / "first" / first.path) as b:
             assert set(a.data_vars) == set(b.data_vars)
             assert all(not np.array_equal(a[v].values, b[v].values) for v in a.data_vars)
