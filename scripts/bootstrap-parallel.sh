@@ -66,7 +66,7 @@ fi
 [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
 say "installing pinned packages into $VENV"
 grep -v '^netCDF4==' "$LOCK" > "$VENV/.requirements-wheels.txt"
-# The wheels by the uv of .venv (scripts/bootstrap.sh) where it has one: the venv in 10 s here, 22 s with pip.
+# The wheels by the uv of .venv (scripts/bootstrap.sh) where it has one: the venv in 11 s here, 22 s with pip.
 uv=$(pwd)/.venv/bin/uv
 install() {
   if [ -x "$uv" ]; then
