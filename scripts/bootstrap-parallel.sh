@@ -68,7 +68,7 @@ say "installing pinned packages into $VENV"
 grep -v '^netCDF4==' "$LOCK" > "$VENV/.requirements-wheels.txt"
 # The wheels by the uv of .venv (scripts/bootstrap.sh) where it has one: the venv in 11 s here, 22 s with pip.
 uv=$(pwd)/.venv/bin/uv
-install() {
+install_wheels() {  # not `install`: that is coreutils' command
   if [ -x "$uv" ]; then
     UV_LINK_MODE=copy "$uv" pip install -q --python "$VENV/bin/python" --compile-bytecode "$@"
   else
@@ -76,7 +76,7 @@ install() {
   fi
 }
 [ -x "$uv" ] || "$VENV/bin/python" -m pip install -q --upgrade pip
-install -r "$VENV/.requirements-wheels.txt"
+install_wheels -r "$VENV/.requirements-wheels.txt"
 if "$VENV/bin/python" -m pip show -q mpich >/dev/null 2>&1; then
   fail "$VENV has the mpich wheel: mpi4py would pick MPICH there; remove $VENV and run again"
 fi
@@ -115,9 +115,9 @@ PATCH
   mv "$work"/wheel/*.whl "$cached"/
 fi
 if [ -x "$uv" ]; then
-  install --no-deps --reinstall "$cached"/*.whl
+  install_wheels --no-deps --reinstall "$cached"/*.whl
 else
-  install --no-deps --force-reinstall "$cached"/*.whl
+  install_wheels --no-deps --force-reinstall "$cached"/*.whl
 fi
 "$VENV/bin/python" -c '
 import netCDF4, mpi4py
