@@ -1,9 +1,17 @@
 # Helpers shared by the rules: the one place that builds output paths. STUDY (the Snakefile's
 # cycleio.workflow.study.WorkflowStudy) carries what they read.
+import inspect
 import os
 
 from cycleio.report.captions import answer_numbers, table_numbers
 from cycleio.report.surrogatelog import requests as surrogate_log_requests
+
+
+def signed(function):
+    """``function`` with its signature worked out once: Snakemake inspects an input or params function's signature
+    each time it calls it, once per job, which costs a study of thousands of jobs more than the function itself."""
+    function.__signature__ = inspect.signature(function)
+    return function
 
 
 def out(*parts):
@@ -46,6 +54,7 @@ def job_settings(job=None):
     the faults aimed at its cycle's job, so that a changed setting marks only the jobs that read it
     for a rerun."""
 
+    @signed
     def settings(wildcards):
         return STUDY.job_json(
             wildcards.arm, job or wildcards.step, wildcards.get("cycle")
@@ -54,6 +63,7 @@ def job_settings(job=None):
     return settings
 
 
+@signed
 def step_dependencies(wildcards):
     """Manifests of the jobs a step's job waits on (GDAS order, previous cycle's forecast included)."""
     return job_files(
@@ -61,6 +71,7 @@ def step_dependencies(wildcards):
     )
 
 
+@signed
 def archive_dependencies(wildcards):
     """Manifests of the jobs whose files an archive job reads (and checks against their checksums)."""
     return job_files(
@@ -68,6 +79,7 @@ def archive_dependencies(wildcards):
     )
 
 
+@signed
 def cleanup_dependencies(wildcards):
     """A cycle's data go once its own jobs are done, and every later job that reads them."""
     return job_files(STUDY.jobs.cleanup_dependencies(wildcards.arm, wildcards.cycle))
