@@ -9,7 +9,8 @@ from cycleio.report.surrogatelog import requests as surrogate_log_requests
 
 def signed(function):
     """``function`` with its signature worked out once: Snakemake inspects an input or params function's signature
-    each time it calls it, once per job, which costs a study of thousands of jobs more than the function itself."""
+    each time it calls it, once per job, which costs a study of thousands of jobs more than the function itself.
+    """
     function.__signature__ = inspect.signature(function)
     return function
 
