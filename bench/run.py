@@ -27,6 +27,7 @@ from pathlib import Path
 
 import psutil
 
+import readme
 from common import BENCH_TIERS, REPO, fio_version, passes
 
 # (number, name, module): the benchmarks of this driver, in the order of the study's list.
@@ -249,6 +250,10 @@ def main() -> int:
          "errors": errors}, indent=1).replace(here, ""))
     figure(rows, out.parent / "results.png")
     print(f"wrote {out}, {out.parent / 'results.json'}, {out.parent / 'results.png'}")
+    if not args.quick and out == REPO / "bench" / "RESULTS.md":  # a smoke run's numbers stay out of the README
+        results = json.loads((out.parent / "results.json").read_text())
+        if readme.update(REPO / "README.md", results, names):
+            print(f"wrote the README's table of the latest numbers ({REPO / 'README.md'})")
     if errors:
         print(f"failed: {', '.join(errors)}", file=sys.stderr)
     return 1 if errors else 0

@@ -469,6 +469,31 @@ def test_the_bench_table_names_every_benchmark_make_bench_runs():
     assert not missing, f"docs/performance.md's bench table misses {missing}"
 
 
+def test_the_readmes_bench_table_is_the_latest_results(tmp_path):
+    """The README shows make bench's latest numbers as bench/results.json holds them (bench/readme.py writes the
+    table after a run; a hand edit, or results committed without their table, fails here)."""
+    import ast
+    import json
+
+    sys.path.insert(0, str(REPO / "bench"))
+    try:
+        import readme
+    finally:
+        sys.path.remove(str(REPO / "bench"))
+    tree = ast.parse((REPO / "bench" / "run.py").read_text())
+    listed = next(node.value for node in ast.walk(tree) if isinstance(node, ast.Assign)
+                  and any(getattr(target, "id", None) == "BENCHMARKS" for target in node.targets))
+    order = [name for _, name, _ in ast.literal_eval(listed)]
+    results = json.loads((REPO / "bench" / "results.json").read_text())
+    assert readme.block(README.read_text()) == readme.table(results, order), "run make bench, or bench/readme.py"
+    # what make bench does to a README: the table between the markers replaced, the rest as it was
+    page = tmp_path / "README.md"
+    page.write_text(f"# title\n\n{readme.START}\n| old |\n{readme.END}\n\n## next\n")
+    assert readme.update(page, results, order)
+    table = readme.table(results, order)
+    assert page.read_text() == f"# title\n\n{readme.START}\n{table}\n{readme.END}\n\n## next\n"
+
+
 def test_the_layout_names_every_rule_file_study_file_and_profile():
     text = (REPO / "docs" / "design.md").read_text()
     layout = next(b for _, b in FENCE.findall(text) if b.startswith("Snakefile "))
