@@ -66,6 +66,14 @@ def test_a_benchmark_point_is_timed_by_its_bytes_and_seconds_and_its_aggregates_
     # a stricter threshold is the same helper's
     assert not mark_timed(table, TimedThreshold(min_bytes=128 * MiB, min_seconds=0.1))[:15].any()
     assert TimedThreshold().enough(32 * MiB, 0.1) and not TimedThreshold().enough(32 * MiB - 1, 1.0)
+    # a phase bounded by time lasted its bound whatever the tier's speed: a slow tier's few MiB in it are timed, a
+    # phase that moved nothing or ended too soon is not
+    bounded = pd.DataFrame(point("io", "read", [(8 * MiB, 0.3), (2 * MiB, 0.3)], job="c")
+                           + point("io", "write", [(0, 0.3), (8 * MiB, 0.3)], job="d")
+                           + point("io", "write", [(8 * MiB, 0.3), (8 * MiB, 0.01)], job="e")).assign(stonewall_s=0.3)
+    timed = mark_timed(bounded, TimedThreshold(min_bytes=32 * MiB, min_seconds=0.1)).tolist()
+    assert timed == [True] * 5 + [False, True, False, False, False] + [True, False, False, False, False]
+    assert TimedThreshold().enough(MiB, 0.3, bounded_by_time=True) and not TimedThreshold().enough(MiB, 0.3)
 
 
 def test_a_point_with_a_blank_key_is_marked_as_its_repetitions_are():

@@ -68,13 +68,16 @@ POINT_KEYS = ["tier", "benchmark", "pattern", "api", "nodes", "tasks", "operatio
 
 def mark_timed(bench: pd.DataFrame, timing: TimedThreshold) -> pd.Series:
     """``timed`` of every benchmarks row (:meth:`TimedThreshold.enough`): a repetition by its own bytes and seconds
-    (a metadata point, without bytes, by its seconds alone; a row without seconds counts as timed, there is
-    nothing to judge it by); the max, min and mean rows of a point when every repetition of it is."""
+    (a metadata point, without bytes, by its seconds alone; a phase bounded by time, ``stonewall_s`` > 0, by its
+    seconds and any bytes; a row without seconds counts as timed, there is nothing to judge it by); the max, min
+    and mean rows of a point when every repetition of it is."""
     if bench.empty:
         return pd.Series([], dtype=bool, index=bench.index)
     nbytes = pd.to_numeric(bench["bytes"], errors="coerce").astype(float).fillna(math.inf)
     seconds = pd.to_numeric(bench["seconds"], errors="coerce").astype(float).fillna(math.inf)
-    own = pd.Series(timing.enough(nbytes, seconds), index=bench.index).astype(bool)
+    stonewall = bench["stonewall_s"] if "stonewall_s" in bench else pd.Series(0.0, index=bench.index)
+    bounded = pd.to_numeric(stonewall, errors="coerce").fillna(0.0) > 0
+    own = pd.Series(timing.enough(nbytes, seconds, bounded), index=bench.index).astype(bool)
     reps = bench["aggregate"] == "rep"
     keys = [k for k in POINT_KEYS if k in bench.columns]
     # a point's rows by their keys as values: a blank key (mdtest rows have no job, IOR's summary rows no
