@@ -28,5 +28,18 @@ fi
 gluster --mode=script volume start "$VOL" force >/dev/null
 grep -q " $MNT fuse.glusterfs " /proc/mounts || mount -t glusterfs "$HOST:/$VOL" "$MNT"
 grep -q " $MNT fuse.glusterfs " /proc/mounts || { echo "mounting $HOST:/$VOL on $MNT failed (see /var/log/glusterfs)" >&2; exit 1; }
+# Usable once the mount's client reaches every brick (each brick's connection as the FUSE mount's .meta shows it):
+# a mount still connecting to one brick of a dispersed volume fails with "Transport endpoint is not connected"
+# when another is killed, though the volume can lose one.
+all_bricks_connected() {
+  local seen=0 private
+  for private in "$MNT/.meta/graphs/active/$VOL"-client-*/private; do
+    grep -qx "connected = 1" "$private" 2>/dev/null || return 1
+    seen=$((seen + 1))
+  done
+  [ "$seen" -gt 0 ]
+}
+for _ in $(seq 1 600); do all_bricks_connected && break; sleep 0.1; done
+all_bricks_connected || { echo "the mount of $VOL on $MNT did not reach every brick in 60 s (see /var/log/glusterfs)" >&2; exit 1; }
 chmod 1777 "$MNT"
 echo "$MNT"
