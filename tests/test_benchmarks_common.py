@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import time
 
 import psutil
@@ -35,6 +36,21 @@ def test_a_failed_tool_names_itself_its_exit_code_and_command(tmp_path):
     assert run.returncode == 3
     message = str(tool_failure("mytool", run))
     assert message == "mytool failed (exit code 3): two (command: sh -c 'echo one; echo two >&2; exit 3')"
+
+
+def test_a_failed_rank_programs_exception_is_named_though_another_ranks_traceback_ends_its_output(tmp_path):
+    """Two Python ranks failing at once interleave their tracebacks on one stderr, and the one killed mid-print
+    leaves the last lines inside its traceback (seen in make test-fast: the reason was cut off)."""
+    from cycleio.benchmarks.common import tool_failure
+
+    said = ["Traceback (most recent call last):", '  File "fieldio.py", line 179, in make_store',
+            "ValueError: unknown field layout 'bogus'", "Traceback (most recent call last):",
+            '  File "fieldio.py", line 235, in run_ranks', "    store = make_store(layout, root, rank, fsync)"]
+    script = tmp_path / "ranks.sh"
+    script.write_text("".join(f"echo {shlex.quote(line)} >&2\n" for line in said) + "exit 1\n")
+    run = run_tool("field I/O", ["sh", str(script)], tmp_path, "ranks", timeout=60)
+    assert str(tool_failure("field I/O", run)).startswith(
+        "field I/O failed (exit code 1): ValueError: unknown field layout 'bogus' (command: ")
 
 
 def test_a_tool_that_cannot_start_is_named(tmp_path):

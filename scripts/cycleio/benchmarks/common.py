@@ -105,15 +105,20 @@ def run_tool(tool: str, argv: list[str], raw_dir: Path, name: str, timeout: floa
     return Run(argv, returncode, seconds, stdout, stderr)
 
 
+# the lines of a tool's output that say what went wrong (tool_failure)
+TOOL_SAYS = re.compile(r"\bERROR\b|^fio: |\berror: |^[A-Za-z_][\w.]*(Error|Exception): ")
+
+
 def tool_failure(tool: str, run: Run, detail: str = "", output: Path | None = None) -> BenchmarkError:
     """The tool's own words: its ``ERROR`` lines (IOR, mdtest), ``fio:`` lines (fio also writes them
-    into its --output file, and may exit 0) and ``error:`` lines, else the last lines it printed."""
+    into its --output file, and may exit 0), ``error:`` lines and a Python rank's exception (``ValueError: ...``:
+    two ranks' tracebacks interleave, and the last lines may end inside one), else the last lines it printed."""
     said: list[str] = []
     for path in (run.stdout, run.stderr, output):
         if path is not None and path.is_file():
             for line in path.read_text(errors="replace").splitlines():
                 line = line.strip()
-                if re.search(r"\bERROR\b|^fio: |\berror: ", line) and line not in said:
+                if TOOL_SAYS.search(line) and line not in said:
                     said.append(line)
     if not said:
         said = last_lines(run.stderr, run.stdout)
