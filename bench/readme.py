@@ -66,8 +66,7 @@ def block(text: str) -> str | None:
 def update(readme: Path, results: dict, order: list[str]) -> bool:
     """Put the table of ``results`` between the README's markers; False when it has none."""
     text = readme.read_text()
-    old = block(text)
-    if old is None:
+    if block(text) is None:
         return False
     head, rest = text.split(START, 1)
     readme.write_text(f"{head}{START}\n{table(results, order)}\n{END}{rest.split(END, 1)[1]}")
