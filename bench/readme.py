@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cycleio.fsutil import replace_between_markers
+
 from common import passes
 
 START = "<!-- the table below is written by make bench from bench/results.json -->"
@@ -56,18 +58,6 @@ def table(results: dict, order: list[str]) -> str:
     return "\n".join(lines)
 
 
-def block(text: str) -> str | None:
-    """The table between the markers of ``text`` (None without them)."""
-    if START not in text or END not in text:
-        return None
-    return text.split(START, 1)[1].split(END, 1)[0].strip("\n")
-
-
-def update(readme: Path, results: dict, order: list[str]) -> bool:
-    """Put the table of ``results`` between the README's markers; False when it has none."""
-    text = readme.read_text()
-    if block(text) is None:
-        return False
-    head, rest = text.split(START, 1)
-    readme.write_text(f"{head}{START}\n{table(results, order)}\n{END}{rest.split(END, 1)[1]}")
-    return True
+def update(readme: Path, results: dict, order: list[str]) -> None:
+    """Put the table of ``results`` between the README's markers (fsutil.replace_between_markers)."""
+    replace_between_markers(readme, START, END, table(results, order) + "\n", "make bench's latest numbers")

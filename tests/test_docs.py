@@ -485,12 +485,12 @@ def test_the_readmes_bench_table_is_the_latest_results(tmp_path):
                   and any(getattr(target, "id", None) == "BENCHMARKS" for target in node.targets))
     order = [name for _, name, _ in ast.literal_eval(listed)]
     results = json.loads((REPO / "bench" / "results.json").read_text())
-    assert readme.block(README.read_text()) == readme.table(results, order), "run make bench, or bench/readme.py"
+    table = readme.table(results, order)
+    assert f"{readme.START}\n{table}\n{readme.END}" in README.read_text(), "run make bench, or bench/readme.py"
     # what make bench does to a README: the table between the markers replaced, the rest as it was
     page = tmp_path / "README.md"
     page.write_text(f"# title\n\n{readme.START}\n| old |\n{readme.END}\n\n## next\n")
-    assert readme.update(page, results, order)
-    table = readme.table(results, order)
+    readme.update(page, results, order)
     assert page.read_text() == f"# title\n\n{readme.START}\n{table}\n{readme.END}\n\n## next\n"
 
 
