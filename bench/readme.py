@@ -44,12 +44,14 @@ def _weakest(r: dict) -> str:
 
 
 def table(results: dict, order: list[str]) -> str:
-    """The Markdown table of ``results`` (bench/results.json), a line per benchmark in ``order`` that has rows."""
+    """The Markdown table of ``results`` (bench/results.json), a line per benchmark in ``order`` (one the results
+    hold no run of says so)."""
     lines = ["| benchmark | what it sets against what | goals met | its weakest case: median ratio (min-max over "
              "the repeats), goal |", "|---|---|---|---|"]
     for name in order:
         rows = [r for r in results["rows"] if r["run"] == name]
         if not rows:
+            lines.append(f"| {name} | {MEASURES.get(name, '')} | no run in the results | - |")
             continue
         judged = [r for r in rows if passes(r) is not None]
         met = f"{sum(bool(passes(r)) for r in judged)} of {len(judged)}" if judged else "no goal"
