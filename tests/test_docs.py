@@ -457,13 +457,18 @@ def test_the_docs_show_no_console_blocks():
     assert not blocks("console"), [str(page.relative_to(REPO)) for page, _ in blocks("console")]
 
 
-def test_the_bench_table_names_every_benchmark_make_bench_runs():
+def bench_benchmarks() -> list[tuple[int, str]]:
+    """(number, name) of every benchmark bench/run.py runs, read from its BENCHMARKS without running it."""
     import ast
 
     tree = ast.parse((REPO / "bench" / "run.py").read_text())
     listed = next(node.value for node in ast.walk(tree) if isinstance(node, ast.Assign)
                   and any(getattr(target, "id", None) == "BENCHMARKS" for target in node.targets))
-    benchmarks = [(number, name) for number, name, _ in ast.literal_eval(listed)]
+    return [(number, name) for number, name, _ in ast.literal_eval(listed)]
+
+
+def test_the_bench_table_names_every_benchmark_make_bench_runs():
+    benchmarks = bench_benchmarks()
     text = (REPO / "docs" / "performance.md").read_text()
     missing = [f"({n}) {name}" for n, name in benchmarks if f"| ({n}) `{name}` |" not in text]
     assert not missing, f"docs/performance.md's bench table misses {missing}"
@@ -472,7 +477,6 @@ def test_the_bench_table_names_every_benchmark_make_bench_runs():
 def test_the_readmes_bench_table_is_the_latest_results(tmp_path):
     """The README shows make bench's latest numbers as bench/results.json holds them (bench/readme.py writes the
     table after a run; a hand edit, or results committed without their table, fails here)."""
-    import ast
     import json
 
     sys.path.insert(0, str(REPO / "bench"))
@@ -480,10 +484,7 @@ def test_the_readmes_bench_table_is_the_latest_results(tmp_path):
         import readme
     finally:
         sys.path.remove(str(REPO / "bench"))
-    tree = ast.parse((REPO / "bench" / "run.py").read_text())
-    listed = next(node.value for node in ast.walk(tree) if isinstance(node, ast.Assign)
-                  and any(getattr(target, "id", None) == "BENCHMARKS" for target in node.targets))
-    order = [name for _, name, _ in ast.literal_eval(listed)]
+    order = [name for _, name in bench_benchmarks()]
     results = json.loads((REPO / "bench" / "results.json").read_text())
     table = readme.table(results, order)
     assert f"{readme.START}\n{table}\n{readme.END}" in README.read_text(), "run make bench, or bench/readme.py"
