@@ -2,7 +2,11 @@
 # jobs from Darshan logs (step darshan_<name>, config darshan.jobs) with their input files laid out once.
 # Slurm resources (nodes, tasks, CPUs, memory, runtime, burst buffer) and threads come from each
 # arm's settings; each job gets as params only the settings it reads.
+# The cycles' jobs are each arm's chain, the study's longest path: they go before the benchmark points
+# (CHAIN_PRIORITY), which otherwise hold back the cold starts on a cluster (jobs without inputs are equals).
 from cycleio.workflow.slurm import rule_resources, rule_threads
+
+CHAIN_PRIORITY = 10
 
 
 rule coldstart:
@@ -11,6 +15,7 @@ rule coldstart:
         records=arm_file("{arm}", "coldstart", "records.jsonl"),
     log:
         out("logs", "{arm}", "coldstart.log"),
+    priority: CHAIN_PRIORITY
     conda:
         "../envs/cycleio.yaml"
     resources:
@@ -31,6 +36,7 @@ rule darshan_inputs:
         records=arm_file("{arm}", "darshan_inputs", "records.jsonl"),
     log:
         out("logs", "{arm}", "darshan_inputs.log"),
+    priority: CHAIN_PRIORITY
     conda:
         "../envs/cycleio.yaml"
     resources:
@@ -51,6 +57,7 @@ rule obs_dump:
         records=step_file("{arm}", "{cycle}", "dump", "records.jsonl"),
     log:
         out("logs", "{arm}", "{cycle}", "dump.log"),
+    priority: CHAIN_PRIORITY
     conda:
         "../envs/cycleio.yaml"
     resources:
@@ -73,6 +80,7 @@ rule cycle_step:
         records=step_file("{arm}", "{cycle}", "{step}", "records.jsonl"),
     log:
         out("logs", "{arm}", "{cycle}", "{step}.log"),
+    priority: CHAIN_PRIORITY
     conda:
         "../envs/cycleio.yaml"
     threads: rule_threads(STUDY.arms)
