@@ -62,25 +62,24 @@ endif
 report: setup
 	@$(RUN) snakemake $(CONFIG_ARGS) $(ARGS) --report results/$(STUDY_NAME)/report.html
 
-# Which tests are unit tests: no Snakemake runs, Slurm, GlusterFS, MPI program, fio or make of their own (those are
-# marked e2e, job, mpi or integration).
-UNIT_TESTS := not e2e and not job and not mpi and not integration
-E2E_TESTS := e2e or job or mpi or integration
+# The unit tests on every core (test-fast), then the end-to-end tests, real jobs, MPI and other real programs
+# (Snakemake, Slurm, GlusterFS, mpiexec, fio, make) by group (--dist loadgroup: a group's tests share its studies
+# and clusters; tests/conftest.py groups them and starts the longest first): two workers take the busy groups, a
+# third the Slurm tests, which mostly wait on Slurm (a third busy worker from the start slowed every test by a third),
+# then what is left of the others'.
+# Exit 5 is "none of PYTEST_ARGS's tests is one".
+test: test-fast
+	$(RUN) $(PYTEST) -m "e2e or job or mpi or integration" -n 3 --dist loadgroup $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
-# Every test: the end-to-end tests by group on three workers, the unit tests beside them at the lowest CPU priority,
-# filling the cores while the end-to-end tests wait on their jobs (scripts/test.sh).
-test: setup
-	$(RUN) $(KEEP_BYTECODE) bash scripts/test.sh "$(UNIT_TESTS)" "$(E2E_TESTS)" $(PYTEST_ARGS)
-
-# The unit tests only, one worker per core. Exit 5 is "none of PYTEST_ARGS's tests is one".
+# The unit tests only, one worker per core: no Snakemake runs, Slurm, GlusterFS, MPI program, fio or make (marked
+# e2e, job, mpi or integration).
 test-fast: setup
-	$(RUN) $(PYTEST) -m "$(UNIT_TESTS)" -n auto $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	$(RUN) $(PYTEST) -m "not e2e and not job and not mpi and not integration" -n auto $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 # pytest keeps each test module with its assertions rewritten as bytecode (tests/__pycache__), unless the environment
 # sets PYTHONDONTWRITEBYTECODE (some do): then every worker of every session rewrites every module again, about 8
 # CPU-s a worker here
-KEEP_BYTECODE := PYTHONDONTWRITEBYTECODE=
-PYTEST = $(KEEP_BYTECODE) python -m pytest
+PYTEST = PYTHONDONTWRITEBYTECODE= python -m pytest
 
 lint: setup
 	$(RUN) snakemake --lint
