@@ -32,8 +32,13 @@ MEASURES = {
 
 
 def _margin(r: dict) -> float:
-    """How far a row's median ratio is on the passing side of its goal (1 at the goal, below 1 missing it)."""
-    return r["median"] / r["goal"] if r.get("higher_is_better", True) else r["goal"] / r["median"]
+    """How far a row's median ratio is on the passing side of its goal (1 at the goal, below 1 missing it). A count
+    that must stay at zero (the soak's temporaries left, goal <= 0) is at its goal when it is zero."""
+    if r.get("higher_is_better", True):
+        return r["median"] / r["goal"]
+    if r["median"] == 0:
+        return 1.0 if r["goal"] == 0 else float("inf")
+    return r["goal"] / r["median"]
 
 
 def _weakest(r: dict) -> str:

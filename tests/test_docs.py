@@ -495,6 +495,23 @@ def test_the_readmes_bench_table_is_the_latest_results(tmp_path):
     assert page.read_text() == f"# title\n\n{readme.START}\n{table}\n{readme.END}\n\n## next\n"
 
 
+def test_the_bench_tables_weakest_case_of_a_count_that_must_stay_zero():
+    """The soak's rows: two shares at their goal of 1 and a count of temporaries left at its goal of 0 (lower is
+    better): each at its goal, none divided by its zero."""
+    sys.path.insert(0, str(REPO / "bench"))
+    try:
+        import readme
+    finally:
+        sys.path.remove(str(REPO / "bench"))
+    row = {"run": "soak", "repeats": 1, "unit": "ratio"}
+    rows = [{**row, "case": "kills survived", "median": 1.0, "min": 1.0, "max": 1.0, "goal": 1.0},
+            {**row, "case": "temporaries left", "median": 0, "min": 0, "max": 0, "goal": 0.0, "higher_is_better": False}]
+    line = readme.table({"rows": rows}, ["soak"]).splitlines()[-1]
+    assert "| 2 of 2 | kills survived: 1.00 (one run), goal >= 1.00 |" in line, line
+    rows[1] = {**rows[1], "median": 2, "min": 2, "max": 2}  # two left: the one goal missed is the weakest
+    assert "| 1 of 2 | temporaries left: 2.00 (one run), goal <= 0.00 |" in readme.table({"rows": rows}, ["soak"])
+
+
 def test_the_layout_names_every_rule_file_study_file_and_profile():
     text = (REPO / "docs" / "design.md").read_text()
     layout = next(b for _, b in FENCE.findall(text) if b.startswith("Snakefile "))
