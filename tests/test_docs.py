@@ -467,6 +467,16 @@ def bench_benchmarks() -> list[tuple[int, str]]:
     return [(number, name) for number, name, _ in ast.literal_eval(listed)]
 
 
+def bench_readme():
+    """bench/readme.py, the writer of the README's table of make bench's numbers, imported from bench/."""
+    sys.path.insert(0, str(REPO / "bench"))
+    try:
+        import readme
+    finally:
+        sys.path.remove(str(REPO / "bench"))
+    return readme
+
+
 def test_the_bench_table_names_every_benchmark_make_bench_runs():
     benchmarks = bench_benchmarks()
     text = (REPO / "docs" / "performance.md").read_text()
@@ -479,11 +489,7 @@ def test_the_readmes_bench_table_is_the_latest_results(tmp_path):
     table after a run; a hand edit, or results committed without their table, fails here)."""
     import json
 
-    sys.path.insert(0, str(REPO / "bench"))
-    try:
-        import readme
-    finally:
-        sys.path.remove(str(REPO / "bench"))
+    readme = bench_readme()
     order = [name for _, name in bench_benchmarks()]
     results = json.loads((REPO / "bench" / "results.json").read_text())
     table = readme.table(results, order)
@@ -498,11 +504,7 @@ def test_the_readmes_bench_table_is_the_latest_results(tmp_path):
 def test_the_bench_tables_weakest_case_of_a_count_that_must_stay_zero():
     """The soak's rows: two shares at their goal of 1 and a count of temporaries left at its goal of 0 (lower is
     better): each at its goal, none divided by its zero."""
-    sys.path.insert(0, str(REPO / "bench"))
-    try:
-        import readme
-    finally:
-        sys.path.remove(str(REPO / "bench"))
+    readme = bench_readme()
     row = {"run": "soak", "repeats": 1, "unit": "ratio"}
     rows = [{**row, "case": "kills survived", "median": 1.0, "min": 1.0, "max": 1.0, "goal": 1.0},
             {**row, "case": "temporaries left", "median": 0, "min": 0, "max": 0, "goal": 0.0, "higher_is_better": False}]
