@@ -41,7 +41,9 @@ def test_preflight_refuses_a_tier_without_room_with_the_numbers(tmp_path, repo):
         config["tiers"]["lustre"]["path"] = str(tmp_path / "lustre")
         study = build_study(validate_config(config))
         with pytest.raises(ConfigError, match=r"tier 'shm' \(.*tiny, tmpfs\) has 1\.0 MiB free, but the study needs about [0-9.]+ MiB more"):
-            check_study(study)
+            check_study(study, claim=True)
+        # refused as the workflow starts: no tier's folder claimed (nor made) for a run that never ran
+        assert not (tmp_path / "lustre" / study.name).exists() and not list(tiny.rglob(study.name))
         # a dry run shows the jobs: what a real run would be refused for is a note
         [note] = [n for n in check_study(study, dry_run=True) if "would not start" in n]
         assert note.startswith("a real run would not start: tier 'shm' (") and "1.0 MiB free" in note

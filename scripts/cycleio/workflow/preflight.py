@@ -126,6 +126,7 @@ def check_study(study: Study, local_exec: bool = True, jobs_here: bool = False, 
              for name in sorted({arm.archive["tier"]["name"] for arm in study.arms.values()
                                  if arm.archive and arm.archive.get("remote")})]
     by_filesystem: dict[int, list] = {}
+    claims: list[tuple[str, Path]] = []
     for name, tier in tiers.items():
         try:
             path = expand_tier_path(name, tier.path, study.name, tolerate=JOB_TIME_VARIABLES)
@@ -150,14 +151,12 @@ def check_study(study: Study, local_exec: bool = True, jobs_here: bool = False, 
             raise ConfigError(f"tier '{name}': path {str(path)!r} cannot be written: {reason}; "
                               f"set tiers.{name}.path to a folder this user can write")
         try:
-            if claim:
-                claim_study_folder(name, path, study.name)
-            else:
-                problem = owner_problem(name, path, study.name, study_folder_owner(path, study.name))
-                if problem:
-                    raise TierError(problem)
-        except (TierError, OSError) as err:
+            problem = owner_problem(name, path, study.name, study_folder_owner(path, study.name))
+        except OSError as err:
             raise ConfigError(str(err)) from None
+        if problem:
+            raise ConfigError(problem)
+        claims.append((name, path))
         problem = replay_room_problem(study, name, path)  # a replay job alone too large: name the scale that fits
         if problem:
             raise ConfigError(problem)
@@ -172,6 +171,12 @@ def check_study(study: Study, local_exec: bool = True, jobs_here: bool = False, 
             if not dry_run:
                 raise
             notes.append(f"a real run would not start: {err}")
+    # claimed once every check passed: a refused run leaves no claim (nor a study folder) behind
+    for name, path in claims if claim else ():
+        try:
+            claim_study_folder(name, path, study.name)
+        except (TierError, OSError) as err:
+            raise ConfigError(str(err)) from None
     return notes
 
 
