@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import contextlib
 
+import pytest
+
 from cycleio.hostmemory import free_page_reporting
 from cycleio.units import MiB
 
@@ -246,3 +248,24 @@ def test_pages_freed_after_a_probe_are_kept_from_what_follows_and_go_back_after(
         if kept >= 128 and inside <= before + 32 and tries[-1][3] >= before + 128:
             return
     raise AssertionError(f"no try kept the deleted file's pages (before, kept, inside, after): {tries}")
+
+
+@pytest.mark.parametrize("version", ["v2", "v1"])
+def test_the_probe_and_holds_take_at_most_half_of_what_the_jobs_memory_cgroup_still_allows(tmp_path, version):
+    """hostmemory.memory_to_spare: a Slurm job's cgroup (its --mem) counts what the probe touches and a hold keeps;
+    the tightest of the cgroup and its ancestors bounds them, "max" or a missing file bounds nothing."""
+    from cycleio.hostmemory import memory_to_spare
+
+    files = ("memory.max", "memory.current") if version == "v2" else ("memory.limit_in_bytes", "memory.usage_in_bytes")
+    base = tmp_path if version == "v2" else tmp_path / "memory"
+    job, task = base / "slurm" / "job_7", base / "slurm" / "job_7" / "step_0" / "task_0"
+    task.mkdir(parents=True)
+    (job / files[0]).write_text(f"{3 * 2**30}\n")  # --mem 3 GiB, 1 GiB in use: half of the 2 GiB left
+    (job / files[1]).write_text(f"{2**30}\n")
+    (task / files[0]).write_text("max\n" if version == "v2" else "9223372036854771712\n")
+    (task / files[1]).write_text(f"{2**20}\n")
+    proc = "0::/slurm/job_7/step_0/task_0\n" if version == "v2" else "4:memory:/slurm/job_7/step_0/task_0\n1:cpu:/\n"
+    assert memory_to_spare(proc, tmp_path) == 2**30
+    unbounded = memory_to_spare("", tmp_path)  # a quarter of the available memory
+    elsewhere = "0::/elsewhere\n" if version == "v2" else "4:memory:/elsewhere\n"
+    assert memory_to_spare(elsewhere, tmp_path) == pytest.approx(unbounded, rel=0.05)

@@ -76,6 +76,36 @@ def huge_pages_on_request(sys_root: Path = SYS) -> bool:
 
 
 @functools.lru_cache(maxsize=1)
+def memory_to_spare(proc_cgroup: str | None = None, cgroup_root: Path = SYS / "fs/cgroup") -> int:
+    """Bytes the probe and the holds may take at once: a quarter of the machine's available memory (MemAvailable),
+    and half of what this process's memory cgroup and its ancestors still allow (a Slurm job's ``--mem``: held
+    memory counts there, and a job past it is killed). ``proc_cgroup``: ``/proc/self/cgroup``'s text."""
+    spare = psutil.virtual_memory().available // 4
+    if proc_cgroup is None:
+        try:
+            proc_cgroup = Path("/proc/self/cgroup").read_text()
+        except OSError:
+            return spare
+    for line in proc_cgroup.splitlines():
+        _, controllers, path = line.split(":", 2)
+        if controllers == "":  # v2
+            folder, files = cgroup_root / path.lstrip("/"), ("memory.max", "memory.current")
+        elif "memory" in controllers.split(","):  # v1
+            folder, files = cgroup_root / "memory" / path.lstrip("/"), ("memory.limit_in_bytes",
+                                                                         "memory.usage_in_bytes")
+        else:
+            continue
+        for level in (folder, *folder.parents):
+            try:
+                limit, usage = ((level / name).read_text().strip() for name in files)
+                spare = min(spare, max(0, int(limit) - int(usage)) // 2)
+            except (OSError, ValueError):  # no such file, or "max": no limit there
+                pass
+            if level == cgroup_root:
+                break
+    return spare
+
+
 def fresh_pages_measurable() -> bool:
     """Whether :func:`fresh_MiB` can tell fresh pages here: the machine reports free pages to its host and
     gives huge pages on request."""
@@ -83,8 +113,8 @@ def fresh_pages_measurable() -> bool:
 
 
 def fresh_MiB(limit: int = PROBE_CAP, slow_in_a_row: int = SLOW_IN_A_ROW) -> float | None:
-    """MiB of 2 MiB blocks freed a moment ago and not yet handed to the host, at most ``limit`` (and a quarter
-    of the available memory); None where this cannot be told (:func:`fresh_pages_measurable`).
+    """MiB of 2 MiB blocks freed a moment ago and not yet handed to the host, at most ``limit`` (and
+    :func:`memory_to_spare`); None where this cannot be told (:func:`fresh_pages_measurable`).
 
     Maps anonymous memory, asks for huge pages and touches one byte per 2 MiB, timing each fault, until
     ``slow_in_a_row`` faults in a row are slow (blocks the host took back); then gives it all back at once,
@@ -92,7 +122,7 @@ def fresh_MiB(limit: int = PROBE_CAP, slow_in_a_row: int = SLOW_IN_A_ROW) -> flo
     """
     if not fresh_pages_measurable():
         return None
-    limit = min(limit, psutil.virtual_memory().available // 4) // HUGE_PAGE * HUGE_PAGE  # MemAvailable
+    limit = min(limit, memory_to_spare()) // HUGE_PAGE * HUGE_PAGE
     if limit <= 0:
         return 0.0
     fresh = _fresh_blocks(limit, slow_in_a_row)
@@ -142,7 +172,7 @@ def fresh_pages_kept_from(before_MiB: float | None) -> Iterator[float]:
 def _held_blocks(MiB_wanted: float) -> Iterator[float]:
     """Map and touch ``MiB_wanted`` (rounded down to 2 MiB blocks) of huge pages, taking the fresh blocks there are
     first, and keep them until the block ends; yields the MiB held (0 where the kernel refuses the mapping)."""
-    with _huge_mapping(int(MiB_wanted * MiB) // HUGE_PAGE * HUGE_PAGE) as (address, length):
+    with _huge_mapping(min(int(MiB_wanted * MiB), memory_to_spare()) // HUGE_PAGE * HUGE_PAGE) as (address, length):
         if address is None:
             yield 0.0
             return
