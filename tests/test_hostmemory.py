@@ -194,62 +194,6 @@ def test_held_fresh_pages_are_not_met_by_the_write_and_go_back_when_it_ends(tmp_
     raise AssertionError(f"no try held the dropped file's pages (inside the block, after it): {tries}")
 
 
-def test_the_fresh_pages_something_freed_are_held_beyond_those_there_were_before(monkeypatch):
-    """hostmemory.fresh_pages_kept_from: what the probe finds now beyond ``before`` is mapped and touched until the
-    block ends; nothing is probed or held where ``before`` is None (not measurable) or less than a block was freed."""
-    from cycleio import hostmemory
-
-    found, held = iter([900.0, 101.0]), []
-
-    @contextlib.contextmanager
-    def mapping(length):
-        held.append(length)
-        yield 1 << 40, length  # an address: the blocks are touched
-        held.append("released")
-
-    monkeypatch.setattr(hostmemory, "fresh_MiB", lambda: next(found))
-    monkeypatch.setattr(hostmemory, "_huge_mapping", mapping)
-    monkeypatch.setattr(hostmemory.ctypes, "memset", lambda *args: None)
-    with hostmemory.fresh_pages_kept_from(100.0) as kept:
-        assert kept == 800.0 and held == [800 * MiB]
-    assert held == [800 * MiB, "released"]
-    with hostmemory.fresh_pages_kept_from(100.0) as kept:  # 1 MiB more: less than a block
-        assert kept == 0.0
-    with hostmemory.fresh_pages_kept_from(None) as kept:  # not measurable: not even probed (found is used up)
-        assert kept == 0.0
-    assert held == [800 * MiB, "released"]
-
-
-def test_pages_freed_after_a_probe_are_kept_from_what_follows_and_go_back_after(tmp_path):
-    """The real hold on this machine (elsewhere it holds nothing): a file deleted after the probe frees fresh pages;
-    kept from the probe, the probe inside the block finds about what it found before, and after the block they are
-    free again. Three tries, as the probe's own test (another worker may take the pages)."""
-    import os
-
-    from cycleio.hostmemory import fresh_MiB, fresh_pages_kept_from, fresh_pages_measurable
-
-    if not fresh_pages_measurable():
-        with fresh_pages_kept_from(fresh_MiB()) as kept:
-            assert kept == 0.0
-        return
-    tries = []
-    for attempt in range(3):
-        path = tmp_path / f"freed{attempt}.bin"
-        with open(path, "wb") as handle:
-            for _ in range(32):  # 256 MiB
-                handle.write(b"\1" * (8 << 20))
-            handle.flush()
-            os.fsync(handle.fileno())
-        before = fresh_MiB()
-        os.unlink(path)
-        with fresh_pages_kept_from(before) as kept:
-            inside = fresh_MiB()
-        tries.append((before, kept, inside, fresh_MiB()))
-        if kept >= 128 and inside <= before + 32 and tries[-1][3] >= before + 128:
-            return
-    raise AssertionError(f"no try kept the deleted file's pages (before, kept, inside, after): {tries}")
-
-
 @pytest.mark.parametrize("version", ["v2", "v1"])
 def test_the_probe_and_holds_take_at_most_half_of_what_the_jobs_memory_cgroup_still_allows(tmp_path, version):
     """hostmemory.memory_to_spare: a Slurm job's cgroup (its --mem) counts what the probe touches and a hold keeps;

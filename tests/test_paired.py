@@ -232,34 +232,6 @@ def test_a_new_file_repetition_meets_its_steps_share_of_fresh_pages(tmp_path, mo
     assert held == [pytest.approx(8 / 17)] * 2 and len(probes) == 1
 
 
-def test_the_fresh_pages_a_replay_leaves_are_held_until_the_job_ends(tmp_path, monkeypatch):
-    """A replay deletes its files as it ends: on a machine that hands freed memory back, a stage-out right after
-    would land in those pages at several times the speed it meets without the replay. What is fresh after the
-    replay beyond what was before it is held in the job's ``until_end`` (closed when the job ends); without
-    ``until_end`` (the archive job: nothing of it follows) nothing is probed for it."""
-    require_tool("fio", "the paired replay runs fio")
-    site = TierSite(Tier(name="disk", kind="posix", path=str(tmp_path / "tier")), "s", "a")
-    kept = []
-
-    @contextlib.contextmanager
-    def keep(before):
-        kept.append((before, "held"))
-        yield 600.0
-        kept.append((before, "released"))
-
-    monkeypatch.setattr(paired, "fresh_pages_kept_from", keep)
-    monkeypatch.setattr(paired, "fresh_MiB", lambda: 40.0)
-    for until_end in (contextlib.ExitStack(), None):
-        records = RecordLog(study="s", arm="a", cycle="2026010100", step="post")
-        records.add(phase="run", op="write", bytes=8 * MiB, t_start=T0, seconds=0.3, transfers=8, **site.fields())
-        PairedReplay(repetitions=2, min_bytes=0, min_seconds=0.05).run("post", records, site, site.root / ".r",
-                                                                       tmp_path / "raw", "[t]", until_end=until_end)
-        if until_end is not None:
-            assert kept == [(40.0, "held")]  # still held as the replay returns
-            until_end.close()
-    assert kept == [(40.0, "held"), (40.0, "released")]
-
-
 def test_a_steps_share_of_fresh_pages_counts_each_file_up_to_its_size():
     from cycleio.records import Record
 

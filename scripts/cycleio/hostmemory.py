@@ -75,7 +75,6 @@ def huge_pages_on_request(sys_root: Path = SYS) -> bool:
         return False
 
 
-@functools.lru_cache(maxsize=1)
 def memory_to_spare(proc_cgroup: str | None = None, cgroup_root: Path = SYS / "fs/cgroup") -> int:
     """Bytes the probe and the holds may take at once: a quarter of the machine's available memory (MemAvailable),
     and half of what this process's memory cgroup and its ancestors still allow (a Slurm job's ``--mem``: held
@@ -106,6 +105,7 @@ def memory_to_spare(proc_cgroup: str | None = None, cgroup_root: Path = SYS / "f
     return spare
 
 
+@functools.lru_cache(maxsize=1)
 def fresh_pages_measurable() -> bool:
     """Whether :func:`fresh_MiB` can tell fresh pages here: the machine reports free pages to its host and
     gives huge pages on request."""
@@ -145,40 +145,11 @@ def fresh_pages_held(nbytes: int, share: float, margin: float) -> Iterator[float
     if fresh is None or excess * MiB <= margin * nbytes:
         yield fresh
         return
-    with _held_blocks(excess) as held:
-        yield fresh_MiB() if held else fresh
-
-
-@contextlib.contextmanager
-def fresh_pages_kept_from(before_MiB: float | None) -> Iterator[float]:
-    """Hold, until the block ends, the fresh pages found now beyond ``before_MiB`` (what :func:`fresh_MiB` found
-    before something that freed memory and is no part of what is measured: a paired replay deleting its files), so
-    that what follows meets the pages it would have met without it; yields the MiB held (0 where nothing is, or
-    ``before_MiB`` is None: not measurable here).
-
-    Without it a stage-out after a paired replay lands in the gigabyte of pages the replay just freed: on this
-    repository's VM the node-local forecast's stage-out went at 770-1,020 MiB/s in the paired cycles and at 310-440
-    MiB/s in the others and in a study without the replay (bench/FINDINGS.md)."""
-    fresh = fresh_MiB() if before_MiB is not None else None
-    excess = 0.0 if fresh is None else fresh - before_MiB
-    if excess < HUGE_PAGE / MiB:
-        yield 0.0
-        return
-    with _held_blocks(excess) as held:
-        yield held
-
-
-@contextlib.contextmanager
-def _held_blocks(MiB_wanted: float) -> Iterator[float]:
-    """Map and touch ``MiB_wanted`` (rounded down to 2 MiB blocks) of huge pages, taking the fresh blocks there are
-    first, and keep them until the block ends; yields the MiB held (0 where the kernel refuses the mapping)."""
-    with _huge_mapping(min(int(MiB_wanted * MiB), memory_to_spare()) // HUGE_PAGE * HUGE_PAGE) as (address, length):
-        if address is None:
-            yield 0.0
-            return
-        for offset in range(0, length, HUGE_PAGE):  # fresh blocks: 0.1 ms each
-            ctypes.memset(address + offset, 1, 1)
-        yield length / MiB
+    with _huge_mapping(min(int(excess * MiB), memory_to_spare()) // HUGE_PAGE * HUGE_PAGE) as (address, length):
+        if address is not None:
+            for offset in range(0, length, HUGE_PAGE):  # fresh blocks: 0.1 ms each
+                ctypes.memset(address + offset, 1, 1)
+        yield fresh_MiB() if address is not None else fresh
 
 
 # before a file, fewer slow faults end the probe (5-10 ms): a paired forecast probes about 40 files

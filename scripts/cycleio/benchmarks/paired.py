@@ -38,7 +38,7 @@ from pathlib import Path
 from ..intervals import covered_seconds
 from ..config.schema import schema_default
 from ..config.tierspec import TierError
-from ..hostmemory import fresh_MiB, fresh_pages_held, fresh_pages_kept_from, fresh_pages_measurable
+from ..hostmemory import fresh_MiB, fresh_pages_held, fresh_pages_measurable
 from ..storage.tiers import TierSite
 from ..units import MiB
 from .common import parse_run, run_tool, time_limit
@@ -107,14 +107,12 @@ class PairedReplay:
         return cls(**settings) if settings else None
 
     def run(self, step: str, records, scratch: TierSite, folder: Path, raw_dir: Path, label: str, phase: str = "run",
-            ops: tuple[str, ...] = ("read", "write"), until_end: contextlib.ExitStack | None = None) -> None:
+            ops: tuple[str, ...] = ("read", "write")) -> None:
         """Replay ``step``'s run-phase reads and writes (its records so far in ``records``, a RecordLog) in
         ``folder`` on ``scratch``, ``repetitions`` times, adding a record per repetition and operation; reads or
         writes too small or too short to time (``min_bytes``, ``min_seconds``) are not replayed. The archive job
         replays its ``phase`` ``archive`` reads on the persistent tier and its writes on the archive tier apart
-        (``ops``). ``until_end``: where the machine hands freed memory to its host, the fresh pages the replay
-        leaves behind beyond those there were before it are held there (hostmemory.fresh_pages_kept_from), so the
-        job's next phase (a stage-out) meets the pages it would have met without the replay."""
+        (``ops``)."""
         if "write" in ops and scratch.is_memory and fresh_pages_measurable():
             # no fair reference (report.pairedreference.reference_fair: the step's row says so), so none is measured
             log.info("%s %s write: on a memory tier of a machine that hands freed memory to its host a replay is no "
@@ -127,18 +125,11 @@ class PairedReplay:
         # a paired job has this record even when none of its I/O could be timed
         with records.timed(step=step, phase="replay", op="wall", n_files=0, tool="fio", **scratch.fields()):
             if own:
-                before = fresh_MiB() if until_end is not None else None
                 try:
                     self._replay(own, step, records, scratch, folder, raw_dir, label, phase)
                 except TierError as err:  # the step's data are fine: only the instrument has no room
                     records.records[:] = [r for r in records.records if not (r.step == step and r.phase == "replay")]
                     log.warning("%s no room for the paired replay of %s, its rows stay not timed: %s", label, step, err)
-                if before is not None:
-                    held = until_end.enter_context(fresh_pages_kept_from(before))
-                    if held:
-                        log.info("%s the replay of %s freed %.0f MiB of memory the host had not taken back yet: held "
-                                 "until the job ends, as fresh pages its stage-out would not have found", label,
-                                 step, held)
 
     def _timeable(self, mine: list, label: str, step: str, op: str) -> bool:
         """Whether a step's reads (or writes), ``mine``, are enough to time (min_bytes, min_seconds)."""

@@ -54,8 +54,6 @@ class JobState:
     phase: str = "stage_in"  # where the job is, for a failed attempt's record
     run: StepRun | None = None  # in a run phase: the step's run
     staging_faults: StagingFaults = field(default_factory=StagingFaults)  # in a stage phase
-    # what an instrument keeps until the job ends (the runner closes it last, however the job ends)
-    until_end: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
 
 
 class Instrument:
@@ -102,7 +100,7 @@ class PairedReplayAfterRun(Instrument):
         if phase.name == "run" and job.run is not None:
             job.phase = REPLAY
             self.replay.run(phase.step, job.records, phase.tier, job.run.folder / f".replay.{job.cycle}.{phase.step}",
-                            job.raw_dir, job.label, until_end=job.until_end)
+                            job.raw_dir, job.label)
             job.phase = phase.name
 
 

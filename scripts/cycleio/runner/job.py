@@ -174,7 +174,6 @@ def run_job(settings: ArmSettings, cycle: str, step: str, work: JobWork, tiers: 
                                 scratch)
         raise
     finally:
-        state.until_end.close()
         if nodes is not None:
             nodes.close()
     return landed, mpi
