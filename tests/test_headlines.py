@@ -38,6 +38,22 @@ def test_the_summary_leads_with_one_sentence_per_question():
     assert "(mean of 2 forecasts per arm)" in head
 
 
+def test_on_a_machine_that_hands_freed_memory_to_its_host_the_staging_answer_says_to_compare_runs():
+    """There a stage-out runs as fast as the memory it lands in (docs/performance.md): the sentence says so once,
+    pointing at a heading the page has; elsewhere it says nothing of it."""
+    import re
+
+    from conftest import REPO
+    from cycleio.report.headlines import PAGE_REPORTING_DOC, staging_sentence
+
+    table = arm_summary(step_summary(), tiers(), efficiency(), write_times())
+    assert "compare two runs" not in staging_sentence(table)
+    said = staging_sentence(table.assign(free_page_reporting=[True] * len(table)))
+    assert said.endswith(f"compare two runs before trusting a verdict of a few seconds ({PAGE_REPORTING_DOC}).")
+    page, heading = PAGE_REPORTING_DOC.split(", ", 1)
+    assert re.search(rf"^#+ {re.escape(heading)}$", (REPO / page).read_text(), re.MULTILINE)
+
+
 def test_a_question_the_study_cannot_answer_says_why():
     table = arm_summary(step_summary(), tiers())
     lines = "\n".join(answer_lines(table, capacity(fitted=False)))

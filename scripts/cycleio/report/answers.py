@@ -23,9 +23,8 @@ from ..fsutil import write_table, write_text_atomic
 from .archive import archive_rows, arm_keep_up, beside_archive, beside_sentence, keep_up_markdown, keep_up_table
 from .critical import arm_critical_sentence, critical_path
 from .closeness import CLOSE, arm_gap_sentence, replay_rows, timed_median, verdict_sentence
-from .headlines import answer_lines
+from .headlines import PAGE_REPORTING_DOC, answer_lines
 
-PAGE_REPORTING_DOC = "docs/performance.md, A fair reference on every tier"
 NOISE_SIGMAS = 2.0  # a difference within this many standard errors of zero is noise
 CYCLE_COLUMNS = ("wall_s", "io_s", "staging_s", "stage_in_s", "stage_out_s", "verify_s", "stage_out_verify_s",
                  "cleanup_s", "run_io_s", "compute_s", "generate_s", "codec_s", "metadata_s")

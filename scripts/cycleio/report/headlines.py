@@ -10,6 +10,9 @@ import pandas as pd
 
 from ..units import format_seconds
 
+# Where docs/performance.md explains a machine that hands the memory it frees to its host (a heading of it)
+PAGE_REPORTING_DOC = "docs/performance.md, What the machine's memory does to writes"
+
 # How the summary names each question, in the order a user asks them
 CYCLE_IO, CLOSENESS, STAGING, CAPACITY, STRATEGIES = (
     "A cycle's I/O", "How close to the storage", "What staging buys", "Capacity plan", "Write strategies")
@@ -61,7 +64,11 @@ def staging_sentence(table: pd.DataFrame) -> str:
     wins = staged[staged["verdict"] == "faster"]
     lead = (f"staging pays on {', '.join(wins['arm'])}" if not wins.empty
             else "staging does not pay beyond the noise on any arm")
-    return f"{lead}: {'; '.join(parts)}."
+    flags = staged["free_page_reporting"] if "free_page_reporting" in staged else pd.Series(dtype=object)
+    caveat = ("; on this machine, which hands the memory it frees to its host, a stage-out runs as fast as the memory "
+              "it lands in, which moves between runs: compare two runs before trusting a verdict of a few seconds "
+              f"({PAGE_REPORTING_DOC})") if flags.astype(str).eq("True").any() else ""  # bool, or read back from CSV
+    return f"{lead}: {'; '.join(parts)}{caveat}."
 
 
 def capacity_sentence(capacity: pd.DataFrame | None) -> str:
