@@ -135,6 +135,10 @@ def test_a_read_replays_the_steps_own_files_where_they_still_are(tmp_path):
         f"{site.root / 'obs/a.nc'}", f"{site.root / 'obs/b'}|c.nc", f"{site.root / 'obs/tiny.txt'}"]
     assert int(job["job options"]["bs"]) > 100_000
     assert {name: (site.root / name).read_bytes() for name in inputs} == before
+    # their pages dropped before each read starts, outside fio's timed runtime (as the step's were before its run)
+    evicts = [r for r in records.records if r.phase == "replay" and r.op == "evict"]
+    assert len(evicts) == 2 and all(r.n_files == 3 for r in evicts)
+    assert all(e.t_start + e.seconds <= r.t_start for e, r in zip(evicts, reads))
 
 
 def test_reads_or_writes_too_little_to_time_are_not_replayed(tmp_path):
