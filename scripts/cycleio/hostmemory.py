@@ -85,6 +85,20 @@ def memory_to_spare(proc_cgroup: str | None = None, cgroup_root: Path = SYS / "f
             proc_cgroup = Path("/proc/self/cgroup").read_text()
         except OSError:
             return spare
+    for limit, usage in _memory_limits(proc_cgroup, cgroup_root):
+        try:
+            spare = min(spare, max(0, limit - int(usage.read_text())) // 2)
+        except (OSError, ValueError):
+            pass
+    return spare
+
+
+@functools.lru_cache(maxsize=4)
+def _memory_limits(proc_cgroup: str, cgroup_root: Path) -> tuple[tuple[int, Path], ...]:
+    """The memory limits of a process's cgroups and their ancestors (v2 ``memory.max``, v1
+    ``memory.limit_in_bytes``), each with the file of its usage: looked up once, as a job's limits stay put (a
+    probe before each file a step writes reads only the usages)."""
+    limits = []
     for line in proc_cgroup.splitlines():
         _, controllers, path = line.split(":", 2)
         if controllers == "":  # v2
@@ -96,13 +110,12 @@ def memory_to_spare(proc_cgroup: str | None = None, cgroup_root: Path = SYS / "f
             continue
         for level in (folder, *folder.parents):
             try:
-                limit, usage = ((level / name).read_text().strip() for name in files)
-                spare = min(spare, max(0, int(limit) - int(usage)) // 2)
+                limits.append((int((level / files[0]).read_text()), level / files[1]))
             except (OSError, ValueError):  # no such file, or "max": no limit there
                 pass
             if level == cgroup_root:
                 break
-    return spare
+    return tuple(limits)
 
 
 @functools.lru_cache(maxsize=1)
