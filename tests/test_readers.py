@@ -67,3 +67,31 @@ def test_compressed_chunks_are_read_a_batch_at_a_time_then_decoded(tmp_path, mon
             last = op
         runs[-1][1] += size
     assert len(runs) > 2 and all(total <= batch for op, total in runs if op == "decode")
+
+
+def test_the_chunks_are_found_the_same_way_with_and_without_a_chunk_iterator(tmp_path):
+    """_dataset_pieces walks a dataset's chunk index once (``chunk_iter``, HDF5 1.12.3 on); an older HDF5 looks
+    each chunk up by its number: both find the same chunks."""
+    import h5py
+
+    from cycleio.surrogates.readers import _dataset_pieces
+
+    class WithoutIterator:  # a dataset of an HDF5 without H5Dchunk_iter
+        def __init__(self, dset):
+            self.dset = dset
+
+        def __getattr__(self, name):
+            if name == "chunk_iter":
+                raise AttributeError(name)
+            return getattr(self.dset, name)
+
+    name = "gdas.t00z.atmf003.nc"
+    spec = FileSpec(name, "atm_history", (("fhour", 3),))
+    write_file(tmp_path / name, spec, WriteContext(Grid("C12", 4), 1, "2026010100"))
+    with h5py.File(tmp_path / name, "r") as handle:
+        chunked = [handle[n].id for n in handle if handle[n].chunks]
+        assert chunked
+        for dset in chunked:
+            pieces = _dataset_pieces(dset)
+            assert len(pieces) == dset.get_num_chunks()
+            assert sorted(pieces) == sorted(_dataset_pieces(WithoutIterator(dset)))
