@@ -88,7 +88,7 @@ def _dataset_pieces(dset) -> list[tuple[int, int, list | None, int]]:
         return [(dset.get_offset(), dset.get_storage_size(), None, dset.dtype.itemsize)]
     pipeline = [dcpl.get_filter(i)[::2] for i in range(dcpl.get_nfilters())] or None
     itemsize = dset.dtype.itemsize
-    if not hasattr(dset, "chunk_iter"):  # an HDF5 before 1.12.3: each lookup by index walks the index again
+    if not hasattr(dset, "chunk_iter"):  # an HDF5 without H5Dchunk_iter: each lookup by number walks the index again
         return [(info.byte_offset, info.size, pipeline, itemsize)
                 for info in map(dset.get_chunk_info, range(dset.get_num_chunks()))]
     pieces: list[tuple[int, int, list | None, int]] = []
