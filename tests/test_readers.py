@@ -70,8 +70,8 @@ def test_compressed_chunks_are_read_a_batch_at_a_time_then_decoded(tmp_path, mon
 
 
 def test_the_chunks_are_found_the_same_way_with_and_without_a_chunk_iterator(tmp_path):
-    """_dataset_pieces walks a dataset's chunk index once (``chunk_iter``, HDF5 1.10.10 or 1.12.3 on); an older one looks
-    each chunk up by its number: both find the same chunks."""
+    """_dataset_pieces walks a dataset's chunk index once (``chunk_iter``, HDF5 1.10.10 or 1.12.3 on); with an older
+    HDF5 it looks each chunk up by its number: both find the same chunks."""
     import h5py
 
     from cycleio.surrogates.readers import _dataset_pieces
