@@ -39,7 +39,6 @@ from ..intervals import covered_seconds
 from ..config.schema import schema_default
 from ..config.tierspec import TierError
 from ..hostmemory import fresh_MiB, fresh_pages_held, fresh_pages_measurable
-from ..storage.pagecache import evict
 from ..storage.tiers import TierSite
 from ..units import MiB
 from .common import parse_run, run_tool, time_limit
@@ -221,7 +220,7 @@ class PairedReplay:
             argv = fio.replay_own_read_command(path, classes, raw_dir / f"{name}.json", loops)
         else:
             argv = fio.replay_command(path, classes, target, raw_dir / f"{name}.json", op, loops)
-        if op == "read" and not scratch.is_memory:
+        if op == "read":
             _evict_cold(classes, target, plan.get("own_files", False), records, step, scratch)
         with _page_state(op, rewrite, plan["bytes"], step_share) as fresh:  # the pages a write meets (hostmemory)
             t_start = time.time()
@@ -242,15 +241,12 @@ class PairedReplay:
 
 def _evict_cold(classes: list[dict], target: Path, own_files: bool, records, step: str, scratch: TierSite) -> None:
     """Drop the pages of a read's cold classes' files before fio starts, as the step's inputs were dropped before
-    its run (surrogates.readers.evict_inputs), so that neither side's timed reads include the drop: fio's own
+    its run (storage.tiers.TierSite.drop_pages), so that neither side's timed reads include the drop: fio's own
     ``invalidate=1`` drops each file as it opens it, inside its runtime (a cached 125 MiB file took 3-33 ms here),
-    and now finds nothing left to drop. One record (op ``evict``, phase ``replay``) of the seconds it took."""
+    and now finds nothing left to drop. A memory tier's pages are its storage: nothing is dropped there."""
     paths = [Path(p) for index, group in enumerate(classes) if group.get("cold")
              for p in (group["paths"] if own_files else sorted(target.glob(f"replay.{index}.*")))]
-    if paths:
-        with records.timed(step=step, phase="replay", op="evict", n_files=len(paths), **scratch.fields()):
-            for path in paths:
-                evict(path)
+    scratch.drop_pages(paths, records, step)
 
 
 def fresh_found_MiB(files) -> float | None:

@@ -23,7 +23,6 @@ from ..storage.slowfs import slowed
 from ..storage.stagingtypes import StagingFaults
 from ..storage.tiers import TierSite
 from ..surrogates.inventory import FileSpec
-from ..surrogates.readers import evict_inputs
 from ..surrogates.steps import StepRun
 from .nodes import node_name
 
@@ -106,13 +105,13 @@ class PairedReplayAfterRun(Instrument):
 
 class InputEviction(Instrument):
     """Before a run, its inputs' pages are dropped so that its reads come from the tier (staging.reads_from_storage;
-    surrogates.readers.evict_inputs, one record of op ``evict``, the instrument's)."""
+    storage.tiers.TierSite.drop_pages, one record of op ``evict``, the instrument's)."""
 
     @contextlib.contextmanager
     def around(self, phase: Phase, job: JobState) -> Iterator[None]:
         if phase.name == "run" and job.run is not None:
-            job.run.evicted = evict_inputs([job.run.folder / spec.path for spec in phase.files], job.records,
-                                           phase.tier, phase.step)
+            job.run.evicted = phase.tier.drop_pages([job.run.folder / spec.path for spec in phase.files],
+                                                    job.records, phase.step)
         yield
 
 

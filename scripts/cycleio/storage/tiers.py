@@ -27,8 +27,9 @@ import psutil
 
 from ..config.tierspec import Tier, TierError, current_user
 from ..process import run_command
+from ..records import REPLAY, RecordLog
 from ..units import format_bytes
-from .pagecache import memory_backed
+from .pagecache import evict, memory_backed
 
 LFS_TIMEOUT_S = 120  # lfs getstripe/setstripe: metadata calls, seconds when the file system is well
 TIER_KINDS = ("lustre", "burst_buffer", "node_local", "memory", "posix", "archive")  # archive: the tarballs' tier
@@ -323,6 +324,19 @@ class TierSite:
     @property
     def is_memory(self) -> bool:
         return memory_backed(self.tier.kind, self.fs_type)
+
+    def drop_pages(self, paths: list[Path], records: RecordLog, step: str) -> bool:
+        """Drop the page-cache pages of files on this tier that a step (or its paired replay) is about to read, so the
+        reads come from the tier (config ``staging.reads_from_storage``; fio's ``invalidate=1``): no root needed. A
+        memory tier's pages are its storage and cannot be dropped: its reads are memory reads, and its records say so
+        (``cache_risk`` false, the ``tier_kind``). One record (op ``evict``, the instrument's) of the seconds it
+        took. Whether it dropped any."""
+        if self.is_memory or not paths:
+            return False
+        with records.timed(step=step, phase=REPLAY, op="evict", n_files=len(paths), **self.fields()):
+            for path in paths:
+                evict(path)
+        return True
 
     def require_space(self, nbytes: int, what: str) -> None:
         """Refuse work that would fill the tier (a 10% margin), naming it and the tier."""

@@ -7,9 +7,7 @@ import os
 import time
 from pathlib import Path
 
-from ..records import REPLAY, RecordLog
-from ..storage.pagecache import cached_fraction, evict
-from ..storage.tiers import TierSite
+from ..storage.pagecache import cached_fraction
 from .chunkcodec import decode_chunk
 from .kinds import NETCDF_KINDS
 from .transfers import READ_TRANSFER_BYTES, Overheads, Transfer
@@ -197,15 +195,3 @@ def _pread_all(fd: int, view: memoryview, offset: int, path: Path) -> None:
             raise OSError(f"{path}: short read at byte {offset + done} (the file ends early)")
         done += got
 
-
-def evict_inputs(paths: list[Path], records: RecordLog, tier: TierSite, step: str) -> bool:
-    """Drop the page-cache pages of files a step is about to read, so its reads come from the tier (config
-    ``staging.reads_from_storage``; fio's ``invalidate=1``): no root needed. A memory tier's pages are its storage
-    and cannot be dropped: its reads are memory reads, and its records say so (``cache_risk`` false, the
-    ``tier_kind``). One record (op ``evict``, the instrument's) of the seconds it took. Whether it dropped any."""
-    if tier.is_memory or not paths:
-        return False
-    with records.timed(step=step, phase=REPLAY, op="evict", n_files=len(paths), **tier.fields()):
-        for path in paths:
-            evict(path)
-    return True
