@@ -155,9 +155,9 @@ def replay(records: list[dict], tier_name: str, root: Path, raw: Path, fio: str,
         json_out = raw / f"replay-{plan['step']}-{plan['op']}.json"
         if plan["op"] == "read":
             layout = fio_replay_layout_command(fio, plan["classes"], folder, raw / "replay-layout.json")
-            subprocess.run(layout, check=True, capture_output=True)
-        subprocess.run([*(prefix or []), *fio_replay_command(fio, plan["classes"], folder, json_out, plan["op"])],
-                       check=True, capture_output=True)
+            subprocess.run(layout.argv, cwd=layout.cwd, check=True, capture_output=True)
+        replay = fio_replay_command(fio, plan["classes"], folder, json_out, plan["op"])
+        subprocess.run([*(prefix or []), *replay.argv], cwd=replay.cwd, check=True, capture_output=True)
         rows = [r for r in replay_totals(benchparse.parse_fio_json(json_out), plan) if r["operation"] == plan["op"]]
         out[(plan["step"], plan["op"])] = rows[0]["bw_MiB_per_s"]
     return out

@@ -129,24 +129,57 @@ CLASSES = [{"files": 3, "file_bytes": 2**20, "transfer_bytes": 2**16},
            {"files": 2, "file_bytes": 8 * 2**20, "transfer_bytes": 2**20, "cold": True}]
 
 
-def test_the_replay_writes_each_size_class_in_turn_fsyncing_at_close_and_keeping_the_pages(tmp_path):
-    argv = fio.replay_command("fio", CLASSES, tmp_path, OUT)
-    first = argv.index("--name=write.0")
-    assert argv[first:first + 11] == ["--name=write.0", "--stonewall", "--rw=write", "--bs=65536", "--nrfiles=3",
-                                      f"--filesize={2**20}", f"--size={3 * 2**20}",
-                                      "--filename_format=replay.0.$filenum", "--create_on_open=1",
-                                      "--fsync_on_close=1", "--invalidate=0"]
-    assert "--name=write.1" in argv and value(argv, "ioengine") == "psync"
-    reads = fio.replay_command("fio", CLASSES, tmp_path, OUT, op="read")
-    assert reads[reads.index("--name=read.0"):].count("--invalidate=0") == 1 and reads[-1] == "--invalidate=1"
+def iolog_lines(replay) -> list[list[str]]:
+    lines = replay.iolog.read_text().splitlines()
+    assert lines[0] == "fio version 2 iolog"
+    return [line.split() for line in lines[1:]]
 
 
-def test_the_layout_for_a_read_replay_writes_every_class_at_once_and_warms_only_the_warm_ones(tmp_path):
-    argv = fio.replay_layout_command("fio", CLASSES, tmp_path, OUT)
-    assert "--stonewall" not in argv[:argv.index("--name=warm.0")]  # the writes run together
-    assert [word for word in argv if word.startswith("--name=")] == ["--name=write.0", "--name=write.1",
-                                                                     "--name=warm.0"]
-    assert argv[argv.index("--name=warm.0") + 1] == "--stonewall" and argv[-1] == "--invalidate=0"
+def test_the_replay_writes_each_size_class_in_turn_fsyncing_each_file_and_keeping_the_pages(tmp_path):
+    """One fio job from an iolog, run in the replay's folder: every file added, then each opened, written whole in
+    its class's transfers, fsynced and closed, class after class; fio leaves the pages (invalidate=0)."""
+    replay = fio.replay_command("fio", CLASSES, tmp_path, tmp_path / "o.json")
+    assert replay.cwd == tmp_path and value(replay.argv, "read_iolog") == str(replay.iolog)
+    assert value(replay.argv, "invalidate") == "0" and value(replay.argv, "replay_no_stall") == "1"
+    assert value(replay.argv, "ioengine") == "psync" and "--allow_file_create=0" not in replay.argv
+    lines = iolog_lines(replay)
+    names = [f"replay.0.{n}" for n in range(3)] + [f"replay.1.{n}" for n in range(2)]
+    assert [line for line in lines if line[1] == "add"] == [[name, "add"] for name in names]
+    first = lines[5:5 + 19]  # replay.0.0: open, 16 writes of 64 KiB, sync, close
+    assert first[0] == ["replay.0.0", "open"]
+    assert first[-2:] == [["replay.0.0", "sync", "0", "0"], ["replay.0.0", "close"]]
+    assert first[1:17] == [["replay.0.0", "write", str(offset), str(2**16)] for offset in range(0, 2**20, 2**16)]
+    assert [line[0] for line in lines if line[1] == "open"] == names
+    reads = iolog_lines(fio.replay_command("fio", CLASSES, tmp_path, tmp_path / "r.json", op="read", loops=2))
+    assert [line[0] for line in reads if line[1] == "open"] == names * 2
+    assert not any(line[1] in ("sync", "write") for line in reads)
+
+
+def test_a_replay_reads_the_steps_own_files_whole_relative_to_their_common_folder(tmp_path):
+    """Each file read to its last byte, a short last call included; names the iolog cannot hold are refused."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "one.nc").write_bytes(b"x" * (2**16 + 10))
+    (tmp_path / "b.grb").write_bytes(b"y" * 100)
+    classes = [{"paths": [tmp_path / "a" / "one.nc", tmp_path / "b.grb"], "transfer_bytes": 2**15}]
+    replay = fio.replay_own_read_command("fio", classes, tmp_path / "o.json")
+    assert replay.cwd == tmp_path and "--allow_file_create=0" in replay.argv
+    reads = [line for line in iolog_lines(replay) if line[1] == "read"]
+    assert reads == [["a/one.nc", "read", "0", str(2**15)], ["a/one.nc", "read", str(2**15), str(2**15)],
+                     ["a/one.nc", "read", str(2**16), "10"], ["b.grb", "read", "0", "100"]]
+    (tmp_path / "with space").mkdir()
+    (tmp_path / "with space" / "c").write_bytes(b"z")
+    with pytest.raises(fio.IologNameError, match="with space/c"):
+        fio.replay_own_read_command("fio", [{"paths": [tmp_path / "with space" / "c", tmp_path / "b.grb"],
+                                             "transfer_bytes": 8}], tmp_path / "o.json")
+
+
+def test_the_layout_for_a_read_replay_writes_every_class_then_reads_only_the_warm_ones(tmp_path):
+    lines = iolog_lines(fio.replay_layout_command("fio", CLASSES, tmp_path, tmp_path / "o.json"))
+    writes = [line[0] for line in lines if line[1] == "sync"]
+    assert writes == [f"replay.0.{n}" for n in range(3)] + [f"replay.1.{n}" for n in range(2)]
+    last_sync = max(i for i, line in enumerate(lines) if line[1] == "sync")
+    assert {line[0] for line in lines if line[1] == "read"} == {f"replay.0.{n}" for n in range(3)}  # class 1 is cold
+    assert min(i for i, line in enumerate(lines) if line[1] == "read") > last_sync  # after every write
 
 
 def test_jobs_crowded_out_of_a_write_phase_fill_up_to_the_busiest_before_the_reads(tmp_path):

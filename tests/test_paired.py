@@ -46,8 +46,7 @@ def test_paired_replay_repeats_the_steps_reads_and_writes_with_fio(tmp_path):
     # even repetitions write new files, odd ones where the last repetition's files were (deleted first): the band spans
     # the two page states (see benchmarks.paired); all are gone when the replay ends
     assert [r.file for r in writes] == ["new files", "rewritten files"]
-    folders = [json.loads((tmp_path / "raw" / f"fcst-write.rep{rep}.json").read_text())["global options"]["directory"]
-               for rep in (0, 1)]
+    folders = [json.loads((tmp_path / "raw" / f"fcst-write.rep{rep}.meta.json").read_text())["cwd"] for rep in (0, 1)]
     assert folders[0] != folders[1] and not folder.exists()
 
 
@@ -74,8 +73,9 @@ def test_a_write_replay_of_a_short_step_writes_its_files_over_as_new_ones(tmp_pa
                                                                   tmp_path / "raw", "[t]")
     [write] = [r for r in records.records if r.phase == "replay" and r.op == "write"]
     assert write.bytes == 2 * 4 * MiB and write.n_files == 2 and write.transfers == 8
-    options = json.loads((tmp_path / "raw" / "post-write.rep0.json").read_text())["jobs"][0]["job options"]
-    assert options["nrfiles"] == "2" and options["filesize"] == str(4 * MiB)
+    log = [line.split() for line in (tmp_path / "raw" / "post-write.rep0.iolog").read_text().splitlines()[1:]]
+    assert [line[0] for line in log if line[1] == "sync"] == ["replay.0.0", "replay.0.1"]
+    assert sum(int(line[3]) for line in log if line[1] == "write") == 2 * 4 * MiB
 
 
 def replayed_reads(tmp_path, seconds: float, cached_fraction: float, repetitions: int) -> list:
@@ -93,11 +93,12 @@ def replayed_reads(tmp_path, seconds: float, cached_fraction: float, repetitions
 @pytest.mark.integration
 @pytest.mark.tool
 def test_a_warm_read_replay_reads_its_files_again_and_keeps_the_rate(tmp_path):
-    """fio's --loops: the record holds every pass's bytes and seconds, so its MiB/s is one pass's."""
+    """Every file read again in the iolog: the record holds every pass's bytes and seconds, so its MiB/s is one
+    pass's."""
     [read] = replayed_reads(tmp_path, seconds=0.12, cached_fraction=1.0, repetitions=1)
     assert read.bytes == 2 * 4 * MiB and read.transfers == 8  # two passes: 0.12 s of step is under four times 0.05 s
-    options = json.loads((tmp_path / "raw" / "post-read.rep0.json").read_text())["jobs"][0]["job options"]
-    assert options["loops"] == "2"
+    log = [line.split() for line in (tmp_path / "raw" / "post-read.rep0.iolog").read_text().splitlines()[1:]]
+    assert [line[0] for line in log if line[1] == "open"] == ["replay.0.0", "replay.0.0"]
 
 
 @pytest.mark.integration
@@ -110,9 +111,9 @@ def test_the_files_a_read_replays_are_laid_out_once_for_every_repetition(tmp_pat
 
 @pytest.mark.tool
 def test_a_read_replays_the_steps_own_files_where_they_still_are(tmp_path):
-    """Nothing laid out: fio reads the files the step read (a name with a colon too), whole transfers of each, at the
-    step's transfer size (a file smaller than it is left unread, not read a few bytes at a time), and leaves them as
-    they were."""
+    """Nothing laid out: fio reads the files the step read (a name with a colon too), each whole at the step's
+    transfer size (its last call what is left; a file smaller than that in one call), and leaves them as they
+    were."""
     require_tool("fio", "the paired replay runs fio")
     site = TierSite(Tier(name="disk", kind="posix", path=str(tmp_path / "tier")), "s", "a")
     records = RecordLog(study="s", arm="a", cycle="2026010100", step="anal")
@@ -128,12 +129,12 @@ def test_a_read_replays_the_steps_own_files_where_they_still_are(tmp_path):
                                                                 tmp_path / "raw", "[t]")
     reads = [r for r in records.records if r.phase == "replay" and r.op == "read"]
     assert [r.repetition for r in reads] == [0, 1] and {r.file for r in reads} == {"files from storage"}
-    assert all(8 * MiB - 1 * MiB < r.bytes <= 8 * MiB for r in reads)  # each file's last partial transfer is left
+    assert all(r.bytes == sum(inputs.values()) for r in reads)
     assert not list((tmp_path / "raw").glob("*.layout.json"))
-    [job] = json.loads((tmp_path / "raw" / "anal-read.rep0.json").read_text())["jobs"]
-    assert sorted(job["job options"]["filename"].replace("\\:", "|").split(":")) == [
-        f"{site.root / 'obs/a.nc'}", f"{site.root / 'obs/b'}|c.nc", f"{site.root / 'obs/tiny.txt'}"]
-    assert int(job["job options"]["bs"]) > 100_000
+    log = [line.split() for line in (tmp_path / "raw" / "anal-read.rep0.iolog").read_text().splitlines()[1:]]
+    assert sorted(line[0] for line in log if line[1] == "open") == ["a.nc", "b:c.nc", "tiny.txt"]
+    assert json.loads((tmp_path / "raw" / "anal-read.rep0.meta.json").read_text())["cwd"] == str(site.root / "obs")
+    assert max(int(line[3]) for line in log if line[1] == "read") > 100_000
     assert {name: (site.root / name).read_bytes() for name in inputs} == before
     # their pages dropped before each read starts, outside fio's timed runtime (as the step's were before its run)
     evicts = [r for r in records.records if r.phase == "replay" and r.op == "evict"]

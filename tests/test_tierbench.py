@@ -404,27 +404,6 @@ def test_replay_merges_size_classes_that_hold_little_of_a_steps_bytes():
     assert [c["files"] for c in pairedspecs.replay_specs(tiny, "disk", ReplaySpec(max_files=100))[0]["classes"]] == [41]
 
 
-def test_fio_replay_runs_a_job_per_size_class_and_drops_pages_only_for_cold_reads(tmp_path):
-    classes = [{"files": 20, "file_bytes": 2**20, "transfer_bytes": 2**16, "cold": False},
-               {"files": 4, "file_bytes": 2**24, "transfer_bytes": 2**20, "cold": True}]
-
-    def jobs(argv):
-        return " ".join(argv).split(" --name=")[1:]
-
-    writes, reads = (jobs(fio.replay_command("fio", classes, tmp_path, tmp_path / "o.json", op)) for op in ("write", "read"))
-    layout = jobs(fio.replay_layout_command("fio", classes, tmp_path, tmp_path / "o.json"))
-    assert [job.split()[0] for job in writes + reads + layout] == ["write.0", "write.1", "read.0", "read.1"] + [
-        "write.0", "write.1", "warm.0"]
-    # timed jobs one class at a time; the writes that lay out a read replay's files run together, then the files that
-    # the replay reads from memory are read once (as a step's inputs were, by staging's verify), after every write
-    assert all("--stonewall" in job for job in writes + reads) and not any("--stonewall" in job for job in layout[:2])
-    assert "--stonewall" in layout[2] and "--rw=read" in layout[2] and "--invalidate=0" in layout[2]
-    assert "--invalidate=0" in reads[0] and "--invalidate=1" in reads[1]
-    assert all("--fsync_on_close=1" in job for job in writes + layout[:2]) and "--fsync_on_close=1" not in reads[0]
-    assert [job.split("--filename_format=")[1].split()[0] for job in layout[:2]] == [
-        job.split("--filename_format=")[1].split()[0] for job in reads]
-
-
 @pytest.mark.integration
 @pytest.mark.tool
 def test_fio_replay_of_size_classes_adds_up_to_the_steps_bytes(tmp_path):
@@ -433,8 +412,9 @@ def test_fio_replay_of_size_classes_adds_up_to_the_steps_bytes(tmp_path):
                {"files": 2, "file_bytes": 2**20, "transfer_bytes": 2**18, "cold": True}]
     plan = {"files": 5, "bytes": 3 * 2**16 + 2 * 2**20, "classes": classes}
     fio_path = shutil.which("fio")
-    subprocess.run(fio.replay_command(fio_path, classes, tmp_path, tmp_path / "w.json", "write"), check=True, capture_output=True)
-    subprocess.run(fio.replay_command(fio_path, classes, tmp_path, tmp_path / "r.json", "read"), check=True, capture_output=True)
+    for op in ("write", "read"):
+        replay = fio.replay_command(fio_path, classes, tmp_path, tmp_path / f"{op[0]}.json", op)
+        subprocess.run(replay.argv, cwd=replay.cwd, check=True, capture_output=True)
     for op in ("write", "read"):
         [total] = [r for r in pairedspecs.replay_totals(fio.parse(tmp_path / f"{op[0]}.json"), plan) if r["operation"] == op]
         assert total["bytes"] == plan["bytes"] and total["seconds"] > 0

@@ -93,7 +93,8 @@ def run_tool(tool: str, argv: list[str], raw_dir: Path, name: str, timeout: floa
     except OSError as err:  # the executable itself cannot start
         raise BenchmarkError(f"{tool} could not start: {err.strerror} (command: {shlex.join(argv)})") from None
     seconds = time.perf_counter() - t0
-    meta = {"name": name, "command_line": shlex.join(argv), "argv": argv, "host": socket.gethostname(),
+    meta = {"name": name, "command_line": shlex.join(argv), "argv": argv, "cwd": str(Path(cwd or ".").absolute()),
+            "host": socket.gethostname(),
             "t_start": t_start, "wall_seconds": round(seconds, 6), "exit_code": returncode,
             "timeout_s": timeout, "timed_out": timed_out}
     (raw_dir / f"{name}.meta.json").write_text(json.dumps(meta, indent=2) + "\n")

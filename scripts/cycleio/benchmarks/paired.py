@@ -7,7 +7,7 @@ size, the step's own transfer size), fsync per written file as the step lands th
 input files where they still are (pairedspecs.own_read_files: the same pages, nothing to lay out), else files fio
 lays out once per job and reads once (not timed: the step's inputs had been read once too, by staging's verify or
 by the job that wrote them); each repetition reads from the page cache where the step's reads found their files
-cached, else from storage (fio ``--invalidate=1`` drops the files' pages first).
+cached, else from storage (the files' pages dropped just before: _evict_cold).
 
 Writes alternate between two page states, because on a VM they differ by up to seven times: even
 repetitions write new files beside everything else, as the step did (pages from the free pool, which a VM
@@ -127,9 +127,9 @@ class PairedReplay:
             if own:
                 try:
                     self._replay(own, step, records, scratch, folder, raw_dir, label, phase)
-                except TierError as err:  # the step's data are fine: only the instrument has no room
+                except (TierError, fio.IologNameError) as err:  # the step's data are fine: only the instrument failed
                     records.records[:] = [r for r in records.records if not (r.step == step and r.phase == "replay")]
-                    log.warning("%s no room for the paired replay of %s, its rows stay not timed: %s", label, step, err)
+                    log.warning("%s no paired replay of %s, its rows stay not timed: %s", label, step, err)
 
     def _timeable(self, mine: list, label: str, step: str, op: str) -> bool:
         """Whether a step's reads (or writes), ``mine``, are enough to time (min_bytes, min_seconds)."""
@@ -215,16 +215,16 @@ class PairedReplay:
             if op == "read":  # not timed
                 layout = fio.replay_layout_command(path, classes, target, raw_dir / f"{name}.layout.json")
                 parse_run(fio.parse, raw_dir / f"{name}.layout.json", "fio",
-                          run_tool("fio", layout, raw_dir, f"{name}.layout", limit))
+                          run_tool("fio", layout.argv, raw_dir, f"{name}.layout", limit, cwd=layout.cwd))
         if plan.get("own_files"):
-            argv = fio.replay_own_read_command(path, classes, raw_dir / f"{name}.json", loops)
+            replay = fio.replay_own_read_command(path, classes, raw_dir / f"{name}.json", loops)
         else:
-            argv = fio.replay_command(path, classes, target, raw_dir / f"{name}.json", op, loops)
+            replay = fio.replay_command(path, classes, target, raw_dir / f"{name}.json", op, loops)
         if op == "read":
             _evict_cold(classes, target, plan.get("own_files", False), records, step, scratch)
         with _page_state(op, rewrite, plan["bytes"], step_share) as fresh:  # the pages a write meets (hostmemory)
             t_start = time.time()
-            run = run_tool("fio", argv, raw_dir, name, limit)
+            run = run_tool("fio", replay.argv, raw_dir, name, limit, cwd=replay.cwd)
         rows = [r for r in replay_totals(parse_run(fio.parse, raw_dir / f"{name}.json", "fio", run), plan)
                 if r["operation"] == op]
         cold = op == "read" and all(c["cold"] for c in classes)
@@ -241,9 +241,9 @@ class PairedReplay:
 
 def _evict_cold(classes: list[dict], target: Path, own_files: bool, records, step: str, scratch: TierSite) -> None:
     """Drop the pages of a read's cold classes' files before fio starts, as the step's inputs were dropped before
-    its run (storage.tiers.TierSite.drop_pages), so that neither side's timed reads include the drop: fio's own
-    ``invalidate=1`` drops each file as it opens it, inside its runtime (a cached 125 MiB file took 3-33 ms here),
-    and now finds nothing left to drop. A memory tier's pages are its storage: nothing is dropped there."""
+    its run (storage.tiers.TierSite.drop_pages), so that neither side's timed reads include the drop (fio's own
+    ``invalidate=1`` would drop each file as it opens it, inside its runtime: a cached 125 MiB file took 3-33 ms
+    here). A memory tier's pages are its storage: nothing is dropped there."""
     paths = [Path(p) for index, group in enumerate(classes) if group.get("cold")
              for p in (group["paths"] if own_files else sorted(target.glob(f"replay.{index}.*")))]
     scratch.drop_pages(paths, records, step)

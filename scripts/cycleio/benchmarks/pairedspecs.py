@@ -109,9 +109,8 @@ def own_read_files(plan: dict, root: Path) -> list[dict] | None:
     """A read plan's classes over the step's own files under ``root`` (each class's ``paths``), or None where a class
     names no files or one is gone (the replay then lays files out instead). Reading the step's own files times the
     same pages the step read: files laid out anew sit elsewhere in memory, and on a memory tier read at 0.7 of the
-    speed of staged ones (docs/performance.md). fio reads whole transfers of a file only, so a file smaller than its
-    class's transfer (a few KiB among files of MiB) is not read; the transfer is cut only where it would leave a
-    class with nothing to read (cutting it to the smallest file would time thousands of tiny reads instead)."""
+    speed of staged ones (docs/performance.md). fio reads each file whole in calls of the class's transfer (its
+    last call what is left), the transfer no larger than the class's largest file."""
     classes = []
     for group in plan["classes"]:
         names = group.get("file_names", [])[:group["files"]]

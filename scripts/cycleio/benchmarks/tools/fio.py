@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -215,69 +216,97 @@ def metadata_command(fio: str, pattern: MetadataPattern, tasks: int, directory: 
             "--name=remove", "--stonewall", "--ioengine=filedelete", "--rw=read", "--create_on_open=1"]
 
 
+# fio reads an iolog's file names with sscanf("%256s"): at most 256 characters, none of them white space
+IOLOG_NAME_LIMIT = 256
+
+
+class IologNameError(ValueError):
+    """A file a replay would name in fio's iolog that the iolog cannot name."""
+
+
+@dataclass(frozen=True)
+class ReplayRun:
+    """One fio job that replays a step's files in turn from an iolog (``iolog``, written by the command's function):
+    fio runs in ``cwd``, which the iolog's file names are relative to."""
+
+    argv: list[str]
+    cwd: Path
+    iolog: Path
+
+
 def replay_command(fio: str, classes: list[dict], directory: Path, json_out: Path, op: str = "write",
-                   loops: int = 1) -> list[str]:
+                   loops: int = 1) -> ReplayRun:
     """One task writes (``op`` write) the files of each size class in turn (``classes``: files,
-    file_bytes, transfer_bytes, cold), fsync at close, as the steps land files; or reads (``op`` read)
+    file_bytes, transfer_bytes, cold), fsync before close, as the steps land files; or reads (``op`` read)
     files laid out before (``replay_layout_command``) in the same order: from the page cache as a step
-    reads what an earlier step just wrote, or for a ``cold`` class from storage (fio drops the files'
-    cached pages first), as the step's reads of such files were (see pairedspecs.replay_specs). One fio job
-    per class, run one at a time (stonewall). ``loops``: reads of pages in memory read each class that many times
-    over (see paired.read_loops)."""
-    return _replay_argv(fio, directory, json_out) + _replay_jobs(classes, op, one_at_a_time=True, loops=loops)
+    reads what an earlier step just wrote, or from storage where the caller dropped a ``cold`` class's pages
+    before (see pairedspecs.replay_specs). ``loops``: reads of pages in memory read every file that many times
+    over (see paired.read_loops). One fio job replays it all from an iolog (:func:`_replay_run`)."""
+    return _replay_run(fio, [(op, _class_files(classes))] * (loops if op == "read" else 1), Path(directory), json_out)
 
 
-def replay_own_read_command(fio: str, classes: list[dict], json_out: Path, loops: int = 1) -> list[str]:
-    """Reads, as ``replay_command`` does, files that exist already: each class's ``paths`` (pairedspecs.own_read_files),
-    whole transfers of each (fio leaves a file's last partial transfer unread), never creating or extending one."""
-    argv = [fio, "--output-format=json", f"--output={json_out}", "--ioengine=psync", "--file_service_type=sequential",
-            "--openfiles=1", "--allow_file_create=0"]
-    for index, group in enumerate(classes):
-        names = ":".join(str(path).replace(":", "\\:") for path in group["paths"])
-        argv += [f"--name=read.{index}", "--stonewall", "--rw=read", f"--bs={group['transfer_bytes']}",
-                 f"--filename={names}", f"--invalidate={int(group.get('cold', False))}"]
-        argv += [f"--loops={loops}"] if loops > 1 else []
-    return argv
+def replay_own_read_command(fio: str, classes: list[dict], json_out: Path, loops: int = 1) -> ReplayRun:
+    """Reads, as ``replay_command`` does, files that exist already: each class's ``paths``
+    (pairedspecs.own_read_files), each file whole, never creating or extending one."""
+    paths = [(Path(path).absolute(), group["transfer_bytes"]) for group in classes for path in group["paths"]]
+    root = Path(os.path.commonpath([path.parent for path, _ in paths]))
+    files = [(os.path.relpath(path, root), path.stat().st_size, transfer) for path, transfer in paths]
+    return _replay_run(fio, [("read", files)] * loops, root, json_out)
 
 
-def replay_layout_command(fio: str, classes: list[dict], directory: Path, json_out: Path) -> list[str]:
-    """Writes the files a read replay reads, all classes at once and fsynced (so a cold class's pages
-    can be dropped), then reads the warm classes' files once: none of it is timed.
+def replay_layout_command(fio: str, classes: list[dict], directory: Path, json_out: Path) -> ReplayRun:
+    """Writes the files a read replay reads, fsynced (so a cold class's pages can be dropped), then reads the warm
+    classes' files once: none of it is timed.
 
     The read pass is there because a step's inputs were read once before it reads them (staging's verify
     checksums them, or the job that wrote them did), and the first read of pages just written is not like
     later ones: on the README's VM 2 GB/s against 9 to 17 GB/s (ext4, files in the page cache)."""
-    argv = _replay_argv(fio, directory, json_out) + _replay_jobs(classes, "write", one_at_a_time=False)
-    first = True
-    for index, group in enumerate(classes):
-        if group.get("cold"):
-            continue
-        files, size = group["files"], group["file_bytes"]
-        argv += [f"--name=warm.{index}"] + (["--stonewall"] if first else [])  # after every write
-        argv += ["--rw=read", f"--bs={group['transfer_bytes']}", f"--nrfiles={files}", f"--filesize={size}",
-                 f"--size={files * size}", f"--filename_format=replay.{index}.$filenum", "--invalidate=0"]
-        first = False
-    return argv
+    warm = [group if not group.get("cold") else {**group, "files": 0} for group in classes]
+    return _replay_run(fio, [("write", _class_files(classes)), ("read", _class_files(warm))], Path(directory),
+                       json_out)
 
 
-def _replay_argv(fio: str, directory: Path, json_out: Path) -> list[str]:
-    return [fio, "--output-format=json", f"--output={json_out}", f"--directory={directory}", "--ioengine=psync",
-            "--file_service_type=sequential", "--openfiles=1", "--fallocate=none"]
+def _class_files(classes: list[dict]) -> list[tuple[str, int, int]]:
+    """The replay's files of each size class, in turn: (name, bytes, bytes per call)."""
+    return [(f"replay.{index}.{number}", group["file_bytes"], group["transfer_bytes"])
+            for index, group in enumerate(classes) for number in range(group["files"])]
 
 
-def _replay_jobs(classes: list[dict], op: str, one_at_a_time: bool, loops: int = 1) -> list[str]:
-    argv = []
-    for index, group in enumerate(classes):
-        files, size = group["files"], group["file_bytes"]
-        argv += [f"--name={op}.{index}"] + (["--stonewall"] if one_at_a_time else [])
-        argv += [f"--rw={op}", f"--bs={group['transfer_bytes']}", f"--nrfiles={files}", f"--filesize={size}",
-                 f"--size={files * size}", f"--filename_format=replay.{index}.$filenum"]
-        if op == "write":  # fio drops a written file's pages when done with it unless told not to: the step keeps
-            # its files' pages, and freed pages would let the next class write into memory just handed back
-            argv += ["--create_on_open=1", "--fsync_on_close=1", "--invalidate=0"]
-        else:
-            argv += [f"--invalidate={int(group.get('cold', False))}"] + ([f"--loops={loops}"] if loops > 1 else [])
-    return argv
+def _replay_run(fio: str, passes: list[tuple[str, list[tuple[str, int, int]]]], cwd: Path,
+                json_out: Path) -> ReplayRun:
+    """fio doing ``passes`` (an operation and its files: name relative to ``cwd``, bytes, bytes per call) one file
+    after the other from a version 2 iolog beside ``json_out``: each file opened, read or written whole in calls
+    of its transfer (the last one what is left), fsynced when written, closed. One job, where one fio job per
+    size class, one after another, made fio wait about 0.3 s to start each (its 100 ms polls): a replay of
+    three size classes took half again as long as its timed I/O. From the log the same files write at the same
+    rate (bench/FINDINGS.md)."""
+    names = {name for _, files in passes for name, _, _ in files}
+    lines = ["fio version 2 iolog"]
+    for name in sorted(names):
+        if len(name) > IOLOG_NAME_LIMIT or any(char.isspace() for char in name):
+            raise IologNameError(f"fio's iolog cannot name {name!r} (at most {IOLOG_NAME_LIMIT} characters, no "
+                                 f"white space), relative to {cwd}")
+        lines.append(f"{name} add")
+    for op, files in passes:
+        for name, size, transfer in files:
+            lines.append(f"{name} open")
+            lines += [f"{name} {op} {offset} {min(transfer, size - offset)}" for offset in range(0, size, transfer)]
+            lines += [f"{name} sync 0 0"] if op == "write" else []
+            lines.append(f"{name} close")
+    json_out = Path(json_out).absolute()
+    iolog = json_out.with_suffix(".iolog")
+    iolog.write_text("\n".join(lines) + "\n")
+    # a written file's pages stay, as the step keeps its files' (fio drops a file's pages at open unless told not
+    # to); a read from storage finds its pages dropped by the caller, outside fio's timed run
+    argv = [fio, "--output-format=json", f"--output={json_out}", "--name=replay", "--ioengine=psync",
+            f"--read_iolog={iolog}", "--replay_no_stall=1", "--invalidate=0", "--fallocate=none"]
+    writes = any(op == "write" for op, _ in passes)
+    return ReplayRun(argv + ([] if writes else ["--allow_file_create=0"]), cwd, iolog)
+
+
+def _mean_call(io_bytes: int | None, calls: int | None) -> int | None:
+    """Bytes per call of a job that gives no ``bs`` (one replaying an iolog: each call its own length)."""
+    return io_bytes // calls if io_bytes and calls else None
 
 
 def _fio_bs_for(bs: Any, operation: str) -> int | None:
@@ -387,7 +416,8 @@ def parse(path: str | Path) -> list[dict[str, Any]]:
                 tasks=numjobs if grouped else 1, nodes=1,
                 file_per_proc="filename" not in opts,
                 random=rw.startswith("rand"),
-                transfer_size_bytes=_fio_bs_for(opts.get("bs", opts.get("blocksize")), op_name),
+                transfer_size_bytes=_fio_bs_for(opts.get("bs", opts.get("blocksize")), op_name)
+                or _mean_call(io_bytes, as_int(op.get("total_ios"))),
                 block_size_bytes=size_or_none(opts.get("size")),
                 direct_io=bool(direct), fsync=fsync,
                 stonewall_s=_fio_seconds(opts.get("runtime")),
