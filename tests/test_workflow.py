@@ -209,9 +209,9 @@ def test_the_answer_summary_timeline_and_capacity_plan(smoke):
     hours = timeline[timeline["kind"] == "output"]
     assert set(hours["step"]) == {"fcst"} and {"f000", "f003", "f006", "f009"} <= set(hours["what"])
     assert (timeline["t_end"] >= timeline["t_start"]).all()
-    # the paired replays (the last cycle) are drawn, so their place in a job is explained
+    # the paired replays (the last two cycles) are drawn, so their place in a job is explained
     replays = timeline[(timeline["kind"] == "phase") & (timeline["what"] == "replay")]
-    assert set(replays["cycle"]) == {"2027010100"}
+    assert set(replays["cycle"]) == {"2026123118", "2027010100"}
     plan = pd.read_csv(results / "capacity.csv")
     assert set(plan["tier"]) == {"lustre", "node_local", "shm"} and set(plan["resolution"]) == {"C768"}
     cycle = plan[plan["step"] == "cycle"]
