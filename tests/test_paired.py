@@ -142,6 +142,25 @@ def test_a_read_replays_the_steps_own_files_where_they_still_are(tmp_path):
     assert all(e.t_start + e.seconds <= r.t_start for e, r in zip(evicts, reads))
 
 
+@pytest.mark.tool
+def test_a_step_file_that_fios_iolog_cannot_name_leaves_the_rows_not_timed_and_the_job_whole(tmp_path, caplog):
+    """A name with white space (fio's iolog reads names up to a space): no replay records but the wall, a warning
+    that says why, and the step's files as they were."""
+    require_tool("fio", "the paired replay runs fio")
+    site = TierSite(Tier(name="disk", kind="posix", path=str(tmp_path / "tier")), "s", "a")
+    records = RecordLog(study="s", arm="a", cycle="2026010100", step="anal")
+    for name in ("obs/a b.nc", "obs/c.nc"):
+        (site.root / name).parent.mkdir(parents=True, exist_ok=True)
+        (site.root / name).write_bytes(b"x" * MiB)
+        records.add(phase="run", op="read", file=name, bytes=MiB, t_start=T0, seconds=0.2, transfers=1,
+                    cached_fraction=0.0, **site.fields())
+    PairedReplay(repetitions=2, min_bytes=0, min_seconds=0).run("anal", records, site, site.root / ".replay",
+                                                                tmp_path / "raw", "[t]")
+    assert [r.op for r in records.records if r.phase == "replay"] == ["wall"]
+    assert "no paired replay of anal, its rows stay not timed" in caplog.text and "a b.nc" in caplog.text
+    assert (site.root / "obs" / "a b.nc").read_bytes() == b"x" * MiB
+
+
 def test_reads_or_writes_too_little_to_time_are_not_replayed(tmp_path):
     """No fio runs for them (the row could not be timed anyway); the job still says it was paired."""
     site = TierSite(Tier(name="disk", kind="posix", path=str(tmp_path / "tier")), "s", "a")
