@@ -156,6 +156,10 @@ def replay(records: list[dict], tier_name: str, root: Path, raw: Path, fio: str,
         if plan["op"] == "read":
             layout = fio_replay_layout_command(fio, plan["classes"], folder, raw / "replay-layout.json")
             subprocess.run(layout.argv, cwd=layout.cwd, check=True, capture_output=True)
+            if tier_name != "shm":  # cold classes from storage, dropped before fio starts as the study's replay does
+                for index, group in enumerate(plan["classes"]):
+                    for path in sorted(folder.glob(f"replay.{index}.*")) if group.get("cold") else []:
+                        evict(path)
         replay = fio_replay_command(fio, plan["classes"], folder, json_out, plan["op"])
         subprocess.run([*(prefix or []), *replay.argv], cwd=replay.cwd, check=True, capture_output=True)
         rows = [r for r in replay_totals(benchparse.parse_fio_json(json_out), plan) if r["operation"] == plan["op"]]
