@@ -59,6 +59,7 @@ from cycleio.config.forecast import ForecastSettings  # noqa: E402
 from cycleio.runner.job import run_step  # noqa: E402
 from cycleio.runner.persistentjobs import run_arrival, run_cleanup, run_coldstart  # noqa: E402
 from cycleio.records import read_records  # noqa: E402
+from cycleio.benchmarks.paired import cold_paths  # noqa: E402
 from cycleio.benchmarks.pairedspecs import TIMED_BYTES, make_room, replay_specs, replay_totals  # noqa: E402
 from cycleio.benchmarks.specs import ReplaySpec  # noqa: E402
 from cycleio.benchmarks.tools.fio import replay_command as fio_replay_command  # noqa: E402
@@ -157,9 +158,8 @@ def replay(records: list[dict], tier_name: str, root: Path, raw: Path, fio: str,
             layout = fio_replay_layout_command(fio, plan["classes"], folder, raw / "replay-layout.json")
             subprocess.run(layout.argv, cwd=layout.cwd, check=True, capture_output=True)
             if tier_name != "shm":  # cold classes from storage, dropped before fio starts as the study's replay does
-                for index, group in enumerate(plan["classes"]):
-                    for path in sorted(folder.glob(f"replay.{index}.*")) if group.get("cold") else []:
-                        evict(path)
+                for path in cold_paths(plan["classes"], folder, own_files=False):
+                    evict(path)
         replay = fio_replay_command(fio, plan["classes"], folder, json_out, plan["op"])
         subprocess.run([*(prefix or []), *replay.argv], cwd=replay.cwd, check=True, capture_output=True)
         rows = [r for r in replay_totals(benchparse.parse_fio_json(json_out), plan) if r["operation"] == plan["op"]]

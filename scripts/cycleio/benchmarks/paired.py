@@ -244,9 +244,13 @@ def _evict_cold(classes: list[dict], target: Path, own_files: bool, records, ste
     its run (storage.tiers.TierSite.drop_pages), so that neither side's timed reads include the drop (fio's own
     ``invalidate=1`` would drop each file as it opens it, inside its runtime: a cached 125 MiB file took 3-33 ms
     here). A memory tier's pages are its storage: nothing is dropped there."""
-    paths = [Path(p) for index, group in enumerate(classes) if group.get("cold")
-             for p in (group["paths"] if own_files else sorted(target.glob(f"replay.{index}.*")))]
-    scratch.drop_pages(paths, records, step)
+    scratch.drop_pages(cold_paths(classes, target, own_files), records, step)
+
+
+def cold_paths(classes: list[dict], target: Path, own_files: bool) -> list[Path]:
+    """The files of a read's cold classes: the step's own (each class's ``paths``) or those laid out in ``target``."""
+    return [Path(p) for index, group in enumerate(classes) if group.get("cold")
+            for p in (group["paths"] if own_files else sorted(target.glob(f"replay.{index}.*")))]
 
 
 def fresh_found_MiB(files) -> float | None:
